@@ -1,0 +1,219 @@
+// Package proxmox is the backend: the seed's Create, Get, Delete, ListByTag and Checker
+// (entries 2 to 16) over the pveapi seam. It knows nothing of Terraform.
+//
+// NOTE(skeleton): the types and method signatures in this file are the contract the
+// Terraform glue in internal/provider codes against. Implementations may add fields and
+// methods; they must not remove or rename these.
+package proxmox
+
+import (
+	"context"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Config is everything the backend needs from the provider configuration.
+type Config struct {
+	Endpoint          string // for health details only
+	Nodes             []string
+	ISOStorage        string
+	Storage           string         // clone target storage; empty: the template's own
+	Templates         map[string]int // catalogue key -> template VMID (health check)
+	VMIDMin, VMIDMax  int
+	VendorData        string
+	InstallGuestAgent bool
+	// TokenID returns the token id (the part before '='), or an error wrapping
+	// pveapi.ErrCredentials when the token is missing or malformed. Used by Check.
+	TokenID func() (string, error)
+	Budgets Budgets
+}
+
+// Budgets bound every wait (seed entry 18). Tests shrink them.
+type Budgets struct {
+	Clone, Upload, Resize, Start, Stop, Destroy, SeedDelete, Running time.Duration
+	// PollMin is the first poll interval; it doubles up to PollMax.
+	PollMin, PollMax time.Duration
+	// ListingTTL is how long one /cluster/resources listing serves reads.
+	ListingTTL time.Duration
+}
+
+// DefaultBudgets are entry 18's budgets, with polls backing off from 50 ms to 1 s.
+func DefaultBudgets() Budgets {
+	return Budgets{
+		Clone: 10 * time.Minute, Upload: 2 * time.Minute, Resize: 2 * time.Minute,
+		Start: 2 * time.Minute, Stop: 2 * time.Minute, Destroy: 5 * time.Minute,
+		SeedDelete: time.Minute, Running: 60 * time.Second,
+		PollMin: 50 * time.Millisecond, PollMax: time.Second,
+		ListingTTL: 2 * time.Second,
+	}
+}
+
+// ID is vms/<vmid>/<name> (entry 1).
+type ID struct {
+	VMID int
+	Name string
+}
+
+// State is the mapped VM state (entry 9).
+type State string
+
+const (
+	StateRunning      State = "running"
+	StateProvisioning State = "provisioning"
+	StateStopped      State = "stopped"
+)
+
+// Spec is a fully resolved Create request: catalogue keys and provider defaults already
+// applied by the caller.
+type Spec struct {
+	Name         string
+	UID          string
+	Node         string
+	TemplateVMID int
+	Cores        int
+	MemoryMiB    int
+	DiskGiB      int // 0: keep the template's size
+	UserData     []byte
+	Bridge       string // empty: as cloned (unless VLANTag is set)
+	VLANTag      int    // 0: as cloned
+	OnBoot       bool
+	WaitForIP    bool
+	CreatedAt    time.Time
+}
+
+// VM is what Get reads back.
+type VM struct {
+	ID           ID
+	Node         string
+	UID          string
+	CreatedAt    time.Time
+	State        State
+	QMPStatus    string
+	Hibernated   bool
+	IP           string
+	MAC          string
+	Cores        int
+	MemoryMiB    int
+	DiskGiB      int
+	Bridge       string
+	VLANTag      int
+	OnBoot       bool
+	AgentEnabled bool
+	Tags         []string
+}
+
+// GetOptions tune Get.
+type GetOptions struct {
+	// Agent asks the guest agent for the address when the VM runs (Create's IP wait).
+	// Read in a plan leaves it false: it never waits for, nor fails on, the agent.
+	Agent bool
+	// FreshListing bypasses the shared listing cache.
+	FreshListing bool
+}
+
+// Changes is an in-place update; nil fields are left alone.
+type Changes struct {
+	Cores     *int
+	MemoryMiB *int
+	DiskGiB   *int
+	Bridge    *string
+	VLANTag   *int // 0 removes the tag
+	OnBoot    *bool
+	// Start brings a stopped, paused or hibernated VM back to running.
+	Start bool
+}
+
+// Instance is one marked VM listed by List (entry 12).
+type Instance struct {
+	ID        ID
+	Node      string
+	UID       string
+	CreatedAt time.Time
+	Status    string
+}
+
+// Seed is a seed ISO on the ISO storage of a node.
+type Seed struct {
+	Node  string
+	VolID string
+	Name  string // the VM name it belongs to
+	Size  int64
+}
+
+// Reason is a health verdict's reason (entry 16).
+type Reason string
+
+const (
+	ReasonReachable              Reason = "Reachable"
+	ReasonTimeout                Reason = "Timeout"
+	ReasonUnreachable            Reason = "Unreachable"
+	ReasonUnauthorized           Reason = "Unauthorized"
+	ReasonForbidden              Reason = "Forbidden"
+	ReasonAPIError               Reason = "APIError"
+	ReasonCertificateInvalid     Reason = "CertificateInvalid"
+	ReasonCredentialsUnavailable Reason = "CredentialsUnavailable"
+	ReasonStorageNotFound        Reason = "StorageNotFound"
+	ReasonTemplateNotFound       Reason = "TemplateNotFound"
+)
+
+// NodeHealth is one node's verdict.
+type NodeHealth struct {
+	Name               string
+	Address            string
+	Ready              bool
+	Reason             Reason
+	Message            string
+	PVEVersion         string
+	Kernel             string
+	TokenID            string
+	ISOStorage         string
+	ISOStorageAvailGiB float64
+	Templates          string // "found/configured"
+}
+
+// Backend runs the seed's operations over the seam.
+type Backend struct {
+	api pveapi.API
+	cfg Config
+}
+
+// New returns a backend. It makes no request.
+func New(api pveapi.API, cfg Config) *Backend { return &Backend{api: api, cfg: cfg} }
+
+// Create runs entry 10 under the per-name lock. onAllocated is called once, as soon as the
+// VMID (and node) is known and before any step that can fail after it, so the caller can
+// save state; it may be called for an adopted VM too.
+func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
+	panic("not implemented")
+}
+
+// Get runs entry 9. ErrNotFound (errors.Is) when the VM is gone or the VMID was reused.
+func (b *Backend) Get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
+	panic("not implemented")
+}
+
+// Update applies in-place changes: config write (restart when running and cores/memory
+// changed), resize, net0 rewrite, onboot, start.
+func (b *Backend) Update(ctx context.Context, id ID, c Changes) error { panic("not implemented") }
+
+// Delete runs entry 11. A VM already gone or not ours is success without touching it.
+func (b *Backend) Delete(ctx context.Context, id ID, node string) error { panic("not implemented") }
+
+// List runs entry 12: every marked VM.
+func (b *Backend) List(ctx context.Context) ([]Instance, error) { panic("not implemented") }
+
+// FindByName returns the marked VM called name (import by name).
+func (b *Backend) FindByName(ctx context.Context, name string) (ID, error) {
+	panic("not implemented")
+}
+
+// FindByVMID returns the marked VM at vmid (import by VMID).
+func (b *Backend) FindByVMID(ctx context.Context, vmid int) (ID, error) { panic("not implemented") }
+
+// OrphanSeeds lists *-seed.iso volumes on each node's ISO storage that no VM of that name
+// references.
+func (b *Backend) OrphanSeeds(ctx context.Context) ([]Seed, error) { panic("not implemented") }
+
+// Check runs entry 16: one verdict per configured node, in config order.
+func (b *Backend) Check(ctx context.Context) []NodeHealth { panic("not implemented") }

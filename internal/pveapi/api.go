@@ -1,0 +1,152 @@
+// Package pveapi is the seam between the provider and Proxmox VE: one Go method per REST
+// endpoint the product uses (seed entry 17), the net/http adapter that implements it, the
+// apiError type and the classification of failures (seed entry 13). Proxmox's wording lives
+// here and nowhere above this package.
+package pveapi
+
+import (
+	"context"
+	"io"
+)
+
+// API is the seam. Every method takes ctx first and makes exactly one HTTP request.
+// Async calls return the task's UPID; TaskStatus polls it.
+type API interface {
+	// Version is GET /version.
+	Version(ctx context.Context) (VersionInfo, error)
+	// NodeStatus is GET /nodes/{node}/status.
+	NodeStatus(ctx context.Context, node string) (NodeStatus, error)
+	// StorageStatus is GET /nodes/{node}/storage/{storage}/status.
+	StorageStatus(ctx context.Context, node, storage string) (StorageStatus, error)
+	// StorageContent is GET /nodes/{node}/storage/{storage}/content?content={content}.
+	StorageContent(ctx context.Context, node, storage, content string) ([]StorageVolume, error)
+	// ClusterResources is GET /cluster/resources?type=vm.
+	ClusterResources(ctx context.Context) ([]Resource, error)
+	// VMConfig is GET /nodes/{node}/qemu/{vmid}/config; every scalar decoded to a string.
+	VMConfig(ctx context.Context, node string, vmid int) (map[string]string, error)
+	// SetVMConfig is PUT /nodes/{node}/qemu/{vmid}/config (synchronous), form-encoded.
+	SetVMConfig(ctx context.Context, node string, vmid int, params map[string]string) error
+	// Clone is POST /nodes/{node}/qemu/{vmid}/clone.
+	Clone(ctx context.Context, node string, vmid int, p CloneParams) (string, error)
+	// Resize is PUT /nodes/{node}/qemu/{vmid}/resize with an absolute size such as "8G".
+	Resize(ctx context.Context, node string, vmid int, disk, size string) (string, error)
+	// Start is POST /nodes/{node}/qemu/{vmid}/status/start.
+	Start(ctx context.Context, node string, vmid int) (string, error)
+	// Stop is POST /nodes/{node}/qemu/{vmid}/status/stop.
+	Stop(ctx context.Context, node string, vmid int) (string, error)
+	// VMStatus is GET /nodes/{node}/qemu/{vmid}/status/current.
+	VMStatus(ctx context.Context, node string, vmid int) (VMStatus, error)
+	// Destroy is DELETE /nodes/{node}/qemu/{vmid}?purge=1&destroy-unreferenced-disks=1.
+	Destroy(ctx context.Context, node string, vmid int) (string, error)
+	// TaskStatus is GET /nodes/{node}/tasks/{upid}/status.
+	TaskStatus(ctx context.Context, node, upid string) (TaskStatus, error)
+	// AgentNetworkInterfaces is GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces.
+	AgentNetworkInterfaces(ctx context.Context, node string, vmid int) ([]NetworkInterface, error)
+	// UploadISO is POST /nodes/{node}/storage/{storage}/upload (multipart, content=iso first,
+	// the file part last), streaming size bytes from r.
+	UploadISO(ctx context.Context, node, storage, filename string, r io.Reader, size int64) (string, error)
+	// DeleteVolume is DELETE /nodes/{node}/storage/{storage}/content/{volid}.
+	DeleteVolume(ctx context.Context, node, storage, volid string) (string, error)
+}
+
+// VersionInfo is the answer of GET /version.
+type VersionInfo struct {
+	Version string `json:"version"`
+	Release string `json:"release"`
+	RepoID  string `json:"repoid"`
+}
+
+// NodeStatus is the part of GET /nodes/{node}/status the product reads.
+type NodeStatus struct {
+	KVersion   string `json:"kversion"`
+	PVEVersion string `json:"pveversion"`
+	Uptime     int64  `json:"uptime"`
+}
+
+// StorageStatus is GET /nodes/{node}/storage/{storage}/status.
+type StorageStatus struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+	Total   int64  `json:"total"`
+	Used    int64  `json:"used"`
+	Avail   int64  `json:"avail"`
+	Active  int    `json:"active"`
+	Enabled int    `json:"enabled"`
+	Shared  int    `json:"shared"`
+}
+
+// StorageVolume is one entry of GET /nodes/{node}/storage/{storage}/content.
+type StorageVolume struct {
+	VolID   string `json:"volid"`
+	Format  string `json:"format"`
+	Size    int64  `json:"size"`
+	CTime   int64  `json:"ctime"`
+	Content string `json:"content"`
+}
+
+// Resource is one entry of GET /cluster/resources?type=vm. A clone in progress has no
+// name, lock "clone" and status "unknown" (F8).
+type Resource struct {
+	ID       string  `json:"id"`
+	VMID     int     `json:"vmid"`
+	Node     string  `json:"node"`
+	Type     string  `json:"type"`
+	Status   string  `json:"status"`
+	Name     string  `json:"name"`
+	Template int     `json:"template"`
+	Tags     string  `json:"tags"`
+	Lock     string  `json:"lock"`
+	MaxCPU   float64 `json:"maxcpu"`
+	MaxMem   int64   `json:"maxmem"`
+	MaxDisk  int64   `json:"maxdisk"`
+	Uptime   int64   `json:"uptime"`
+}
+
+// CloneParams are the form fields of a clone. Full is always sent as full=1.
+type CloneParams struct {
+	NewID       int
+	Name        string
+	Description string
+	Storage     string // empty: the template's own storage
+	Target      string // empty: the template's node
+}
+
+// VMStatus is GET /nodes/{node}/qemu/{vmid}/status/current.
+type VMStatus struct {
+	Status    string `json:"status"`
+	QMPStatus string `json:"qmpstatus"`
+	Lock      string `json:"lock"`
+	Agent     int    `json:"agent"`
+	Name      string `json:"name"`
+	Uptime    int64  `json:"uptime"`
+}
+
+// TaskStatus is GET /nodes/{node}/tasks/{upid}/status. ExitStatus is set only when
+// Status is "stopped": "OK", "WARNINGS: <n>" or the error text (F16).
+type TaskStatus struct {
+	UPID       string `json:"upid"`
+	Node       string `json:"node"`
+	PID        int64  `json:"pid"`
+	PStart     int64  `json:"pstart"`
+	StartTime  int64  `json:"starttime"`
+	Type       string `json:"type"`
+	ID         string `json:"id"`
+	User       string `json:"user"`
+	TokenID    string `json:"tokenid"`
+	Status     string `json:"status"`
+	ExitStatus string `json:"exitstatus"`
+}
+
+// NetworkInterface is one entry of the agent's network-get-interfaces result (F21).
+type NetworkInterface struct {
+	Name            string      `json:"name"`
+	HardwareAddress string      `json:"hardware-address"`
+	IPAddresses     []IPAddress `json:"ip-addresses"`
+}
+
+// IPAddress is one address of a NetworkInterface.
+type IPAddress struct {
+	Address string `json:"ip-address"`
+	Type    string `json:"ip-address-type"`
+	Prefix  int    `json:"prefix"`
+}
