@@ -34,6 +34,10 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 func (p *proxyProvider) Configure(_ context.Context, _ provider.ConfigureRequest, _ *provider.ConfigureResponse) {
 }
 
-func (p *proxyProvider) Resources(_ context.Context) []func() resource.Resource { return nil }
+func (p *proxyProvider) Resources(_ context.Context) []func() resource.Resource {
+	return []func() resource.Resource{NewProxyVMResource}
+}
 
-func (p *proxyProvider) DataSources(_ context.Context) []func() datasource.DataSource { return nil }
+func (p *proxyProvider) DataSources(_ context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{NewHealthDataSource, NewVMsDataSource}
+}
