@@ -1,0 +1,32 @@
+# Credentials: api_token_file below, api_token, or the PROXMOX_VE_API_TOKEN environment variable.
+provider "proxy" {
+  endpoint = "https://192.168.0.8:8006"
+  # One line <user>@<realm>!<tokenid>=<secret>, re-read on every request.
+  api_token_file = pathexpand("~/.config/proxmox-token")
+  # The cluster CA, a copy of /etc/pve/pve-root-ca.pem.
+  ca_file = pathexpand("~/.config/proxmox-ca.pem")
+
+  nodes       = ["pv1-1"]
+  iso_storage = "proxy-seeds" # ISO-only; the token holds Datastore.Allocate there
+  storage     = "local-lvm"   # where clones' disks go; default: the template's storage
+
+  bridge   = "vmbr0"
+  vlan_tag = 4
+
+  vmid_range = {
+    min = 100000
+    max = 199999
+  }
+
+  templates = {
+    "debian-13" = 9001
+  }
+
+  machine_types = {
+    small  = { cores = 1, memory_mib = 1024 }
+    medium = { cores = 2, memory_mib = 2048, disk_gib = 10 }
+  }
+
+  request_timeout     = "30s"
+  install_guest_agent = true
+}
