@@ -10,6 +10,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
@@ -172,14 +173,60 @@ type NodeHealth struct {
 	Templates          string // "found/configured"
 }
 
-// Backend runs the seed's operations over the seam.
+// LogSubsystem is the tflog subsystem the backend logs to. The caller creates it
+// (tflog.NewSubsystem) on the ctx it passes in, with its masking options.
+const LogSubsystem = "proxmox"
+
+// Backend runs the seed's operations over the seam. It is safe for concurrent use.
 type Backend struct {
 	api pveapi.API
 	cfg Config
+
+	clock    clock
+	listings *listingCache
+	locks    *keyedLock
+	// buildSeed builds the seed ISO; tests replace it.
+	buildSeed func(nocloud.Seed) ([]byte, error)
 }
 
-// New returns a backend. It makes no request.
-func New(api pveapi.API, cfg Config) *Backend { return &Backend{api: api, cfg: cfg} }
+// Default VMID range (DESIGN.md).
+const (
+	DefaultVMIDMin = 100000
+	DefaultVMIDMax = 199999
+)
+
+// New returns a backend. It makes no request. Zero budgets take DefaultBudgets' values,
+// and a zero VMID range the default 100000 to 199999.
+func New(api pveapi.API, cfg Config) *Backend {
+	d := DefaultBudgets()
+	bd := &cfg.Budgets
+	for _, p := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&bd.Clone, d.Clone}, {&bd.Upload, d.Upload}, {&bd.Resize, d.Resize}, {&bd.Start, d.Start},
+		{&bd.Stop, d.Stop}, {&bd.Destroy, d.Destroy}, {&bd.SeedDelete, d.SeedDelete},
+		{&bd.Running, d.Running}, {&bd.PollMin, d.PollMin}, {&bd.PollMax, d.PollMax},
+		{&bd.ListingTTL, d.ListingTTL},
+	} {
+		if *p.v <= 0 {
+			*p.v = p.def
+		}
+	}
+	if bd.PollMax < bd.PollMin {
+		bd.PollMax = bd.PollMin
+	}
+	if cfg.VMIDMin == 0 && cfg.VMIDMax == 0 {
+		cfg.VMIDMin, cfg.VMIDMax = DefaultVMIDMin, DefaultVMIDMax
+	}
+	return &Backend{
+		api: api, cfg: cfg,
+		clock:     realClock{},
+		listings:  &listingCache{},
+		locks:     &keyedLock{},
+		buildSeed: nocloud.Build,
+	}
+}
 
 // Create runs entry 10 under the per-name lock. onAllocated is called once, as soon as the
 // VMID (and node) is known and before any step that can fail after it, so the caller can
@@ -200,9 +247,6 @@ func (b *Backend) Update(ctx context.Context, id ID, c Changes) error { panic("n
 // Delete runs entry 11. A VM already gone or not ours is success without touching it.
 func (b *Backend) Delete(ctx context.Context, id ID, node string) error { panic("not implemented") }
 
-// List runs entry 12: every marked VM.
-func (b *Backend) List(ctx context.Context) ([]Instance, error) { panic("not implemented") }
-
 // FindByName returns the marked VM called name (import by name).
 func (b *Backend) FindByName(ctx context.Context, name string) (ID, error) {
 	panic("not implemented")
@@ -211,9 +255,5 @@ func (b *Backend) FindByName(ctx context.Context, name string) (ID, error) {
 // FindByVMID returns the marked VM at vmid (import by VMID).
 func (b *Backend) FindByVMID(ctx context.Context, vmid int) (ID, error) { panic("not implemented") }
 
-// OrphanSeeds lists *-seed.iso volumes on each node's ISO storage that no VM of that name
-// references.
-func (b *Backend) OrphanSeeds(ctx context.Context) ([]Seed, error) { panic("not implemented") }
-
-// Check runs entry 16: one verdict per configured node, in config order.
-func (b *Backend) Check(ctx context.Context) []NodeHealth { panic("not implemented") }
+// List (entry 12), OrphanSeeds and Check (entry 16) live in list.go, orphans.go and
+// check.go, written by another engineer.

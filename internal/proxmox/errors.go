@@ -1,0 +1,127 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// ErrNotFound is matched (errors.Is) by every error of class pveapi.NotFound: the VM is
+// gone, or its VMID now holds a VM that is not ours.
+var ErrNotFound = errors.New("VM not found")
+
+// Error is the backend's error: a class (entry 13), the operation, the VM it concerns
+// when known, and a message that says what happened and what the admin can do. Its text
+// never carries cloud-init content or the API token.
+type Error struct {
+	Class pveapi.Class
+	// Op is the backend operation: create, get, update, delete, import.
+	Op string
+	// Name and VMID identify the VM; empty and 0 when not known yet.
+	Name string
+	VMID int
+	// Err is the message (built with fmt.Errorf, so it may wrap a cause).
+	Err error
+}
+
+// Error renders "<op> VM <name> (VMID <vmid>): <message>".
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteByte(' ')
+	}
+	switch {
+	case e.Name != "" && e.VMID != 0:
+		b.WriteString("VM " + e.Name + " (VMID " + strconv.Itoa(e.VMID) + ")")
+	case e.Name != "":
+		b.WriteString("VM " + e.Name)
+	case e.VMID != 0:
+		b.WriteString("VMID " + strconv.Itoa(e.VMID))
+	default:
+		b.WriteString("VM")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the message error, which may wrap the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotFound) true for the NotFound class.
+func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Class == pveapi.NotFound }
+
+// Permanentf is a Permanent error: an admin must fix something, retrying will not help.
+// The format may use %w.
+func Permanentf(format string, args ...any) *Error {
+	return &Error{Class: pveapi.Permanent, Err: fmt.Errorf(format, args...)}
+}
+
+// Transientf is a Transient error: retrying may succeed.
+func Transientf(format string, args ...any) *Error {
+	return &Error{Class: pveapi.Transient, Err: fmt.Errorf(format, args...)}
+}
+
+// notFoundf is a NotFound error (errors.Is(err, ErrNotFound)).
+func notFoundf(format string, args ...any) *Error {
+	return &Error{Class: pveapi.NotFound, Err: fmt.Errorf(format, args...)}
+}
+
+// ClassOf returns err's class: the class an *Error carries, NotFound for ErrNotFound,
+// Transient for an ended context, else pveapi's classification of the raw failure. A nil
+// error is Transient (callers should not ask).
+func ClassOf(err error) pveapi.Class {
+	var e *Error
+	switch {
+	case err == nil:
+		return pveapi.Transient
+	case errors.As(err, &e):
+		return e.Class
+	case errors.Is(err, ErrNotFound):
+		return pveapi.NotFound
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return pveapi.Transient
+	}
+	return classify("", err)
+}
+
+// wrap gives err the operation and VM: an *Error at the top gets its empty fields filled,
+// anything else becomes an *Error classified for op. A does-not-exist inside Create is
+// Transient (entry 13), which classify("create", ...) already says.
+func wrap(op string, name string, vmid int, err error) error {
+	if err == nil {
+		return nil
+	}
+	class := classify(op, err)
+	if op == "create" && class == pveapi.NotFound {
+		class = pveapi.Transient
+	}
+	if e, ok := err.(*Error); ok {
+		c := *e
+		c.Class = class
+		if c.Op == "" {
+			c.Op = op
+		}
+		if c.Name == "" {
+			c.Name = name
+		}
+		if c.VMID == 0 {
+			c.VMID = vmid
+		}
+		return &c
+	}
+	return &Error{Class: class, Op: op, Name: name, VMID: vmid, Err: err}
+}
+
+// apiErrorf wraps a seam failure with what we were doing, keeping the failure's class for
+// op (entry 13). The caller's message says what was attempted.
+func apiErrorf(op string, err error, format string, args ...any) *Error {
+	return &Error{Class: classify(op, err), Err: fmt.Errorf(format+": %w", append(args, err)...)}
+}

@@ -1,0 +1,15 @@
+package proxmox
+
+import "hash/fnv"
+
+// maxProbes is how many VMIDs Create probes before the range counts as exhausted (entry 2).
+const maxProbes = 32
+
+// vmidFor is min + (fnv1a64(uid) + attempt) mod (max - min + 1), the operator's function
+// (entry 2), computed without overflow.
+func vmidFor(uid string, attempt, lo, hi int) int {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(uid))
+	n := uint64(hi - lo + 1)
+	return lo + int((h.Sum64()%n+uint64(attempt)%n)%n)
+}
