@@ -1,0 +1,296 @@
+package proxmox
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// NodeCheck is one node's verdict plus how far the check got, for callers that render
+// details the check never reached as unknown rather than as zero.
+type NodeCheck struct {
+	NodeHealth
+	// StorageAnswered is true when the ISO storage status answered, so
+	// ISOStorageAvailGiB is a reading and not a zero value.
+	StorageAnswered bool
+}
+
+// Check runs entry 16: one verdict per configured node, in config order.
+func (b *Backend) Check(ctx context.Context) []NodeHealth {
+	checks := b.CheckDetailed(ctx)
+	out := make([]NodeHealth, len(checks))
+	for i, c := range checks {
+		out[i] = c.NodeHealth
+	}
+	return out
+}
+
+// CheckDetailed is Check with NodeCheck's extra detail. The nodes are checked
+// concurrently, each with its own four requests (GET /version, the node's status, its ISO
+// storage status, the VM listing), so a failure is reported against the node whose round
+// saw it and a node that hangs costs only its own time, bounded by ctx. It never fails: an
+// unhealthy node is a verdict, not an error.
+func (b *Backend) CheckDetailed(ctx context.Context) []NodeCheck {
+	out := make([]NodeCheck, len(b.cfg.Nodes))
+	// The token file is read once, before any request (entry 16): a missing or malformed
+	// one answers CredentialsUnavailable on every node without a request.
+	tokenID, tokenErr := "", error(nil)
+	if b.cfg.TokenID != nil {
+		tokenID, tokenErr = b.cfg.TokenID()
+	}
+	var wg sync.WaitGroup
+	for i, node := range b.cfg.Nodes {
+		wg.Go(func() {
+			out[i] = b.checkNode(ctx, node, tokenID, tokenErr)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// checkStep names the request a node's check was making, for reasons and messages.
+type checkStep int
+
+const (
+	stepVersion checkStep = iota
+	stepNode
+	stepStorage
+	stepTemplates
+)
+
+func (s checkStep) String() string {
+	switch s {
+	case stepVersion:
+		return "reading the Proxmox VE version"
+	case stepNode:
+		return "reading the node status"
+	case stepStorage:
+		return "reading the ISO storage status"
+	default:
+		return "listing the cluster's VMs for the templates"
+	}
+}
+
+// checkNode runs one node's round: four requests, stopping at the first failure.
+func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr error) (c NodeCheck) {
+	c.Name = node
+	c.Address = b.cfg.Endpoint
+	c.ISOStorage = b.cfg.ISOStorage
+	defer func() {
+		c.Ready = c.Reason == ReasonReachable
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox node checked", map[string]any{
+			"node": node, "reason": string(c.Reason), "ready": c.Ready,
+		})
+		tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox node check details", map[string]any{
+			"node": node, "message": c.Message, "pve_version": c.PVEVersion, "kernel": c.Kernel,
+			"token_id": c.TokenID, "iso_storage": c.ISOStorage, "templates": c.Templates,
+			"iso_storage_avail_gib": c.ISOStorageAvailGiB,
+		})
+	}()
+	if tokenErr != nil {
+		c.Reason = ReasonCredentialsUnavailable
+		c.Message = "the API token is unavailable: " + tokenErr.Error()
+		return c
+	}
+	c.TokenID = tokenID
+
+	fail := func(step checkStep, err error) NodeCheck {
+		// The round's ctx ending is Timeout whatever the error says (a dial cut short by
+		// the deadline included): the guard is here, not in checkReason.
+		if ctx.Err() != nil {
+			c.Reason = ReasonTimeout
+			c.Message = fmt.Sprintf("the health check ran out of time %s of node %s", step, node)
+			return c
+		}
+		c.Reason = checkReason(step, err)
+		c.Message = fmt.Sprintf("%s of node %s: %v", step, node, err)
+		return c
+	}
+
+	v, err := b.api.Version(ctx)
+	if err != nil {
+		return fail(stepVersion, err)
+	}
+	c.PVEVersion = v.Version
+
+	ns, err := b.api.NodeStatus(ctx, node)
+	if err != nil {
+		return fail(stepNode, err)
+	}
+	c.Kernel = kernelRelease(ns.KVersion)
+
+	st, err := b.api.StorageStatus(ctx, node, b.cfg.ISOStorage)
+	if err != nil {
+		return fail(stepStorage, err)
+	}
+	c.StorageAnswered = true
+	c.ISOStorageAvailGiB = bytesToGiB(st.Avail)
+	switch {
+	case st.Active != 1:
+		c.Reason = ReasonStorageNotFound
+		c.Message = fmt.Sprintf("ISO storage %s is not active on node %s", b.cfg.ISOStorage, node)
+		return c
+	case !slices.Contains(contentTypes(st.Content), "iso"):
+		c.Reason = ReasonStorageNotFound
+		c.Message = fmt.Sprintf("ISO storage %s on node %s does not hold iso content (content: %s)",
+			b.cfg.ISOStorage, node, st.Content)
+		return c
+	}
+
+	res, err := b.api.ClusterResources(ctx)
+	if err != nil {
+		return fail(stepTemplates, err)
+	}
+	found, missing := checkTemplates(b.cfg.Templates, res)
+	c.Templates = fmt.Sprintf("%d/%d", found, len(b.cfg.Templates))
+	if len(missing) > 0 {
+		c.Reason = ReasonTemplateNotFound
+		c.Message = "catalogue templates unusable: " + strings.Join(missing, "; ")
+		return c
+	}
+	c.Reason = ReasonReachable
+	c.Message = fmt.Sprintf("node %s answers: Proxmox VE %s, ISO storage %s active with %.2f GiB free, %s templates found",
+		node, c.PVEVersion, b.cfg.ISOStorage, c.ISOStorageAvailGiB, c.Templates)
+	return c
+}
+
+// checkTemplates counts the catalogue entries whose VMID is a QEMU template in the listing
+// (entries, not unique VMIDs) and describes the others, in key order.
+func checkTemplates(catalogue map[string]int, res []pveapi.Resource) (found int, missing []string) {
+	byVMID := make(map[int]pveapi.Resource, len(res))
+	for _, r := range res {
+		if r.Type == "qemu" {
+			byVMID[r.VMID] = r
+		}
+	}
+	keys := make([]string, 0, len(catalogue))
+	for k := range catalogue {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		vmid := catalogue[k]
+		r, ok := byVMID[vmid]
+		switch {
+		case !ok:
+			missing = append(missing, fmt.Sprintf("%s: VM %d does not exist", k, vmid))
+		case r.Template != 1:
+			missing = append(missing, fmt.Sprintf("%s: VM %d is not a template", k, vmid))
+		default:
+			found++
+		}
+	}
+	return found, missing
+}
+
+// checkReason maps a failed request to a reason (entry 16). The caller handles the round's
+// ctx ending first.
+func checkReason(step checkStep, err error) Reason {
+	var apiErr *pveapi.APIError
+	switch {
+	case errors.Is(err, pveapi.ErrCredentials):
+		return ReasonCredentialsUnavailable
+	case checkTLSVerification(err):
+		return ReasonCertificateInvalid
+	// Before the timeout test: a dial that ran out of its own budget is Unreachable, since
+	// the node did not answer.
+	case checkDialFailure(err):
+		return ReasonUnreachable
+	case errors.As(err, &apiErr):
+		switch {
+		case apiErr.Status == 401:
+			return ReasonUnauthorized
+		case apiErr.Status == 403:
+			return ReasonForbidden
+		case apiErr.Status == 595 || apiErr.Status == 596:
+			return ReasonUnreachable
+		case step == stepStorage && (apiErr.Status == 500 || checkNoSuchStorage(err)):
+			return ReasonStorageNotFound
+		default:
+			return ReasonAPIError
+		}
+	case checkTimedOut(err):
+		return ReasonTimeout
+	case checkConnectionCut(err):
+		return ReasonUnreachable
+	default:
+		return ReasonAPIError
+	}
+}
+
+// checkTLSVerification is a failed certificate verification.
+func checkTLSVerification(err error) bool {
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		hostname         x509.HostnameError
+		invalid          x509.CertificateInvalidError
+		verification     *tls.CertificateVerificationError
+	)
+	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &verification)
+}
+
+// checkDialFailure is a failed TCP connect, timed out or refused.
+func checkDialFailure(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// checkTimedOut is a request that ran out of its own time.
+func checkTimedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// checkConnectionCut is a connection that ended mid-request or mid-response.
+func checkConnectionCut(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.As(err, &op)
+}
+
+// checkNoSuchStorage is the 400 of a storage the cluster does not know.
+func checkNoSuchStorage(err error) bool {
+	var apiErr *pveapi.APIError
+	return errors.As(err, &apiErr) && apiErr.Status == 400 && apiErr.Errors["storage"] == "No such storage."
+}
+
+// kernelRelease is the release in kversion ("Linux 6.8.12-4-pve #1 SMP ..."), or kversion
+// itself when it has another shape.
+func kernelRelease(kversion string) string {
+	if f := strings.Fields(kversion); len(f) >= 2 && f[0] == "Linux" {
+		return f[1]
+	}
+	return kversion
+}
+
+// bytesToGiB is bytes in GiB, rounded to two decimals.
+func bytesToGiB(bytes int64) float64 {
+	return math.Round(float64(bytes)/(1<<30)*100) / 100
+}
+
+// contentTypes splits a Proxmox comma list ("iso,vztmpl"), trimming blanks.
+func contentTypes(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,565 @@
+package proxmox
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/fixture"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// checkFake is the small seam fake of the read-only paths (Check, List, OrphanSeeds). Every
+// method it serves counts its call and answers a ctx that has ended with ctx.Err(), as the
+// real client does; any other seam method panics through the nil embedded API.
+type checkFake struct {
+	pveapi.API
+
+	mu    sync.Mutex
+	calls map[string]int // "Version", "NodeStatus pve1", ...
+
+	version       func(ctx context.Context) (pveapi.VersionInfo, error)
+	nodeStatus    func(ctx context.Context, node string) (pveapi.NodeStatus, error)
+	storageStatus func(ctx context.Context, node, storage string) (pveapi.StorageStatus, error)
+	resources     func(ctx context.Context) ([]pveapi.Resource, error)
+	content       func(ctx context.Context, node, storage, content string) ([]pveapi.StorageVolume, error)
+	config        func(ctx context.Context, node string, vmid int) (map[string]string, error)
+}
+
+// newCheckFake answers every read with the captured or reconstructed fixtures.
+func newCheckFake(t *testing.T) *checkFake {
+	t.Helper()
+	var (
+		v   pveapi.VersionInfo
+		ns  pveapi.NodeStatus
+		st  pveapi.StorageStatus
+		res []pveapi.Resource
+		vol []pveapi.StorageVolume
+	)
+	ckData(t, "version", &v)
+	ckData(t, "node_status", &ns)
+	ckData(t, "storage_status", &st)
+	ckData(t, "cluster_resources", &res)
+	ckData(t, "storage_content_iso", &vol)
+	return &checkFake{
+		calls:   map[string]int{},
+		version: func(context.Context) (pveapi.VersionInfo, error) { return v, nil },
+		nodeStatus: func(context.Context, string) (pveapi.NodeStatus, error) {
+			return ns, nil
+		},
+		storageStatus: func(context.Context, string, string) (pveapi.StorageStatus, error) {
+			return st, nil
+		},
+		resources: func(context.Context) ([]pveapi.Resource, error) { return res, nil },
+		content: func(context.Context, string, string, string) ([]pveapi.StorageVolume, error) {
+			return vol, nil
+		},
+		config: func(_ context.Context, node string, vmid int) (map[string]string, error) {
+			return nil, ckAPIErr("err_not_exist")
+		},
+	}
+}
+
+func (f *checkFake) count(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls[key]++
+}
+
+func (f *checkFake) n(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[key]
+}
+
+func (f *checkFake) total() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		n += c
+	}
+	return n
+}
+
+func (f *checkFake) Version(ctx context.Context) (pveapi.VersionInfo, error) {
+	f.count("Version")
+	if err := ctx.Err(); err != nil {
+		return pveapi.VersionInfo{}, err
+	}
+	return f.version(ctx)
+}
+
+func (f *checkFake) NodeStatus(ctx context.Context, node string) (pveapi.NodeStatus, error) {
+	f.count("NodeStatus " + node)
+	if err := ctx.Err(); err != nil {
+		return pveapi.NodeStatus{}, err
+	}
+	return f.nodeStatus(ctx, node)
+}
+
+func (f *checkFake) StorageStatus(ctx context.Context, node, storage string) (pveapi.StorageStatus, error) {
+	f.count("StorageStatus " + node)
+	if err := ctx.Err(); err != nil {
+		return pveapi.StorageStatus{}, err
+	}
+	return f.storageStatus(ctx, node, storage)
+}
+
+func (f *checkFake) ClusterResources(ctx context.Context) ([]pveapi.Resource, error) {
+	f.count("ClusterResources")
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.resources(ctx)
+}
+
+func (f *checkFake) StorageContent(ctx context.Context, node, storage, content string) ([]pveapi.StorageVolume, error) {
+	f.count("StorageContent " + node)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.content(ctx, node, storage, content)
+}
+
+func (f *checkFake) VMConfig(ctx context.Context, node string, vmid int) (map[string]string, error) {
+	f.count(fmt.Sprintf("VMConfig %d", vmid))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.config(ctx, node, vmid)
+}
+
+// ckData decodes a fixture's data.
+func ckData(t *testing.T, name string, v any) {
+	t.Helper()
+	if err := fixture.MustLoad(name).Data(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ckAPIErr is the client's error for a fixture's answer.
+func ckAPIErr(name string) error {
+	f := fixture.MustLoad(name)
+	return &pveapi.APIError{Status: f.Status, Message: f.Message(), Errors: f.Errors()}
+}
+
+// ckWithin runs fn and fails the test by name when it does not return within d.
+func ckWithin(t *testing.T, d time.Duration, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); fn() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("did not return within %s", d)
+	}
+}
+
+// ckBackend is a backend over f with the fixtures' names: ISO storage proxy-seeds and the
+// two templates of cluster_resources.json.
+func ckBackend(f pveapi.API, nodes ...string) *Backend {
+	if len(nodes) == 0 {
+		nodes = []string{"pv1-1"}
+	}
+	return New(f, Config{
+		Endpoint:   "https://192.168.0.8:8006",
+		Nodes:      nodes,
+		ISOStorage: "proxy-seeds",
+		Templates:  map[string]int{"debian-13": 9001, "ubuntu-2404": 9000},
+		TokenID:    func() (string, error) { return "proxy-operator@pve!tf", nil },
+	})
+}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+// blockUntilDone waits for ctx and returns err(ctx).
+func blockUntilDone[T any](err func(ctx context.Context) error) func(ctx context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		<-ctx.Done()
+		var zero T
+		return zero, err(ctx)
+	}
+}
+
+func TestCheck_reasonsTable(t *testing.T) {
+	t.Parallel()
+	failNode := func(err error) func(f *checkFake) {
+		return func(f *checkFake) {
+			f.nodeStatus = func(context.Context, string) (pveapi.NodeStatus, error) { return pveapi.NodeStatus{}, err }
+		}
+	}
+	failVersion := func(err error) func(f *checkFake) {
+		return func(f *checkFake) {
+			f.version = func(context.Context) (pveapi.VersionInfo, error) { return pveapi.VersionInfo{}, err }
+		}
+	}
+	failStorage := func(err error) func(f *checkFake) {
+		return func(f *checkFake) {
+			f.storageStatus = func(context.Context, string, string) (pveapi.StorageStatus, error) {
+				return pveapi.StorageStatus{}, err
+			}
+		}
+	}
+	setStorage := func(edit func(*pveapi.StorageStatus)) func(f *checkFake) {
+		return func(f *checkFake) {
+			var st pveapi.StorageStatus
+			ckData(t, "storage_status", &st)
+			edit(&st)
+			f.storageStatus = func(context.Context, string, string) (pveapi.StorageStatus, error) { return st, nil }
+		}
+	}
+	setTemplate := func(vmid int, edit func(r *pveapi.Resource) bool) func(f *checkFake) {
+		return func(f *checkFake) {
+			var res, out []pveapi.Resource
+			ckData(t, "cluster_resources", &res)
+			for _, r := range res {
+				if r.VMID != vmid || edit(&r) {
+					out = append(out, r)
+				}
+			}
+			f.resources = func(context.Context) ([]pveapi.Resource, error) { return out, nil }
+		}
+	}
+	dialTimeout := &url.Error{Op: "Get", URL: "https://192.168.0.8:8006/api2/json/version",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: timeoutError{}}}
+	dialRefused := &url.Error{Op: "Get", URL: "https://192.168.0.8:8006/api2/json/version",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+
+	tests := []struct {
+		name      string
+		tokenErr  error
+		round     time.Duration // 0: no deadline
+		mutate    func(f *checkFake)
+		reason    Reason
+		inMessage []string
+		requests  int
+		// details reached
+		version, kernel, storage bool
+		templates                string
+	}{
+		{name: "reachable", reason: ReasonReachable, requests: 4, version: true, kernel: true, storage: true,
+			templates: "2/2", inMessage: []string{"9.2.20", "proxy-seeds", "2/2"}},
+		{name: "token file missing", tokenErr: fmt.Errorf("%w: open /run/token: %w", pveapi.ErrCredentials, os.ErrNotExist),
+			reason: ReasonCredentialsUnavailable, requests: 0, inMessage: []string{"/run/token"}},
+		{name: "token file malformed", tokenErr: fmt.Errorf("%w: not <user>@<realm>!<id>=<secret>", pveapi.ErrCredentials),
+			reason: ReasonCredentialsUnavailable, requests: 0},
+		{name: "token file vanished mid-round", mutate: failNode(fmt.Errorf("%w: file gone", pveapi.ErrCredentials)),
+			reason: ReasonCredentialsUnavailable, requests: 2, version: true},
+		{name: "401 authentication failed", mutate: failVersion(ckAPIErr("err_auth_failed")),
+			reason: ReasonUnauthorized, requests: 1, inMessage: []string{"Authentication failed!"}},
+		{name: "401 no ticket", mutate: failVersion(ckAPIErr("err_no_ticket")), reason: ReasonUnauthorized, requests: 1},
+		{name: "403 names the privilege", mutate: failStorage(ckAPIErr("err_forbidden_volume_delete")),
+			reason: ReasonForbidden, requests: 3, version: true, kernel: true, inMessage: []string{"Datastore.Allocate"}},
+		{name: "401 on storage keeps its reason", mutate: failStorage(ckAPIErr("err_auth_failed")),
+			reason: ReasonUnauthorized, requests: 3, version: true, kernel: true},
+		{name: "595 is unreachable", mutate: failNode(ckAPIErr("err_595")), reason: ReasonUnreachable, requests: 2, version: true},
+		{name: "596 is unreachable", mutate: failNode(ckAPIErr("err_596")), reason: ReasonUnreachable, requests: 2, version: true},
+		{name: "596 on storage keeps its reason", mutate: failStorage(ckAPIErr("err_596")),
+			reason: ReasonUnreachable, requests: 3, version: true, kernel: true},
+		{name: "dial timed out on its own", mutate: failVersion(dialTimeout), reason: ReasonUnreachable, requests: 1},
+		{name: "dial refused", mutate: failVersion(dialRefused), reason: ReasonUnreachable, requests: 1},
+		{name: "connection cut mid-response", mutate: failNode(fmt.Errorf("read body: %w", io.ErrUnexpectedEOF)),
+			reason: ReasonUnreachable, requests: 2, version: true},
+		{name: "request ran out of its own time", mutate: failNode(&url.Error{Op: "Get", URL: "https://x/",
+			Err: fmt.Errorf("client timeout: %w", context.DeadlineExceeded)}),
+			reason: ReasonTimeout, requests: 2, version: true},
+		{name: "round deadline while waiting", round: 50 * time.Millisecond,
+			mutate: func(f *checkFake) {
+				f.storageStatus = func(ctx context.Context, _, _ string) (pveapi.StorageStatus, error) {
+					return blockUntilDone[pveapi.StorageStatus](func(ctx context.Context) error { return ctx.Err() })(ctx)
+				}
+			},
+			reason: ReasonTimeout, requests: 3, version: true, kernel: true, inMessage: []string{"ran out of time", "storage"}},
+		{name: "dial cut short by the round's deadline", round: 50 * time.Millisecond,
+			mutate: func(f *checkFake) {
+				f.version = blockUntilDone[pveapi.VersionInfo](func(ctx context.Context) error {
+					return &url.Error{Op: "Get", URL: "https://x/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}}
+				})
+			},
+			reason: ReasonTimeout, requests: 1},
+		{name: "TLS unknown authority", mutate: failVersion(&url.Error{Op: "Get", URL: "https://x/",
+			Err: &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}}),
+			reason: ReasonCertificateInvalid, requests: 1},
+		{name: "TLS hostname mismatch", mutate: failVersion(&url.Error{Op: "Get", URL: "https://x/",
+			Err: x509.HostnameError{Certificate: &x509.Certificate{}, Host: "192.168.2.8"}}),
+			reason: ReasonCertificateInvalid, requests: 1},
+		{name: "storage missing is a 400 field error", mutate: failStorage(ckAPIErr("storage_status_missing")),
+			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true},
+		{name: "any 500 from storage status", mutate: failStorage(&pveapi.APIError{Status: 500, Message: "storage 'proxy-seeds' is not online"}),
+			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, inMessage: []string{"is not online"}},
+		{name: "other 400 from storage status", mutate: failStorage(ckAPIErr("err_bad_param")),
+			reason: ReasonAPIError, requests: 3, version: true, kernel: true},
+		{name: "storage inactive", mutate: setStorage(func(s *pveapi.StorageStatus) { s.Active = 0 }),
+			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, storage: true,
+			inMessage: []string{"not active"}},
+		{name: "storage without iso content", mutate: setStorage(func(s *pveapi.StorageStatus) { s.Content = "vztmpl,backup" }),
+			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, storage: true,
+			inMessage: []string{"iso content"}},
+		{name: "iso listed among other content", mutate: setStorage(func(s *pveapi.StorageStatus) { s.Content = "vztmpl, iso,backup" }),
+			reason: ReasonReachable, requests: 4, version: true, kernel: true, storage: true, templates: "2/2"},
+		{name: "500 from node status is an API error", mutate: failNode(ckAPIErr("err_node_unknown")),
+			reason: ReasonAPIError, requests: 2, version: true, inMessage: []string{"hostname lookup"}},
+		{name: "501 from the listing", mutate: func(f *checkFake) {
+			f.resources = func(context.Context) ([]pveapi.Resource, error) { return nil, ckAPIErr("err_not_implemented") }
+		}, reason: ReasonAPIError, requests: 4, version: true, kernel: true, storage: true},
+		{name: "template missing", mutate: setTemplate(9000, func(*pveapi.Resource) bool { return false }),
+			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2",
+			inMessage: []string{"ubuntu-2404", "9000", "does not exist"}},
+		{name: "template is a plain VM", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Template = 0; return true }),
+			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2",
+			inMessage: []string{"debian-13", "9001", "not a template"}},
+		{name: "template VMID held by a container", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Type = "lxc"; return true }),
+			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2"},
+		{name: "unknown error", mutate: failVersion(errors.New("something odd")), reason: ReasonAPIError, requests: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newCheckFake(t)
+			if tt.mutate != nil {
+				tt.mutate(f)
+			}
+			b := ckBackend(f)
+			if tt.tokenErr != nil {
+				b.cfg.TokenID = func() (string, error) { return "", tt.tokenErr }
+			}
+			ctx := context.Background()
+			if tt.round > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.round)
+				defer cancel()
+			}
+			var got []NodeCheck
+			ckWithin(t, 10*time.Second, func() { got = b.CheckDetailed(ctx) })
+			if len(got) != 1 {
+				t.Fatalf("got %d verdicts, want 1", len(got))
+			}
+			h := got[0]
+			if h.Reason != tt.reason || h.Ready != (tt.reason == ReasonReachable) {
+				t.Errorf("reason %s ready %v, want %s; message %q", h.Reason, h.Ready, tt.reason, h.Message)
+			}
+			if h.Name != "pv1-1" || h.Address != "https://192.168.0.8:8006" || h.ISOStorage != "proxy-seeds" {
+				t.Errorf("identity = %q %q %q", h.Name, h.Address, h.ISOStorage)
+			}
+			if h.Message == "" {
+				t.Error("empty message")
+			}
+			for _, s := range tt.inMessage {
+				if !strings.Contains(h.Message, s) {
+					t.Errorf("message %q does not contain %q", h.Message, s)
+				}
+			}
+			if n := f.total(); n != tt.requests {
+				t.Errorf("%d requests, want %d: %v", n, tt.requests, f.calls)
+			}
+			wantToken := "proxy-operator@pve!tf"
+			if tt.tokenErr != nil {
+				wantToken = ""
+			}
+			if h.TokenID != wantToken {
+				t.Errorf("token id %q, want %q", h.TokenID, wantToken)
+			}
+			if (h.PVEVersion == "9.2.20") != tt.version || (h.PVEVersion == "") == tt.version {
+				t.Errorf("pve version %q, reached %v", h.PVEVersion, tt.version)
+			}
+			if (h.Kernel == "7.0.14-17-pve") != tt.kernel || (h.Kernel == "") == tt.kernel {
+				t.Errorf("kernel %q, reached %v", h.Kernel, tt.kernel)
+			}
+			if h.StorageAnswered != tt.storage {
+				t.Errorf("storage answered %v, want %v", h.StorageAnswered, tt.storage)
+			}
+			if tt.storage && tt.reason == ReasonReachable && h.ISOStorageAvailGiB != 80.25 {
+				t.Errorf("avail %v GiB, want 80.25", h.ISOStorageAvailGiB)
+			}
+			if !tt.storage && h.ISOStorageAvailGiB != 0 {
+				t.Errorf("avail %v GiB without an answer", h.ISOStorageAvailGiB)
+			}
+			if h.Templates != tt.templates {
+				t.Errorf("templates %q, want %q", h.Templates, tt.templates)
+			}
+		})
+	}
+}
+
+func TestCheck_oneEntryPerNodeInConfigOrder(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	f.nodeStatus = func(_ context.Context, node string) (pveapi.NodeStatus, error) {
+		if node == "pv1-2" {
+			return pveapi.NodeStatus{}, ckAPIErr("err_595")
+		}
+		var ns pveapi.NodeStatus
+		ckData(t, "node_status", &ns)
+		return ns, nil
+	}
+	nodes := []string{"pv1-3", "pv1-1", "pv1-2", "pv1-4"}
+	got := ckBackend(f, nodes...).Check(context.Background())
+	if len(got) != len(nodes) {
+		t.Fatalf("got %d verdicts, want %d", len(got), len(nodes))
+	}
+	for i, h := range got {
+		if h.Name != nodes[i] {
+			t.Errorf("verdict %d is %s, want %s", i, h.Name, nodes[i])
+		}
+		want := ReasonReachable
+		if h.Name == "pv1-2" {
+			want = ReasonUnreachable
+		}
+		if h.Reason != want {
+			t.Errorf("%s: reason %s, want %s (%s)", h.Name, h.Reason, want, h.Message)
+		}
+	}
+}
+
+func TestCheck_fourRequestsPerNode(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	nodes := []string{"pve1", "pve2", "pve3"}
+	for _, h := range ckBackend(f, nodes...).Check(context.Background()) {
+		if !h.Ready {
+			t.Fatalf("%s not ready: %s", h.Name, h.Message)
+		}
+	}
+	if n := f.total(); n != 4*len(nodes) {
+		t.Errorf("%d requests for %d nodes, want %d: %v", n, len(nodes), 4*len(nodes), f.calls)
+	}
+	for _, k := range []string{"Version", "ClusterResources"} {
+		if f.n(k) != len(nodes) {
+			t.Errorf("%s called %d times, want once per node", k, f.n(k))
+		}
+	}
+	for _, node := range nodes {
+		for _, k := range []string{"NodeStatus ", "StorageStatus "} {
+			if f.n(k+node) != 1 {
+				t.Errorf("%s%s called %d times, want 1", k, node, f.n(k+node))
+			}
+		}
+	}
+}
+
+// Every node's Version waits until all nodes have arrived: checking them one at a time
+// never gets past the barrier, and the round's deadline turns every verdict into Timeout.
+func TestCheck_nodesCheckedConcurrently(t *testing.T) {
+	t.Parallel()
+	nodes := []string{"pve1", "pve2", "pve3"}
+	f := newCheckFake(t)
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+	)
+	var v pveapi.VersionInfo
+	ckData(t, "version", &v)
+	f.version = func(ctx context.Context) (pveapi.VersionInfo, error) {
+		mu.Lock()
+		arrived++
+		if arrived == len(nodes) {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return v, nil
+		case <-ctx.Done():
+			return pveapi.VersionInfo{}, ctx.Err()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, h := range ckBackend(f, nodes...).Check(ctx) {
+		if h.Reason != ReasonReachable {
+			t.Errorf("%s: %s (%s)", h.Name, h.Reason, h.Message)
+		}
+	}
+}
+
+// A node that hangs costs only its own time: the others are answered, it is Timeout.
+func TestCheck_hangingNodeCostsOnlyItsOwnTime(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	var ns pveapi.NodeStatus
+	ckData(t, "node_status", &ns)
+	f.nodeStatus = func(ctx context.Context, node string) (pveapi.NodeStatus, error) {
+		if node == "pve2" {
+			<-ctx.Done()
+			return pveapi.NodeStatus{}, ctx.Err()
+		}
+		return ns, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	got := ckBackend(f, "pve1", "pve2", "pve3").Check(ctx)
+	want := []Reason{ReasonReachable, ReasonTimeout, ReasonReachable}
+	for i, h := range got {
+		if h.Reason != want[i] {
+			t.Errorf("%s: %s, want %s (%s)", h.Name, h.Reason, want[i], h.Message)
+		}
+	}
+}
+
+func TestCheck_expiredContextReturnsPromptly(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	// A fake that would hang forever if the ended ctx were not honoured.
+	f.version = blockUntilDone[pveapi.VersionInfo](func(ctx context.Context) error { return ctx.Err() })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var got []NodeHealth
+	ckWithin(t, 5*time.Second, func() { got = ckBackend(f, "pve1", "pve2").Check(ctx) })
+	for _, h := range got {
+		if h.Reason != ReasonTimeout || h.Ready {
+			t.Errorf("%s: %s ready=%v, want Timeout", h.Name, h.Reason, h.Ready)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("got %d verdicts, want 2", len(got))
+	}
+}
+
+// templates counts catalogue entries, not unique VMIDs (Phase 7).
+func TestCheck_templatesCountCatalogueEntries(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	b := ckBackend(f)
+	b.cfg.Templates = map[string]int{"a": 9001, "b": 9001, "c": 4242}
+	h := b.Check(context.Background())[0]
+	if h.Templates != "2/3" || h.Reason != ReasonTemplateNotFound {
+		t.Errorf("templates %q reason %s, want 2/3 TemplateNotFound", h.Templates, h.Reason)
+	}
+	b.cfg.Templates = nil
+	if h := b.Check(context.Background())[0]; h.Templates != "0/0" || !h.Ready {
+		t.Errorf("empty catalogue: templates %q ready %v", h.Templates, h.Ready)
+	}
+}
+
+func TestKernelRelease_table(t *testing.T) {
+	t.Parallel()
+	var ns pveapi.NodeStatus
+	ckData(t, "node_status", &ns)
+	for in, want := range map[string]string{
+		ns.KVersion:             "7.0.14-17-pve",
+		"Linux 6.8.12-4-pve #1": "6.8.12-4-pve",
+		"6.8.12-4-pve":          "6.8.12-4-pve",
+		"":                      "",
+	} {
+		if got := kernelRelease(in); got != want {
+			t.Errorf("kernelRelease(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

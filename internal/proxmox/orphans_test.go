@@ -1,0 +1,140 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// orphanFake: storage_content_iso.json on every node (one seed whose VM,
+// proxy-reconaaaaaaaaaaa, is in cluster_resources.json, and one without a VM), plus per
+// node extras.
+func orphanFake(t *testing.T, extra map[string][]pveapi.StorageVolume) *checkFake {
+	t.Helper()
+	f := newCheckFake(t)
+	var base []pveapi.StorageVolume
+	ckData(t, "storage_content_iso", &base)
+	f.content = func(_ context.Context, node, storage, content string) ([]pveapi.StorageVolume, error) {
+		if storage != "proxy-seeds" || content != "iso" {
+			t.Errorf("content of %s/%s listed, want proxy-seeds/iso", storage, content)
+		}
+		if f.n("ClusterResources") != 0 {
+			t.Error("the VM listing was taken before the seed listing")
+		}
+		return append(append([]pveapi.StorageVolume(nil), extra[node]...), base...), nil
+	}
+	return f
+}
+
+func TestOrphanSeeds_seedWithoutVMIsOrphan(t *testing.T) {
+	t.Parallel()
+	f := orphanFake(t, map[string][]pveapi.StorageVolume{
+		"pv1-2": {
+			{VolID: "proxy-seeds:iso/debian-13.iso", Size: 1 << 30},       // not a seed
+			{VolID: "proxy-seeds:iso/homeassistant-seed.iso", Size: 4096}, // a VM (foreign) has the name
+			{VolID: "proxy-seeds:iso/-seed.iso", Size: 1},                 // no name
+			{VolID: "proxy-seeds:iso/proxy-zzz-seed.iso", Size: 2048},     // orphan, sorted last
+		},
+	})
+	got, err := ckBackend(f, "pv1-2", "pv1-1").OrphanSeeds(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Seed{
+		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104},
+		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-zzz-seed.iso", Name: "proxy-zzz", Size: 2048},
+		{Node: "pv1-1", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("OrphanSeeds =\n%+v\nwant\n%+v", got, want)
+	}
+	if f.n("StorageContent pv1-1") != 1 || f.n("StorageContent pv1-2") != 1 || f.n("ClusterResources") != 1 {
+		t.Errorf("requests %v, want one content listing per node and one VM listing", f.calls)
+	}
+}
+
+func TestOrphanSeeds_unreadableNodeIsPartial(t *testing.T) {
+	t.Parallel()
+	f := orphanFake(t, nil)
+	inner := f.content
+	f.content = func(ctx context.Context, node, storage, content string) ([]pveapi.StorageVolume, error) {
+		if node == "pv1-2" {
+			return nil, ckAPIErr("err_595")
+		}
+		return inner(ctx, node, storage, content)
+	}
+	got, err := ckBackend(f, "pv1-1", "pv1-2").OrphanSeeds(context.Background())
+	var skipped *SkippedNodesError
+	if !errors.As(err, &skipped) || len(skipped.Nodes) != 1 || skipped.Nodes[0].Node != "pv1-2" {
+		t.Fatalf("error %v, want pv1-2 skipped", err)
+	}
+	if len(got) != 1 || got[0].Node != "pv1-1" {
+		t.Errorf("seeds %+v, want pv1-1's orphan", got)
+	}
+}
+
+func TestOrphanSeeds_listingFailureFailsTheCall(t *testing.T) {
+	t.Parallel()
+	f := orphanFake(t, nil)
+	f.resources = func(context.Context) ([]pveapi.Resource, error) { return nil, ckAPIErr("err_596") }
+	got, err := ckBackend(f).OrphanSeeds(context.Background())
+	var skipped *SkippedNodesError
+	if err == nil || got != nil || errors.As(err, &skipped) {
+		t.Errorf("OrphanSeeds = %v, %v; want a plain error", got, err)
+	}
+}
+
+// The VM listing is fresh even right after List cached one: a VM created between the two
+// must not make its own seed look orphaned.
+func TestOrphanSeeds_listingIsFreshAfterList(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	b := ckBackend(f)
+	if _, err := b.List(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.OrphanSeeds(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.n("ClusterResources"); n != 2 {
+		t.Errorf("%d listings, want 2", n)
+	}
+}
+
+func TestOrphanSeeds_expiredContextReturnsPromptly(t *testing.T) {
+	t.Parallel()
+	f := newCheckFake(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var (
+		got []Seed
+		err error
+	)
+	ckWithin(t, 5*time.Second, func() { got, err = ckBackend(f, "a", "b").OrphanSeeds(ctx) })
+	if !errors.Is(err, context.Canceled) || got != nil {
+		t.Errorf("OrphanSeeds = %v, %v; want canceled", got, err)
+	}
+}
+
+func TestSeedName_table(t *testing.T) {
+	t.Parallel()
+	for volid, want := range map[string]string{
+		"proxy-seeds:iso/proxy-a-seed.iso":  "proxy-a",
+		"local:iso/web-seed.iso":            "web",
+		"proxy-seeds:iso/proxy-a.iso":       "",
+		"proxy-seeds:iso/-seed.iso":         "",
+		"proxy-seeds:vztmpl/x-seed.iso":     "",
+		"proxy-seeds:iso/sub/x-seed.iso":    "",
+		"no-colon-seed.iso":                 "",
+		"proxy-seeds:iso/proxy-a-seed.iso2": "",
+	} {
+		got, ok := seedName(volid)
+		if got != want || ok != (want != "") {
+			t.Errorf("seedName(%q) = %q, %v; want %q", volid, got, ok, want)
+		}
+	}
+}
