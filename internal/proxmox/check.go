@@ -2,18 +2,14 @@ package proxmox
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -200,74 +196,42 @@ func checkTemplates(catalogue map[string]int, res []pveapi.Resource) (found int,
 // checkReason maps a failed request to a reason (entry 16). The caller handles the round's
 // ctx ending first.
 func checkReason(step checkStep, err error) Reason {
-	var apiErr *pveapi.APIError
 	switch {
-	case errors.Is(err, pveapi.ErrCredentials):
+	case pveapi.IsCredentials(err):
 		return ReasonCredentialsUnavailable
-	case checkTLSVerification(err):
+	case pveapi.IsTLSVerification(err), pveapi.IsCAUnavailable(err):
 		return ReasonCertificateInvalid
-	// Before the timeout test: a dial that ran out of its own budget is Unreachable, since
-	// the node did not answer.
-	case checkDialFailure(err):
+	// Before the timeout test: a dial or TLS handshake that ran out of its own budget is
+	// Unreachable, since the node did not answer.
+	case pveapi.IsDialFailure(err), pveapi.IsProxyFailure(err):
 		return ReasonUnreachable
-	case errors.As(err, &apiErr):
-		switch {
-		case apiErr.Status == 401:
-			return ReasonUnauthorized
-		case apiErr.Status == 403:
-			return ReasonForbidden
-		case apiErr.Status == 595 || apiErr.Status == 596:
-			return ReasonUnreachable
-		case step == stepStorage && (apiErr.Status == 500 || checkNoSuchStorage(err)):
-			return ReasonStorageNotFound
-		default:
-			return ReasonAPIError
-		}
+	case pveapi.IsUnauthorized(err):
+		return ReasonUnauthorized
+	case pveapi.IsForbidden(err):
+		return ReasonForbidden
+	case step == stepStorage && (pveapi.IsNoSuchStorage(err) || checkStatusIs(err, 500)):
+		return ReasonStorageNotFound
+	case checkStatusIs(err, 0):
+		return ReasonAPIError // any other answer from Proxmox
 	case checkTimedOut(err):
 		return ReasonTimeout
-	case checkConnectionCut(err):
+	case pveapi.IsConnectionLost(err):
 		return ReasonUnreachable
 	default:
 		return ReasonAPIError
 	}
 }
 
-// checkTLSVerification is a failed certificate verification.
-func checkTLSVerification(err error) bool {
-	var (
-		unknownAuthority x509.UnknownAuthorityError
-		hostname         x509.HostnameError
-		invalid          x509.CertificateInvalidError
-		verification     *tls.CertificateVerificationError
-	)
-	return errors.As(err, &unknownAuthority) || errors.As(err, &hostname) ||
-		errors.As(err, &invalid) || errors.As(err, &verification)
-}
-
-// checkDialFailure is a failed TCP connect, timed out or refused.
-func checkDialFailure(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+// checkStatusIs reports an answer from Proxmox with that HTTP status (0: any status).
+func checkStatusIs(err error, status int) bool {
+	var apiErr *pveapi.APIError
+	return errors.As(err, &apiErr) && (status == 0 || apiErr.Status == status)
 }
 
 // checkTimedOut is a request that ran out of its own time.
 func checkTimedOut(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
-}
-
-// checkConnectionCut is a connection that ended mid-request or mid-response.
-func checkConnectionCut(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.As(err, &op)
-}
-
-// checkNoSuchStorage is the 400 of a storage the cluster does not know.
-func checkNoSuchStorage(err error) bool {
-	var apiErr *pveapi.APIError
-	return errors.As(err, &apiErr) && apiErr.Status == 400 && apiErr.Errors["storage"] == "No such storage."
 }
 
 // kernelRelease is the release in kversion ("Linux 6.8.12-4-pve #1 SMP ..."), or kversion

@@ -4,12 +4,17 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -299,8 +304,10 @@ func TestCheck_reasonsTable(t *testing.T) {
 		{name: "TLS hostname mismatch", mutate: failVersion(&url.Error{Op: "Get", URL: "https://x/",
 			Err: x509.HostnameError{Certificate: &x509.Certificate{}, Host: "192.168.2.8"}}),
 			reason: ReasonCertificateInvalid, requests: 1},
+		{name: "CA file missing", mutate: failVersion(fmt.Errorf("%w: open /etc/pve/pve-root-ca.pem: no such file", pveapi.ErrCA)),
+			reason: ReasonCertificateInvalid, requests: 1},
 		{name: "storage missing is a 400 field error", mutate: failStorage(ckAPIErr("storage_status_missing")),
-			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true},
+			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, inMessage: []string{"No such storage."}},
 		{name: "any 500 from storage status", mutate: failStorage(&pveapi.APIError{Status: 500, Message: "storage 'proxy-seeds' is not online"}),
 			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, inMessage: []string{"is not online"}},
 		{name: "other 400 from storage status", mutate: failStorage(ckAPIErr("err_bad_param")),
@@ -561,5 +568,146 @@ func TestKernelRelease_table(t *testing.T) {
 		if got := kernelRelease(in); got != want {
 			t.Errorf("kernelRelease(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// ckServer serves the check's four reads from the fixtures over TLS, with per-path
+// overrides, and counts requests per path.
+type ckServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	paths map[string]int
+}
+
+func newCKServer(t *testing.T, override map[string]http.HandlerFunc) *ckServer {
+	t.Helper()
+	s := &ckServer{paths: map[string]int{}}
+	serve := func(name string) http.HandlerFunc {
+		f := fixture.MustLoad(name)
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(f.Status)
+			_, _ = w.Write(f.BodyBytes())
+		}
+	}
+	routes := map[string]http.HandlerFunc{
+		"/api2/json/version":                               serve("version"),
+		"/api2/json/nodes/pve1/status":                     serve("node_status"),
+		"/api2/json/nodes/pve1/storage/proxy-seeds/status": serve("storage_status"),
+		"/api2/json/cluster/resources":                     serve("cluster_resources"),
+		"/api2/json/nodes/pve2/status":                     serve("node_status"),
+		"/api2/json/nodes/pve2/storage/proxy-seeds/status": serve("storage_status"),
+	}
+	maps.Copy(routes, override)
+	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.paths[r.URL.Path]++
+		s.mu.Unlock()
+		if h, ok := routes[r.URL.Path]; ok {
+			h(w, r)
+			return
+		}
+		serve("err_not_implemented")(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *ckServer) total() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.paths {
+		n += c
+	}
+	return n
+}
+
+func (s *ckServer) caPEM() string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw}))
+}
+
+// TestCheck_reasonsOverHTTPClient takes the transport reasons from the real client's
+// net/http and crypto/tls errors rather than from errors the fake makes up.
+func TestCheck_reasonsOverHTTPClient(t *testing.T) {
+	t.Parallel()
+	const token = "proxy-operator@pve!tf=5e171e7c-0000-4000-8000-5e171e7c5e17"
+	status := func(code int) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
+	}
+	cut := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte(`{"data":{"kvers`))
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+	}
+	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	tests := []struct {
+		name     string
+		override map[string]http.HandlerFunc
+		opts     func(s *ckServer, o *pveapi.Options)
+		reason   Reason
+		requests int // -1: not counted
+	}{
+		{name: "reachable", reason: ReasonReachable, requests: 8},
+		{name: "unknown authority", opts: func(_ *ckServer, o *pveapi.Options) { o.CAPEM = "" },
+			reason: ReasonCertificateInvalid, requests: -1},
+		{name: "hostname not in the certificate", opts: func(s *ckServer, o *pveapi.Options) {
+			o.Endpoint = strings.Replace(s.URL, "127.0.0.1", "localhost", 1)
+		}, reason: ReasonCertificateInvalid, requests: 0},
+		{name: "CA file missing", opts: func(_ *ckServer, o *pveapi.Options) {
+			o.CAPEM, o.CAFile = "", filepath.Join(t.TempDir(), "absent.pem")
+		}, reason: ReasonCertificateInvalid, requests: 0},
+		{name: "token file missing", opts: func(_ *ckServer, o *pveapi.Options) {
+			o.Token, o.TokenFile = "", filepath.Join(t.TempDir(), "absent-token")
+		}, reason: ReasonCredentialsUnavailable, requests: 0},
+		{name: "server gone", opts: func(s *ckServer, _ *pveapi.Options) { s.Close() },
+			reason: ReasonUnreachable, requests: -1},
+		{name: "401", override: map[string]http.HandlerFunc{"/api2/json/version": status(401)},
+			reason: ReasonUnauthorized, requests: 2},
+		{name: "596", override: map[string]http.HandlerFunc{
+			"/api2/json/nodes/pve1/status": status(596), "/api2/json/nodes/pve2/status": status(596),
+		}, reason: ReasonUnreachable, requests: 4},
+		{name: "response cut", override: map[string]http.HandlerFunc{
+			"/api2/json/nodes/pve1/status": cut, "/api2/json/nodes/pve2/status": cut,
+		}, reason: ReasonUnreachable, requests: 4},
+		{name: "request timeout", override: map[string]http.HandlerFunc{
+			"/api2/json/cluster/resources": hang,
+		}, opts: func(_ *ckServer, o *pveapi.Options) { o.RequestTimeout = 200 * time.Millisecond },
+			reason: ReasonTimeout, requests: 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newCKServer(t, tt.override)
+			o := pveapi.Options{Endpoint: s.URL, Token: token, CAPEM: s.caPEM()}
+			if tt.opts != nil {
+				tt.opts(s, &o)
+			}
+			c, err := pveapi.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := New(c, Config{Endpoint: o.Endpoint, Nodes: []string{"pve1", "pve2"}, ISOStorage: "proxy-seeds",
+				Templates: map[string]int{"debian-13": 9001}, TokenID: c.TokenID})
+			var got []NodeCheck
+			ckWithin(t, 20*time.Second, func() { got = b.CheckDetailed(context.Background()) })
+			for _, h := range got {
+				if h.Reason != tt.reason {
+					t.Errorf("%s: %s, want %s (%s)", h.Name, h.Reason, tt.reason, h.Message)
+				}
+				if strings.Contains(h.Message, "5e171e7c") || strings.Contains(h.TokenID, "5e171e7c") {
+					t.Errorf("%s: the token's secret leaked: %+v", h.Name, h)
+				}
+			}
+			if tt.requests >= 0 {
+				if n := s.total(); n != tt.requests {
+					t.Errorf("%d requests, want %d: %v", n, tt.requests, s.paths)
+				}
+			}
+		})
 	}
 }
