@@ -2,6 +2,10 @@ package provider
 
 import (
 	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,23 +20,66 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 	"proxy": providerserver.NewProtocol6WithError(New("test")()),
 }
 
-// testEnv is what one acceptance test runs against: a fresh simulator (or, later, a real
-// cluster from PROXMOX_VE_* variables).
-// NOTE(skeleton): the foundation issue extends this (real cluster variables); keep the names.
+// Environment variables that point the acceptance tests at a real cluster instead of the
+// simulator (PROXMOX_VE_ENDPOINT switches; the provider reads the PROXMOX_VE_* ones itself).
+const (
+	envTestNodes        = "PROXMOX_TEST_NODES"         // comma-separated node names
+	envTestISOStorage   = "PROXMOX_TEST_ISO_STORAGE"   // seed ISO storage id
+	envTestTemplateVMID = "PROXMOX_TEST_TEMPLATE_VMID" // a template VMID (cloud-init capable image)
+	envTestTemplateKey  = "PROXMOX_TEST_TEMPLATE_KEY"  // its catalogue key; default "debian-13"
+	envTestVMIDMin      = "PROXMOX_TEST_VMID_MIN"      // optional vmid_range.min
+	envTestVMIDMax      = "PROXMOX_TEST_VMID_MAX"      // optional vmid_range.max
+	envTestCAFile       = "PROXMOX_VE_CA_FILE"         // CA bundle of the real cluster
+)
+
+// testEnv is what one acceptance test runs against: a fresh simulator, or a real cluster
+// from PROXMOX_VE_* and PROXMOX_TEST_* variables.
 type testEnv struct {
 	Sim *pvesim.Sim // nil against a real cluster
 	// Endpoint, Token, CAPEM, Nodes, ISOStorage, Templates describe the target.
 	Endpoint   string
-	Token      string
+	Token      string // empty against a real cluster: the provider reads PROXMOX_VE_API_TOKEN
 	CAPEM      string
+	CAFile     string // real cluster: PROXMOX_VE_CA_FILE
 	Nodes      []string
 	ISOStorage string
 	Templates  map[string]int
+	// VMIDMin and VMIDMax render vmid_range when set (real cluster).
+	VMIDMin, VMIDMax int
 }
 
-// newTestEnv starts a fresh simulator for t.
+// realCluster reports whether the acceptance tests target a real cluster.
+func realCluster() bool { return os.Getenv(envEndpoint) != "" }
+
+// testAccPreCheck checks what the target needs: against a real cluster every required
+// variable must be set; against the simulator there is nothing to check.
+func testAccPreCheck(t *testing.T) {
+	t.Helper()
+	if !realCluster() {
+		return
+	}
+	var missing []string
+	for _, name := range []string{envAPIToken, envTestNodes, envTestISOStorage, envTestTemplateVMID} {
+		if os.Getenv(name) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if os.Getenv(envTestCAFile) == "" && os.Getenv(envInsecure) == "" {
+		missing = append(missing, envTestCAFile+" or "+envInsecure)
+	}
+	if len(missing) > 0 {
+		t.Fatalf("%s is set, so the acceptance tests run against a real cluster and need: %s", envEndpoint, strings.Join(missing, ", "))
+	}
+}
+
+// newTestEnv starts a fresh simulator for t, or describes the real cluster when
+// PROXMOX_VE_ENDPOINT is set (opts is then ignored).
 func newTestEnv(t *testing.T, opts pvesim.Options) *testEnv {
 	t.Helper()
+	if realCluster() {
+		testAccPreCheck(t)
+		return realTestEnv(t)
+	}
 	sim := pvesim.NewForTest(t, opts)
 	return &testEnv{
 		Sim: sim, Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM,
@@ -40,29 +87,99 @@ func newTestEnv(t *testing.T, opts pvesim.Options) *testEnv {
 	}
 }
 
-// ProviderConfig renders a provider block for the environment; extra is pasted inside it
-// (e.g. machine_types, vmid_range).
-func (e *testEnv) ProviderConfig(extra string) string {
-	var tmpl []string
-	for k, v := range e.Templates {
-		tmpl = append(tmpl, fmt.Sprintf("    %q = %d", k, v))
+func realTestEnv(t *testing.T) *testEnv {
+	t.Helper()
+	atoi := func(name string) int {
+		v := os.Getenv(name)
+		if v == "" {
+			return 0
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("%s: %q is not a number", name, v)
+		}
+		return n
 	}
-	return fmt.Sprintf(`
-provider "proxy" {
-  endpoint    = %q
-  api_token   = %q
-  ca_pem      = %q
-  nodes       = %s
-  iso_storage = %q
-  templates = {
-%s
-  }
-  machine_types = {
-    small = { cores = 1, memory_mib = 512 }
-  }
-%s
+	var nodes []string
+	for _, n := range strings.Split(os.Getenv(envTestNodes), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			nodes = append(nodes, n)
+		}
+	}
+	key := os.Getenv(envTestTemplateKey)
+	if key == "" {
+		key = "debian-13"
+	}
+	return &testEnv{
+		Endpoint:   os.Getenv(envEndpoint),
+		CAFile:     os.Getenv(envTestCAFile),
+		Nodes:      nodes,
+		ISOStorage: os.Getenv(envTestISOStorage),
+		Templates:  map[string]int{key: atoi(envTestTemplateVMID)},
+		VMIDMin:    atoi(envTestVMIDMin),
+		VMIDMax:    atoi(envTestVMIDMax),
+	}
 }
-`, e.Endpoint, e.Token, e.CAPEM, hclList(e.Nodes), e.ISOStorage, strings.Join(tmpl, "\n"), extra)
+
+// TemplateKey returns a catalogue key of the environment's templates (the first in sorted
+// order), for tests that need any template.
+func (e *testEnv) TemplateKey() string {
+	keys := sortedKeys(e.Templates)
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+// ProviderConfig renders a provider block for the environment; extra is pasted inside it
+// (e.g. machine_types, vmid_range, bridge). An attribute that extra sets is not rendered
+// from the environment's defaults (machine_types defaults to small = 1 core, 512 MiB).
+func (e *testEnv) ProviderConfig(extra string) string {
+	var b strings.Builder
+	b.WriteString("\nprovider \"proxy\" {\n")
+	line := func(attr, format string, args ...any) {
+		if !setsAttr(extra, attr) {
+			fmt.Fprintf(&b, "  %-11s = "+format+"\n", append([]any{attr}, args...)...)
+		}
+	}
+	line("endpoint", "%q", e.Endpoint)
+	if e.Token != "" {
+		line("api_token", "%q", e.Token)
+	}
+	if e.CAPEM != "" {
+		line("ca_pem", "%q", e.CAPEM)
+	}
+	if e.CAFile != "" {
+		line("ca_file", "%q", e.CAFile)
+	}
+	line("nodes", "%s", hclList(e.Nodes))
+	line("iso_storage", "%q", e.ISOStorage)
+	if e.VMIDMin != 0 && e.VMIDMax != 0 {
+		line("vmid_range", "{ min = %d, max = %d }", e.VMIDMin, e.VMIDMax)
+	}
+	if !setsAttr(extra, "templates") {
+		keys := make([]string, 0, len(e.Templates))
+		for k := range e.Templates {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteString("  templates = {\n")
+		for _, k := range keys {
+			fmt.Fprintf(&b, "    %q = %d\n", k, e.Templates[k])
+		}
+		b.WriteString("  }\n")
+	}
+	if !setsAttr(extra, "machine_types") {
+		b.WriteString("  machine_types = {\n    small = { cores = 1, memory_mib = 512 }\n  }\n")
+	}
+	b.WriteString(extra)
+	b.WriteString("\n}\n")
+	return b.String()
+}
+
+// setsAttr reports whether the HCL fragment assigns attr at the start of a line.
+func setsAttr(hcl, attr string) bool {
+	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(attr) + `\s*=`).MatchString(hcl)
 }
 
 func hclList(xs []string) string {

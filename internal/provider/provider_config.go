@@ -1,0 +1,146 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
+)
+
+// objectAsOptions reads objects whose attributes may be null or unknown into models of
+// types.* fields.
+var objectAsOptions = basetypes.ObjectAsOptions{}
+
+// resolve applies the environment fallbacks and the defaults to a wholly known
+// configuration, re-checks what the environment supplied, and returns the configuration
+// and the token (empty when a token file is used). Diagnostics never quote the token.
+func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (string, bool)) (resolvedConfig, string, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	env := func(name string) string {
+		if lookupEnv == nil {
+			return ""
+		}
+		v, _ := lookupEnv(name)
+		return strings.TrimSpace(v)
+	}
+	c := resolvedConfig{
+		ISOStorage:        m.ISOStorage.ValueString(),
+		Storage:           m.Storage.ValueString(),
+		Bridge:            m.Bridge.ValueString(),
+		VLANTag:           int(m.VLANTag.ValueInt64()),
+		VMIDMin:           defaultVMIDMin,
+		VMIDMax:           defaultVMIDMax,
+		VendorData:        m.VendorData.ValueString(),
+		InstallGuestAgent: true,
+		TokenFile:         m.APITokenFile.ValueString(),
+		CAFile:            m.CAFile.ValueString(),
+		HasCAPEM:          m.CAPEM.ValueString() != "",
+		MaxInFlight:       defaultMaxInFlight,
+	}
+
+	// endpoint
+	c.Endpoint = m.Endpoint.ValueString()
+	if m.Endpoint.IsNull() {
+		c.Endpoint = env(envEndpoint)
+		switch {
+		case c.Endpoint == "":
+			diags.AddAttributeError(path.Root("endpoint"), "Missing Proxmox VE endpoint",
+				"Set endpoint in the provider block or the "+envEndpoint+" environment variable to the API URL, e.g. https://pve.example.com:8006.")
+		default:
+			if err := validators.CheckHTTPSURL(c.Endpoint); err != nil {
+				diags.AddAttributeError(path.Root("endpoint"), "Invalid Proxmox VE endpoint",
+					fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or /api2/json: %s.", envEndpoint, err))
+			}
+		}
+	}
+
+	// token
+	var token string
+	switch {
+	case !m.APIToken.IsNull():
+		token, c.TokenSource = m.APIToken.ValueString(), "api_token"
+	case !m.APITokenFile.IsNull():
+		c.TokenSource = "api_token_file"
+	default:
+		token, c.TokenSource = env(envAPIToken), envAPIToken
+		switch {
+		case token == "":
+			diags.AddAttributeError(path.Root("api_token"), "Missing Proxmox VE API token",
+				"Set api_token or api_token_file in the provider block, or the "+envAPIToken+" environment variable, to a token <user>@<realm>!<tokenid>=<secret>.")
+		case !validators.ValidAPIToken(token):
+			diags.AddAttributeError(path.Root("api_token"), "Invalid Proxmox VE API token",
+				"The "+envAPIToken+" environment variable must be a token of the form <user>@<realm>!<tokenid>=<secret>, without whitespace (the value is not shown: it is secret).")
+		}
+	}
+
+	// insecure
+	if !m.Insecure.IsNull() {
+		c.Insecure = m.Insecure.ValueBool()
+	} else if v := env(envInsecure); v != "" {
+		b, err := strconv.ParseBool(v)
+		switch {
+		case err != nil:
+			diags.AddAttributeError(path.Root("insecure"), "Invalid "+envInsecure+" value",
+				fmt.Sprintf("The %s environment variable must be true or false (or 1 or 0), got %q.", envInsecure, v))
+		case b && (c.CAFile != "" || c.HasCAPEM):
+			diags.AddAttributeWarning(path.Root("insecure"), envInsecure+" ignored",
+				"The "+envInsecure+" environment variable asks to skip TLS verification, but ca_file or ca_pem is set in the provider block: the certificate is verified against that CA.")
+		default:
+			c.Insecure = b
+		}
+	}
+
+	// nodes
+	var nodes []string
+	diags.Append(m.Nodes.ElementsAs(ctx, &nodes, false)...)
+	c.Nodes = nodes
+
+	// vmid_range
+	if !m.VMIDRange.IsNull() {
+		var r vmidRangeModel
+		diags.Append(m.VMIDRange.As(ctx, &r, objectAsOptions)...)
+		c.VMIDMin, c.VMIDMax = int(r.Min.ValueInt64()), int(r.Max.ValueInt64())
+	}
+
+	// templates
+	var templates map[string]int64
+	diags.Append(m.Templates.ElementsAs(ctx, &templates, false)...)
+	c.Templates = make(map[string]int, len(templates))
+	for k, v := range templates {
+		c.Templates[k] = int(v)
+	}
+
+	// machine_types
+	var mts map[string]machineTypeModel
+	diags.Append(m.MachineTypes.ElementsAs(ctx, &mts, false)...)
+	c.MachineTypes = make(map[string]machineType, len(mts))
+	for k, v := range mts {
+		c.MachineTypes[k] = machineType{Cores: int(v.Cores.ValueInt64()), MemoryMiB: int(v.MemoryMiB.ValueInt64()), DiskGiB: int(v.DiskGiB.ValueInt64())}
+	}
+
+	// request_timeout, max_requests_in_flight, install_guest_agent
+	rt := defaultRequestTimeout
+	if !m.RequestTimeout.IsNull() {
+		rt = m.RequestTimeout.ValueString()
+	}
+	d, err := time.ParseDuration(rt)
+	if err != nil || d <= 0 {
+		diags.AddAttributeError(path.Root("request_timeout"), "Invalid request timeout",
+			fmt.Sprintf("request_timeout must be a duration above zero such as \"30s\", got %q.", rt))
+	}
+	c.RequestTimeout = d
+	if !m.MaxRequestsInFlight.IsNull() {
+		c.MaxInFlight = int(m.MaxRequestsInFlight.ValueInt64())
+	}
+	if !m.InstallGuestAgent.IsNull() {
+		c.InstallGuestAgent = m.InstallGuestAgent.ValueBool()
+	}
+	return c, token, diags
+}
