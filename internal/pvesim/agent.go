@@ -1,0 +1,249 @@
+package pvesim
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kdomanski/iso9660"
+)
+
+// SeedFiles is what cloud-init read from a NoCloud seed ISO at a VM's boot: what reached
+// the guest.
+type SeedFiles struct {
+	// VolID is the ISO the VM booted with, e.g. "proxy-seeds:iso/proxy-a-seed.iso".
+	VolID string `json:"volid"`
+	// Label is the ISO volume label ("cidata" for NoCloud).
+	Label         string `json:"label"`
+	UserData      []byte `json:"user_data"`
+	MetaData      []byte `json:"meta_data"`
+	VendorData    []byte `json:"vendor_data,omitempty"`
+	NetworkConfig []byte `json:"network_config,omitempty"`
+	// InstanceID is meta-data's instance-id; cloud-init runs once per instance id.
+	InstanceID string `json:"instance_id"`
+	// InstallsAgent: vendor-data or user-data installs qemu-guest-agent.
+	InstallsAgent bool `json:"installs_agent"`
+}
+
+var instanceIDRe = regexp.MustCompile(`(?m)^\s*instance-id\s*:\s*["']?([^"'\r\n]*?)["']?\s*$`)
+
+// parseSeed reads a NoCloud seed: label cidata, files user-data, meta-data, vendor-data,
+// network-config at the root. Names are compared after the ISO 9660 mangling that
+// kdomanski/iso9660's writer applies ('-' kept or folded to '_', lower case).
+func parseSeed(volid string, data []byte) (*SeedFiles, error) {
+	img, err := iso9660.OpenImage(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	label, err := img.Label()
+	if err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(strings.TrimSpace(label), "cidata") {
+		return nil, fmt.Errorf("volume label %q is not cidata", label)
+	}
+	root, err := img.RootDir()
+	if err != nil {
+		return nil, err
+	}
+	children, err := root.GetChildren()
+	if err != nil {
+		return nil, err
+	}
+	sf := &SeedFiles{VolID: volid, Label: label}
+	for _, f := range children {
+		if f.IsDir() {
+			continue
+		}
+		name := strings.ReplaceAll(strings.ToLower(f.Name()), "_", "-")
+		name = strings.TrimSuffix(name, ".")
+		b, err := io.ReadAll(f.Reader())
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "user-data":
+			sf.UserData = b
+		case "meta-data":
+			sf.MetaData = b
+		case "vendor-data":
+			sf.VendorData = b
+		case "network-config":
+			sf.NetworkConfig = b
+		}
+	}
+	if sf.MetaData == nil {
+		return nil, fmt.Errorf("no meta-data")
+	}
+	if m := instanceIDRe.FindSubmatch(sf.MetaData); m != nil {
+		sf.InstanceID = string(m[1])
+	}
+	sf.InstallsAgent = bytes.Contains(sf.VendorData, []byte("qemu-guest-agent")) || bytes.Contains(sf.UserData, []byte("qemu-guest-agent"))
+	return sf, nil
+}
+
+// seedOf finds a readable NoCloud seed among the VM's CD-ROM drives.
+func (s *Sim) seedOf(v *vm) *SeedFiles {
+	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
+		val := v.conf[k]
+		if !driveKeyRe.MatchString(k) || !isCDROM(val) {
+			continue
+		}
+		vol := s.volume(v.node, driveVolume(val))
+		if vol == nil {
+			continue
+		}
+		if sf, err := parseSeed(vol.volid(), vol.data); err == nil {
+			return sf
+		}
+	}
+	return nil
+}
+
+// bootGuest runs at the end of a start: cloud-init reads a new seed (once per instance
+// id), and the agent comes up when the VM has agent 1 and the guest has the agent
+// (shipped by the template, or installed by this seed's vendor-data).
+func (s *Sim) bootGuest(v *vm, at time.Time) {
+	g := &v.guest
+	g.agentAt, g.ipAt = time.Time{}, time.Time{}
+	installing := false
+	if sf := s.seedOf(v); sf != nil && sf.InstanceID != g.instanceID {
+		g.instanceID = sf.InstanceID
+		g.seed = sf
+		s.seeds[v.vmid] = *sf
+		installing = sf.InstallsAgent && !g.agentInstalled
+	}
+	if !agentEnabled(v.conf) {
+		return
+	}
+	var delay time.Duration
+	switch {
+	case g.agentInstalled:
+		delay = s.dur.AgentBoot
+	case installing:
+		delay = s.dur.AgentInstall
+		g.agentInstalled = true
+	default:
+		return
+	}
+	g.agentAt = at.Add(s.real(delay))
+	g.ipAt = g.agentAt.Add(s.real(s.dur.DHCP))
+	if g.ip == "" {
+		g.ip = s.lease(v)
+	}
+}
+
+// resumeGuest: a hibernated guest resumes where it was.
+func (s *Sim) resumeGuest(v *vm, at time.Time) {
+	g := &v.guest
+	if g.resumeAgent && agentEnabled(v.conf) {
+		g.agentAt, g.ipAt = at, at
+	} else {
+		s.bootGuest(v, at)
+	}
+	if v.bootAt.IsZero() {
+		v.bootAt = at
+	}
+}
+
+// lease gives the VM an address on its net0 network: 192.168.<vlan tag or 0>.<host>,
+// unique among live VMs.
+func (s *Sim) lease(v *vm) string {
+	net0, ok := v.conf["net0"]
+	if !ok {
+		return ""
+	}
+	subnet := 0
+	if t, err := strconv.Atoi(optValue(net0, "tag")); err == nil && t > 0 && t < 256 {
+		subnet = t
+	}
+	for _, h := range append(seq(100, 254), seq(2, 99)...) {
+		ip := fmt.Sprintf("192.168.%d.%d", subnet, h)
+		if _, taken := s.leases[ip]; !taken {
+			s.leases[ip] = v.vmid
+			return ip
+		}
+	}
+	for i := 0; ; i++ {
+		ip := fmt.Sprintf("10.%d.%d.%d", 100+subnet%100, i/250, 2+i%250)
+		if _, taken := s.leases[ip]; !taken {
+			s.leases[ip] = v.vmid
+			return ip
+		}
+	}
+}
+
+func seq(a, b int) []int {
+	out := make([]int, 0, b-a+1)
+	for i := a; i <= b; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// hAgentNetwork answers the three F5 texts, in PVE's order, or the F21 shape.
+func (s *Sim) hAgentNetwork(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if !agentEnabled(v.conf) {
+		return apiError(500, "No QEMU guest agent configured")
+	}
+	if v.status != "running" {
+		return apiError(500, fmt.Sprintf("VM %d is not running", v.vmid))
+	}
+	g := v.guest
+	if v.qmp != "running" || g.agentAt.IsZero() || c.now.Before(g.agentAt) {
+		return apiError(500, "QEMU guest agent is not running")
+	}
+	ifaces := []map[string]any{{
+		"name": "lo", "hardware-address": "00:00:00:00:00:00",
+		"ip-addresses": []map[string]any{
+			{"ip-address": "127.0.0.1", "ip-address-type": "ipv4", "prefix": 8},
+			{"ip-address": "::1", "ip-address-type": "ipv6", "prefix": 128},
+		},
+		"statistics": stats(1234, 5678),
+	}}
+	for i := 0; i <= 31; i++ {
+		val, ok := v.conf["net"+strconv.Itoa(i)]
+		if !ok {
+			continue
+		}
+		mac := strings.ToLower(macOf(val))
+		var addrs []map[string]any
+		if i == 0 && g.ip != "" && !c.now.Before(g.ipAt) {
+			addrs = append(addrs, map[string]any{"ip-address": g.ip, "ip-address-type": "ipv4", "prefix": 24})
+		}
+		if ll := linkLocal(mac); ll != "" {
+			addrs = append(addrs, map[string]any{"ip-address": ll, "ip-address-type": "ipv6", "prefix": 64})
+		}
+		e := map[string]any{"name": "ens" + strconv.Itoa(18+i), "hardware-address": mac, "statistics": stats(987654, 123456)}
+		if len(addrs) > 0 {
+			e["ip-addresses"] = addrs
+		}
+		ifaces = append(ifaces, e)
+	}
+	return okData(map[string]any{"result": ifaces})
+}
+
+func stats(rx, tx int) map[string]any {
+	return map[string]any{"rx-bytes": rx, "rx-packets": rx / 100, "rx-errs": 0, "rx-dropped": 0, "tx-bytes": tx, "tx-packets": tx / 100, "tx-errs": 0, "tx-dropped": 0}
+}
+
+// linkLocal is the EUI-64 fe80:: address of a MAC.
+func linkLocal(mac string) string {
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return ""
+	}
+	ip := net.IP{0xfe, 0x80, 0, 0, 0, 0, 0, 0, hw[0] ^ 0x02, hw[1], hw[2], 0xff, 0xfe, hw[3], hw[4], hw[5]}
+	return ip.String()
+}

@@ -1,0 +1,365 @@
+package pvesim
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The request pipeline: stats, body-on-GET check, token auth, routing (501), faults,
+// node checks (hostname lookup 500, unreachable node 595), parameters (400), privileges
+// (403), then the handler under the state mutex.
+
+type call struct {
+	req    *http.Request
+	method string
+	rel    string // path after /api2/json, as requested
+	route  *route
+	vars   map[string]string
+	params map[string]string
+	upload *uploadFile
+	now    time.Time
+	// taskFault, when set, shapes the task this call creates.
+	taskFault *Fault
+	vmid      int
+	node      string
+}
+
+type handlerFunc func(s *Sim, c *call) *response
+
+type route struct {
+	method string
+	tmpl   string
+	segs   []string
+	schema *schema
+	perms  func(c *call) []Privilege
+	h      handlerFunc
+}
+
+// retryResponse asks the pipeline to run the handler again after d (a config lock held
+// by a task); the pipeline gives up after LockWait with "can't lock file".
+type retryResponse struct{ after time.Duration }
+
+func (s *Sim) handle(req *http.Request) *response {
+	method := req.Method
+	p := req.URL.EscapedPath()
+	if p == "/pvesim" || strings.HasPrefix(p, "/pvesim/") {
+		if r := s.authenticate(req); r != nil {
+			return r
+		}
+		return s.handleAdmin(req, strings.TrimPrefix(p, "/pvesim"))
+	}
+	rel, ok := strings.CutPrefix(p, "/api2/json")
+	if !ok || (rel != "" && rel[0] != '/') {
+		return notImplemented(method, req.URL.Path)
+	}
+	if rel == "" {
+		rel = "/"
+	}
+	segs, ok := splitPath(rel)
+	var rt *route
+	var vars map[string]string
+	if ok {
+		rt, vars = matchRoute(method, segs)
+	}
+	key := method + " (unmatched)"
+	if rt != nil {
+		key = method + " " + rt.tmpl
+	}
+	s.mu.Lock()
+	s.stats[key]++
+	s.mu.Unlock()
+
+	if (method == http.MethodGet || method == http.MethodHead || method == http.MethodDelete) && (req.ContentLength > 0 || len(req.TransferEncoding) > 0) {
+		return apiError(501, fmt.Sprintf("Unexpected content for method '%s'", method))
+	}
+	if r := s.authenticate(req); r != nil {
+		return r
+	}
+	unescaped, _ := url.PathUnescape(rel)
+	if rt == nil {
+		return notImplemented(method, unescaped)
+	}
+	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now()}
+
+	// Faults.
+	s.mu.Lock()
+	fr := s.matchFaults(c)
+	s.mu.Unlock()
+	if fr.latency > 0 {
+		time.Sleep(fr.latency)
+	}
+	if fr.resp != nil {
+		return fr.resp
+	}
+	c.taskFault = fr.task
+
+	// Node: format, existence, reachability (pveproxy forwards to the node).
+	if n, ok := vars["node"]; ok {
+		if e := pNode.check(n); e != "" {
+			return paramError(map[string]string{"node": e})
+		}
+		s.mu.Lock()
+		_, exists := s.nodes[n]
+		down := exists && s.nodeDown(n)
+		s.mu.Unlock()
+		if !exists {
+			return apiError(500, fmt.Sprintf("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", n, n))
+		}
+		if down {
+			return &response{status: 595, reason: "No route to host"}
+		}
+		c.node = n
+	}
+
+	// Parameters.
+	params, r := readParams(c)
+	if r != nil {
+		return r
+	}
+	c.params = params
+	errs := map[string]string{}
+	for name, v := range vars {
+		if sp, ok := pathSpecs[name]; ok && name != "node" {
+			if e := sp.check(v); e != "" {
+				errs[name] = e
+			}
+		}
+	}
+	for k, e := range rt.schema.validate(params) {
+		errs[k] = e
+	}
+	if len(errs) > 0 {
+		return paramError(errs)
+	}
+	if v, ok := vars["vmid"]; ok {
+		c.vmid, _ = strconv.Atoi(v)
+	}
+
+	// Privileges.
+	if rt.perms != nil {
+		s.mu.Lock()
+		denied := s.denied(rt.perms(c))
+		s.mu.Unlock()
+		if denied != nil {
+			return apiError(403, fmt.Sprintf("Permission check failed (%s, %s)", denied.Path, denied.Privilege))
+		}
+	}
+
+	deadline := time.Now().Add(s.real(s.dur.LockWait))
+	for {
+		s.mu.Lock()
+		c.now = time.Now()
+		s.advance(c.now)
+		if fr.lock != "" {
+			s.applyFaultLock(c, fr)
+			fr.lock = ""
+		}
+		resp := rt.h(s, c)
+		s.mu.Unlock()
+		if resp.retry == nil {
+			return resp
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return apiError(500, flockTimeoutMsg(c.vmid))
+		}
+		time.Sleep(min(resp.retry.after, left, 50*time.Millisecond))
+	}
+}
+
+func splitPath(rel string) ([]string, bool) {
+	rel = strings.TrimSuffix(strings.TrimPrefix(rel, "/"), "/")
+	if rel == "" {
+		return nil, true
+	}
+	raw := strings.Split(rel, "/")
+	out := make([]string, len(raw))
+	for i, r := range raw {
+		u, err := url.PathUnescape(r)
+		if err != nil || u == "" {
+			return nil, false
+		}
+		out[i] = u
+	}
+	return out, true
+}
+
+func matchRoute(method string, segs []string) (*route, map[string]string) {
+	for _, rt := range routes {
+		if rt.method != method || len(rt.segs) != len(segs) {
+			continue
+		}
+		vars := map[string]string{}
+		ok := true
+		for i, t := range rt.segs {
+			if strings.HasPrefix(t, "{") {
+				vars[t[1:len(t)-1]] = segs[i]
+			} else if t != segs[i] {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return rt, vars
+		}
+	}
+	return nil, nil
+}
+
+var pathSpecs = map[string]pspec{
+	"node": pNode, "vmid": pVMID, "storage": pStorage,
+	"upid": {maxLen: 256}, "volume": {},
+}
+
+// authenticate checks the PVEAPIToken header (F22): none gives 401 No ticket, a wrong
+// secret or unknown token 401 Authentication failed!. A 401 has an empty body (F1).
+func (s *Sim) authenticate(req *http.Request) *response {
+	h := req.Header.Get("Authorization")
+	v, ok := strings.CutPrefix(h, "PVEAPIToken=")
+	if !ok {
+		v, ok = strings.CutPrefix(h, "PVEAPIToken ")
+	}
+	if !ok {
+		return &response{status: 401, reason: "No ticket"}
+	}
+	i := strings.LastIndexAny(v, "=:")
+	if i <= 0 {
+		return &response{status: 401, reason: "Authentication failed!"}
+	}
+	id, secret := v[:i], v[i+1:]
+	want := s.tokenUser + "!" + s.tokenID
+	if subtle.ConstantTimeCompare([]byte(id), []byte(want)) != 1 || subtle.ConstantTimeCompare([]byte(secret), []byte(s.tokenSecret)) != 1 {
+		return &response{status: 401, reason: "Authentication failed!"}
+	}
+	return nil
+}
+
+func (s *Sim) denied(need []Privilege) *Privilege {
+	for _, p := range need {
+		for d := range s.deny {
+			if d.Privilege == p.Privilege && (d.Path == "/" || d.Path == p.Path || strings.HasPrefix(p.Path, strings.TrimSuffix(d.Path, "/")+"/")) {
+				return &p
+			}
+		}
+	}
+	return nil
+}
+
+// Responses.
+
+func okData(data any) *response {
+	b, err := json.Marshal(map[string]any{"data": data})
+	if err != nil {
+		return apiError(500, "pvesim: cannot encode response: "+err.Error())
+	}
+	return &response{status: 200, reason: "OK", body: b}
+}
+
+func apiError(status int, msg string) *response {
+	b, _ := json.Marshal(map[string]any{"data": nil, "message": msg + "\n"})
+	return &response{status: status, reason: msg, body: b}
+}
+
+func paramError(errs map[string]string) *response {
+	b, _ := json.Marshal(map[string]any{"data": nil, "errors": errs, "message": paramFailed + "\n"})
+	return &response{status: 400, reason: paramFailed, body: b}
+}
+
+func notImplemented(method, path string) *response {
+	return apiError(501, fmt.Sprintf("Method '%s %s' not implemented", method, path))
+}
+
+func retryAfter(d time.Duration) *response {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	return &response{retry: &retryResponse{after: d}}
+}
+
+// Parameters.
+
+const maxFormBody = 64 << 10
+
+func readParams(c *call) (map[string]string, *response) {
+	params := map[string]string{}
+	q, _ := url.ParseQuery(c.req.URL.RawQuery)
+	for k, v := range q {
+		if len(v) > 0 {
+			params[k] = v[0]
+		}
+	}
+	if c.method == http.MethodPost || c.method == http.MethodPut {
+		ct, ctParams, _ := mime.ParseMediaType(c.req.Header.Get("Content-Type"))
+		switch {
+		case ct == "multipart/form-data" && c.route.tmpl == uploadTmpl:
+			up, fields, r := readMultipart(c.req, ctParams["boundary"])
+			if r != nil {
+				return nil, r
+			}
+			for k, v := range fields {
+				params[k] = v
+			}
+			c.upload = up
+			if up != nil {
+				params["filename"] = up.name
+			}
+		case ct == "application/json":
+			body, err := io.ReadAll(io.LimitReader(c.req.Body, maxFormBody+1))
+			if err != nil {
+				return nil, apiError(400, "Bad Request")
+			}
+			if len(body) > maxFormBody {
+				return nil, apiError(413, "Request Entity Too Large")
+			}
+			if len(bytes.TrimSpace(body)) > 0 {
+				var m map[string]any
+				dec := json.NewDecoder(bytes.NewReader(body))
+				dec.UseNumber()
+				if err := dec.Decode(&m); err != nil {
+					return nil, apiError(400, "invalid JSON parameters")
+				}
+				for k, v := range m {
+					switch x := v.(type) {
+					case nil:
+					case string:
+						params[k] = x
+					case json.Number:
+						params[k] = x.String()
+					case bool:
+						params[k] = map[bool]string{true: "1", false: "0"}[x]
+					default:
+						b, _ := json.Marshal(x)
+						params[k] = string(b)
+					}
+				}
+			}
+		default:
+			body, err := io.ReadAll(io.LimitReader(c.req.Body, maxFormBody+1))
+			if err != nil {
+				return nil, apiError(400, "Bad Request")
+			}
+			if len(body) > maxFormBody {
+				return nil, apiError(413, "Request Entity Too Large")
+			}
+			f, _ := url.ParseQuery(string(body))
+			for k, v := range f {
+				if len(v) > 0 {
+					params[k] = v[0]
+				}
+			}
+		}
+	}
+	for k := range c.vars {
+		delete(params, k)
+	}
+	return params, nil
+}

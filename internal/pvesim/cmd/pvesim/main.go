@@ -1,0 +1,69 @@
+// Command pvesim runs the Proxmox VE 9 API simulator standalone, for the demo and for trying
+// the provider without a cluster.
+//
+//	go run ./internal/pvesim/cmd/pvesim -listen 127.0.0.1:8006 -nodes pve1,pve2 -speed 20
+//
+// It prints one JSON line to stdout (endpoint, api_token, ca_file, nodes, iso_storage,
+// templates) and serves until SIGINT or SIGTERM. Admin functions (faults, stats, state)
+// are under https://<listen>/pvesim/, behind the same token.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "pvesim:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("pvesim", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:8006", "address to listen on")
+	nodes := fs.String("nodes", "pve1", "comma-separated node names")
+	speed := fs.Float64("speed", 1, "speed factor: every simulated duration is divided by it")
+	token := fs.String("token", "", "API token <user>@<realm>!<id>=<secret> (default: root@pam!tf=<random uuid>)")
+	templateAgent := fs.Bool("template-agent", false, "template 9001 ships qemu-guest-agent")
+	seed := fs.Uint64("seed", 0, "random seed for MACs, PIDs and fault probabilities (0: random)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *speed <= 0 {
+		return fmt.Errorf("-speed must be positive")
+	}
+	var nodeList []string
+	for _, n := range strings.Split(*nodes, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			nodeList = append(nodeList, n)
+		}
+	}
+	sim, err := pvesim.Start(pvesim.Options{
+		Nodes: nodeList, Speed: *speed, Listen: *listen, Token: *token,
+		TemplateAgent: *templateAgent, Seed: *seed,
+	})
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	line, err := json.Marshal(sim.Info())
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(line))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "pvesim: shutting down")
+	return nil
+}

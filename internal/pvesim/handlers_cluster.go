@@ -1,0 +1,236 @@
+package pvesim
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PVE version the simulator claims (the seed's host).
+const (
+	pveVersion = "9.2.20"
+	pveRelease = "9.2"
+	pveRepoID  = "49318c671b82f31e"
+	kversion   = "Linux 7.0.14-17-pve #1 SMP PREEMPT_DYNAMIC PMX 7.0.14-17 (2026-09-01T10:00Z) x86_64"
+)
+
+func (s *Sim) hVersion(c *call) *response {
+	return okData(map[string]any{"version": pveVersion, "release": pveRelease, "repoid": pveRepoID})
+}
+
+func (s *Sim) nodeEntry(n string, c *call) map[string]any {
+	nd := s.nodes[n]
+	e := map[string]any{"id": "node/" + n, "node": n, "type": "node", "level": ""}
+	if s.nodeDown(n) {
+		e["status"] = "offline"
+		return e
+	}
+	e["status"] = "online"
+	e["maxcpu"] = 16
+	e["maxmem"] = int64(64 << 30)
+	e["mem"] = int64(9 << 30)
+	e["maxdisk"] = int64(100 << 30)
+	e["disk"] = int64(12 << 30)
+	e["cpu"] = 0.031
+	e["uptime"] = int64(s.simSince(nd.bootTime, c.now).Seconds())
+	e["cgroup-mode"] = 2
+	return e
+}
+
+func (s *Sim) hNodes(c *call) *response {
+	out := []map[string]any{}
+	for _, n := range s.nodeOrder {
+		out = append(out, s.nodeEntry(n, c))
+	}
+	return okData(out)
+}
+
+func (s *Sim) hNodeStatus(c *call) *response {
+	nd := s.nodes[c.node]
+	const total, used = int64(64 << 30), int64(9 << 30)
+	return okData(map[string]any{
+		"kversion":   kversion,
+		"pveversion": "pve-manager/" + pveVersion + "/" + pveRepoID,
+		"uptime":     int64(s.simSince(nd.bootTime, c.now).Seconds()),
+		"cpu":        0.0312,
+		"wait":       0.0004,
+		"idle":       0,
+		"loadavg":    []string{"0.21", "0.18", "0.12"},
+		"memory":     map[string]any{"total": total, "used": used, "free": total - used, "available": total - used - (2 << 30)},
+		"swap":       map[string]any{"total": int64(8 << 30), "used": 0, "free": int64(8 << 30)},
+		"rootfs":     map[string]any{"total": int64(100 << 30), "used": int64(12 << 30), "free": int64(88 << 30), "avail": int64(83 << 30)},
+		"ksm":        map[string]any{"shared": 0},
+		"cpuinfo": map[string]any{
+			"cpus": 16, "cores": 8, "sockets": 1, "model": "AMD Ryzen 7 5700G with Radeon Graphics",
+			"mhz": "3800.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge",
+		},
+		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
+		"current-kernel": map[string]any{"sysname": "Linux", "release": "7.0.14-17-pve", "machine": "x86_64", "version": "#1 SMP PREEMPT_DYNAMIC PMX 7.0.14-17 (2026-09-01T10:00Z)"},
+	})
+}
+
+// vmEntry is one /cluster/resources entry (F8). Mid-clone: only type, vmid, id, node,
+// lock and status unknown. A VM seconds old, or on an unreachable node: status unknown.
+func (s *Sim) vmEntry(v *vm, c *call) map[string]any {
+	id := v.typ + "/" + strconv.Itoa(v.vmid)
+	if v.cloning() {
+		return map[string]any{"id": id, "vmid": v.vmid, "node": v.node, "type": v.typ, "lock": v.lock, "status": "unknown"}
+	}
+	e := map[string]any{
+		"id": id, "vmid": v.vmid, "node": v.node, "type": v.typ, "name": v.name(),
+		"status": v.status, "template": 0, "maxcpu": cpuCount(v.conf), "maxmem": memoryMiB(v.conf) << 20,
+		"maxdisk": bootDiskSize(v.conf), "uptime": 0, "cpu": 0, "mem": 0, "disk": 0,
+		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+	}
+	if v.typ == "lxc" {
+		n, _ := parseSize(optValue(v.conf["rootfs"], "size"))
+		e["maxdisk"] = n
+	}
+	if v.isTemplate() {
+		e["template"] = 1
+	}
+	if v.status == "running" {
+		e["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
+		e["cpu"] = 0.0123
+		e["mem"] = (memoryMiB(v.conf) << 20) / 4
+		e["netin"], e["netout"] = 123456, 65432
+	}
+	if t := v.conf["tags"]; t != "" {
+		e["tags"] = t
+	}
+	if v.lock != "" {
+		e["lock"] = v.lock
+	}
+	if s.nodeDown(v.node) || c.now.Before(v.freshUntil) {
+		e["status"] = "unknown"
+	}
+	return e
+}
+
+func (s *Sim) hResources(c *call) *response {
+	typ := c.params["type"]
+	out := []map[string]any{}
+	if typ == "" || typ == "vm" {
+		for _, id := range slices.Sorted(maps.Keys(s.vms)) {
+			out = append(out, s.vmEntry(s.vms[id], c))
+		}
+	}
+	if typ == "" || typ == "node" {
+		for _, n := range s.nodeOrder {
+			out = append(out, s.nodeEntry(n, c))
+		}
+	}
+	if typ == "" || typ == "storage" {
+		for _, n := range s.nodeOrder {
+			for _, id := range slices.Sorted(maps.Keys(s.storages)) {
+				st := s.storages[id]
+				e := map[string]any{
+					"id": "storage/" + n + "/" + id, "storage": id, "node": n, "type": "storage",
+					"plugintype": st.typ, "content": strings.Join(st.content, ","), "shared": b2i(st.shared),
+					"status": "available", "maxdisk": st.total, "disk": s.storageUsed(n, st),
+				}
+				if s.nodeDown(n) {
+					e["status"] = "unknown"
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	if typ == "" || typ == "sdn" {
+		for _, n := range s.nodeOrder {
+			status := "ok"
+			if s.nodeDown(n) {
+				status = "unknown"
+			}
+			out = append(out, map[string]any{"id": "sdn/" + n + "/localnetwork", "sdn": "localnetwork", "node": n, "type": "sdn", "status": status})
+		}
+	}
+	return okData(out)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *Sim) hNextID(c *call) *response {
+	if v, ok := c.params["vmid"]; ok {
+		id, _ := strconv.Atoi(v)
+		if _, taken := s.vms[id]; taken {
+			return paramError(map[string]string{"vmid": "VM " + v + " already exists"})
+		}
+		return okData(v)
+	}
+	for id := 100; ; id++ {
+		if _, taken := s.vms[id]; !taken {
+			return okData(strconv.Itoa(id))
+		}
+	}
+}
+
+func (s *Sim) lookupTask(c *call) (*task, *response) {
+	upid := c.vars["upid"]
+	m := upidRe.FindStringSubmatch(upid)
+	if m == nil {
+		return nil, paramError(map[string]string{"upid": "unable to parse worker upid"})
+	}
+	t := s.tasks[upid]
+	if t == nil || m[1] != c.node {
+		return nil, paramError(map[string]string{"upid": "no such task"})
+	}
+	return t, nil
+}
+
+func (s *Sim) hTaskStatus(c *call) *response {
+	t, r := s.lookupTask(c)
+	if r != nil {
+		return r
+	}
+	return okData(s.taskStatus(t))
+}
+
+func (s *Sim) hTaskLog(c *call) *response {
+	t, r := s.lookupTask(c)
+	if r != nil {
+		return r
+	}
+	out := []map[string]any{}
+	for i, l := range t.log {
+		out = append(out, map[string]any{"n": i + 1, "t": l})
+	}
+	return okData(out)
+}
+
+func (s *Sim) hQemuList(c *call) *response {
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(s.vms)) {
+		v := s.vms[id]
+		if v.node != c.node || v.typ != "qemu" {
+			continue
+		}
+		e := map[string]any{
+			"vmid": v.vmid, "status": v.status, "maxmem": memoryMiB(v.conf) << 20,
+			"maxdisk": bootDiskSize(v.conf), "cpus": cpuCount(v.conf), "uptime": 0,
+		}
+		if n := v.name(); n != "" {
+			e["name"] = n
+		}
+		if v.lock != "" {
+			e["lock"] = v.lock
+		}
+		if v.isTemplate() {
+			e["template"] = 1
+		}
+		if t := v.conf["tags"]; t != "" {
+			e["tags"] = t
+		}
+		if v.status == "running" {
+			e["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
+		}
+		out = append(out, e)
+	}
+	return okData(out)
+}

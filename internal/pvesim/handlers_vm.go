@@ -1,0 +1,665 @@
+package pvesim
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func (s *Sim) vmOrErr(c *call) (*vm, *response) {
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return nil, apiError(500, notExistMsg(c.node, c.vmid))
+	}
+	return v, nil
+}
+
+// holderWait is how long until the task holding v's config lock ends (a guess for
+// waiting tasks: a lock wait step).
+func holderWait(v *vm, now time.Time) time.Duration {
+	if v.flock == nil || v.flock.endAt.IsZero() {
+		return 5 * time.Millisecond
+	}
+	return v.flock.endAt.Sub(now)
+}
+
+func (s *Sim) hConfigGet(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if v.cloning() {
+		return okData(renderConfig(map[string]string{}, v.lock))
+	}
+	return okData(renderConfig(v.conf, v.lock))
+}
+
+func (s *Sim) hConfigPut(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	// F7: a locked VM is refused at once (clone, backup, suspended...).
+	if v.lock != "" && c.params["skiplock"] != "1" {
+		return apiError(500, lockedMsg(v.lock))
+	}
+	// A task holding the config file lock (start, stop, destroy...) makes the write wait.
+	if v.flock != nil {
+		return retryAfter(holderWait(v, c.now))
+	}
+	if r := s.applyConfig(c, v); r != nil {
+		return r
+	}
+	return okData(nil)
+}
+
+func (s *Sim) hConfigPost(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if v.lock != "" && c.params["skiplock"] != "1" {
+		return apiError(500, lockedMsg(v.lock))
+	}
+	if v.flock != nil {
+		return retryAfter(holderWait(v, c.now))
+	}
+	if r := s.applyConfig(c, v); r != nil {
+		return r
+	}
+	t := s.newTask(c, c.node, "qmconfig", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Suspend/5)
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+var newDiskRe = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(?:\.\d+)?)$`)
+
+// applyConfig validates the semantic rules of a config write and applies it.
+func (s *Sim) applyConfig(c *call, v *vm) *response {
+	if d := c.params["digest"]; d != "" && d != digest(withLockKey(v.conf, v.lock)) {
+		return apiError(500, "detected modified configuration - file changed by other user? Try again.")
+	}
+	conf := maps.Clone(v.conf)
+	control := map[string]bool{"delete": true, "digest": true, "skiplock": true, "background_delay": true, "revert": true, "force": true}
+	if del := c.params["delete"]; del != "" {
+		for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+			if _, ok := configSchema.lookup(k); !ok {
+				return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'", k)})
+			}
+			if _, set := c.params[k]; set {
+				return paramError(map[string]string{k: "can't set and delete the same option"})
+			}
+			if k == "lock" {
+				v.lock = ""
+			}
+			delete(conf, k)
+		}
+	}
+	var added []string
+	for _, k := range slices.Sorted(maps.Keys(c.params)) {
+		if control[k] {
+			continue
+		}
+		val := c.params[k]
+		switch {
+		case k == "tags":
+			val = normalizeTags(val)
+		case k == "lock":
+			v.lock = val
+			continue
+		case driveKeyRe.MatchString(k):
+			vol := driveVolume(val)
+			if m := newDiskRe.FindStringSubmatch(vol); m != nil && !isCDROM(val) {
+				st := s.storages[m[1]]
+				if st == nil {
+					return apiError(500, fmt.Sprintf("storage '%s' does not exist", m[1]))
+				}
+				if !st.has("images") {
+					return apiError(500, fmt.Sprintf("storage '%s' does not support vm images", m[1]))
+				}
+				gib, _ := strconv.ParseFloat(m[2], 64)
+				vol = fmt.Sprintf("%s:vm-%d-disk-%d", m[1], v.vmid, s.nextDiskIndex(conf, v.vmid))
+				_, rest, _ := strings.Cut(val, ",")
+				val = vol + ",size=" + formatSize(int64(gib*(1<<30)))
+				if rest != "" {
+					val = vol + "," + rest + ",size=" + formatSize(int64(gib*(1<<30)))
+				}
+			} else if sid, _, ok := strings.Cut(vol, ":"); ok {
+				if s.storages[sid] == nil {
+					return apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
+				}
+				// An ISO on a CD-ROM drive gets its size recorded (vm_config_after_seed).
+				if iso := s.volume(v.node, vol); iso != nil && isCDROM(val) {
+					val = setOpt(val, "size", formatSize(int64(len(iso.data))))
+				}
+			} else if vol != "none" && vol != "cdrom" && !strings.HasPrefix(vol, "/") {
+				return apiError(500, fmt.Sprintf("unable to parse volume ID '%s'", vol))
+			}
+		case netKeyRe.MatchString(k):
+			first, rest, _ := strings.Cut(val, ",")
+			model, mac, hasMAC := strings.Cut(first, "=")
+			if model == "model" {
+				model, mac, hasMAC = mac, optValue(val, "macaddr"), optValue(val, "macaddr") != ""
+			}
+			if !hasMAC || mac == "" {
+				if old := macOf(conf[k]); old != "" {
+					mac = old
+				} else {
+					mac = s.newMAC()
+				}
+			}
+			val = model + "=" + strings.ToUpper(mac)
+			if rest != "" {
+				val += "," + rest
+			}
+		}
+		if _, existed := conf[k]; !existed && (driveKeyRe.MatchString(k) || netKeyRe.MatchString(k)) {
+			added = append(added, k)
+		}
+		conf[k] = val
+	}
+	// F19: a new device is appended to an explicit boot order.
+	if _, bootSet := c.params["boot"]; !bootSet {
+		if order, ok := strings.CutPrefix(conf["boot"], "order="); ok {
+			devs := strings.Split(order, ";")
+			for _, k := range added {
+				if !slices.Contains(devs, k) && !strings.Contains(conf[k], "cloudinit") {
+					devs = append(devs, k)
+				}
+			}
+			devs = slices.DeleteFunc(devs, func(d string) bool { return d == "" })
+			conf["boot"] = "order=" + strings.Join(devs, ";")
+		}
+	} else if order := optValue(conf["boot"], "order"); order != "" {
+		for _, d := range strings.Split(order, ";") {
+			if _, ok := conf[d]; !ok {
+				return paramError(map[string]string{"boot": fmt.Sprintf("invalid bootorder: device '%s' does not exist'", d)})
+			}
+		}
+	}
+	v.conf = conf
+	return nil
+}
+
+func withLockKey(conf map[string]string, lock string) map[string]string {
+	out := maps.Clone(conf)
+	if lock != "" {
+		out["lock"] = lock
+	}
+	return out
+}
+
+func (s *Sim) nextDiskIndex(conf map[string]string, vmid int) int {
+	used := map[int]bool{}
+	prefix := fmt.Sprintf("vm-%d-disk-", vmid)
+	for _, val := range conf {
+		vol := driveVolume(val)
+		if _, name, ok := strings.Cut(vol, ":"); ok {
+			if n, ok := strings.CutPrefix(name, prefix); ok {
+				if i, err := strconv.Atoi(n); err == nil {
+					used[i] = true
+				}
+			}
+		}
+	}
+	for i := 0; ; i++ {
+		if !used[i] {
+			return i
+		}
+	}
+}
+
+// normalizeTags folds case, drops duplicates and sorts, joined by ';' (F9).
+func normalizeTags(v string) string {
+	var out []string
+	for _, t := range splitTags(v) {
+		t = strings.ToLower(t)
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ";")
+}
+
+func (s *Sim) hClone(c *call) *response {
+	src, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	newid, _ := strconv.Atoi(c.params["newid"])
+	if _, taken := s.vms[newid]; taken {
+		return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+	}
+	if src.cloning() || (src.lock != "" && !src.isTemplate()) {
+		return apiError(500, lockedMsg(src.lock))
+	}
+	targetNode := c.node
+	if t := c.params["target"]; t != "" && t != c.node {
+		if s.nodes[t] == nil {
+			return apiError(500, fmt.Sprintf("no such cluster node '%s'", t))
+		}
+		targetNode = t
+	}
+	storageID := c.params["storage"]
+	if storageID != "" {
+		st := s.storages[storageID]
+		if st == nil {
+			return apiError(500, fmt.Sprintf("storage '%s' does not exist", storageID))
+		}
+		if !st.has("images") {
+			// F15: refused up front, no VM left.
+			return paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", storageID)})
+		}
+	}
+	if targetNode != c.node {
+		check := storageID
+		if check == "" {
+			for _, k := range slices.Sorted(maps.Keys(src.conf)) {
+				if driveKeyRe.MatchString(k) && !isCDROM(src.conf[k]) {
+					check, _, _ = strings.Cut(driveVolume(src.conf[k]), ":")
+					break
+				}
+			}
+		}
+		if st := s.storages[check]; st != nil && !st.shared {
+			return apiError(500, fmt.Sprintf("can't clone to non-shared storage '%s'", check))
+		}
+		if s.nodeDown(targetNode) {
+			return apiError(500, fmt.Sprintf("target node '%s' is not online", targetNode))
+		}
+	}
+	name, hasName := c.params["name"]
+	if !hasName {
+		name = "Copy-of-VM-" + src.name()
+	}
+	desc, hasDesc := c.params["description"]
+	srcConf := maps.Clone(src.conf)
+	srcGuest := src.guest
+	nv := &vm{vmid: newid, node: targetNode, typ: "qemu", status: "stopped", qmp: "stopped", conf: map[string]string{}, lock: "clone", midClone: true}
+	s.vms[newid] = nv
+	delete(s.seeds, newid)
+	t := s.newTask(c, c.node, "qmclone", strconv.Itoa(c.vmid), newid, true, s.dur.Clone)
+	t.log = append(t.log, fmt.Sprintf("create full clone of drive scsi0 (%s)", driveVolume(srcConf["scsi0"])))
+	t.finish = func(at time.Time) string {
+		if s.vms[newid] != nv {
+			return notExistMsg(targetNode, newid)
+		}
+		conf := s.cloneConfig(srcConf, newid, storageID)
+		conf["name"] = name
+		if hasDesc {
+			conf["description"] = desc
+		}
+		nv.conf = conf
+		nv.lock = ""
+		nv.midClone = false
+		nv.freshUntil = at.Add(s.real(s.dur.FreshUnknown))
+		nv.guest = guest{agentInstalled: srcGuest.agentInstalled, instanceID: srcGuest.instanceID}
+		return ""
+	}
+	t.onFail = func(at time.Time) {
+		if s.vms[newid] == nv {
+			delete(s.vms, newid)
+		}
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// cloneConfig copies a config the way a full clone does: new disks, new MACs, new
+// smbios uuid and vmgenid, template flag dropped, meta and description kept (F10, F11).
+func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) map[string]string {
+	conf := map[string]string{}
+	disk := 0
+	for _, k := range slices.Sorted(maps.Keys(src)) {
+		val := src[k]
+		switch {
+		case k == "template" || unusedKeyRe.MatchString(k) || k == "vmstate" || k == "parent":
+			continue
+		case driveKeyRe.MatchString(k):
+			vol := driveVolume(val)
+			sid, volname, ok := strings.Cut(vol, ":")
+			if !ok || (isCDROM(val) && !strings.Contains(volname, "cloudinit")) {
+				conf[k] = val
+				continue
+			}
+			if storageID != "" {
+				sid = storageID
+			}
+			var nvol string
+			if strings.Contains(volname, "cloudinit") {
+				nvol = fmt.Sprintf("%s:vm-%d-cloudinit", sid, newid)
+			} else {
+				nvol = fmt.Sprintf("%s:vm-%d-disk-%d", sid, newid, disk)
+				disk++
+			}
+			_, rest, _ := strings.Cut(val, ",")
+			conf[k] = nvol
+			if rest != "" {
+				conf[k] += "," + rest
+			}
+		case netKeyRe.MatchString(k):
+			first, rest, _ := strings.Cut(val, ",")
+			model, _, _ := strings.Cut(first, "=")
+			conf[k] = model + "=" + s.newMAC()
+			if rest != "" {
+				conf[k] += "," + rest
+			}
+		case k == "smbios1":
+			conf[k] = setOpt(val, "uuid", s.newUUID())
+		case k == "vmgenid":
+			conf[k] = s.newUUID()
+		default:
+			conf[k] = val
+		}
+	}
+	return conf
+}
+
+func (s *Sim) hResize(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	disk, size := c.params["disk"], c.params["size"]
+	skiplock := c.params["skiplock"] == "1"
+	var newSize, curSize int64
+	t := s.newTask(c, c.node, "qmresize", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Resize)
+	t.begin = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if v.lock != "" && !skiplock {
+			return lockedMsg(v.lock)
+		}
+		val, ok := v.conf[disk]
+		if !ok {
+			return fmt.Sprintf("disk '%s' does not exist", disk)
+		}
+		if isCDROM(val) {
+			return "you can't resize a cdrom"
+		}
+		curSize, _ = parseSize(optValue(val, "size"))
+		m := sizeRe.FindStringSubmatch(size)
+		n, _ := parseSize(m[2] + m[3])
+		if m[1] == "+" {
+			newSize = curSize + n
+		} else {
+			newSize = n
+		}
+		if newSize < curSize {
+			return "shrinking disks is not supported"
+		}
+		return ""
+	}
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if newSize != curSize {
+			v.conf[disk] = setOpt(v.conf[disk], "size", formatSize(newSize))
+		}
+		return ""
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+func (s *Sim) hStatusCurrent(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	name := v.name()
+	if name == "" {
+		name = fmt.Sprintf("VM %d", v.vmid)
+	}
+	out := map[string]any{
+		"vmid": v.vmid, "name": name, "status": v.status, "qmpstatus": v.qmp,
+		"cpus": cpuCount(v.conf), "maxmem": memoryMiB(v.conf) << 20, "maxdisk": bootDiskSize(v.conf),
+		"uptime": 0, "cpu": 0, "mem": 0, "disk": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
+		"ha": map[string]any{"managed": 0},
+	}
+	if agentEnabled(v.conf) {
+		out["agent"] = 1
+	}
+	if v.lock != "" {
+		out["lock"] = v.lock
+	}
+	if t := v.conf["tags"]; t != "" {
+		out["tags"] = t
+	}
+	if v.isTemplate() {
+		out["template"] = 1
+	}
+	if v.status == "running" {
+		out["pid"] = 4000 + v.vmid%60000
+		out["running-machine"] = "pc-q35-11.0+pve0"
+		out["running-qemu"] = "11.0.3"
+		if !v.bootAt.IsZero() {
+			out["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
+		}
+		out["cpu"] = 0.0123
+		out["mem"] = (memoryMiB(v.conf) << 20) / 4
+	}
+	return okData(out)
+}
+
+func (s *Sim) hStart(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	skiplock := c.params["skiplock"] == "1"
+	resuming := false
+	t := s.newTask(c, c.node, "qmstart", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Start)
+	t.begin = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if v.lock != "" && v.lock != "suspended" && !skiplock {
+			return lockedMsg(v.lock)
+		}
+		if v.status == "running" {
+			return fmt.Sprintf("VM %d already running", v.vmid)
+		}
+		if v.isTemplate() {
+			return "you can't start a vm if it's a template"
+		}
+		for _, k := range slices.Sorted(maps.Keys(v.conf)) {
+			if !driveKeyRe.MatchString(k) {
+				continue
+			}
+			vol := driveVolume(v.conf[k])
+			sid, _, ok := strings.Cut(vol, ":")
+			if st := s.storages[sid]; ok && st != nil && st.hasPath && s.volume(v.node, vol) == nil {
+				return fmt.Sprintf("volume '%s' does not exist", vol)
+			}
+		}
+		resuming = v.lock == "suspended"
+		v.status, v.qmp = "running", "prelaunch"
+		return ""
+	}
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		v.qmp = "running"
+		if resuming {
+			v.lock = ""
+			delete(v.conf, "vmstate")
+			s.resumeGuest(v, at)
+			return ""
+		}
+		v.bootAt = at
+		s.bootGuest(v, at)
+		return ""
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+func (s *Sim) hStop(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	skiplock := c.params["skiplock"] == "1"
+	t := s.newTask(c, c.node, "qmstop", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Stop)
+	t.begin = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if v.lock != "" && !skiplock {
+			return lockedMsg(v.lock)
+		}
+		return ""
+	}
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		s.powerOff(v)
+		return ""
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+func (s *Sim) powerOff(v *vm) {
+	v.status, v.qmp = "stopped", "stopped"
+	v.bootAt = time.Time{}
+	v.guest.agentAt, v.guest.ipAt = time.Time{}, time.Time{}
+}
+
+func (s *Sim) hSuspend(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if v.status != "running" {
+		return apiError(500, fmt.Sprintf("VM %d not running", v.vmid))
+	}
+	todisk := c.params["todisk"] == "1"
+	skiplock := c.params["skiplock"] == "1"
+	t := s.newTask(c, c.node, "qmsuspend", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Suspend)
+	t.begin = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if v.lock != "" && !skiplock {
+			return lockedMsg(v.lock)
+		}
+		if v.status != "running" {
+			return fmt.Sprintf("VM %d not running", v.vmid)
+		}
+		if todisk {
+			v.lock = "suspending"
+		}
+		return ""
+	}
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if !todisk {
+			v.qmp = "paused"
+			return ""
+		}
+		s.hibernate(v, at)
+		return ""
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// hibernate: stopped, lock suspended, a state volume in vmstate (Phase 10).
+func (s *Sim) hibernate(v *vm, at time.Time) {
+	agentUp := !v.guest.agentAt.IsZero() && !at.Before(v.guest.agentAt)
+	s.powerOff(v)
+	v.lock = "suspended"
+	v.guest.resumeAgent = agentUp
+	sid := "local-lvm"
+	if k := firstDisk(v.conf); k != "" {
+		sid, _, _ = strings.Cut(driveVolume(v.conf[k]), ":")
+	}
+	v.conf["vmstate"] = fmt.Sprintf("%s:vm-%d-state-suspend-%s", sid, v.vmid, at.UTC().Format("2006-01-02"))
+}
+
+func firstDisk(conf map[string]string) string {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if driveKeyRe.MatchString(k) && !isCDROM(conf[k]) {
+			return k
+		}
+	}
+	return ""
+}
+
+func (s *Sim) hResume(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if v.status != "running" {
+		return apiError(500, fmt.Sprintf("VM %d not running", v.vmid))
+	}
+	t := s.newTask(c, c.node, "qmresume", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Suspend)
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if v.status == "running" {
+			v.qmp = "running"
+		}
+		return ""
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+func (s *Sim) hDestroy(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	// A hibernated VM is destroyable (Phase 10); any other lock refuses.
+	if v.lock != "" && v.lock != "suspended" && c.params["skiplock"] != "1" {
+		return apiError(500, lockedMsg(v.lock))
+	}
+	if v.status == "running" {
+		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
+	}
+	if v.conf["protection"] == "1" {
+		return apiError(500, fmt.Sprintf("can't remove VM %d - protection mode enabled", v.vmid))
+	}
+	t := s.newTask(c, c.node, "qmdestroy", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Destroy)
+	t.begin = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		if v.status == "running" {
+			return fmt.Sprintf("VM %d is running - destroy failed", v.vmid)
+		}
+		return ""
+	}
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(v.node, v.vmid)
+		}
+		s.removeVM(v)
+		return ""
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+func (s *Sim) removeVM(v *vm) {
+	delete(s.vms, v.vmid)
+	if v.guest.ip != "" && s.leases[v.guest.ip] == v.vmid {
+		delete(s.leases, v.guest.ip)
+	}
+}
