@@ -7,7 +7,6 @@
 package proxmox
 
 import (
-	"context"
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
@@ -102,6 +101,13 @@ type VM struct {
 	OnBoot       bool
 	AgentEnabled bool
 	Tags         []string
+	// Lock is the lock the listing, config or status reports ("backup", "clone",
+	// "suspended", ...); empty when none. Get reports a locked VM instead of failing.
+	Lock string
+	// StatusUnknown is set when the listing said "unknown" and status/current could not
+	// be read either (a node not answering): State is then StateProvisioning as a
+	// placeholder and the caller should keep the state it knew.
+	StatusUnknown bool
 }
 
 // GetOptions tune Get.
@@ -228,32 +234,8 @@ func New(api pveapi.API, cfg Config) *Backend {
 	}
 }
 
-// Create runs entry 10 under the per-name lock. onAllocated is called once, as soon as the
-// VMID (and node) is known and before any step that can fail after it, so the caller can
-// save state; it may be called for an adopted VM too.
-func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
-	panic("not implemented")
-}
-
-// Get runs entry 9. ErrNotFound (errors.Is) when the VM is gone or the VMID was reused.
-func (b *Backend) Get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
-	panic("not implemented")
-}
-
-// Update applies in-place changes: config write (restart when running and cores/memory
-// changed), resize, net0 rewrite, onboot, start.
-func (b *Backend) Update(ctx context.Context, id ID, c Changes) error { panic("not implemented") }
-
-// Delete runs entry 11. A VM already gone or not ours is success without touching it.
-func (b *Backend) Delete(ctx context.Context, id ID, node string) error { panic("not implemented") }
-
-// FindByName returns the marked VM called name (import by name).
-func (b *Backend) FindByName(ctx context.Context, name string) (ID, error) {
-	panic("not implemented")
-}
-
-// FindByVMID returns the marked VM at vmid (import by VMID).
-func (b *Backend) FindByVMID(ctx context.Context, vmid int) (ID, error) { panic("not implemented") }
+// Create, Get, Update, Delete, FindByName and FindByVMID live in create.go, get.go,
+// update.go, delete.go and find.go.
 
 // List (entry 12), OrphanSeeds and Check (entry 16) live in list.go, orphans.go and
 // check.go, written by another engineer.

@@ -125,3 +125,6 @@ func wrap(op string, name string, vmid int, err error) error {
 func apiErrorf(op string, err error, format string, args ...any) *Error {
 	return &Error{Class: classify(op, err), Err: fmt.Errorf(format+": %w", append(args, err)...)}
 }
+
+// wrapMsg prefixes err with what was being done.
+func wrapMsg(msg string, err error) error { return fmt.Errorf("%s: %w", msg, err) }

@@ -14,7 +14,7 @@ func slicesSort(s []string) { slices.Sort(s) }
 // net0Options are the option keys of a netN value that are not the model.
 var net0Options = map[string]bool{
 	"bridge": true, "tag": true, "firewall": true, "link_down": true, "mtu": true,
-	"queues": true, "rate": true, "trunks": true, "macaddr": true,
+	"queues": true, "rate": true, "trunks": true, "macaddr": true, "model": true,
 }
 
 // net0Info is what Get reads from net0.
@@ -42,6 +42,8 @@ func parseNet0(v string) net0Info {
 			n.Tag, _ = strconv.Atoi(val)
 		case k == "macaddr":
 			n.MAC = val
+		case k == "model":
+			n.Model = val
 		case !net0Options[k] && n.Model == "":
 			n.Model, n.MAC = k, val
 		}

@@ -1,0 +1,619 @@
+package proxmox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Create runs entry 10 under the per-name lock: the by-name lookup, the template checks
+// (entry 4), the VMID allocation with the ownership check (entry 2, findings P2/CR3),
+// the clone with the mark, then seed upload, config, resize, start and the wait for
+// running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
+// only by ctx (the Terraform create timeout).
+//
+// onAllocated is called once, as soon as the VMID and node are known: right after the
+// clone is accepted, or when an existing VM of ours is adopted. Every step resumes after
+// an interruption as entry 10's retry table says; a repeat Create of a running VM makes
+// no change. A does-not-exist inside Create is Transient, never NotFound.
+func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
+	start := b.clock.Now()
+	c := &creation{b: b, s: s, onAllocated: onAllocated}
+	vm, err := c.run(ctx)
+	b.invalidateListing()
+	fields := map[string]any{
+		"vmid": c.vmid, "name": s.Name, "node": c.node, "cloud_init_bytes": len(s.UserData),
+		"adopted": c.adopted, "cloned": c.cloned, "duration_ms": b.clock.Now().Sub(start).Milliseconds(),
+	}
+	if err != nil {
+		err = wrap("create", s.Name, c.vmid, err)
+		fields["class"], fields["error"] = ClassOf(err).String(), err.Error()
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm create failed", fields)
+		return VM{}, err
+	}
+	fields["state"], fields["ip"] = string(vm.State), vm.IP
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm ensured running", fields)
+	return vm, nil
+}
+
+// creation is one Create call's progress.
+type creation struct {
+	b           *Backend
+	s           Spec
+	onAllocated func(ID, string)
+
+	vmid     int
+	node     string
+	cfg      map[string]string // the VM's config after the clone or at adoption
+	adopted  bool
+	cloned   bool
+	notified bool
+}
+
+type verdict int
+
+const (
+	verdictOurs verdict = iota
+	verdictForeign
+	verdictGone
+)
+
+func (c *creation) run(ctx context.Context) (VM, error) {
+	if err := c.b.normalizeSpec(&c.s); err != nil {
+		return VM{}, err
+	}
+	s := &c.s
+	tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox create parameters", map[string]any{
+		"name": s.Name, "node": s.Node, "template_vmid": s.TemplateVMID, "cores": s.Cores,
+		"memory_mib": s.MemoryMiB, "disk_gib": s.DiskGiB, "bridge": s.Bridge, "vlan_tag": s.VLANTag,
+		"on_boot": s.OnBoot, "wait_for_ip": s.WaitForIP, "cloud_init_bytes": len(s.UserData),
+		"vmid_min": c.b.cfg.VMIDMin, "vmid_max": c.b.cfg.VMIDMax,
+	})
+	unlock, err := c.b.locks.lock(ctx, s.Name)
+	if err != nil {
+		return VM{}, Transientf("waiting for another operation on this VM to finish: %w", err)
+	}
+	defer unlock()
+
+	res, err := c.b.listing(ctx, true)
+	if err != nil {
+		return VM{}, apiErrorf("create", err, "listing the cluster's VMs")
+	}
+	if err := c.byName(ctx, res); err != nil {
+		return VM{}, err
+	}
+	if !c.adopted {
+		tmplNode, err := c.checkTemplate(ctx, res)
+		if err != nil {
+			return VM{}, err
+		}
+		if err := c.allocate(ctx, res, tmplNode); err != nil {
+			return VM{}, err
+		}
+	}
+	provision := c.cloned
+	if c.adopted {
+		// An adopted VM gets one status/current read (entry 10 step 3): running, it is done.
+		st, err := c.b.api.VMStatus(ctx, c.node, c.vmid)
+		if err != nil {
+			return VM{}, apiErrorf("create", err, "reading the status of the adopted VM on node %s", c.node)
+		}
+		provision = st.Status != "running"
+	}
+	if provision {
+		if err := c.provision(ctx); err != nil {
+			return VM{}, err
+		}
+	}
+	c.b.invalidateListing()
+	return c.finish(ctx)
+}
+
+// normalizeSpec checks what must hold before any request and fills defaults.
+func (b *Backend) normalizeSpec(s *Spec) error {
+	switch {
+	case s.Name == "" || strings.Contains(s.Name, "/"):
+		return Permanentf("the name %q must be non-empty and contain no /", s.Name)
+	case s.UID == "":
+		return Permanentf("no uid was planned for this VM (a provider bug: the uid is set at plan time)")
+	case s.TemplateVMID <= 0:
+		return Permanentf("no template VMID: set image or template_vmid")
+	case s.Cores < 0 || s.MemoryMiB < 0 || s.DiskGiB < 0:
+		return Permanentf("cores, memory and disk size must not be negative")
+	case s.VLANTag < 0 || s.VLANTag > 4094:
+		return Permanentf("VLAN tag %d is outside 1 to 4094", s.VLANTag)
+	case b.cfg.ISOStorage == "":
+		return Permanentf("the provider has no ISO storage configured for seed ISOs")
+	case b.cfg.VMIDMin < minVMID || b.cfg.VMIDMax < b.cfg.VMIDMin || b.cfg.VMIDMax > maxVMID:
+		return Permanentf("the VMID range %d to %d is invalid (it must lie within %d to %d)", b.cfg.VMIDMin, b.cfg.VMIDMax, minVMID, maxVMID)
+	}
+	if s.Node == "" {
+		if len(b.cfg.Nodes) != 1 {
+			return Permanentf("node is required when the provider configures %d nodes", len(b.cfg.Nodes))
+		}
+		s.Node = b.cfg.Nodes[0]
+	}
+	if s.CreatedAt.IsZero() {
+		s.CreatedAt = b.clock.Now().UTC().Truncate(time.Second)
+	}
+	return nil
+}
+
+// notify calls onAllocated once.
+func (c *creation) notify() {
+	if c.notified || c.onAllocated == nil {
+		return
+	}
+	c.notified = true
+	c.onAllocated(ID{VMID: c.vmid, Name: c.s.Name}, c.node)
+}
+
+func (c *creation) adopt(vmid int, node string, cfg map[string]string) {
+	c.vmid, c.node, c.cfg, c.adopted = vmid, node, cfg, true
+	c.notify()
+}
+
+// byName is entry 2 step 1: qemu, non-template entries carrying our name.
+func (c *creation) byName(ctx context.Context, res []pveapi.Resource) error {
+	var cands []pveapi.Resource
+	for _, r := range res {
+		if r.Type == "qemu" && r.Template == 0 && r.Name == c.s.Name {
+			cands = append(cands, r)
+		}
+	}
+	switch len(cands) {
+	case 0:
+		return nil
+	case 1:
+		v, cfg, err := c.inspect(ctx, cands[0].VMID, cands[0].Node)
+		if err != nil {
+			return err
+		}
+		if v == verdictOurs {
+			c.adopt(cands[0].VMID, cands[0].Node, cfg)
+		}
+		return nil // renamed or gone while we waited: allocate as if absent
+	}
+	ids := make([]string, len(cands))
+	for i, r := range cands {
+		ids[i] = strconv.Itoa(r.VMID)
+	}
+	return Permanentf("%d VMs are named %q (VMIDs %s); remove the duplicates in Proxmox so that at most one remains, then apply again",
+		len(cands), c.s.Name, strings.Join(ids, ", "))
+}
+
+// inspect is the ownership check on a VMID (entry 2 step 3): wait, within the clone
+// budget, until its config carries no lock other than suspended, then judge it. Ours
+// (our name, the mark, our uid or none) is adopted; another name is foreign; our name
+// without our mark is Permanent; ours hibernated is Permanent.
+func (c *creation) inspect(ctx context.Context, vmid int, node string) (verdict, map[string]string, error) {
+	b, s := c.b, &c.s
+	var cfg map[string]string
+	var gone bool
+	var lastLock string
+	err := b.pollUntil(ctx, b.cfg.Budgets.Clone, func(ctx context.Context) (bool, error) {
+		got, err := b.api.VMConfig(ctx, node, vmid)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			gone = true
+			return true, nil
+		case classify("create", err) == pveapi.Permanent:
+			return false, apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node)
+		default:
+			return false, nil // retried within the budget
+		}
+		if l := got["lock"]; l != "" && l != "suspended" {
+			lastLock = l
+			return false, nil
+		}
+		cfg = got
+		return true, nil
+	})
+	if errors.Is(err, errBudget) {
+		return 0, nil, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, clear the lock with `qm unlock %d` or destroy that VM, then apply again",
+			vmid, node, lastLock, b.cfg.Budgets.Clone, vmid)
+	}
+	if err != nil {
+		return 0, nil, budgetErr(err, "waiting for VMID %d to be unlocked", vmid)
+	}
+	if gone {
+		return verdictGone, nil, nil
+	}
+	if cfg["name"] != s.Name {
+		return verdictForeign, nil, nil
+	}
+	mark := ParseMark(cfg["description"])
+	switch {
+	case mark.Managed && (mark.UID == s.UID || mark.UID == ""):
+		if cfg["lock"] == "suspended" {
+			return 0, nil, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", s.Name, vmid)
+		}
+		return verdictOurs, cfg, nil
+	case mark.Managed:
+		return 0, nil, Permanentf("VMID %d already holds a VM named %q that was created for another resource (its uid %s, this resource's uid %s); "+
+			"to manage that VM here, import it with `terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
+			vmid, s.Name, mark.UID, s.UID, vmid, s.Name)
+	default:
+		return 0, nil, Permanentf("VMID %d already holds a VM named %q without the %s=true mark (its uid none, this resource's uid %s); "+
+			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
+			vmid, s.Name, MarkKeyManaged, s.UID, vmid, s.Name)
+	}
+}
+
+// checkTemplate is entry 4: refuse, before anything exists, a template the later steps
+// could not use. It returns the template's node.
+func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (string, error) {
+	s := &c.s
+	r, ok := findResource(res, s.TemplateVMID)
+	if !ok || r.Type != "qemu" {
+		return "", Permanentf("template VMID %d does not exist in the cluster; fix the image catalogue or template_vmid", s.TemplateVMID)
+	}
+	cfg, err := c.b.api.VMConfig(ctx, r.Node, s.TemplateVMID)
+	if err != nil {
+		if isNotExist(err) {
+			return "", Permanentf("template VMID %d does not exist in the cluster; fix the image catalogue or template_vmid", s.TemplateVMID)
+		}
+		return "", apiErrorf("create", err, "reading the config of template %d on node %s", s.TemplateVMID, r.Node)
+	}
+	if cfg["template"] != "1" {
+		return "", Permanentf("VMID %d (%s) is not a template; convert it with `qm template %d` or point the catalogue at a template", s.TemplateVMID, r.Name, s.TemplateVMID)
+	}
+	if slot, ok := cloudInitDrive(cfg); ok {
+		return "", Permanentf("template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; remove that drive from the template", s.TemplateVMID, slot)
+	}
+	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
+		return "", Permanentf("template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template", s.TemplateVMID)
+	}
+	if s.DiskGiB > 0 {
+		if _, _, ok := bootDiskSize(cfg); !ok {
+			return "", Permanentf("template %d has no boot disk with a readable size=, so disk_gib cannot be applied; give the template a boot disk or unset disk_gib", s.TemplateVMID)
+		}
+	}
+	return r.Node, nil
+}
+
+// allocate probes vmidFor(uid, 0..) (entry 2 step 2) until a clone lands or ours is
+// adopted; at most 32 distinct VMIDs.
+func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode string) error {
+	lo, hi := c.b.cfg.VMIDMin, c.b.cfg.VMIDMax
+	probes := min(maxProbes, hi-lo+1)
+	for attempt := range probes {
+		vmid := vmidFor(c.s.UID, attempt, lo, hi)
+		done, err := c.probe(ctx, &res, vmid, tmplNode)
+		if err != nil || done {
+			return err
+		}
+	}
+	return Transientf("no usable VMID after %d probes in the range %d to %d: every probed VMID holds another guest; free VMIDs in that range or widen it",
+		probes, lo, hi)
+}
+
+// probe tries one VMID: clone onto it when free, else run the ownership check unless the
+// entry is plainly foreign (a container, a template, another listed name: P2/CR3).
+func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (bool, error) {
+	for range 3 { // a VMID freed while we looked is tried again
+		r, taken := findResource(*res, vmid)
+		if !taken {
+			cloned, err := c.clone(ctx, vmid, tmplNode)
+			if err != nil || cloned {
+				return cloned, err
+			}
+			// F4: someone took it between the listing and the clone.
+			if *res, err = c.b.listing(ctx, true); err != nil {
+				return false, apiErrorf("create", err, "listing the cluster's VMs")
+			}
+			if r, taken = findResource(*res, vmid); !taken {
+				continue
+			}
+		}
+		if r.Type != "qemu" || r.Template == 1 || (r.Name != "" && r.Name != c.s.Name) {
+			tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by another guest", map[string]any{
+				"vmid": vmid, "name": c.s.Name, "other_name": r.Name, "type": r.Type,
+			})
+			return false, nil
+		}
+		v, cfg, err := c.inspect(ctx, vmid, r.Node)
+		if err != nil {
+			return false, err
+		}
+		switch v {
+		case verdictOurs:
+			c.adopt(vmid, r.Node, cfg)
+			return true, nil
+		case verdictForeign:
+			return false, nil
+		}
+		if *res, err = c.b.listing(ctx, true); err != nil {
+			return false, apiErrorf("create", err, "listing the cluster's VMs")
+		}
+	}
+	return false, nil
+}
+
+// clone is entry 10 step 4. It reports false without error when the VMID was taken
+// meanwhile (F4).
+func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
+	b, s := c.b, &c.s
+	p := pveapi.CloneParams{
+		NewID: vmid, Name: s.Name, Description: FormatMark(s.UID, s.CreatedAt), Storage: b.cfg.Storage,
+	}
+	if s.Node != tmplNode {
+		p.Target = s.Node
+	}
+	upid, err := b.api.Clone(ctx, tmplNode, s.TemplateVMID, p)
+	if err != nil {
+		if isAlreadyExists(err) {
+			return false, nil
+		}
+		return false, apiErrorf("create", err, "cloning template %d onto VMID %d", s.TemplateVMID, vmid)
+	}
+	c.vmid, c.node, c.cloned = vmid, s.Node, true
+	c.notify()
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm clone started", map[string]any{
+		"vmid": vmid, "name": s.Name, "node": s.Node, "upid": upid, "template_vmid": s.TemplateVMID,
+	})
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Clone); err != nil {
+		return true, err
+	}
+	v, cfg, err := c.inspect(ctx, vmid, s.Node)
+	switch {
+	case err != nil:
+		return true, err
+	case v == verdictGone:
+		return true, Transientf("the clone task ended but VMID %d does not exist on node %s; apply again", vmid, s.Node)
+	case v == verdictForeign:
+		return true, Transientf("VMID %d holds another VM after the clone; apply again", vmid)
+	}
+	c.cfg = cfg
+	return true, nil
+}
+
+// provision is entry 10 steps 5 to 9; each step is repeatable.
+func (c *creation) provision(ctx context.Context) error {
+	b, s := c.b, &c.s
+	// 5. The seed, uploaded over any previous one (F12): no delete first.
+	iso, err := b.buildSeed(nocloud.Seed{
+		Name: s.Name, UserData: s.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
+	})
+	if err != nil {
+		return Permanentf("building the seed ISO failed: %w", err)
+	}
+	upid, err := b.api.UploadISO(ctx, c.node, b.cfg.ISOStorage, seedFile(s.Name), bytes.NewReader(iso), int64(len(iso)))
+	if err != nil {
+		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seedFile(s.Name), b.cfg.ISOStorage, c.node)
+	}
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
+		return err
+	}
+	// 6. The config.
+	if err := b.api.SetVMConfig(ctx, c.node, c.vmid, configParams(*s, c.cfg, b.cfg.ISOStorage)); err != nil {
+		return apiErrorf("create", err, "writing the config on node %s", c.node)
+	}
+	// 7. Resize, only when larger (entry 6).
+	if s.DiskGiB > 0 {
+		disk, cur, ok := bootDiskSize(c.cfg)
+		if !ok {
+			return Permanentf("the VM has no boot disk with a readable size=, so disk_gib cannot be applied")
+		}
+		if int64(s.DiskGiB)*gib > cur {
+			upid, err := b.api.Resize(ctx, c.node, c.vmid, disk, strconv.Itoa(s.DiskGiB)+"G")
+			if err != nil {
+				return apiErrorf("create", err, "resizing %s to %d GiB", disk, s.DiskGiB)
+			}
+			if err := b.waitTask(ctx, upid, b.cfg.Budgets.Resize); err != nil {
+				return err
+			}
+		}
+	}
+	// 8. Start; 9. wait for running/running.
+	return b.startAndWait(ctx, "create", c.node, c.vmid)
+}
+
+// startAndWait starts a VM, waits for the task, then for running/running.
+func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int) error {
+	upid, err := b.api.Start(ctx, node, vmid)
+	if err != nil {
+		return apiErrorf(op, err, "starting the VM on node %s", node)
+	}
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Start); err != nil {
+		return err
+	}
+	return b.waitRunning(ctx, op, node, vmid)
+}
+
+// stopAndWait stops a VM and waits for the task.
+func (b *Backend) stopAndWait(ctx context.Context, op, node string, vmid int) error {
+	upid, err := b.api.Stop(ctx, node, vmid)
+	if err != nil {
+		return apiErrorf(op, err, "stopping the VM on node %s", node)
+	}
+	return b.waitTask(ctx, upid, b.cfg.Budgets.Stop)
+}
+
+// waitRunning polls status/current until running/running within the running budget; a
+// stopped status after the start is Transient at once (entry 10 step 9).
+func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) error {
+	var last pveapi.VMStatus
+	err := b.pollUntil(ctx, b.cfg.Budgets.Running, func(ctx context.Context) (bool, error) {
+		st, err := b.api.VMStatus(ctx, node, vmid)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			return false, Transientf("the VM vanished after its start")
+		case classify(op, err) == pveapi.Permanent:
+			return false, apiErrorf(op, err, "reading the status on node %s", node)
+		default:
+			return false, nil
+		}
+		last = st
+		switch {
+		case st.Status == "running" && st.QMPStatus == "running":
+			return true, nil
+		case st.Status == "stopped":
+			return false, Transientf("the VM stopped right after it was started; check its console and boot log in Proxmox")
+		}
+		return false, nil
+	})
+	if errors.Is(err, errBudget) {
+		return Transientf("the VM did not reach running within %s (status %q, qmpstatus %q)", b.cfg.Budgets.Running, last.Status, last.QMPStatus)
+	}
+	return budgetErr(err, "waiting for the VM to run")
+}
+
+// finish waits for the address when asked, then reads the VM back.
+func (c *creation) finish(ctx context.Context) (VM, error) {
+	b, id := c.b, ID{VMID: c.vmid, Name: c.s.Name}
+	var ip string
+	if c.s.WaitForIP {
+		var err error
+		if ip, err = b.waitIP(ctx, c.node, c.vmid); err != nil {
+			return VM{}, err
+		}
+	}
+	vm, err := b.get(ctx, id, GetOptions{FreshListing: true})
+	if err != nil {
+		if ClassOf(err) != pveapi.Transient {
+			return VM{}, wrap("create", id.Name, id.VMID, err)
+		}
+		// The VM runs; a read-back that failed transiently must not taint it.
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm read back after create failed; reporting what create wrote", map[string]any{
+			"vmid": c.vmid, "name": c.s.Name, "node": c.node, "error": err.Error(),
+		})
+		vm = c.written()
+	}
+	if ip != "" {
+		vm.IP, vm.State = ip, StateRunning
+	}
+	return vm, nil
+}
+
+// written is the VM as Create left it, from the spec and the cloned config.
+func (c *creation) written() VM {
+	s := &c.s
+	cfg := maps.Clone(c.cfg)
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	maps.Copy(cfg, configParams(*s, c.cfg, c.b.cfg.ISOStorage))
+	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC()})
+	if s.DiskGiB > vm.DiskGiB {
+		vm.DiskGiB = s.DiskGiB
+	}
+	vm.State = StateRunning
+	return vm
+}
+
+// waitIP polls status/current and the guest agent until the agent reports an IPv4
+// (entry 7), bounded only by ctx.
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int) (string, error) {
+	var ip string
+	var last error
+	err := b.pollUntil(ctx, 0, func(ctx context.Context) (bool, error) {
+		st, err := b.api.VMStatus(ctx, node, vmid)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			return false, Transientf("the VM vanished while waiting for its address")
+		case classify("create", err) == pveapi.Permanent:
+			return false, apiErrorf("create", err, "reading the status on node %s", node)
+		default:
+			last = err
+			return false, nil
+		}
+		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
+			return false, Transientf("the VM stopped (status %q, qmpstatus %q) while waiting for its address", st.Status, st.QMPStatus)
+		}
+		if mapState(st.Status, st.QMPStatus) != StateRunning {
+			return false, nil
+		}
+		ifaces, err := b.api.AgentNetworkInterfaces(ctx, node, vmid)
+		switch {
+		case err == nil:
+			ip = firstIPv4(ifaces)
+			last = nil
+			return ip != "", nil
+		case isNoAgentConfigured(err):
+			return false, Permanentf("the VM's guest agent is disabled in its config, so no address can be read; set agent=1 or set wait_for_ip = false")
+		default: // agent not running yet, VM just stopped (the next status says so), or unknown
+			last = err
+			return false, nil
+		}
+	})
+	if err == nil {
+		return ip, nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return "", err
+	}
+	why := "the guest agent reported no routable IPv4 address"
+	if last != nil {
+		why = "last answer: " + last.Error()
+	}
+	return "", Transientf("no IPv4 address from the guest agent before the create timeout (%s); the guest must run qemu-guest-agent "+
+		"(installed at first boot unless install_guest_agent is off, which needs a package mirror) and get an address; "+
+		"set wait_for_ip = false to skip this wait: %w", why, err)
+}
+
+// seedFile is the seed ISO's file name (entry 5).
+func seedFile(name string) string { return name + "-seed.iso" }
+
+// seedVolID is the seed's volume id on the ISO storage.
+func seedVolID(storage, name string) string { return storage + ":iso/" + seedFile(name) }
+
+// configParams is entry 10 step 6: cores, memory, agent=1, the tag (other tags kept), the
+// seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set.
+func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]string {
+	p := map[string]string{
+		"agent":  "1",
+		"tags":   mergeTags(cfg["tags"]),
+		"ide2":   seedVolID(isoStorage, s.Name) + ",media=cdrom",
+		"onboot": boolParam(s.OnBoot),
+	}
+	if s.Cores > 0 {
+		p["cores"] = strconv.Itoa(s.Cores)
+	}
+	if s.MemoryMiB > 0 {
+		p["memory"] = strconv.Itoa(s.MemoryMiB)
+	}
+	if s.Bridge != "" || s.VLANTag != 0 {
+		var tag *int
+		if s.VLANTag != 0 {
+			tag = &s.VLANTag
+		}
+		p["net0"] = rewriteNet0(cfg["net0"], &s.Bridge, tag)
+	}
+	return p
+}
+
+// mergeTags keeps the VM's tags (lowercased, as Proxmox stores them) and adds ours.
+func mergeTags(existing string) string {
+	var tags []string
+	for _, t := range splitTags(strings.ToLower(existing)) {
+		if !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	if !slices.Contains(tags, ManagedTag) {
+		tags = append(tags, ManagedTag)
+	}
+	return strings.Join(tags, ";")
+}
+
+func boolParam(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
+}

@@ -1,0 +1,145 @@
+package proxmox
+
+import (
+	"context"
+	"slices"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Delete runs entry 11 with review findings CR1, CR2 and P1, under the per-name lock:
+// stop (a paused VM too), delete the seed ISO on the VM's node, then destroy with
+// purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now holds a
+// VM that is not ours (another name, no mark, a container), is success without touching
+// it, and the seed is deleted on every configured node (plus node, the one the caller
+// last knew, when it is not configured). A seed delete that fails on the VM's node fails
+// the call before the destroy, so nothing leaks; on the every-node path a node's failure
+// is logged and skipped unless it is Permanent (a 403) or ctx ended. A task lock other
+// than suspended, a clone in progress or a listing status "unknown" is waited on within
+// Budgets.Destroy. A hibernated VM of ours is destroyed (Phase 10).
+func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
+	start := b.clock.Now()
+	destroyed, vmNode, err := b.delete(ctx, id, node)
+	b.invalidateListing()
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "destroyed": destroyed, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
+	if vmNode != "" {
+		fields["node"] = vmNode
+	}
+	if err != nil {
+		err = wrap("delete", id.Name, id.VMID, err)
+		fields["class"], fields["error"] = ClassOf(err).String(), err.Error()
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm delete failed", fields)
+		return err
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm deleted", fields)
+	return nil
+}
+
+func (b *Backend) delete(ctx context.Context, id ID, hint string) (bool, string, error) {
+	if err := id.Validate(); err != nil {
+		return false, "", err
+	}
+	unlock, err := b.locks.lock(ctx, id.Name)
+	if err != nil {
+		return false, "", Transientf("waiting for another operation on this VM to finish: %w", err)
+	}
+	defer unlock()
+
+	st, err := b.settle(ctx, "delete", id, b.cfg.Budgets.Destroy)
+	if err != nil {
+		return false, "", err
+	}
+	if st.verdict != verdictOurs {
+		reason := "gone"
+		if st.verdict == verdictForeign {
+			reason = "not ours"
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left alone", map[string]any{
+			"vmid": id.VMID, "name": id.Name, "reason": reason, "other_name": st.r.Name,
+		})
+		return false, "", b.deleteSeedEverywhere(ctx, id.Name, hint)
+	}
+	node := st.r.Node
+	// 5. Stop unless stopped; status/current, since the listing may lag (P6) and shows a
+	// paused VM as running (F14).
+	vs, err := b.api.VMStatus(ctx, node, id.VMID)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return false, node, b.deleteSeed(ctx, node, id.Name)
+	default:
+		return false, node, apiErrorf("delete", err, "reading the status on node %s", node)
+	}
+	if vs.Status != "stopped" {
+		if err := b.stopAndWait(ctx, "delete", node, id.VMID); err != nil {
+			if isNotExist(err) {
+				return false, node, b.deleteSeed(ctx, node, id.Name)
+			}
+			return false, node, err
+		}
+	}
+	// 6. The seed before the destroy (CR1): a failure leaves the VM for the next Delete.
+	if err := b.deleteSeed(ctx, node, id.Name); err != nil {
+		return false, node, err
+	}
+	// 7. Destroy with purge.
+	upid, err := b.api.Destroy(ctx, node, id.VMID)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return false, node, nil
+	case isRunningDestroyFailed(err):
+		return false, node, Transientf("the VM was started again while being deleted; destroy again")
+	default:
+		return false, node, apiErrorf("delete", err, "destroying the VM on node %s", node)
+	}
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Destroy); err != nil {
+		return false, node, err
+	}
+	return true, node, nil
+}
+
+// deleteSeed deletes <name>-seed.iso on node's ISO storage and waits for the task; a
+// missing volume is still a successful task (F13).
+func (b *Backend) deleteSeed(ctx context.Context, node, name string) error {
+	if b.cfg.ISOStorage == "" {
+		return nil
+	}
+	volid := seedVolID(b.cfg.ISOStorage, name)
+	upid, err := b.api.DeleteVolume(ctx, node, b.cfg.ISOStorage, volid)
+	if err != nil {
+		if pveapi.IsForbidden(err) {
+			return apiErrorf("delete", err, "deleting the seed ISO %s on node %s (the token needs Datastore.Allocate on /storage/%s)", volid, node, b.cfg.ISOStorage)
+		}
+		return apiErrorf("delete", err, "deleting the seed ISO %s on node %s", volid, node)
+	}
+	return b.waitTask(ctx, upid, b.cfg.Budgets.SeedDelete)
+}
+
+// deleteSeedEverywhere deletes the seed on every configured node (the VM's node is not
+// known), skipping a node whose request or task fails unless the failure is Permanent
+// (other than a storage the node lacks) or ctx ended (P1).
+func (b *Backend) deleteSeedEverywhere(ctx context.Context, name, hint string) error {
+	nodes := slices.Clone(b.cfg.Nodes)
+	if hint != "" && !slices.Contains(nodes, hint) {
+		nodes = append(nodes, hint)
+	}
+	for _, n := range nodes {
+		err := b.deleteSeed(ctx, n, name)
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return Transientf("deleting the seed ISO: %w", ctx.Err())
+		}
+		if ClassOf(err) == pveapi.Permanent && !isNoSuchStorage(err) {
+			return err
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
+			"name": name, "node": n, "error": err.Error(),
+		})
+	}
+	return nil
+}

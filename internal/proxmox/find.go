@@ -1,0 +1,109 @@
+package proxmox
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// FindByName returns the marked VM called name (import by name). No VM of that name is
+// NotFound; several are Permanent naming their VMIDs; a VM without the mark is Permanent
+// saying why.
+func (b *Backend) FindByName(ctx context.Context, name string) (ID, error) {
+	id, err := b.findByName(ctx, name)
+	return b.found(ctx, id, wrap("import", name, id.VMID, err))
+}
+
+// FindByVMID returns the marked VM at vmid (import by VMID). An absent VMID is NotFound;
+// a container, a template or an unmarked VM is Permanent saying why; a clone in progress
+// is Transient.
+func (b *Backend) FindByVMID(ctx context.Context, vmid int) (ID, error) {
+	id, err := b.findByVMID(ctx, vmid)
+	return b.found(ctx, id, wrap("import", id.Name, vmid, err))
+}
+
+// FindByID is FindByVMID plus a check that the VM carries id's name (import by
+// vms/<vmid>/<name>).
+func (b *Backend) FindByID(ctx context.Context, id ID) (ID, error) {
+	got, err := b.findByVMID(ctx, id.VMID)
+	if err == nil && got.Name != id.Name {
+		err = Permanentf("VMID %d holds VM %q, not %q; import vms/%d/%s, or check the ID", id.VMID, got.Name, id.Name, id.VMID, got.Name)
+	}
+	return b.found(ctx, got, wrap("import", id.Name, id.VMID, err))
+}
+
+func (b *Backend) found(ctx context.Context, id ID, err error) (ID, error) {
+	if err != nil {
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm import lookup failed", map[string]any{"vmid": id.VMID, "name": id.Name, "error": err.Error()})
+		return ID{}, err
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm found for import", map[string]any{"vmid": id.VMID, "name": id.Name})
+	return id, nil
+}
+
+func (b *Backend) findByName(ctx context.Context, name string) (ID, error) {
+	if name == "" || strings.Contains(name, "/") {
+		return ID{}, Permanentf("the name %q must be non-empty and contain no /", name)
+	}
+	res, err := b.listing(ctx, true)
+	if err != nil {
+		return ID{}, apiErrorf("import", err, "listing the cluster's VMs")
+	}
+	var cands []pveapi.Resource
+	for _, r := range res {
+		if r.Type == "qemu" && r.Template == 0 && r.Name == name {
+			cands = append(cands, r)
+		}
+	}
+	switch len(cands) {
+	case 0:
+		return ID{}, notFoundf("no VM named %q in the cluster", name)
+	case 1:
+		return b.claim(ctx, cands[0])
+	}
+	ids := make([]string, len(cands))
+	for i, r := range cands {
+		ids[i] = strconv.Itoa(r.VMID)
+	}
+	return ID{}, Permanentf("%d VMs are named %q (VMIDs %s); import one by its ID, vms/<vmid>/%s", len(cands), name, strings.Join(ids, ", "), name)
+}
+
+func (b *Backend) findByVMID(ctx context.Context, vmid int) (ID, error) {
+	if vmid < minVMID || vmid > maxVMID {
+		return ID{}, Permanentf("VMID %d is outside %d to %d", vmid, minVMID, maxVMID)
+	}
+	res, err := b.listing(ctx, true)
+	if err != nil {
+		return ID{}, apiErrorf("import", err, "listing the cluster's VMs")
+	}
+	r, ok := findResource(res, vmid)
+	switch {
+	case !ok:
+		return ID{}, notFoundf("VMID %d is not in the cluster", vmid)
+	case r.Type != "qemu" || r.Template == 1:
+		return ID{}, Permanentf("VMID %d is a %s, not a VM this provider manages", vmid, guestKind(r))
+	case r.Name == "":
+		return ID{}, Transientf("VMID %d is being cloned (lock %q); import it once the clone ends", vmid, r.Lock)
+	}
+	return b.claim(ctx, r)
+}
+
+// claim reads the config and accepts only a VM carrying the mark.
+func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
+	cfg, err := b.api.VMConfig(ctx, r.Node, r.VMID)
+	if err != nil {
+		if isNotExist(err) {
+			return ID{}, notFoundf("VMID %d was deleted", r.VMID)
+		}
+		return ID{}, apiErrorf("import", err, "reading the config of VMID %d on node %s", r.VMID, r.Node)
+	}
+	if !ParseMark(cfg["description"]).Managed {
+		return ID{}, Permanentf("VM %q (VMID %d) carries no %s=true line in its description: only VMs created by this provider or the proxy operator can be imported",
+			cfg["name"], r.VMID, MarkKeyManaged)
+	}
+	return ID{VMID: r.VMID, Name: cfg["name"]}, nil
+}

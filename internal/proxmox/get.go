@@ -1,0 +1,226 @@
+package proxmox
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Get runs entry 9 with the Terraform mapping (DESIGN.md "Read"):
+//
+//   - ErrNotFound (errors.Is) when the VMID is absent from the listing, holds a container,
+//     a template or a VM with another name, or a VM without our mark, or when the config
+//     vanished between the calls: the VM is gone or the VMID was reused.
+//   - Transient when the VMID's entry is nameless (a clone in progress, F8).
+//   - A lock never fails Get: VM.Lock carries it ("backup", "clone", ...), and the rest is
+//     read as usual. Lock "suspended" (hibernated) is StateStopped with Hibernated set;
+//     status/current and the agent are skipped for it.
+//   - Listing status "unknown" (a node not answering, or a VM too new to be reported) is
+//     not an error when status/current answers; when it does not, VM.StatusUnknown is set,
+//     State is StateProvisioning as a placeholder, and the caller keeps what it knew.
+//   - Paused (and any qmpstatus other than running or prelaunch) is StateStopped with
+//     QMPStatus set; prelaunch is StateProvisioning.
+//   - Without opts.Agent a running guest is StateRunning with no IP (Read keeps the IP it
+//     has); with opts.Agent the agent decides (entry 7).
+//
+// A Get with opts.Agent false makes at most three requests: the shared listing (one per
+// Budgets.ListingTTL for all reads), the config and status/current.
+func (b *Backend) Get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
+	start := b.clock.Now()
+	vm, err := b.get(ctx, id, opts)
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
+	if err != nil {
+		err = wrap("get", id.Name, id.VMID, err)
+		fields["class"] = ClassOf(err).String()
+		fields["error"] = err.Error()
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm get failed", fields)
+		return VM{}, err
+	}
+	fields["node"], fields["state"], fields["ip"], fields["uid"] = vm.Node, string(vm.State), vm.IP, vm.UID
+	if vm.Lock != "" {
+		fields["lock"] = vm.Lock
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm fetched", fields)
+	return vm, nil
+}
+
+func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
+	if err := id.Validate(); err != nil {
+		return VM{}, err
+	}
+	res, err := b.listing(ctx, opts.FreshListing)
+	if err != nil {
+		return VM{}, apiErrorf("get", err, "listing the cluster's VMs")
+	}
+	r, ok := findResource(res, id.VMID)
+	switch {
+	case !ok:
+		return VM{}, notFoundf("VMID %d is not in the cluster any more", id.VMID)
+	case r.Type != "qemu" || r.Template == 1:
+		return VM{}, notFoundf("VMID %d now holds a %s, not this VM", id.VMID, guestKind(r))
+	case r.Name == "":
+		return VM{}, Transientf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, r.Lock)
+	case r.Name != id.Name:
+		b.logReused(ctx, id, r.Node, r.Name)
+		return VM{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, r.Name)
+	}
+	cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
+	if err != nil {
+		if isNotExist(err) {
+			return VM{}, notFoundf("VMID %d was deleted", id.VMID)
+		}
+		return VM{}, apiErrorf("get", err, "reading the config on node %s", r.Node)
+	}
+	mark, err := b.owned(ctx, id, r.Node, cfg)
+	if err != nil {
+		return VM{}, err
+	}
+	vm := vmFromConfig(id, r.Node, cfg, mark)
+	vm.Lock = r.Lock
+	if vm.Lock == "" {
+		vm.Lock = cfg["lock"]
+	}
+	if vm.Lock == "suspended" {
+		vm.State, vm.Hibernated = StateStopped, true
+		return vm, nil
+	}
+	st, err := b.api.VMStatus(ctx, r.Node, id.VMID)
+	if err != nil {
+		switch {
+		case isNotExist(err):
+			return VM{}, notFoundf("VMID %d was deleted", id.VMID)
+		case r.Status == "unknown" && classify("get", err) == pveapi.Transient && ctx.Err() == nil:
+			vm.State, vm.StatusUnknown = StateProvisioning, true
+			return vm, nil
+		}
+		return VM{}, apiErrorf("get", err, "reading the status on node %s", r.Node)
+	}
+	if st.Lock != "" && vm.Lock == "" {
+		vm.Lock = st.Lock
+	}
+	if st.Lock == "suspended" {
+		vm.State, vm.Hibernated, vm.QMPStatus = StateStopped, true, st.QMPStatus
+		return vm, nil
+	}
+	vm.State, vm.QMPStatus = mapState(st.Status, st.QMPStatus), st.QMPStatus
+	if vm.State != StateRunning || !opts.Agent {
+		return vm, nil
+	}
+	ifaces, err := b.api.AgentNetworkInterfaces(ctx, r.Node, id.VMID)
+	switch {
+	case err == nil:
+		if vm.IP = firstIPv4(ifaces); vm.IP == "" {
+			vm.State = StateProvisioning // network still coming up
+		}
+	case isAgentNotRunning(err):
+		vm.State = StateProvisioning // booting, or the agent is not installed yet
+	case isNoAgentConfigured(err):
+		vm.State, vm.AgentEnabled = StateStopped, false // can never report an address
+	case isVMNotRunning(err):
+		return VM{}, Transientf("VM stopped while its guest agent was queried")
+	default: // anything else: cannot tell (entry 7)
+		return VM{}, &Error{Class: pveapi.Transient, Err: wrapMsg("querying the guest agent", err)}
+	}
+	return vm, nil
+}
+
+// owned applies the name and mark checks (entry 9) to a config read at id's VMID: another
+// name or no mark is NotFound, logged.
+func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string) (Mark, error) {
+	if cfg["name"] != id.Name {
+		b.logReused(ctx, id, node, cfg["name"])
+		return Mark{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
+	}
+	mark := ParseMark(cfg["description"])
+	if !mark.Managed {
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
+	}
+	return mark, nil
+}
+
+func (b *Backend) logReused(ctx context.Context, id ID, node, other string) {
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vmid reused by another vm", map[string]any{
+		"vmid": id.VMID, "name": id.Name, "node": node, "other_name": other,
+	})
+}
+
+// guestRunning is the one rule for "the guest runs" (review finding CR9): status running
+// with qmpstatus running (or not reported).
+func guestRunning(status, qmp string) bool {
+	return status == "running" && (qmp == "running" || qmp == "")
+}
+
+// mapState maps status/current (entry 9), the agent aside.
+func mapState(status, qmp string) State {
+	switch {
+	case guestRunning(status, qmp):
+		return StateRunning
+	case status == "running" && qmp == "prelaunch":
+		return StateProvisioning
+	default: // stopped, paused, suspended, io-error, anything else
+		return StateStopped
+	}
+}
+
+// vmFromConfig fills what a config says.
+func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
+	vm := VM{
+		ID: id, Node: node, UID: mark.UID, CreatedAt: mark.CreatedAt,
+		Cores:        atoiDefault(cfg["cores"], 1),
+		MemoryMiB:    atoiDefault(strings.TrimPrefix(getOptionOrValue(cfg["memory"], "current"), "current="), 512),
+		OnBoot:       cfg["onboot"] == "1",
+		AgentEnabled: agentEnabled(cfg["agent"]),
+		Tags:         splitTags(cfg["tags"]),
+	}
+	if _, n, ok := bootDiskSize(cfg); ok {
+		vm.DiskGiB = ceilGiB(n)
+	}
+	n := parseNet0(cfg["net0"])
+	vm.Bridge, vm.VLANTag, vm.MAC = n.Bridge, n.Tag, n.MAC
+	return vm
+}
+
+// getOptionOrValue returns key's value when v is an option list carrying it, else v.
+func getOptionOrValue(v, key string) string {
+	if o := getOption(v, key); o != "" {
+		return o
+	}
+	return v
+}
+
+func atoiDefault(s string, def int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+		return n
+	}
+	return def
+}
+
+// agentEnabled reads the agent option: "1", "1,fstrim_cloned_disks=1" or "enabled=1,...".
+func agentEnabled(v string) bool {
+	first, _, _ := strings.Cut(v, ",")
+	if k, val, ok := strings.Cut(first, "="); ok {
+		return k == "enabled" && val == "1"
+	}
+	return first == "1"
+}
+
+// splitTags splits a tags value on ";", "," or spaces.
+func splitTags(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || r == ' ' })
+}
+
+func guestKind(r pveapi.Resource) string {
+	switch {
+	case r.Type != "qemu":
+		return "container"
+	case r.Template == 1:
+		return "template"
+	default:
+		return "VM"
+	}
+}

@@ -1,0 +1,156 @@
+package proxmox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Test values: the DESIGN.md vector UID lands on 105967, 105968, 105969 in the default range.
+const (
+	testUID   = "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"
+	testName  = "proxy-a"
+	testVMID0 = 105967
+	testVMID1 = 105968
+	otherUID  = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+)
+
+// fakeClock advances only when something sleeps on it, so budgets of minutes run in
+// microseconds and polls are counted, never timed.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 9, 24, 12, 0, 0, 0, time.UTC)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.sleeps = append(c.sleeps, d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *fakeClock) slept() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.sleeps...)
+}
+
+// harness is a backend over a fakeAPI with a fake clock and a template 9001 on pv1-1.
+type harness struct {
+	t     *testing.T
+	f     *fakeAPI
+	b     *Backend
+	clock *fakeClock
+	logs  *bytes.Buffer
+	ctx   context.Context
+}
+
+func newHarness(t *testing.T, nodes ...string) *harness {
+	t.Helper()
+	f := newFakeAPI(nodes...)
+	f.addTemplate(9001, f.nodes[0], nil)
+	b := New(f, Config{Nodes: f.nodes, ISOStorage: fakeISOStorage, InstallGuestAgent: true})
+	clk := newFakeClock()
+	b.clock = clk
+	b.buildSeed = func(s nocloud.Seed) ([]byte, error) {
+		return []byte("ISO:" + s.Name), nil // never the user-data: tests look for it in logs
+	}
+	var logs bytes.Buffer
+	ctx := tflog.NewSubsystem(tflogtest.RootLogger(context.Background(), &logs), LogSubsystem)
+	return &harness{t: t, f: f, b: b, clock: clk, logs: &logs, ctx: ctx}
+}
+
+func (h *harness) spec() Spec {
+	return Spec{
+		Name: testName, UID: testUID, Node: "pv1-1", TemplateVMID: 9001, Cores: 2, MemoryMiB: 2048,
+		UserData: []byte("#cloud-config\n"), OnBoot: true,
+		CreatedAt: time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC),
+	}
+}
+
+// create runs Create and fails the test on error.
+func (h *harness) create(s Spec) VM {
+	h.t.Helper()
+	vm, err := h.b.Create(h.ctx, s, nil)
+	if err != nil {
+		h.t.Fatalf("Create: %v", err)
+	}
+	return vm
+}
+
+// createFails runs Create and returns its error, failing the test on success.
+func (h *harness) createFails(s Spec) error {
+	h.t.Helper()
+	_, err := h.b.Create(h.ctx, s, nil)
+	if err == nil {
+		h.t.Fatal("Create succeeded, want an error")
+	}
+	return err
+}
+
+// ourRunningVM adds a running, provisioned VM of ours.
+func (h *harness) ourRunningVM(vmid int, name string) *fakeVM {
+	v := h.f.addOurVM(vmid, name, testUID)
+	h.f.mutate(vmid, func(v *fakeVM) {
+		v.Status, v.QMP = "running", "running"
+		v.Config["ide2"] = seedVolID(fakeISOStorage, name) + ",media=cdrom"
+		v.Config["tags"] = ManagedTag
+	})
+	h.f.putISO(v.Node, fakeISOStorage, seedFile(name), []byte("seed"))
+	return v
+}
+
+func assertClass(t *testing.T, err error, want pveapi.Class) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("error is nil, want %s", want)
+	}
+	if got := ClassOf(err); got != want {
+		t.Fatalf("class %s, want %s: %v", got, want, err)
+	}
+	if want != pveapi.NotFound && errors.Is(err, ErrNotFound) {
+		t.Fatalf("errors.Is(err, ErrNotFound) for a %s error: %v", want, err)
+	}
+	if want == pveapi.NotFound && !errors.Is(err, ErrNotFound) {
+		t.Fatalf("errors.Is(err, ErrNotFound) false: %v", err)
+	}
+}
+
+func assertContains(t *testing.T, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%q does not contain %q", s, sub)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,182 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestListing_concurrentGetsShareOneRequest(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	release := make(chan struct{})
+	h.f.onCall("ClusterResources", func(ctx context.Context, _ fakeCall) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			_, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: testName}, GetOptions{})
+			errs <- err
+		})
+	}
+	waitFor(t, func() bool {
+		h.b.listings.mu.Lock()
+		defer h.b.listings.mu.Unlock()
+		return h.b.listings.flight != nil && h.b.listings.flight.waiters == n
+	})
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if got := h.f.calls("ClusterResources"); got != 1 {
+		t.Errorf("%d listings for %d concurrent Gets, want 1", got, n)
+	}
+}
+
+// waitFor spins (yielding) until cond holds; it synchronises goroutines, it times nothing.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestListing_withinTTLServedFromCache(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	id := ID{VMID: testVMID0, Name: testName}
+	for range 5 {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.f.calls("ClusterResources"); got != 1 {
+		t.Errorf("%d listings within the TTL, want 1", got)
+	}
+	h.clock.advance(h.b.cfg.Budgets.ListingTTL)
+	if _, err := h.b.Get(h.ctx, id, GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.f.calls("ClusterResources"); got != 2 {
+		t.Errorf("%d listings after the TTL, want 2", got)
+	}
+}
+
+func TestListing_freshBypassesTheCache(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	id := ID{VMID: testVMID0, Name: testName}
+	for range 3 {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{FreshListing: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := h.f.calls("ClusterResources"); got != 3 {
+		t.Errorf("%d listings for 3 fresh Gets, want 3", got)
+	}
+}
+
+func TestListing_failureIsNotCached(t *testing.T) {
+	h := newHarness(t)
+	h.f.failNext("ClusterResources", fixtureErr("err_595"))
+	if _, err := h.b.listing(h.ctx, false); err == nil {
+		t.Fatal("want the 595")
+	}
+	if _, err := h.b.listing(h.ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.f.calls("ClusterResources"); got != 2 {
+		t.Errorf("%d listings, want 2", got)
+	}
+}
+
+func TestListing_cancelledWaiterReturnsPromptlyOthersUnaffected(t *testing.T) {
+	h := newHarness(t)
+	release := make(chan struct{})
+	h.f.onCall("ClusterResources", func(ctx context.Context, _ fakeCall) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	ctx1, cancel1 := context.WithCancel(h.ctx)
+	r1, r2 := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := h.b.listing(ctx1, false); r1 <- err }()
+	go func() { _, err := h.b.listing(h.ctx, false); r2 <- err }()
+	waitFor(t, func() bool {
+		h.b.listings.mu.Lock()
+		defer h.b.listings.mu.Unlock()
+		return h.b.listings.flight != nil && h.b.listings.flight.waiters == 2
+	})
+	cancel1()
+	if err := <-r1; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled waiter: %v", err)
+	}
+	close(release)
+	if err := <-r2; err != nil {
+		t.Errorf("the other waiter: %v", err)
+	}
+}
+
+func TestKeyedLock_serialisesOneKeyAndCleansUp(t *testing.T) {
+	var k keyedLock
+	ctx := context.Background()
+	unlockA, err := k.lock(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlockB, err := k.lock(ctx, "b") // another key is independent
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		u, _ := k.lock(ctx, "a")
+		got <- u
+	}()
+	select {
+	case <-got:
+		t.Fatal("second holder of a got the lock while the first held it")
+	case <-time.After(20 * time.Millisecond):
+	}
+	unlockA()
+	(<-got)()
+	unlockB()
+	if k.size() != 0 {
+		t.Errorf("%d keys left after every release, want 0", k.size())
+	}
+}
+
+func TestKeyedLock_cancelledContextGivesUp(t *testing.T) {
+	var k keyedLock
+	unlock, _ := k.lock(context.Background(), "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := k.lock(ctx, "a"); !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+	unlock()
+	if k.size() != 0 {
+		t.Errorf("%d keys left, want 0", k.size())
+	}
+}

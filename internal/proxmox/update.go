@@ -1,0 +1,159 @@
+package proxmox
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+)
+
+// Update applies in-place changes under the per-name lock (DESIGN.md "Update"):
+//
+//   - one config write for cores, memory, onboot and net0 (bridge and tag rewritten in
+//     place, model, MAC and other options kept; VLANTag 0 removes the tag); only values
+//     that differ from the config are written;
+//   - a resize when DiskGiB is larger than the boot disk; smaller is Permanent ("disk can
+//     only grow"), checked before anything is written;
+//   - a restart (stop, then start, each task waited on, then running/running) when the VM
+//     runs and cores or memory changed, since they apply at the next boot;
+//   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
+//     and a paused VM with a stop then a start.
+//
+// A hibernated VM refuses config writes and resizes, so with such changes it is resumed
+// first when Start is set, and Update is Permanent otherwise. Gone or reused VMIDs are
+// ErrNotFound. A task lock is waited on within Budgets.Destroy.
+func (b *Backend) Update(ctx context.Context, id ID, ch Changes) error {
+	start := b.clock.Now()
+	node, did, err := b.update(ctx, id, ch)
+	b.invalidateListing()
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "changed": did, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
+	if err != nil {
+		err = wrap("update", id.Name, id.VMID, err)
+		fields["class"], fields["error"] = ClassOf(err).String(), err.Error()
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm update failed", fields)
+		return err
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm updated", fields)
+	return nil
+}
+
+func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []string, error) {
+	if err := id.Validate(); err != nil {
+		return "", nil, err
+	}
+	unlock, err := b.locks.lock(ctx, id.Name)
+	if err != nil {
+		return "", nil, Transientf("waiting for another operation on this VM to finish: %w", err)
+	}
+	defer unlock()
+
+	st, err := b.settle(ctx, "update", id, b.cfg.Budgets.Destroy)
+	if err != nil {
+		return "", nil, err
+	}
+	switch st.verdict {
+	case verdictGone:
+		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
+	case verdictForeign:
+		return "", nil, notFoundf("VMID %d now holds another VM (%q, or one without our mark)", id.VMID, st.r.Name)
+	}
+	node, cfg := st.r.Node, st.cfg
+
+	params := map[string]string{}
+	restart := false
+	if ch.Cores != nil && *ch.Cores != atoiDefault(cfg["cores"], 1) {
+		if *ch.Cores < 1 {
+			return node, nil, Permanentf("cores must be at least 1")
+		}
+		params["cores"], restart = strconv.Itoa(*ch.Cores), true
+	}
+	if ch.MemoryMiB != nil && *ch.MemoryMiB != vmFromConfig(id, node, cfg, Mark{}).MemoryMiB {
+		if *ch.MemoryMiB < 1 {
+			return node, nil, Permanentf("memory must be at least 1 MiB")
+		}
+		params["memory"], restart = strconv.Itoa(*ch.MemoryMiB), true
+	}
+	if ch.OnBoot != nil && *ch.OnBoot != (cfg["onboot"] == "1") {
+		params["onboot"] = boolParam(*ch.OnBoot)
+	}
+	if ch.Bridge != nil || ch.VLANTag != nil {
+		if ch.VLANTag != nil && (*ch.VLANTag < 0 || *ch.VLANTag > 4094) {
+			return node, nil, Permanentf("VLAN tag %d is outside 1 to 4094 (0 removes the tag)", *ch.VLANTag)
+		}
+		if cfg["net0"] == "" {
+			return node, nil, Permanentf("the VM has no net0, so the bridge and VLAN tag cannot be changed")
+		}
+		if nv := rewriteNet0(cfg["net0"], ch.Bridge, ch.VLANTag); nv != cfg["net0"] {
+			params["net0"] = nv
+		}
+	}
+	var resizeDisk string
+	if ch.DiskGiB != nil {
+		disk, cur, ok := bootDiskSize(cfg)
+		if !ok {
+			return node, nil, Permanentf("the VM has no boot disk with a readable size=, so its disk size cannot be changed")
+		}
+		want := int64(*ch.DiskGiB) * gib
+		switch {
+		case want > cur:
+			resizeDisk = disk
+		case *ch.DiskGiB < ceilGiB(cur):
+			return node, nil, Permanentf("disk can only grow: the boot disk %s is %d GiB and %d GiB was asked; replace the VM to shrink it",
+				disk, ceilGiB(cur), *ch.DiskGiB)
+		}
+	}
+	did := slices.Sorted(maps.Keys(params))
+	if resizeDisk != "" {
+		did = append(did, "disk")
+	}
+
+	vs, err := b.api.VMStatus(ctx, node, id.VMID)
+	if err != nil {
+		return node, nil, apiErrorf("update", err, "reading the status on node %s", node)
+	}
+	hibernated := vs.Lock == "suspended" || cfg["lock"] == "suspended"
+	running := vs.Status == "running"
+	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
+	if hibernated && len(did) > 0 {
+		if !ch.Start {
+			return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
+		}
+		if err := b.startAndWait(ctx, "update", node, id.VMID); err != nil {
+			return node, nil, err
+		}
+		did = append(did, "start")
+		running, paused = true, false
+	}
+	if len(params) > 0 {
+		if err := b.api.SetVMConfig(ctx, node, id.VMID, params); err != nil {
+			return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
+		}
+	}
+	if resizeDisk != "" {
+		upid, err := b.api.Resize(ctx, node, id.VMID, resizeDisk, strconv.Itoa(*ch.DiskGiB)+"G")
+		if err != nil {
+			return node, nil, apiErrorf("update", err, "resizing %s to %d GiB", resizeDisk, *ch.DiskGiB)
+		}
+		if err := b.waitTask(ctx, upid, b.cfg.Budgets.Resize); err != nil {
+			return node, nil, err
+		}
+	}
+	switch {
+	case running && (restart || (ch.Start && paused)):
+		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
+			return node, nil, err
+		}
+		if err := b.startAndWait(ctx, "update", node, id.VMID); err != nil {
+			return node, nil, err
+		}
+		did = append(did, "restart")
+	case !running && ch.Start:
+		if err := b.startAndWait(ctx, "update", node, id.VMID); err != nil {
+			return node, nil, err
+		}
+		did = append(did, "start")
+	}
+	return node, did, nil
+}
