@@ -2,15 +2,35 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// NOTE(skeleton): the resource issue replaces this file.
+var (
+	_ resource.Resource                     = (*proxyVMResource)(nil)
+	_ resource.ResourceWithConfigure        = (*proxyVMResource)(nil)
+	_ resource.ResourceWithImportState      = (*proxyVMResource)(nil)
+	_ resource.ResourceWithModifyPlan       = (*proxyVMResource)(nil)
+	_ resource.ResourceWithValidateConfig   = (*proxyVMResource)(nil)
+	_ resource.ResourceWithConfigValidators = (*proxyVMResource)(nil)
+)
 
-var _ resource.Resource = (*proxyVMResource)(nil)
-
+// proxyVMResource is proxy_vm: Terraform's plan/apply/destroy/import mapped onto the
+// backend's Create (seed entry 10), Get (entry 9), Update and Delete (entry 11).
 type proxyVMResource struct{ data *providerData }
 
 // NewProxyVMResource is the proxy_vm resource factory.
@@ -20,11 +40,458 @@ func (r *proxyVMResource) Metadata(_ context.Context, req resource.MetadataReque
 	resp.TypeName = req.ProviderTypeName + "_vm"
 }
 
-func (r *proxyVMResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = schema.Schema{Attributes: map[string]schema.Attribute{"id": schema.StringAttribute{Computed: true}}}
+func (r *proxyVMResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = proxyVMSchema(ctx)
 }
 
-func (r *proxyVMResource) Create(context.Context, resource.CreateRequest, *resource.CreateResponse) {}
-func (r *proxyVMResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse)       {}
-func (r *proxyVMResource) Update(context.Context, resource.UpdateRequest, *resource.UpdateResponse) {}
-func (r *proxyVMResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (r *proxyVMResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (r *proxyVMResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{
+		resourcevalidator.ExactlyOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
+	}
+}
+
+func (r *proxyVMResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(validateProxyVMConfig(config)...)
+}
+
+// cfg is the provider's resolved configuration, nil before Configure.
+func (r *proxyVMResource) cfg() *resolvedConfig {
+	if r.data == nil {
+		return nil
+	}
+	return &r.data.cfg
+}
+
+// configured reports whether the provider handed over its data; without it the
+// operation fails with a diagnostic.
+func (r *proxyVMResource) configured(verb string, resp interface{ AddError(string, string) }) bool {
+	if r.data != nil && r.data.backend != nil {
+		return true
+	}
+	resp.AddError("Unable to "+verb+" proxy VM",
+		"The proxy provider is not configured. This is a bug in the provider or in Terraform; please report it.")
+	return false
+}
+
+func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return // destroy
+	}
+	var plan, config proxyVMModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	var prior *proxyVMModel
+	if !req.State.Raw.IsNull() {
+		prior = &proxyVMModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, prior)...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	templateUnread, diags := isUnread(ctx, req.Private, unreadTemplate)
+	resp.Diagnostics.Append(diags...)
+	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
+	resp.Diagnostics.Append(diags...)
+	// A VM found stopped is started; without the IP wait its status after the start is
+	// running or provisioning, whichever the VM reaches first.
+	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
+		plan.Status = types.StringUnknown()
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = r.data.withLogging(ctx)
+	var plan proxyVMModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !r.configured("create", &resp.Diagnostics) {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, mustDuration(defaultCreateTimeout))
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	createdAt := time.Now().UTC().Truncate(time.Second)
+	spec := specFor(plan, r.cfg(), createdAt)
+	tflog.Info(ctx, "proxy VM create", map[string]any{
+		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
+		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
+		"bridge": spec.Bridge, "vlan_tag": spec.VLANTag, "wait_for_ip": spec.WaitForIP,
+		"cloud_init_bytes": len(spec.UserData), "timeout": timeout.String(),
+	})
+
+	// The VMID goes into the state the moment it is known: from then on an error or an
+	// interrupt leaves a tainted resource (replaced by the next apply), never an untracked VM.
+	var mu sync.Mutex
+	var allocated *proxmox.ID
+	onAllocated := func(id proxmox.ID, node string) {
+		mu.Lock()
+		defer mu.Unlock()
+		allocated = &id
+		partial := partialState(plan, id, node, spec.UID, createdAt)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
+		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
+	}
+	vm, err := r.data.backend.Create(ctx, spec, onAllocated)
+	mu.Lock()
+	id := allocated
+	mu.Unlock()
+	if err != nil {
+		vmid, note := 0, ""
+		if id != nil {
+			vmid = id.VMID
+			note = "The VM exists and is saved in the state as tainted: the next apply destroys it and creates it again."
+		}
+		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
+		addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
+		return
+	}
+
+	// The backend has read the VM back (fresh listing, and the agent's address when it
+	// waited for one) before returning it.
+	final := vm
+	state := plan
+	applyVM(&state, final)
+	if msg := mismatch(plan, state); msg != "" {
+		resp.Diagnostics.AddError("Unable to create proxy VM", vmLabel(spec.Name, final.ID.VMID)+": "+msg+
+			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	tflog.Info(ctx, "proxy VM created", map[string]any{
+		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
+}
+
+func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	ctx = r.data.withLogging(ctx)
+	var state proxyVMModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !r.configured("read", &resp.Diagnostics) {
+		return
+	}
+	id, err := proxmox.ParseID(state.ID.ValueString())
+	if err != nil {
+		addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
+			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
+		return
+	}
+	timeout, diags := state.Timeouts.Read(ctx, mustDuration(defaultReadTimeout))
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{})
+	switch {
+	case errors.Is(err, proxmox.ErrNotFound):
+		tflog.Warn(ctx, "proxy VM gone or its VMID reused, removing it from the state", map[string]any{
+			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	case err != nil && proxmox.ClassOf(err) == pveapi.Transient:
+		// A task holding the VM (a backup, a clone), a listing that does not know the
+		// status yet: report what the last apply saved, never fail the plan.
+		tflog.Warn(ctx, "proxy VM refresh incomplete, keeping the prior values", map[string]any{
+			"name": id.Name, "vmid": id.VMID, "error": err.Error()})
+		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
+			vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
+		return
+	case err != nil:
+		addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, "")
+		return
+	}
+	applyVM(&state, vm)
+	tflog.Debug(ctx, "proxy VM read", map[string]any{
+		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = r.data.withLogging(ctx)
+	var plan, prior proxyVMModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	if resp.Diagnostics.HasError() || !r.configured("update", &resp.Diagnostics) {
+		return
+	}
+	id, err := proxmox.ParseID(prior.ID.ValueString())
+	if err != nil {
+		addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
+			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, mustDuration(defaultUpdateTimeout))
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	changes, changed := changesFor(prior, plan)
+	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
+	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
+	if changed {
+		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
+		if err := r.data.backend.Update(ctx, id, changes); err != nil {
+			// Record what did change before the failure, so the next plan shows only the rest.
+			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}); gerr == nil {
+				state := prior
+				applyVM(&state, vm)
+				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+			}
+			addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
+			return
+		}
+	}
+
+	var vm proxmox.VM
+	if changes.Start || restarts(prior.Status, changes) {
+		vm, err = r.settle(ctx, id, waitIP)
+	} else {
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true})
+	}
+	if err != nil {
+		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err,
+			"The changes were applied, but the VM could not be read back; the next plan shows what remains.")
+		return
+	}
+	state := plan
+	applyVM(&state, vm)
+	if msg := mismatch(plan, state); msg != "" {
+		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+
+	// Values recorded now are no longer unread from an import.
+	unread, diags := readImportMarker(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if len(unread) > 0 {
+		var recorded []unreadAttr
+		if !state.CloudInit.IsNull() {
+			recorded = append(recorded, unreadCloudInit)
+		}
+		if !state.TemplateVMID.IsNull() && !state.TemplateVMID.IsUnknown() {
+			recorded = append(recorded, unreadTemplate)
+		}
+		resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, withoutUnread(unread, recorded...))...)
+	}
+	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
+}
+
+func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = r.data.withLogging(ctx)
+	var state proxyVMModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || !r.configured("delete", &resp.Diagnostics) {
+		return
+	}
+	id, err := proxmox.ParseID(state.ID.ValueString())
+	if err != nil {
+		addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
+			"The state holds a malformed ID; remove the resource from the state (terraform state rm) and delete the VM in Proxmox if it exists.")
+		return
+	}
+	timeout, diags := state.Timeouts.Delete(ctx, mustDuration(defaultDeleteTimeout))
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	node := state.Node.ValueString()
+	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
+	if err := r.data.backend.Delete(ctx, id, node); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+		addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
+		return
+	}
+	tflog.Info(ctx, "proxy VM deleted", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
+}
+
+func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ctx = r.data.withLogging(ctx)
+	ref, err := parseImportID(req.ID)
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
+		return
+	}
+	if !r.configured("import", &resp.Diagnostics) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+	defer cancel()
+
+	var id proxmox.ID
+	switch {
+	case ref.VMID != 0 && ref.Name != "":
+		id, err = r.data.backend.FindByID(ctx, proxmox.ID{VMID: ref.VMID, Name: ref.Name})
+	case ref.VMID != 0:
+		id, err = r.data.backend.FindByVMID(ctx, ref.VMID)
+	default:
+		id, err = r.data.backend.FindByName(ctx, ref.Name)
+	}
+	if err != nil {
+		addVMError(&resp.Diagnostics, "import", ref.Name, ref.VMID, err,
+			"Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are "+importForms+".")
+		return
+	}
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true})
+	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient {
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}) // the agent is optional here
+	}
+	if err != nil {
+		addVMError(&resp.Diagnostics, "import", id.Name, id.VMID, err, "")
+		return
+	}
+	var nullTimeouts timeouts.Value
+	resp.Diagnostics.Append(resp.State.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
+	model, unread := importedModel(vm, r.cfg(), nullTimeouts)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
+	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
+	tflog.Info(ctx, "proxy VM imported", map[string]any{
+		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
+		"image": model.Image.ValueString(), "unread": fmt.Sprint(unread)})
+}
+
+// settle waits, within ctx, until a VM that was just started or restarted runs and, with
+// waitIP, until its agent reports an address. Without waitIP a VM that runs without its
+// network up yet (provisioning) is settled too. Transient failures are retried.
+func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, waitIP bool) (proxmox.VM, error) {
+	delay := 50 * time.Millisecond
+	var last error
+	for {
+		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP, FreshListing: true})
+		switch {
+		case err == nil && vm.StatusUnknown:
+			// the node has not reported the VM yet: poll again
+		case err == nil && waitIP && vm.State == proxmox.StateRunning && vm.IP != "":
+			return vm, nil
+		case err == nil && !waitIP && (vm.State == proxmox.StateRunning || vm.State == proxmox.StateProvisioning):
+			return vm, nil
+		case err != nil && proxmox.ClassOf(err) != pveapi.Transient:
+			return vm, err
+		case err != nil:
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w (last: %v)", ipSuffix(waitIP), ctx.Err(), last)
+			}
+			return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w", ipSuffix(waitIP), ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+func ipSuffix(waitIP bool) string {
+	if waitIP {
+		return " and report an IPv4 address (set wait_for_ip = false not to wait)"
+	}
+	return ""
+}
+
+// mismatch names the planned values the VM does not have after an apply, with what to
+// do; "" when it matches. Terraform would otherwise report a bare inconsistency.
+func mismatch(plan, got proxyVMModel) string {
+	var out []string
+	ints := []struct {
+		name      string
+		want, has types.Int64
+	}{
+		{"cores", plan.Cores, got.Cores}, {"memory_mib", plan.MemoryMiB, got.MemoryMiB},
+		{"disk_gib", plan.DiskGiB, got.DiskGiB}, {"vlan_tag", plan.VLANTag, got.VLANTag},
+	}
+	for _, a := range ints {
+		w, ok := knownInt(a.want)
+		if !ok || a.want.Equal(a.has) {
+			continue
+		}
+		h := "none"
+		if v, ok := knownInt(a.has); ok {
+			h = strconv.Itoa(v)
+		}
+		if a.name == "disk_gib" && a.has.ValueInt64() > int64(w) {
+			out = append(out, fmt.Sprintf("the boot disk is %s GiB, larger than disk_gib = %d: the template's disk is "+
+				"larger and a disk is never shrunk. Set disk_gib to at least %s, or remove it", h, w, h))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s is %s, planned %d", a.name, h, w))
+	}
+	if w, ok := knownString(plan.Bridge); ok && !plan.Bridge.Equal(got.Bridge) {
+		out = append(out, fmt.Sprintf("bridge is %s, planned %q (does the template have a net0?)", got.Bridge.String(), w))
+	}
+	if !plan.StartOnBoot.IsUnknown() && !plan.StartOnBoot.IsNull() && !plan.StartOnBoot.Equal(got.StartOnBoot) {
+		out = append(out, fmt.Sprintf("start_on_boot is %s, planned %s", got.StartOnBoot.String(), plan.StartOnBoot.String()))
+	}
+	if w, ok := knownString(plan.Status); ok && !plan.Status.Equal(got.Status) {
+		out = append(out, fmt.Sprintf("status is %s, planned %q", got.Status.String(), w))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "after the apply, " + strings.Join(out, "; ") + "."
+}
+
+func changeFields(c proxmox.Changes) map[string]any {
+	f := map[string]any{"start": c.Start}
+	if c.Cores != nil {
+		f["cores"] = *c.Cores
+	}
+	if c.MemoryMiB != nil {
+		f["memory_mib"] = *c.MemoryMiB
+	}
+	if c.DiskGiB != nil {
+		f["disk_gib"] = *c.DiskGiB
+	}
+	if c.Bridge != nil {
+		f["bridge"] = *c.Bridge
+	}
+	if c.VLANTag != nil {
+		f["vlan_tag"] = *c.VLANTag
+	}
+	if c.OnBoot != nil {
+		f["onboot"] = *c.OnBoot
+	}
+	return f
+}
+
+func withFields(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// mustDuration parses a default timeout constant.
+func mustDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}

@@ -1,0 +1,366 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // UUID version 5 is defined over SHA-1 (RFC 9562); no security use.
+	"encoding/hex"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+// proxyVMModel is the proxy_vm resource's data.
+type proxyVMModel struct {
+	ID           types.String   `tfsdk:"id"`
+	Name         types.String   `tfsdk:"name"`
+	Node         types.String   `tfsdk:"node"`
+	Image        types.String   `tfsdk:"image"`
+	TemplateVMID types.Int64    `tfsdk:"template_vmid"`
+	MachineType  types.String   `tfsdk:"machine_type"`
+	Cores        types.Int64    `tfsdk:"cores"`
+	MemoryMiB    types.Int64    `tfsdk:"memory_mib"`
+	DiskGiB      types.Int64    `tfsdk:"disk_gib"`
+	CloudInit    types.String   `tfsdk:"cloud_init"`
+	Bridge       types.String   `tfsdk:"bridge"`
+	VLANTag      types.Int64    `tfsdk:"vlan_tag"`
+	StartOnBoot  types.Bool     `tfsdk:"start_on_boot"`
+	WaitForIP    types.Bool     `tfsdk:"wait_for_ip"`
+	VMID         types.Int64    `tfsdk:"vmid"`
+	UID          types.String   `tfsdk:"uid"`
+	CreatedAt    types.String   `tfsdk:"created_at"`
+	IPAddress    types.String   `tfsdk:"ip_address"`
+	MACAddress   types.String   `tfsdk:"mac_address"`
+	Status       types.String   `tfsdk:"status"`
+	AgentEnabled types.Bool     `tfsdk:"agent_enabled"`
+	Timeouts     timeouts.Value `tfsdk:"timeouts"`
+}
+
+// uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
+var uidNamespace = [16]byte{
+	0x97, 0xf2, 0xa1, 0x8c, 0x28, 0x0b, 0x47, 0xd9, 0xb6, 0xb4, 0x54, 0xc4, 0xae, 0x21, 0xa2, 0x31,
+}
+
+// uidFor is the UID planned for a new VM called name: the version 5 UUID of name in
+// uidNamespace (RFC 9562, section 5.5).
+//
+// It is deterministic on purpose. Terraform plans every change twice (at plan and again at
+// apply) and refuses a second plan whose known values differ from the first, so a random
+// UUID chosen at plan time cannot survive to apply (Terraform 1.11 has no way to carry it
+// over). A name-based UUID is the same in both plans, and also in a fresh plan after a
+// crash that lost the state: the VMID function then lands on the same VMID and adopts the
+// half-made VM, which is what a planned UID is for.
+func uidFor(name string) string {
+	h := sha1.New() //nolint:gosec // see above
+	h.Write(uidNamespace[:])
+	h.Write([]byte(name))
+	sum := h.Sum(nil)
+	var u [16]byte
+	copy(u[:], sum[:16])
+	u[6] = (u[6] & 0x0f) | 0x50 // version 5
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 9562 variant
+	var buf [36]byte
+	hex.Encode(buf[0:8], u[0:4])
+	buf[8] = '-'
+	hex.Encode(buf[9:13], u[4:6])
+	buf[13] = '-'
+	hex.Encode(buf[14:18], u[6:8])
+	buf[18] = '-'
+	hex.Encode(buf[19:23], u[8:10])
+	buf[23] = '-'
+	hex.Encode(buf[24:], u[10:])
+	return string(buf[:])
+}
+
+// knownString returns v's value and whether it is known and not null.
+func knownString(v types.String) (string, bool) {
+	if v.IsNull() || v.IsUnknown() {
+		return "", false
+	}
+	return v.ValueString(), true
+}
+
+// knownInt returns v's value and whether it is known and not null.
+func knownInt(v types.Int64) (int, bool) {
+	if v.IsNull() || v.IsUnknown() {
+		return 0, false
+	}
+	return int(v.ValueInt64()), true
+}
+
+// stringOrNull maps "" to null.
+func stringOrNull(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
+
+// intOrNull maps 0 to null.
+func intOrNull(n int) types.Int64 {
+	if n == 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(n))
+}
+
+// formatCreatedAt renders a mark's creation time; the zero time (no or unreadable mark
+// line) is null.
+func formatCreatedAt(t time.Time) types.String {
+	if t.IsZero() {
+		return types.StringNull()
+	}
+	return types.StringValue(t.UTC().Format(time.RFC3339))
+}
+
+// statusOf maps the backend's state onto the status attribute.
+func statusOf(s proxmox.State) types.String {
+	switch s {
+	case proxmox.StateRunning:
+		return types.StringValue(statusRunning)
+	case proxmox.StateProvisioning:
+		return types.StringValue(statusProvisioning)
+	case "":
+		return types.StringNull()
+	default:
+		return types.StringValue(statusStopped)
+	}
+}
+
+// applyVM copies what the backend read into m: identity, placement, the effective sizes
+// and network, and the runtime values. Inputs that cannot be read back (image,
+// template_vmid, machine_type, cloud_init, wait_for_ip, timeouts) are left alone.
+//
+// The address: a reported IP is taken; without one (Read does not ask the agent) the prior
+// address is kept while the VM runs, and cleared once it is stopped. A status the backend
+// could not read (StatusUnknown) keeps the prior status and address.
+func applyVM(m *proxyVMModel, vm proxmox.VM) {
+	m.ID = types.StringValue(vm.ID.String())
+	m.Name = types.StringValue(vm.ID.Name)
+	m.VMID = types.Int64Value(int64(vm.ID.VMID))
+	if vm.Node != "" {
+		m.Node = types.StringValue(vm.Node)
+	}
+	m.UID = types.StringValue(vm.UID)
+	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
+	m.Cores = intOrNull(vm.Cores)
+	m.MemoryMiB = intOrNull(vm.MemoryMiB)
+	m.DiskGiB = intOrNull(vm.DiskGiB)
+	m.Bridge = stringOrNull(vm.Bridge)
+	m.VLANTag = intOrNull(vm.VLANTag)
+	m.StartOnBoot = types.BoolValue(vm.OnBoot)
+	m.MACAddress = stringOrNull(vm.MAC)
+	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
+	if vm.StatusUnknown {
+		// The node did not answer: keep the status and address known before.
+		if m.Status.IsUnknown() {
+			m.Status = types.StringNull()
+		}
+		if m.IPAddress.IsUnknown() {
+			m.IPAddress = types.StringNull()
+		}
+		return
+	}
+	m.Status = statusOf(vm.State)
+	switch {
+	case vm.IP != "":
+		m.IPAddress = types.StringValue(vm.IP)
+	case vm.State == proxmox.StateStopped:
+		m.IPAddress = types.StringNull()
+	case m.IPAddress.IsUnknown():
+		m.IPAddress = types.StringNull()
+	}
+}
+
+// partialState is what Create saves as soon as the VMID is known: the plan with every
+// unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
+func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
+	m := plan
+	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.Bridge,
+		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	for _, n := range []*types.Int64{&m.TemplateVMID, &m.Cores, &m.MemoryMiB, &m.DiskGiB, &m.VLANTag} {
+		if n.IsUnknown() {
+			*n = types.Int64Null()
+		}
+	}
+	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.AgentEnabled} {
+		if b.IsUnknown() {
+			*b = types.BoolNull()
+		}
+	}
+	if m.Timeouts.IsUnknown() {
+		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
+	}
+	m.ID = types.StringValue(id.String())
+	m.Name = types.StringValue(id.Name)
+	m.VMID = types.Int64Value(int64(id.VMID))
+	m.Node = types.StringValue(node)
+	m.UID = types.StringValue(uid)
+	m.CreatedAt = formatCreatedAt(createdAt)
+	return m
+}
+
+// importedModel is the state an import writes: everything readable from the VM, the
+// catalogue keys when they resolve unambiguously, and the defaults of the inputs that
+// cannot be read. It returns the attributes it had to leave unread.
+func importedModel(vm proxmox.VM, cfg *resolvedConfig, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
+	m := proxyVMModel{
+		Image:        types.StringNull(),
+		TemplateVMID: types.Int64Null(),
+		MachineType:  types.StringNull(),
+		CloudInit:    types.StringNull(),
+		WaitForIP:    types.BoolValue(true),
+		IPAddress:    types.StringNull(),
+		Timeouts:     nullTimeouts,
+	}
+	applyVM(&m, vm)
+	unread := []unreadAttr{unreadCloudInit}
+	if key, vmid, ok := resolveImage(cfg, templateOf(vm)); ok {
+		m.Image = stringOrNull(key)
+		m.TemplateVMID = types.Int64Value(int64(vmid))
+	} else {
+		unread = append(unread, unreadTemplate)
+	}
+	if key, ok := resolveMachineType(cfg, vm); ok {
+		m.MachineType = types.StringValue(key)
+	}
+	return m, unread
+}
+
+// templateOf is the template VMID the backend read for vm, 0 when it cannot tell.
+// NOTE: proxmox.VM does not carry the template yet (requested from the backend: a mark
+// line written in the clone call); until then the template is never read back.
+func templateOf(proxmox.VM) int { return 0 }
+
+// resolveImage names the template of an imported VM. With the template VMID known, it is
+// the one catalogue key of that VMID (no key when several or none name it). Without it,
+// the catalogue resolves it only when it holds exactly one template.
+func resolveImage(cfg *resolvedConfig, templateVMID int) (key string, vmid int, ok bool) {
+	if cfg == nil {
+		return "", 0, false
+	}
+	if templateVMID != 0 {
+		var keys []string
+		for k, v := range cfg.Templates {
+			if v == templateVMID {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 1 {
+			return keys[0], templateVMID, true
+		}
+		return "", templateVMID, true
+	}
+	if len(cfg.Templates) == 1 {
+		for k, v := range cfg.Templates {
+			return k, v, true
+		}
+	}
+	return "", 0, false
+}
+
+// resolveMachineType names the machine type of an imported VM: the one catalogue entry
+// whose cores and memory equal the VM's and whose disk (when set) the VM's disk reaches.
+func resolveMachineType(cfg *resolvedConfig, vm proxmox.VM) (string, bool) {
+	if cfg == nil {
+		return "", false
+	}
+	var keys []string
+	for k, mt := range cfg.MachineTypes {
+		if mt.Cores == vm.Cores && mt.MemoryMiB == vm.MemoryMiB && (mt.DiskGiB == 0 || mt.DiskGiB <= vm.DiskGiB) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) != 1 {
+		return "", false
+	}
+	return keys[0], true
+}
+
+// specFor resolves a planned model into a Create request. The plan has passed ModifyPlan,
+// so node, template and sizes are known unless they depend on the template (disk).
+func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
+	s := proxmox.Spec{
+		Name:      plan.Name.ValueString(),
+		UID:       plan.UID.ValueString(),
+		Node:      plan.Node.ValueString(),
+		OnBoot:    plan.StartOnBoot.IsNull() || plan.StartOnBoot.IsUnknown() || plan.StartOnBoot.ValueBool(),
+		WaitForIP: plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool(),
+		CreatedAt: createdAt,
+	}
+	if v, ok := knownInt(plan.TemplateVMID); ok {
+		s.TemplateVMID = v
+	}
+	if v, ok := knownInt(plan.Cores); ok {
+		s.Cores = v
+	}
+	if v, ok := knownInt(plan.MemoryMiB); ok {
+		s.MemoryMiB = v
+	}
+	if v, ok := knownInt(plan.DiskGiB); ok {
+		s.DiskGiB = v
+	} else if key, ok := knownString(plan.MachineType); ok && cfg != nil {
+		if mt, found := cfg.MachineTypes[key]; found {
+			s.DiskGiB = mt.DiskGiB
+		}
+	}
+	if v, ok := knownString(plan.CloudInit); ok {
+		s.UserData = []byte(v)
+	}
+	if v, ok := knownString(plan.Bridge); ok {
+		s.Bridge = v
+	}
+	if v, ok := knownInt(plan.VLANTag); ok {
+		s.VLANTag = v
+	}
+	return s
+}
+
+// changesFor is the in-place update from prior to planned. start is set when the prior
+// status needs a start; restart reports whether a running VM will be restarted.
+func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
+	intChange := func(p, n types.Int64) *int {
+		v, ok := knownInt(n)
+		if !ok || n.Equal(p) {
+			return nil
+		}
+		changed = true
+		return &v
+	}
+	c.Cores = intChange(prior.Cores, plan.Cores)
+	c.MemoryMiB = intChange(prior.MemoryMiB, plan.MemoryMiB)
+	c.DiskGiB = intChange(prior.DiskGiB, plan.DiskGiB)
+	c.VLANTag = intChange(prior.VLANTag, plan.VLANTag)
+	if v, ok := knownString(plan.Bridge); ok && !plan.Bridge.Equal(prior.Bridge) {
+		c.Bridge = &v
+		changed = true
+	}
+	if !plan.StartOnBoot.IsNull() && !plan.StartOnBoot.IsUnknown() && !plan.StartOnBoot.Equal(prior.StartOnBoot) {
+		v := plan.StartOnBoot.ValueBool()
+		c.OnBoot = &v
+		changed = true
+	}
+	if needsStart(prior.Status) {
+		c.Start = true
+		changed = true
+	}
+	return c, changed
+}
+
+// restarts reports whether applying c to a VM with the prior status restarts it.
+func restarts(prior types.String, c proxmox.Changes) bool {
+	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
+	return running && (c.Cores != nil || c.MemoryMiB != nil)
+}
+
+// withoutUnread returns unread without drop, keeping the order.
+func withoutUnread(unread []unreadAttr, drop ...unreadAttr) []unreadAttr {
+	return slices.DeleteFunc(slices.Clone(unread), func(a unreadAttr) bool { return slices.Contains(drop, a) })
+}

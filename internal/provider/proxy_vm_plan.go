@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+const summaryInvalidConfig = "Invalid proxy VM configuration"
+
+// planProxyVM completes a plan from the provider's catalogue and defaults, without any
+// backend call: the UID of a new VM, its node, the template VMID an image resolves to, the
+// sizes a machine type gives, the provider's network defaults, and the address that a
+// start or restart makes unknown. Catalogue keys and node names are checked here, with
+// the attribute's path; unknown values are tolerated until apply.
+//
+// prior is nil for a create. cfg is nil when the provider is not configured yet (its own
+// configuration holds unknown values): then only the UID is planned. templateUnread says an
+// import left the template unread (no replacement for the first value set). It returns the
+// paths whose change replaces the VM, beyond the attributes' own plan modifiers.
+func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	var replace []path.Path
+	creating := prior == nil
+
+	if creating {
+		if name, ok := knownString(plan.Name); ok {
+			plan.UID = types.StringValue(uidFor(name))
+		}
+	}
+	if cfg == nil {
+		return nil, nil
+	}
+
+	// Node.
+	switch {
+	case config.Node.IsUnknown():
+	case config.Node.IsNull():
+		if creating {
+			n, err := cfg.NodeFor("")
+			if err != nil {
+				diags.AddAttributeError(path.Root("node"), summaryInvalidConfig,
+					"Cannot choose a node for proxy VM "+plan.Name.String()+": "+err.Error()+".")
+			} else {
+				plan.Node = types.StringValue(n)
+			}
+		}
+	default:
+		if creating || !prior.Node.Equal(config.Node) {
+			if _, err := cfg.NodeFor(config.Node.ValueString()); err != nil {
+				diags.AddAttributeError(path.Root("node"), summaryInvalidConfig,
+					err.Error()+". Set node to one of the provider's nodes, or add the node to the provider's nodes.")
+			}
+		}
+	}
+
+	// Template: image resolves through the catalogue; template_vmid is taken as set.
+	switch {
+	case !config.Image.IsNull() && !config.Image.IsUnknown():
+		vmid, err := cfg.Template(config.Image.ValueString())
+		switch {
+		case err != nil && (creating || !prior.Image.Equal(config.Image)):
+			diags.AddAttributeError(path.Root("image"), summaryInvalidConfig,
+				err.Error()+". Set image to one of the provider's templates, or add it to the provider's templates.")
+		case err != nil:
+			// The key left the catalogue after this VM was made from it: nothing to change.
+			plan.TemplateVMID = prior.TemplateVMID
+		default:
+			plan.TemplateVMID = types.Int64Value(int64(vmid))
+			if !creating && !plan.TemplateVMID.Equal(prior.TemplateVMID) && !(prior.TemplateVMID.IsNull() && templateUnread) {
+				replace = append(replace, path.Root("template_vmid"))
+			}
+		}
+	case config.Image.IsUnknown() && config.TemplateVMID.IsNull():
+		plan.TemplateVMID = types.Int64Unknown()
+		if !creating {
+			replace = append(replace, path.Root("template_vmid"))
+		}
+	}
+
+	// Machine type and sizes.
+	var mt *machineType
+	mtUnknown := config.MachineType.IsUnknown()
+	if key, ok := knownString(config.MachineType); ok {
+		m, err := cfg.MachineType(key)
+		if err != nil {
+			diags.AddAttributeError(path.Root("machine_type"), summaryInvalidConfig,
+				err.Error()+". Set machine_type to one of the provider's machine types, add it to the provider's "+
+					"machine_types, or set cores and memory_mib instead.")
+		} else {
+			mt = &m
+		}
+	}
+	sized := func(cfgVal types.Int64, fromType func(machineType) int, dst *types.Int64, priorVal func() types.Int64) {
+		if !cfgVal.IsNull() {
+			return // set in the configuration (or unknown): the plan carries it
+		}
+		switch {
+		case mt != nil:
+			*dst = types.Int64Value(int64(fromType(*mt)))
+		case mtUnknown:
+			*dst = types.Int64Unknown()
+		case !creating:
+			*dst = priorVal()
+		}
+	}
+	sized(config.Cores, func(m machineType) int { return m.Cores }, &plan.Cores, func() types.Int64 { return prior.Cores })
+	sized(config.MemoryMiB, func(m machineType) int { return m.MemoryMiB }, &plan.MemoryMiB, func() types.Int64 { return prior.MemoryMiB })
+	if config.DiskGiB.IsNull() {
+		switch {
+		case creating:
+			// The larger of the template's disk and the machine type's: known after the clone.
+			plan.DiskGiB = types.Int64Unknown()
+		case mtUnknown:
+			plan.DiskGiB = types.Int64Unknown()
+		default:
+			plan.DiskGiB = prior.DiskGiB
+			if cur, ok := knownInt(prior.DiskGiB); ok && mt != nil && mt.DiskGiB > cur {
+				plan.DiskGiB = types.Int64Value(int64(mt.DiskGiB)) // grow; a catalogue never shrinks a disk
+			}
+		}
+	}
+
+	// Network: the resource's value, else the provider's, else as cloned (known after create).
+	if config.Bridge.IsNull() {
+		switch {
+		case cfg.Bridge != "":
+			plan.Bridge = types.StringValue(cfg.Bridge)
+		case creating:
+			plan.Bridge = types.StringUnknown()
+		default:
+			plan.Bridge = prior.Bridge
+		}
+	}
+	if config.VLANTag.IsNull() {
+		switch {
+		case cfg.VLANTag > 0:
+			plan.VLANTag = types.Int64Value(int64(cfg.VLANTag))
+		case creating:
+			plan.VLANTag = types.Int64Unknown()
+		default:
+			plan.VLANTag = prior.VLANTag
+		}
+	}
+
+	// A start, or a restart for new cores or memory, may change the address.
+	if !creating {
+		sizeChange := func(p, n types.Int64) bool { return n.IsUnknown() || !n.Equal(p) }
+		running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
+		if needsStart(prior.Status) || (running && (sizeChange(prior.Cores, plan.Cores) || sizeChange(prior.MemoryMiB, plan.MemoryMiB))) {
+			plan.IPAddress = types.StringUnknown()
+		}
+	}
+	return replace, diags
+}
+
+// validateProxyVMConfig holds the cross-field rules that need no provider data: the sizes
+// come from machine_type or from both cores and memory_mib.
+func validateProxyVMConfig(config proxyVMModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if !config.MachineType.IsNull() {
+		return nil
+	}
+	for _, a := range []struct {
+		v    types.Int64
+		name string
+	}{{config.Cores, "cores"}, {config.MemoryMiB, "memory_mib"}} {
+		if a.v.IsNull() {
+			diags.AddAttributeError(path.Root(a.name), summaryInvalidConfig,
+				"Without machine_type, "+a.name+" must be set: set machine_type to a key of the provider's "+
+					"machine_types, or set both cores and memory_mib.")
+		}
+	}
+	return diags
+}

@@ -1,0 +1,221 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// Import markers. An import cannot read back the cloud-init text, nor (in general) which
+// template a VM was cloned from. ImportState records which of them it left null in the
+// private state under privateKeyImport; the RequiresReplace of those attributes is then
+// suppressed while their prior value is null, so the first value a configuration sets
+// after an import is recorded in place instead of replacing a healthy VM. Update clears a
+// marker once it has recorded a value. A VM created by Terraform never has a marker, so
+// setting cloud_init on it later does replace it (cloud-init runs at first boot only).
+const privateKeyImport = "import"
+
+type unreadAttr string
+
+const (
+	unreadCloudInit unreadAttr = "cloud_init"
+	unreadTemplate  unreadAttr = "template"
+)
+
+// importMarker is the JSON stored under privateKeyImport.
+type importMarker struct {
+	Unread []unreadAttr `json:"unread"`
+}
+
+// privateGetter is the read side of the framework's private state
+// (*privatestate.ProviderData), which tests cannot construct.
+type privateGetter interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+}
+
+// privateSetter is the write side.
+type privateSetter interface {
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// readImportMarker returns the attributes an import left unread; none without a marker.
+func readImportMarker(ctx context.Context, p privateGetter) ([]unreadAttr, diag.Diagnostics) {
+	if p == nil {
+		return nil, nil
+	}
+	raw, diags := p.GetKey(ctx, privateKeyImport)
+	if diags.HasError() || len(raw) == 0 {
+		return nil, diags
+	}
+	var m importMarker
+	if err := json.Unmarshal(raw, &m); err != nil {
+		// A marker we cannot read suppresses nothing: replacements stay as configured.
+		return nil, diags
+	}
+	return m.Unread, diags
+}
+
+// writeImportMarker stores unread, or removes the marker when unread is empty.
+func writeImportMarker(ctx context.Context, p privateSetter, unread []unreadAttr) diag.Diagnostics {
+	if len(unread) == 0 {
+		return p.SetKey(ctx, privateKeyImport, nil)
+	}
+	raw, err := json.Marshal(importMarker{Unread: unread})
+	if err != nil {
+		var diags diag.Diagnostics
+		diags.AddError("Unable to record the proxy VM import", err.Error())
+		return diags
+	}
+	return p.SetKey(ctx, privateKeyImport, raw)
+}
+
+// isUnread reports whether the import marker lists a.
+func isUnread(ctx context.Context, p privateGetter, a unreadAttr) (bool, diag.Diagnostics) {
+	unread, diags := readImportMarker(ctx, p)
+	return slices.Contains(unread, a), diags
+}
+
+// replaceUnlessUnread is the decision of requiresReplaceUnlessUnread*: an update (prior and
+// planned objects exist) that changes the value replaces the VM, unless the prior value is
+// null because an import could not read it.
+func replaceUnlessUnread(creatingOrDestroying, equal, priorNull, unread bool) bool {
+	if creatingOrDestroying || equal {
+		return false
+	}
+	return !(priorNull && unread)
+}
+
+// requiresReplaceUnlessUnreadString is RequiresReplace, except for the first value set
+// after an import that could not read the attribute back.
+func requiresReplaceUnlessUnreadString(a unreadAttr) planmodifier.String {
+	return unlessUnreadModifier{attr: a}
+}
+
+// requiresReplaceUnlessUnreadInt64 is the Int64 variant.
+func requiresReplaceUnlessUnreadInt64(a unreadAttr) planmodifier.Int64 {
+	return unlessUnreadModifier{attr: a}
+}
+
+type unlessUnreadModifier struct{ attr unreadAttr }
+
+var (
+	_ planmodifier.String = unlessUnreadModifier{}
+	_ planmodifier.Int64  = unlessUnreadModifier{}
+)
+
+func (m unlessUnreadModifier) Description(context.Context) string {
+	return "Changing the value replaces the VM, except for the first value set after an import that could not read it back."
+}
+
+func (m unlessUnreadModifier) MarkdownDescription(ctx context.Context) string {
+	return m.Description(ctx)
+}
+
+func (m unlessUnreadModifier) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	resp.RequiresReplace, resp.Diagnostics = m.decide(ctx, req.State.Raw.IsNull() || req.Plan.Raw.IsNull(),
+		req.PlanValue.Equal(req.StateValue), req.StateValue.IsNull(), req.Private)
+}
+
+func (m unlessUnreadModifier) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	resp.RequiresReplace, resp.Diagnostics = m.decide(ctx, req.State.Raw.IsNull() || req.Plan.Raw.IsNull(),
+		req.PlanValue.Equal(req.StateValue), req.StateValue.IsNull(), req.Private)
+}
+
+func (m unlessUnreadModifier) decide(ctx context.Context, createOrDestroy, equal, priorNull bool, p privateGetter) (bool, diag.Diagnostics) {
+	var unread bool
+	var diags diag.Diagnostics
+	if !createOrDestroy && !equal && priorNull {
+		unread, diags = isUnread(ctx, p, m.attr)
+	}
+	return replaceUnlessUnread(createOrDestroy, equal, priorNull, unread), diags
+}
+
+// diskShrinkRequiresReplace replaces the VM when disk_gib is planned below its prior value:
+// Proxmox never shrinks a disk. Growing is an in-place resize.
+func diskShrinkRequiresReplace() planmodifier.Int64 {
+	return int64planmodifier.RequiresReplaceIf(
+		func(_ context.Context, req planmodifier.Int64Request, resp *int64planmodifier.RequiresReplaceIfFuncResponse) {
+			resp.RequiresReplace = diskShrinks(req.StateValue, req.PlanValue)
+		},
+		"Growing the disk resizes it in place; a smaller value replaces the VM (a disk is never shrunk).",
+		"Growing the disk resizes it in place; a smaller value replaces the VM (a disk is never shrunk).",
+	)
+}
+
+// diskShrinks reports whether a known plan is below a known prior size.
+func diskShrinks(prior, planned types.Int64) bool {
+	if prior.IsNull() || prior.IsUnknown() || planned.IsNull() || planned.IsUnknown() {
+		return false
+	}
+	return planned.ValueInt64() < prior.ValueInt64()
+}
+
+// statusBackToRunning plans a VM found stopped (also paused or hibernated) back to
+// running, which Update does by starting it; a running or provisioning VM keeps its
+// status; a new VM's status is unknown until it is created.
+func statusBackToRunning() planmodifier.String { return statusModifier{} }
+
+type statusModifier struct{}
+
+var _ planmodifier.String = statusModifier{}
+
+func (statusModifier) Description(context.Context) string {
+	return "A VM found stopped, paused or hibernated is planned back to running and started in place."
+}
+
+func (m statusModifier) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+
+func (statusModifier) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+		return
+	}
+	resp.PlanValue = plannedStatus(req.StateValue)
+}
+
+// plannedStatus is the status planned from the prior one.
+func plannedStatus(prior types.String) types.String {
+	switch {
+	case prior.IsNull() || prior.IsUnknown():
+		return types.StringUnknown()
+	case needsStart(prior):
+		return types.StringValue(statusRunning)
+	default:
+		return prior
+	}
+}
+
+// needsStart reports whether a prior status means the VM must be started.
+func needsStart(prior types.String) bool {
+	if prior.IsNull() || prior.IsUnknown() {
+		return false
+	}
+	s := prior.ValueString()
+	return s != statusRunning && s != statusProvisioning
+}
+
+// agentOffRequiresReplace plans agent_enabled = true and replaces a VM whose guest agent
+// was switched off outside Terraform: without it the VM can never report an address.
+func agentOffRequiresReplace() planmodifier.Bool { return agentModifier{} }
+
+type agentModifier struct{}
+
+var _ planmodifier.Bool = agentModifier{}
+
+func (agentModifier) Description(context.Context) string {
+	return "A VM whose guest agent was switched off is replaced by one with the agent on."
+}
+
+func (m agentModifier) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
+
+func (agentModifier) PlanModifyBool(_ context.Context, req planmodifier.BoolRequest, resp *planmodifier.BoolResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() || req.StateValue.IsNull() || req.StateValue.IsUnknown() {
+		return
+	}
+	resp.PlanValue = types.BoolValue(true)
+	resp.RequiresReplace = !req.StateValue.ValueBool()
+}

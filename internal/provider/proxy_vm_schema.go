@@ -1,0 +1,242 @@
+package provider
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+)
+
+// vmNameRE is a DNS label: the VM name is also the guest's hostname (meta-data
+// local-hostname) and part of the seed ISO's file name.
+var vmNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Default operation timeouts (the budgets of seed entry 18 fit inside them).
+const (
+	defaultCreateTimeout = "20m"
+	defaultReadTimeout   = "5m"
+	defaultUpdateTimeout = "20m"
+	defaultDeleteTimeout = "10m"
+)
+
+// Status values of the status attribute.
+const (
+	statusRunning      = "running"
+	statusProvisioning = "provisioning"
+	statusStopped      = "stopped"
+)
+
+func proxyVMSchema(ctx context.Context) schema.Schema {
+	return schema.Schema{
+		Version: 0,
+		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
+			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
+			"the proxy operator). Create blocks until the VM runs and, unless wait_for_ip is false, " +
+			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib, a larger " +
+			"disk_gib, bridge, vlan_tag and start_on_boot are made in place; name, node, the template " +
+			"and cloud_init replace the VM.",
+		MarkdownDescription: proxyVMMarkdown,
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:      true,
+				Description:   "The VM's ID, vms/<vmid>/<name>. It stays valid when the VM migrates to another node.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"name": schema.StringAttribute{
+				Required: true,
+				Description: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
+					"hyphens, 1 to 63 characters, starting and ending with a letter or digit), unique in the " +
+					"cluster. Changing it replaces the VM.",
+				Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
+					"must be a DNS label: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit")},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"node": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				Description: "The Proxmox VE node the VM is cloned onto: one of the provider's nodes. Optional when the " +
+					"provider lists exactly one node (then that node). Changing it replaces the VM. After a " +
+					"migration outside Terraform the VM's current node is read back.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: []planmodifier.String{
+					stringplanmodifier.UseStateForUnknown(),
+					stringplanmodifier.RequiresReplace(),
+				},
+			},
+			"image": schema.StringAttribute{
+				Optional: true,
+				Description: "A key of the provider's templates catalogue: the template to clone. Exactly one of image " +
+					"and template_vmid is set. Renaming the key to another key of the same template VMID changes " +
+					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
+					"VM. After an import the template cannot always be read back: the first value set then is " +
+					"recorded without replacing the VM.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"template_vmid": schema.Int64Attribute{
+				Optional: true,
+				Computed: true,
+				Description: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
+					"otherwise. Exactly one of image and template_vmid is set. Changing the effective template " +
+					"replaces the VM, except for the first value set after an import that could not read it back.",
+				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
+				PlanModifiers: []planmodifier.Int64{
+					int64planmodifier.UseStateForUnknown(),
+					requiresReplaceUnlessUnreadInt64(unreadTemplate),
+				},
+			},
+			"machine_type": schema.StringAttribute{
+				Optional: true,
+				Description: "A key of the provider's machine_types catalogue, giving cores, memory_mib and, when the " +
+					"entry sets it, a minimum disk_gib. Explicit cores, memory_mib or disk_gib override it. " +
+					"Changing it (or the catalogue entry) updates the VM in place as those values change.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"cores": schema.Int64Attribute{
+				Optional: true,
+				Computed: true,
+				Description: "vCPU cores. Defaults to the machine type's. Changing it updates the VM in place: the " +
+					"config is written, then a running VM is restarted (its IP address may change).",
+				Validators:    []validator.Int64{int64validator.Between(1, 512)},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"memory_mib": schema.Int64Attribute{
+				Optional: true,
+				Computed: true,
+				Description: "Memory in MiB. Defaults to the machine type's. Changing it updates the VM in place: the " +
+					"config is written, then a running VM is restarted (its IP address may change).",
+				Validators:    []validator.Int64{int64validator.AtLeast(16)},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"disk_gib": schema.Int64Attribute{
+				Optional: true,
+				Computed: true,
+				Description: "Size of the boot disk in GiB. Without it the disk is the larger of the template's and the " +
+					"machine type's disk_gib. An explicit value must not be below the template's disk (a disk is " +
+					"never shrunk). Growing it resizes the disk in place; shrinking it replaces the VM.",
+				Validators: []validator.Int64{int64validator.Between(1, 65536)},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), diskShrinkRequiresReplace()},
+			},
+			"cloud_init": schema.StringAttribute{
+				Optional:  true,
+				Sensitive: true,
+				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
+					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
+					"an import (the text cannot be read back) the first value set is recorded without replacing it.",
+				PlanModifiers: []planmodifier.String{requiresReplaceUnlessUnreadString(unreadCloudInit)},
+			},
+			"bridge": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				Description: "The Linux bridge of the VM's first NIC (net0), overriding the provider's bridge. Without " +
+					"either, net0 stays as cloned. Changing it rewrites net0 in place, keeping the NIC model and MAC " +
+					"address. Removing it from the configuration leaves the current bridge.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"vlan_tag": schema.Int64Attribute{
+				Optional: true,
+				Computed: true,
+				Description: "The VLAN tag of net0 (1 to 4094), overriding the provider's vlan_tag. Without either, net0 " +
+					"stays as cloned. Changing it rewrites net0 in place. Removing it from the configuration leaves " +
+					"the current tag.",
+				Validators:    []validator.Int64{int64validator.Between(1, 4094)},
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"start_on_boot": schema.BoolAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+				Description: "Whether Proxmox starts the VM when its node boots (onboot), so proxies come back after a " +
+					"host reboot. Default true. Changed in place.",
+			},
+			"wait_for_ip": schema.BoolAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+				Description: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
+					"reports an IPv4 address. Default true. With false, ip_address may stay empty until a later " +
+					"apply. Changing it changes nothing on the VM.",
+			},
+			"vmid": schema.Int64Attribute{
+				Computed:      true,
+				Description:   "The VM's numeric Proxmox ID, allocated from the provider's vmid_range.",
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"uid": schema.StringAttribute{
+				Computed: true,
+				Description: "The VM's UID, written into its description mark at clone time and the input of the VMID " +
+					"allocation. Known at plan time: a name-based UUID (version 5), so a create interrupted before " +
+					"Terraform saved any state lands on the same VMID and adopts the half-made VM instead of " +
+					"cloning a second one. An imported VM keeps the UID of its mark.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"created_at": schema.StringAttribute{
+				Computed:      true,
+				Description:   "When the VM was created (RFC 3339, UTC), from its description mark.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"ip_address": schema.StringAttribute{
+				Computed: true,
+				Description: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
+					"reports it. Refreshing never waits for the agent: the last known address is kept while the " +
+					"VM runs, and unknown in a plan that starts or restarts the VM.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"mac_address": schema.StringAttribute{
+				Computed:      true,
+				Description:   "The MAC address of net0.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"status": schema.StringAttribute{
+				Computed: true,
+				Description: "running, provisioning (started, network not up yet) or stopped (also paused or " +
+					"hibernated). A VM found stopped is planned back to running and started in place.",
+				PlanModifiers: []planmodifier.String{statusBackToRunning()},
+			},
+			"agent_enabled": schema.BoolAttribute{
+				Computed: true,
+				Description: "Whether the VM's QEMU guest agent option is on. It is needed to report the IP address: a VM " +
+					"whose agent was switched off outside Terraform is replaced.",
+				PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": timeouts.Block(ctx, timeouts.Opts{
+				Create: true, Read: true, Update: true, Delete: true,
+				CreateDescription: "How long create may take, clone to IP address (default " + defaultCreateTimeout + ").",
+				ReadDescription:   "How long a refresh may take (default " + defaultReadTimeout + ").",
+				UpdateDescription: "How long an in-place update may take, restart and IP wait included (default " + defaultUpdateTimeout + ").",
+				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
+			}),
+		},
+	}
+}
+
+const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
+that carries ` + "`cloud_init`" + `, and marked as managed by this provider (the same mark as the proxy
+operator's, so VMs made by either can be imported by the other).
+
+Create blocks until the VM runs and, unless ` + "`wait_for_ip = false`" + `, until its guest agent reports an
+IPv4 address. As soon as the VMID is known it is saved in the state, so a failed or interrupted
+create leaves a tainted resource that the next apply replaces, never an untracked VM.
+
+**In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a restart of a running VM), a larger
+` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
+` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again.
+
+**Replacement:** ` + "`name`, `node`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
+a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
+
+**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` and only VMs carrying the mark.
+` + "`cloud_init`" + ` cannot be read back, nor, in general, the template: after an import the first value
+you set for them is recorded without replacing the VM (later changes replace it as usual).
+`
