@@ -130,7 +130,9 @@ func TestPlanProxyVM_catalogueErrorsCarryPaths(t *testing.T) {
 		set  func(*proxyVMModel)
 		want string
 	}{
-		{"node required with two nodes", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small") }, "node"},
+		{"node required with two nodes", func(m *proxyVMModel) {
+			m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+		}, "node"},
 		{"unknown node", func(m *proxyVMModel) {
 			m.Node, m.Image, m.MachineType = types.StringValue("pve9"), types.StringValue("debian-13"), types.StringValue("small")
 		}, "node"},
@@ -201,7 +203,9 @@ func updatePlan(config, prior proxyVMModel) proxyVMModel {
 
 func TestPlanProxyVM_updateMatchingConfigIsNoChange(t *testing.T) {
 	prior := priorState()
-	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small") })
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+	})
 	plan := updatePlan(config, prior)
 	replace, d := planProxyVM(testCfg(), config, &plan, &prior, false)
 	if d.HasError() || len(replace) != 0 {
@@ -217,7 +221,9 @@ func TestPlanProxyVM_catalogueEditsShowAsChanges(t *testing.T) {
 	cfg := testCfg()
 	cfg.Templates["debian-13"] = 9002 // repointed
 	cfg.MachineTypes["small"] = machineType{Cores: 2, MemoryMiB: 1024, DiskGiB: 10}
-	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small") })
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+	})
 	plan := updatePlan(config, prior)
 	replace, d := planProxyVM(cfg, config, &plan, &prior, false)
 	if d.HasError() {
@@ -238,7 +244,9 @@ func TestPlanProxyVM_catalogueNeverShrinksDisk(t *testing.T) {
 	prior := priorState()
 	prior.DiskGiB = types.Int64Value(30)
 	cfg := testCfg()
-	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("large") })
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("large")
+	})
 	plan := updatePlan(config, prior)
 	if _, d := planProxyVM(cfg, config, &plan, &prior, false); d.HasError() {
 		t.Fatal(d)
@@ -253,8 +261,12 @@ func TestPlanProxyVM_sameTemplateOtherKeyIsInPlace(t *testing.T) {
 	cfg := testCfg()
 	cfg.Templates["trixie"] = 9001
 	for _, config := range []proxyVMModel{
-		cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("trixie"), types.StringValue("small") }),
-		cfgModel("proxy-a", func(m *proxyVMModel) { m.TemplateVMID, m.MachineType = types.Int64Value(9001), types.StringValue("small") }),
+		cfgModel("proxy-a", func(m *proxyVMModel) {
+			m.Image, m.MachineType = types.StringValue("trixie"), types.StringValue("small")
+		}),
+		cfgModel("proxy-a", func(m *proxyVMModel) {
+			m.TemplateVMID, m.MachineType = types.Int64Value(9001), types.StringValue("small")
+		}),
 	} {
 		plan := updatePlan(config, prior)
 		replace, d := planProxyVM(cfg, config, &plan, &prior, false)
@@ -267,7 +279,9 @@ func TestPlanProxyVM_sameTemplateOtherKeyIsInPlace(t *testing.T) {
 func TestPlanProxyVM_importedTemplateNotReplaced(t *testing.T) {
 	prior := priorState()
 	prior.Image, prior.TemplateVMID = types.StringNull(), types.Int64Null()
-	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small") })
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+	})
 	plan := updatePlan(config, prior)
 	replace, d := planProxyVM(testCfg(), config, &plan, &prior, true)
 	if d.HasError() || len(replace) != 0 || plan.TemplateVMID.ValueInt64() != 9001 {
@@ -285,7 +299,9 @@ func TestPlanProxyVM_removedKeyKeepsVM(t *testing.T) {
 	cfg := testCfg()
 	delete(cfg.Templates, "debian-13")
 	cfg.Templates["debian-14"] = 9003
-	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small") })
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+	})
 	plan := updatePlan(config, prior)
 	replace, d := planProxyVM(cfg, config, &plan, &prior, false)
 	if d.HasError() || len(replace) != 0 || plan.TemplateVMID.ValueInt64() != 9001 {
@@ -302,7 +318,9 @@ func TestPlanProxyVM_removedKeyKeepsVM(t *testing.T) {
 func TestPlanProxyVM_stoppedVMAddressUnknown(t *testing.T) {
 	prior := priorState()
 	prior.Status, prior.IPAddress = types.StringValue("stopped"), types.StringNull()
-	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small") })
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+	})
 	plan := updatePlan(config, prior)
 	if _, d := planProxyVM(testCfg(), config, &plan, &prior, false); d.HasError() {
 		t.Fatal(d)

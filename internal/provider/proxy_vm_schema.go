@@ -122,7 +122,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Description: "Size of the boot disk in GiB. Without it the disk is the larger of the template's and the " +
 					"machine type's disk_gib. An explicit value must not be below the template's disk (a disk is " +
 					"never shrunk). Growing it resizes the disk in place; shrinking it replaces the VM.",
-				Validators: []validator.Int64{int64validator.Between(1, 65536)},
+				Validators:    []validator.Int64{int64validator.Between(1, 65536)},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), diskShrinkRequiresReplace()},
 			},
 			"cloud_init": schema.StringAttribute{
