@@ -528,7 +528,9 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int) (string, er
 		case classify("create", err) == pveapi.Permanent:
 			return false, apiErrorf("create", err, "reading the status on node %s", node)
 		default:
-			last = err
+			if ctx.Err() == nil {
+				last = err
+			}
 			return false, nil
 		}
 		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
@@ -546,7 +548,9 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int) (string, er
 		case isNoAgentConfigured(err):
 			return false, Permanentf("the VM's guest agent is disabled in its config, so no address can be read; set agent=1 or set wait_for_ip = false")
 		default: // agent not running yet, VM just stopped (the next status says so), or unknown
-			last = err
+			if ctx.Err() == nil {
+				last = err
+			}
 			return false, nil
 		}
 	})

@@ -1,0 +1,754 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+	"github.com/hashicorp/terraform-plugin-log/tflogtest"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// assertRunningVM checks the fake holds a running, provisioned VM of ours at vmid.
+func (h *harness) assertProvisioned(vmid int) {
+	h.t.Helper()
+	v := h.f.vm(vmid)
+	if v == nil {
+		h.t.Fatalf("no VM at %d", vmid)
+	}
+	if v.Status != "running" || v.Name != testName {
+		h.t.Errorf("VM %d: status %q name %q", vmid, v.Status, v.Name)
+	}
+	if m := ParseMark(v.Config["description"]); !m.Managed || m.UID != testUID {
+		h.t.Errorf("VM %d: mark %+v", vmid, m)
+	}
+	if v.Config["ide2"] != seedVolID(fakeISOStorage, testName)+",media=cdrom" || v.Config["agent"] != "1" {
+		h.t.Errorf("VM %d: ide2 %q agent %q", vmid, v.Config["ide2"], v.Config["agent"])
+	}
+	if _, ok := h.f.iso(v.Node, fakeISOStorage, seedFile(testName)); !ok {
+		h.t.Errorf("no seed ISO on %s", v.Node)
+	}
+}
+
+func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
+	h := newHarness(t)
+	var allocated []ID
+	vm, err := h.b.Create(h.ctx, h.spec(), func(id ID, node string) {
+		allocated = append(allocated, id)
+		if node != "pv1-1" {
+			t.Errorf("onAllocated node %q", node)
+		}
+		if h.f.calls("UploadISO") != 0 {
+			t.Error("onAllocated after the seed upload, want right after the clone")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(allocated, []ID{testID}) {
+		t.Errorf("onAllocated %v, want once with %v", allocated, testID)
+	}
+	if vm.ID != testID || vm.State != StateRunning || vm.UID != testUID || vm.Node != "pv1-1" {
+		t.Errorf("VM %+v", vm)
+	}
+	clones := h.f.callsOf("Clone")
+	if len(clones) != 1 {
+		t.Fatalf("%d clones", len(clones))
+	}
+	a := clones[0].Args
+	if clones[0].VMID != 9001 || a["newid"] != "105967" || a["name"] != testName || a["full"] != "1" ||
+		a["target"] != "" || a["description"] != FormatMark(testUID, h.spec().CreatedAt) {
+		t.Errorf("clone call %+v", clones[0])
+	}
+	h.assertProvisioned(testVMID0)
+	want := []string{"ClusterResources", "VMConfig", "Clone", "TaskStatus", "VMConfig", "UploadISO", "TaskStatus",
+		"SetVMConfig", "Start", "TaskStatus", "VMStatus"}
+	if got := h.f.methods(); !slices.Equal(got[:len(want)], want) {
+		t.Errorf("steps %v, want them to start %v", got, want)
+	}
+}
+
+func TestCreate_repeatReturnsSameIDAndCreatesNothing(t *testing.T) {
+	h := newHarness(t)
+	first := h.create(h.spec())
+	h.f.calllog = nil
+	var allocated []ID
+	second, err := h.b.Create(h.ctx, h.spec(), func(id ID, _ string) { allocated = append(allocated, id) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.ID != first.ID || !slices.Equal(allocated, []ID{first.ID}) {
+		t.Errorf("second Create %v (allocated %v), first %v", second.ID, allocated, first.ID)
+	}
+	for _, m := range []string{"Clone", "UploadISO", "SetVMConfig", "Start", "Resize"} {
+		if h.f.calls(m) != 0 {
+			t.Errorf("a repeat Create called %s", m)
+		}
+	}
+	// resources, config, status; then the read-back.
+	if got := h.f.methods()[:3]; !slices.Equal(got, []string{"ClusterResources", "VMConfig", "VMStatus"}) {
+		t.Errorf("repeat Create began %v", got)
+	}
+	if h.f.vmCount() != 1 {
+		t.Errorf("%d VMs", h.f.vmCount())
+	}
+}
+
+// TestCreate_retryTable is entry 10's "what a retry finds" table.
+func TestCreate_retryTable(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		// steps the retry must (true) or must not (false) make
+		clone, upload, config, start bool
+	}{
+		{"nothing", func(h *harness) {}, true, true, true, true},
+		{"submitting the clone: locked, nameless, waited on, adopted", func(h *harness) {
+			if _, err := h.f.Clone(h.ctx, "pv1-1", 9001, pveapi.CloneParams{NewID: testVMID0, Name: testName, Description: FormatMark(testUID, time.Now())}); err != nil {
+				h.t.Fatal(err)
+			}
+			n := 0
+			h.f.onCall("VMConfig", func(_ context.Context, c fakeCall) error {
+				if c.VMID == testVMID0 {
+					if n++; n == 3 {
+						h.f.finishTasks() // the clone ends while we wait
+					}
+				}
+				return nil
+			})
+		}, false, true, true, true},
+		{"the clone: adopts the stopped VM", func(h *harness) { h.f.addOurVM(testVMID0, testName, testUID) }, false, true, true, true},
+		{"steps 5 to 7: repeats them", func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, testUID)
+			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("old seed"))
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["ide2"] = seedVolID(fakeISOStorage, testName) + ",media=cdrom"
+				v.Config["tags"] = ManagedTag
+			})
+		}, false, true, true, true},
+		{"the start: returns the running VM", func(h *harness) { h.ourRunningVM(testVMID0, testName) }, false, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			h.f.calllog = nil
+			vm := h.create(h.spec())
+			if vm.ID != testID {
+				t.Errorf("ID %v", vm.ID)
+			}
+			for m, want := range map[string]bool{"Clone": tc.clone, "UploadISO": tc.upload, "SetVMConfig": tc.config, "Start": tc.start} {
+				if got := h.f.calls(m) > 0; got != want {
+					t.Errorf("%s called %v, want %v", m, got, want)
+				}
+			}
+			if h.f.calls("DeleteVolume") != 0 {
+				t.Error("the seed was deleted before the upload")
+			}
+			if h.f.vmCount() != 1 {
+				t.Errorf("%d VMs, want 1", h.f.vmCount())
+			}
+			h.assertProvisioned(testVMID0)
+			if b, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); tc.upload && string(b) != "ISO:"+testName {
+				t.Errorf("seed %q not overwritten", b)
+			}
+		})
+	}
+}
+
+// TestCreate_allocationTable is entry 2 with review findings P2/CR3.
+func TestCreate_allocationTable(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(h *harness)
+		vmid    int          // where our VM ends up; 0: an error
+		class   pveapi.Class // for errors
+		msg     []string     // in the error
+		configs int          // VMConfig calls (-1: not checked)
+		waited  bool         // whether Create slept on a lock
+	}{
+		{name: "foreign VM at attempt 0 is probed past without a config read", setup: func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01"})
+		}, vmid: testVMID1, configs: 1},
+		{name: "foreign VM under a lock is probed past without waiting (P2)", setup: func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01", Lock: "snapshot-delete"})
+		}, vmid: testVMID1, configs: 1},
+		{name: "container at attempt 0 is foreign", setup: func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Type: "lxc"})
+		}, vmid: testVMID1, configs: 1},
+		{name: "template at attempt 0 is foreign", setup: func(h *harness) {
+			h.f.addTemplate(testVMID0, "pv1-1", map[string]string{"name": testName})
+		}, vmid: testVMID1, configs: 1},
+		{name: "ours at attempt 0 found by name is adopted", setup: func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, testUID)
+		}, vmid: testVMID0, configs: -1},
+		{name: "ours at another VMID found by name is adopted", setup: func(h *harness) {
+			h.f.addOurVM(150000, testName, testUID)
+		}, vmid: 150000, configs: -1},
+		{name: "our name with an empty uid is adopted", setup: func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, "")
+		}, vmid: testVMID0, configs: -1},
+		{name: "nameless clone at attempt 0 is waited on, then foreign", setup: func(h *harness) {
+			h.f.addTemplate(9100, "pv1-1", nil)
+			if _, err := h.f.Clone(h.ctx, "pv1-1", 9100, pveapi.CloneParams{NewID: testVMID0, Name: "proxy-b"}); err != nil {
+				h.t.Fatal(err)
+			}
+			n := 0
+			h.f.onCall("VMConfig", func(_ context.Context, c fakeCall) error {
+				if c.VMID == testVMID0 {
+					if n++; n == 2 {
+						h.f.finishTasks()
+					}
+				}
+				return nil
+			})
+		}, vmid: testVMID1, configs: 3, waited: true},
+		{name: "a lock that never clears is transient after the clone budget", setup: func(h *harness) {
+			if _, err := h.f.Clone(h.ctx, "pv1-1", 9001, pveapi.CloneParams{NewID: testVMID0, Name: "proxy-b"}); err != nil {
+				h.t.Fatal(err)
+			}
+		}, class: pveapi.Transient, msg: []string{"VMID 105967", "still locked (clone)", "qm unlock 105967"}, configs: -1, waited: true},
+		{name: "two VMs with our name", setup: func(h *harness) {
+			h.f.addOurVM(110000, testName, testUID)
+			h.f.addVM(&fakeVM{VMID: 120000, Name: testName})
+		}, class: pveapi.Permanent, msg: []string{"110000", "120000"}, configs: 0},
+		{name: "our name without a mark is refused", setup: func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Config: map[string]string{"description": "hand-made"}})
+		}, class: pveapi.Permanent, msg: []string{"VMID 105967", testUID, "uid none", "never takes over", "vms/105967/proxy-a"}, configs: 1},
+		{name: "our name with another uid is refused with the import command", setup: func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, otherUID)
+		}, class: pveapi.Permanent, msg: []string{"VMID 105967", testUID, otherUID, "terraform import proxy_vm.<name> vms/105967/proxy-a"}, configs: 1},
+		{name: "our name at a probe VMID after the lookup (clone race) is refused", setup: func(h *harness) {
+			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
+				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
+					h.f.addOurVM(testVMID0, testName, otherUID)
+				}
+				return nil
+			})
+		}, class: pveapi.Permanent, msg: []string{otherUID}, configs: 1},
+		{name: "clone race lost to a foreign VM probes on (F4)", setup: func(h *harness) {
+			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
+				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
+					h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01"})
+				}
+				return nil
+			})
+		}, vmid: testVMID1, configs: 1},
+		{name: "clone race lost to ours is adopted (F4)", setup: func(h *harness) {
+			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
+				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
+					h.f.addOurVM(testVMID0, testName, testUID)
+				}
+				return nil
+			})
+		}, vmid: testVMID0, configs: -1},
+		{name: "our hibernated VM is refused, not waited on", setup: func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, testUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
+		}, class: pveapi.Permanent, msg: []string{"hibernated", "resume or destroy"}, configs: 1},
+		{name: "a foreign hibernated VM is probed past", setup: func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01", Lock: "suspended"})
+		}, vmid: testVMID1, configs: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			h.f.calllog = nil
+			vm, err := h.b.Create(h.ctx, h.spec(), nil)
+			if tc.vmid == 0 {
+				assertClass(t, err, tc.class)
+				assertContains(t, err.Error(), tc.msg...)
+				if h.f.vm(testVMID1) != nil {
+					t.Error("a refused Create cloned anyway")
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if vm.ID.VMID != tc.vmid {
+					t.Errorf("VMID %d, want %d", vm.ID.VMID, tc.vmid)
+				}
+				v := h.f.vm(tc.vmid)
+				if v == nil {
+					t.Fatalf("no VM at %d", tc.vmid)
+				}
+				if m := ParseMark(v.Config["description"]); v.Name != testName || !m.Managed || (m.UID != testUID && m.UID != "") {
+					t.Errorf("no VM of ours at %d", tc.vmid)
+				}
+				named := 0
+				for _, r := range mustList(t, h) {
+					if r.Name == testName && r.Type == "qemu" && r.Template == 0 {
+						named++
+					}
+				}
+				if named != 1 {
+					t.Errorf("%d VMs named %s, want 1", named, testName)
+				}
+			}
+			if tc.configs >= 0 {
+				var n int
+				for _, c := range h.f.log() {
+					if c.Method == "VMConfig" {
+						n++
+					}
+					if c.Method == "Clone" || c.Method == "UploadISO" {
+						break
+					}
+				}
+				if n != tc.configs {
+					t.Errorf("%d config reads before the clone, want %d", n, tc.configs)
+				}
+			}
+			if waited := len(h.clock.slept()) > 0; waited != tc.waited {
+				t.Errorf("waited %v (sleeps %v), want %v", waited, h.clock.slept(), tc.waited)
+			}
+		})
+	}
+}
+
+func TestCreate_vmidRangeExhaustedIsTransientNamingTheRange(t *testing.T) {
+	h := newHarness(t)
+	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = 100, 103
+	for i := 100; i <= 103; i++ {
+		h.f.addVM(&fakeVM{VMID: i, Name: "web" + strconv.Itoa(i)})
+	}
+	err := h.createFails(h.spec())
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "4 probes", "range 100 to 103")
+	if h.f.calls("VMConfig") != 1 || h.f.calls("Clone") != 0 {
+		t.Errorf("%d config reads (want only the template's), %d clones", h.f.calls("VMConfig"), h.f.calls("Clone"))
+	}
+}
+
+func TestCreate_thirtyTwoProbesAtMost(t *testing.T) {
+	h := newHarness(t)
+	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = 100, 1000
+	for a := range 40 {
+		h.f.addVM(&fakeVM{VMID: vmidFor(testUID, a, 100, 1000), Name: "web" + strconv.Itoa(a)})
+	}
+	err := h.createFails(h.spec())
+	assertContains(t, err.Error(), "32 probes", "range 100 to 1000")
+}
+
+func TestCreate_templateChecksRefuseBeforeAnyClone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]string // template config at 9002; nil: no template there
+		spec func(s *Spec)
+		msg  string
+	}{
+		{"template missing", nil, nil, "does not exist"},
+		{"not a template", map[string]string{"name": "plain", "scsi0": "l:d,size=3G", "net0": "virtio=AA:BB:CC:DD:EE:FF"}, nil, "is not a template"},
+		{"cloud-init drive (template 9000)", fixtureConfig("vm_config_template_9000"), nil, "cloud-init drive on ide2"},
+		{"no net0 with a bridge", map[string]string{"template": "1", "scsi0": "l:d,size=3G"}, func(s *Spec) { s.Bridge = "vmbr1" }, "no net0"},
+		{"no net0 with a VLAN tag", map[string]string{"template": "1", "scsi0": "l:d,size=3G"}, func(s *Spec) { s.VLANTag = 4 }, "no net0"},
+		{"no boot disk with a disk size", map[string]string{"template": "1", "net0": "virtio=AA:BB:CC:DD:EE:FF"}, func(s *Spec) { s.DiskGiB = 8 }, "no boot disk"},
+		{"boot disk without size with a disk size", map[string]string{"template": "1", "scsi0": "l:d"}, func(s *Spec) { s.DiskGiB = 8 }, "readable size="},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.cfg != nil {
+				v := h.f.addVM(&fakeVM{VMID: 9002, Name: "tmpl", Config: tc.cfg})
+				h.f.mutate(9002, func(f *fakeVM) { f.Template = tc.cfg["template"] == "1"; _ = v })
+			}
+			s := h.spec()
+			s.TemplateVMID = 9002
+			if tc.spec != nil {
+				tc.spec(&s)
+			}
+			err := h.createFails(s)
+			assertClass(t, err, pveapi.Permanent)
+			assertContains(t, err.Error(), tc.msg)
+			if h.f.calls("Clone") != 0 || h.f.vm(testVMID0) != nil {
+				t.Error("a refused template was cloned")
+			}
+		})
+	}
+}
+
+func TestCreate_adoptionDoesNotNeedTheTemplate(t *testing.T) {
+	h := newHarness(t)
+	h.f.addOurVM(testVMID0, testName, testUID)
+	h.f.remove(9001)
+	h.create(h.spec())
+	h.assertProvisioned(testVMID0)
+}
+
+func TestCreate_cloneTargetAndStorage(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.b.cfg.Storage = "ceph-vm"
+	s := h.spec()
+	s.Node = "pv1-2"
+	vm := h.create(s)
+	c := h.f.callsOf("Clone")[0]
+	if c.Node != "pv1-1" || c.Args["target"] != "pv1-2" || c.Args["storage"] != "ceph-vm" {
+		t.Errorf("clone %+v", c)
+	}
+	if vm.Node != "pv1-2" || h.f.vm(testVMID0).Node != "pv1-2" {
+		t.Errorf("VM on %q", vm.Node)
+	}
+	if up := h.f.callsOf("UploadISO")[0]; up.Node != "pv1-2" || up.Args["filename"] != "proxy-a-seed.iso" || up.Args["storage"] != fakeISOStorage {
+		t.Errorf("upload %+v", up)
+	}
+}
+
+func TestCreate_sameNodeHasNoTarget(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.create(h.spec())
+	if c := h.f.callsOf("Clone")[0]; c.Args["target"] != "" || c.Args["storage"] != "" {
+		t.Errorf("clone %+v", c)
+	}
+}
+
+func TestCreate_configWriteTable(t *testing.T) {
+	const mac = "virtio=BC:24:11:5A:90:01"
+	for _, tc := range []struct {
+		name  string
+		tmpl  map[string]string // merged over template 9001
+		spec  func(s *Spec)
+		check func(t *testing.T, p map[string]string)
+	}{
+		{"defaults: no net0 written", nil, nil, func(t *testing.T, p map[string]string) {
+			want := map[string]string{"cores": "2", "memory": "2048", "agent": "1", "tags": "proxy_operator",
+				"ide2": "proxy-seeds:iso/proxy-a-seed.iso,media=cdrom", "onboot": "1"}
+			if len(p) != len(want) {
+				t.Errorf("params %v, want %v", p, want)
+			}
+			for k, v := range want {
+				if p[k] != v {
+					t.Errorf("%s=%q, want %q", k, p[k], v)
+				}
+			}
+		}},
+		{"template tags kept", map[string]string{"tags": "web;Prod"}, nil, func(t *testing.T, p map[string]string) {
+			if p["tags"] != "web;prod;proxy_operator" {
+				t.Errorf("tags %q", p["tags"])
+			}
+		}},
+		{"onboot off", nil, func(s *Spec) { s.OnBoot = false }, func(t *testing.T, p map[string]string) {
+			if p["onboot"] != "0" {
+				t.Errorf("onboot %q", p["onboot"])
+			}
+		}},
+		{"VLAN tag appended keeping MAC and options", map[string]string{"net0": mac + ",bridge=vmbr0,firewall=1"}, func(s *Spec) { s.VLANTag = 4 },
+			func(t *testing.T, p map[string]string) {
+				if p["net0"] != mac+",bridge=vmbr0,firewall=1,tag=4" {
+					t.Errorf("net0 %q", p["net0"])
+				}
+			}},
+		{"bridge replaced in place", map[string]string{"net0": mac + ",bridge=vmbr0,tag=9"}, func(s *Spec) { s.Bridge = "vmbr4" },
+			func(t *testing.T, p map[string]string) {
+				if p["net0"] != mac+",bridge=vmbr4,tag=9" {
+					t.Errorf("net0 %q", p["net0"])
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.f.mutate(9001, func(v *fakeVM) {
+				for k, val := range tc.tmpl {
+					v.Config[k] = val
+				}
+			})
+			s := h.spec()
+			if tc.spec != nil {
+				tc.spec(&s)
+			}
+			h.create(s)
+			tc.check(t, h.f.callsOf("SetVMConfig")[0].Args)
+		})
+	}
+}
+
+func TestCreate_resizeOnlyWhenLarger(t *testing.T) {
+	for _, tc := range []struct {
+		disk   int
+		resize string // "": no resize
+	}{{0, ""}, {2, ""}, {3, ""}, {8, "8G"}} {
+		t.Run(strconv.Itoa(tc.disk), func(t *testing.T) {
+			h := newHarness(t)
+			h.f.taskPolls = 1
+			s := h.spec()
+			s.DiskGiB = tc.disk
+			h.create(s)
+			rs := h.f.callsOf("Resize")
+			if tc.resize == "" {
+				if len(rs) != 0 {
+					t.Errorf("resized %v", rs)
+				}
+				return
+			}
+			if len(rs) != 1 || rs[0].Args["disk"] != "scsi0" || rs[0].Args["size"] != tc.resize {
+				t.Fatalf("resize calls %v", rs)
+			}
+			if got := h.f.vm(testVMID0).Config["scsi0"]; !strings.Contains(got, "size="+tc.resize) {
+				t.Errorf("scsi0 %q: the resize task was not waited on", got)
+			}
+			// The start comes after the resize task finished.
+			m := h.f.methods()
+			if slices.Index(m, "Start") < slices.Index(m, "Resize")+2 {
+				t.Errorf("start before the resize task ended: %v", m)
+			}
+		})
+	}
+}
+
+func TestCreate_vmThatStopsAfterStartIsTransient(t *testing.T) {
+	h := newHarness(t)
+	h.f.onCall("VMStatus", func(context.Context, fakeCall) error {
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Status = "stopped" })
+		return nil
+	})
+	err := h.createFails(h.spec())
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "stopped right after it was started", "VMID 105967")
+}
+
+func TestCreate_runningBudgetIsTransient(t *testing.T) {
+	h := newHarness(t)
+	h.f.onCall("VMStatus", func(context.Context, fakeCall) error {
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.QMP = "prelaunch" })
+		return nil
+	})
+	err := h.createFails(h.spec())
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "did not reach running within 1m0s", `"prelaunch"`)
+}
+
+func TestCreate_startTaskWarningsCountAsSuccess(t *testing.T) {
+	h := newHarness(t)
+	h.f.failTask("qmstart", fixtureExit("task_status_warnings"))
+	h.f.onCall("VMStatus", func(context.Context, fakeCall) error { // the failed-task path has no effect
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = "running", "running" })
+		return nil
+	})
+	h.create(h.spec())
+}
+
+func TestCreate_cloneTaskFailureIsTransient(t *testing.T) {
+	h := newHarness(t)
+	h.f.failTask("qmclone", "clone failed: no space left on device")
+	err := h.createFails(h.spec())
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "no space left on device")
+}
+
+func TestCreate_doesNotExistInsideCreateIsTransient(t *testing.T) {
+	h := newHarness(t)
+	h.f.onCall("SetVMConfig", func(context.Context, fakeCall) error { h.f.remove(testVMID0); return nil })
+	var allocated bool
+	_, err := h.b.Create(h.ctx, h.spec(), func(ID, string) { allocated = true })
+	assertClass(t, err, pveapi.Transient)
+	if !allocated {
+		t.Error("onAllocated not called before the failure")
+	}
+}
+
+func TestCreate_waitsForTheAgentsAddress(t *testing.T) {
+	h := newHarness(t)
+	n := 0
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		if n++; n == 3 {
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	s := h.spec()
+	s.WaitForIP = true
+	vm := h.create(s)
+	if vm.IP != "192.168.0.150" || vm.State != StateRunning || n != 3 {
+		t.Errorf("IP %q state %q after %d agent calls", vm.IP, vm.State, n)
+	}
+}
+
+func TestCreate_noAddressWaitWithoutWaitForIP(t *testing.T) {
+	h := newHarness(t)
+	vm := h.create(h.spec())
+	if h.f.calls("AgentNetworkInterfaces") != 0 || vm.IP != "" {
+		t.Errorf("agent called %d times", h.f.calls("AgentNetworkInterfaces"))
+	}
+}
+
+func TestCreate_addressWaitBoundedByContext(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(h.ctx)
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		if h.f.calls("AgentNetworkInterfaces") == 20 {
+			cancel()
+		}
+		return nil
+	})
+	s := h.spec()
+	s.WaitForIP = true
+	var id ID
+	_, err := h.b.Create(ctx, s, func(i ID, _ string) { id = i })
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "no IPv4 address", "QEMU guest agent is not running", "wait_for_ip = false")
+	if id != testID {
+		t.Errorf("onAllocated %v", id)
+	}
+	if h.f.calls("AgentNetworkInterfaces") != 20 {
+		t.Errorf("%d agent calls", h.f.calls("AgentNetworkInterfaces"))
+	}
+}
+
+func TestCreate_cloudInitSentinelNeverLoggedOrInErrors(t *testing.T) {
+	const sentinel = "SENTINEL-cloud-init-7f3a9c"
+	h := newHarness(t)
+	h.b.buildSeed = nocloud.Build // the real builder: its errors and ours must not carry the text
+	s := h.spec()
+	s.UserData = []byte("#cloud-config\nwrite_files:\n- content: " + sentinel + "\n")
+	s.WaitForIP = true
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		return nil
+	})
+	h.create(s)
+	if iso, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); !strings.Contains(string(iso), sentinel) {
+		t.Error("the seed does not carry the user-data (the test would prove nothing)")
+	}
+	// A failing Create too.
+	h2 := newHarness(t)
+	h2.b.buildSeed = nocloud.Build
+	h2.f.failNext("SetVMConfig", fixtureErr("err_bad_param"))
+	err := h2.createFails(s)
+	var logs strings.Builder
+	logs.WriteString(h.logs.String())
+	logs.WriteString(h2.logs.String())
+	if strings.Contains(logs.String(), sentinel) || strings.Contains(err.Error(), sentinel) {
+		t.Error("the cloud-init text reached a log line or an error")
+	}
+	assertContains(t, logs.String(), `"cloud_init_bytes":`+strconv.Itoa(len(s.UserData)), "proxmox vm ensured running", "proxmox vm create failed")
+	if !strings.Contains(logs.String(), `"@level":"trace"`) {
+		t.Error("the logger did not run at TRACE")
+	}
+}
+
+func TestCreate_concurrentSameNameSerialised(t *testing.T) {
+	h := newHarness(t)
+	var wg sync.WaitGroup
+	ids := make([]ID, 3)
+	for i := range ids {
+		wg.Go(func() {
+			vm, err := h.b.Create(h.ctx, h.spec(), nil)
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = vm.ID
+		})
+	}
+	wg.Wait()
+	if h.f.calls("Clone") != 1 || h.f.vmCount() != 1 {
+		t.Errorf("%d clones, %d VMs", h.f.calls("Clone"), h.f.vmCount())
+	}
+	for _, id := range ids {
+		if id != testID {
+			t.Errorf("ID %v", id)
+		}
+	}
+	if h.b.locks.size() != 0 {
+		t.Error("name lock left behind")
+	}
+}
+
+func TestCreate_twoResourcesOnOneVMIDBothLand(t *testing.T) {
+	h := newHarness(t)
+	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = 100, 101
+	a, b := h.spec(), h.spec()
+	b.Name, b.UID = "proxy-b", testUID+"-b" // different resource, may share probe VMIDs
+	var wg sync.WaitGroup
+	for _, s := range []Spec{a, b} {
+		wg.Go(func() {
+			if _, err := h.b.Create(h.ctx, s, nil); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if h.f.vmCount() != 2 {
+		t.Errorf("%d VMs, want 2", h.f.vmCount())
+	}
+}
+
+func TestCreate_cancelledContextReturnsPromptly(t *testing.T) {
+	for _, method := range []string{"ClusterResources", "Clone", "TaskStatus", "UploadISO", "Start", "VMStatus"} {
+		t.Run(method, func(t *testing.T) {
+			h := newHarness(t)
+			h.f.onCall(method, func(ctx context.Context, _ fakeCall) error { <-ctx.Done(); return ctx.Err() })
+			ctx, cancel := context.WithCancel(h.ctx)
+			go func() {
+				waitFor(t, func() bool { return h.f.calls(method) > 0 })
+				cancel()
+			}()
+			_, err := h.b.Create(ctx, h.spec(), nil)
+			assertClass(t, err, pveapi.Transient)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("err %v does not wrap context.Canceled", err)
+			}
+		})
+	}
+}
+
+func TestCreate_invalidSpecIsPermanentWithoutARequest(t *testing.T) {
+	for name, mut := range map[string]func(s *Spec){
+		"no name":         func(s *Spec) { s.Name = "" },
+		"slash in name":   func(s *Spec) { s.Name = "a/b" },
+		"no uid":          func(s *Spec) { s.UID = "" },
+		"no template":     func(s *Spec) { s.TemplateVMID = 0 },
+		"VLAN too large":  func(s *Spec) { s.VLANTag = 4095 },
+		"negative disk":   func(s *Spec) { s.DiskGiB = -1 },
+		"node of several": func(s *Spec) { s.Node = "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, "pv1-1", "pv1-2")
+			s := h.spec()
+			mut(&s)
+			assertClass(t, h.createFails(s), pveapi.Permanent)
+			if h.f.calls("") != 0 {
+				t.Error("made a request")
+			}
+		})
+	}
+}
+
+func TestCreate_singleNodeSelectedWhenNodeEmpty(t *testing.T) {
+	h := newHarness(t)
+	s := h.spec()
+	s.Node = ""
+	if vm := h.create(s); vm.Node != "pv1-1" {
+		t.Errorf("node %q", vm.Node)
+	}
+}
+
+func TestCreate_outcomeLine(t *testing.T) {
+	var logs strings.Builder
+	h := newHarness(t)
+	ctx := tflog.NewSubsystem(tflogtest.RootLogger(context.Background(), &logs), LogSubsystem)
+	if _, err := h.b.Create(ctx, h.spec(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.SplitSeq(logs.String(), "\n") {
+		if strings.Contains(l, "proxmox vm ensured running") {
+			line = l
+		}
+	}
+	assertContains(t, line, `"@level":"debug"`, `"vmid":105967`, `"name":"proxy-a"`, `"node":"pv1-1"`, `"duration_ms"`, `"cloned":true`)
+	assertContains(t, logs.String(), `"upid":"UPID:pv1-1:`)
+}
+
+func mustList(t *testing.T, h *harness) []pveapi.Resource {
+	t.Helper()
+	res, err := h.f.ClusterResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

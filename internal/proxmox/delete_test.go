@@ -1,0 +1,305 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// seedNodes lists the nodes DeleteVolume was called on.
+func seedNodes(f *fakeAPI) []string {
+	var out []string
+	for _, c := range f.callsOf("DeleteVolume") {
+		if c.Args["volid"] != seedVolID(fakeISOStorage, testName) || c.Args["storage"] != fakeISOStorage {
+			panic("unexpected volume delete " + c.Args["volid"])
+		}
+		out = append(out, c.Node)
+	}
+	return out
+}
+
+// mutating returns the seam calls that change something, in order.
+func mutating(f *fakeAPI) []string {
+	var out []string
+	for _, m := range f.methods() {
+		if slices.Contains([]string{"Stop", "Start", "DeleteVolume", "Destroy", "SetVMConfig", "Resize", "Clone", "UploadISO"}, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestDelete_stepsTable is entry 11 steps 2 to 7 with CR1 (stop, seed, destroy) and the
+// Phase 10 answers (a paused VM stops, a hibernated VM is destroyed).
+func TestDelete_stepsTable(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(h *harness)
+		calls   []string // mutating calls
+		seedOn  []string
+		vmLeft  bool
+		destroy bool
+	}{
+		{"running: stop, seed, destroy", func(h *harness) { h.ourRunningVM(testVMID0, testName) },
+			[]string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		{"stopped: no stop", func(h *harness) { h.f.addOurVM(testVMID0, testName, testUID) },
+			[]string{"DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		{"paused: stopped first (Phase 10)", func(h *harness) {
+			h.ourRunningVM(testVMID0, testName)
+			st := capturedStatus(h.t, "status_current_paused")
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = st.Status, st.QMPStatus })
+		}, []string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		{"hibernated ours: destroyed like a stopped one (Phase 10)", func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, testUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
+		}, []string{"DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		{"listing lags: running VM listed stopped is still stopped (P6)", func(h *harness) {
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.ListedStatus = "stopped" })
+		}, []string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		{"absent: seed deleted on every node", func(h *harness) {},
+			[]string{"DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-2"}, false, false},
+		{"another name: left alone, seed on every node", func(h *harness) { h.ourRunningVM(testVMID0, "proxy-other") },
+			[]string{"DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-2"}, true, false},
+		{"unmarked: left alone", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Status: "running"})
+		}, []string{"DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-2"}, true, false},
+		{"container at the VMID: left alone", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Type: "lxc", Status: "running"})
+		}, []string{"DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-2"}, true, false},
+		{"hibernated foreign: left alone", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Lock: "suspended"})
+		}, []string{"DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-2"}, true, false},
+		{"gone at the stop: seed on its node, no destroy", func(h *harness) {
+			h.ourRunningVM(testVMID0, testName)
+			h.f.onCall("Stop", func(context.Context, fakeCall) error { h.f.remove(testVMID0); return nil })
+		}, []string{"Stop", "DeleteVolume"}, []string{"pv1-1"}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "pv1-1", "pv1-2")
+			tc.setup(h)
+			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("seed"))
+			h.f.calllog = nil
+			if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := mutating(h.f); !slices.Equal(got, tc.calls) {
+				t.Errorf("calls %v, want %v", got, tc.calls)
+			}
+			if got := seedNodes(h.f); !slices.Equal(got, tc.seedOn) {
+				t.Errorf("seed deleted on %v, want %v", got, tc.seedOn)
+			}
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok {
+				t.Error("the seed is left")
+			}
+			if left := h.f.vm(testVMID0) != nil; left != tc.vmLeft {
+				t.Errorf("VM left %v, want %v", left, tc.vmLeft)
+			}
+			if tc.vmLeft && h.f.vm(testVMID0).Status == "running" && h.f.calls("Stop") != 0 {
+				t.Error("a VM that is not ours was stopped")
+			}
+			assertContains(t, h.logs.String(), "proxmox vm deleted")
+		})
+	}
+}
+
+func TestDelete_nodeFromStateAddedWhenNotConfigured(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.f.storages["pv1-9/"+fakeISOStorage] = h.f.storages["pv1-1/"+fakeISOStorage]
+	if err := h.b.Delete(h.ctx, testID, "pv1-9"); err != nil {
+		t.Fatal(err)
+	}
+	if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-2", "pv1-9"}) {
+		t.Errorf("seed deleted on %v", got)
+	}
+}
+
+func TestDelete_twiceSucceeds(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	for i := range 2 {
+		if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+			t.Fatalf("Delete %d: %v", i+1, err)
+		}
+	}
+	if h.f.calls("Destroy") != 1 {
+		t.Errorf("%d destroys", h.f.calls("Destroy"))
+	}
+}
+
+// CR1 and CR2: a seed delete that fails on the VM's node fails the call before the destroy;
+// the VM stays (stopped) for the next Delete, which removes both once the fault clears.
+func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		inject func(f *fakeAPI)
+		class  pveapi.Class
+		msg    string
+	}{
+		{"403 Datastore.Allocate (CR2)", func(f *fakeAPI) { f.failNext("DeleteVolume", fixtureErr("err_forbidden_volume_delete")) },
+			pveapi.Permanent, "Datastore.Allocate"},
+		{"596", func(f *fakeAPI) { f.failNext("DeleteVolume", fixtureErr("err_596")) }, pveapi.Transient, "596"},
+		{"failed task (CR1)", func(f *fakeAPI) { f.failTask("imgdel", "unable to delete volume") }, pveapi.Transient, "unable to delete volume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			tc.inject(h.f)
+			err := h.b.Delete(h.ctx, testID, "pv1-1")
+			assertClass(t, err, tc.class)
+			assertContains(t, err.Error(), tc.msg, "VMID 105967")
+			if h.f.calls("Destroy") != 0 {
+				t.Fatal("destroyed before the seed was deleted")
+			}
+			vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+			if err != nil || vm.State != StateStopped {
+				t.Fatalf("Get after the failed Delete: %+v, %v", vm, err)
+			}
+			if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok || h.f.vm(testVMID0) != nil {
+				t.Error("the second Delete left the VM or the seed")
+			}
+		})
+	}
+}
+
+// P1: on the every-node path a node's failure is skipped, unless it is Permanent or ctx ended.
+func TestDelete_everyNodePathSkipsNodeFailuresButNotPermanent(t *testing.T) {
+	t.Run("596 on one node is skipped", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		h.f.failNext("DeleteVolume", fixtureErr("err_596"))
+		if err := h.b.Delete(h.ctx, testID, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-2"}) {
+			t.Errorf("seed deleted on %v", got)
+		}
+		assertContains(t, h.logs.String(), "proxmox seed delete skipped on node")
+	})
+	t.Run("a node without the storage is skipped", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		delete(h.f.storages, "pv1-1/"+fakeISOStorage)
+		if err := h.b.Delete(h.ctx, testID, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a refused privilege fails the call", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		h.f.failNext("DeleteVolume", fixtureErr("err_forbidden_volume_delete"))
+		err := h.b.Delete(h.ctx, testID, "")
+		assertClass(t, err, pveapi.Permanent)
+		assertContains(t, err.Error(), "Datastore.Allocate")
+	})
+}
+
+func TestDelete_waitsForATaskLockWithinTheDestroyBudget(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "backup" })
+	n := 0
+	h.f.onCall("ClusterResources", func(context.Context, fakeCall) error {
+		if n++; n == 3 {
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "" })
+		}
+		return nil
+	})
+	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.f.vm(testVMID0) != nil || len(h.clock.slept()) < 2 {
+		t.Errorf("VM left %v, sleeps %v", h.f.vm(testVMID0) != nil, h.clock.slept())
+	}
+}
+
+func TestDelete_lockThatNeverClearsIsTransientAfterTheBudget(t *testing.T) {
+	for name, mut := range map[string]func(v *fakeVM){
+		"backup lock":    func(v *fakeVM) { v.Lock = "backup" },
+		"mid-clone":      func(v *fakeVM) { v.Lock, v.cloning = "clone", true },
+		"status unknown": func(v *fakeVM) { v.ListedStatus = "unknown" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, mut)
+			err := h.b.Delete(h.ctx, testID, "pv1-1")
+			assertClass(t, err, pveapi.Transient)
+			assertContains(t, err.Error(), "still busy", "after 5m0s", "qm unlock 105967")
+			if h.f.calls("Stop")+h.f.calls("Destroy")+h.f.calls("DeleteVolume") != 0 {
+				t.Error("touched a busy VM")
+			}
+		})
+	}
+}
+
+func TestDelete_destroyTaskFailureIsTransientSeedAlreadyGone(t *testing.T) {
+	h := newHarness(t)
+	h.f.addOurVM(testVMID0, testName, testUID)
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("seed"))
+	h.f.failTask("qmdestroy", "unable to remove disk")
+	err := h.b.Delete(h.ctx, testID, "pv1-1")
+	assertClass(t, err, pveapi.Transient)
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok || h.f.vm(testVMID0) == nil {
+		t.Error("want the seed gone and the VM kept")
+	}
+}
+
+func TestDelete_startedBehindTheListingIsTransient(t *testing.T) {
+	h := newHarness(t)
+	h.f.addOurVM(testVMID0, testName, testUID)
+	h.f.onCall("Destroy", func(context.Context, fakeCall) error {
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Status = "running" })
+		return nil
+	})
+	err := h.b.Delete(h.ctx, testID, "pv1-1")
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "started again")
+}
+
+func TestDelete_malformedIDIsPermanent(t *testing.T) {
+	h := newHarness(t)
+	assertClass(t, h.b.Delete(h.ctx, ID{VMID: 42, Name: "x"}, ""), pveapi.Permanent)
+	if h.f.calls("") != 0 {
+		t.Error("made a request")
+	}
+}
+
+func TestDelete_waitsOnTheNameLock(t *testing.T) {
+	h := newHarness(t)
+	unlock, err := h.b.locks.lock(h.ctx, testName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	cancel()
+	err = h.b.Delete(ctx, testID, "pv1-1")
+	unlock()
+	assertClass(t, err, pveapi.Transient)
+	if !errors.Is(err, context.Canceled) || h.f.calls("") != 0 {
+		t.Errorf("err %v, %d calls", err, h.f.calls(""))
+	}
+}
+
+func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
+	for _, method := range []string{"ClusterResources", "VMStatus", "Stop", "TaskStatus", "DeleteVolume", "Destroy"} {
+		t.Run(method, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.onCall(method, func(ctx context.Context, _ fakeCall) error { <-ctx.Done(); return ctx.Err() })
+			ctx, cancel := context.WithCancel(h.ctx)
+			go func() {
+				waitFor(t, func() bool { return h.f.calls(method) > 0 })
+				cancel()
+			}()
+			err := h.b.Delete(ctx, testID, "pv1-1")
+			assertClass(t, err, pveapi.Transient)
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("err %v does not wrap context.Canceled", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package proxmox
+
+import (
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+func TestFindByName_table(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		want  ID
+		class pveapi.Class
+		msg   string
+	}{
+		{"one marked VM", func(h *harness) { h.ourRunningVM(testVMID0, testName) }, testID, 0, ""},
+		{"a VM the operator made (empty uid)", func(h *harness) { h.f.addOurVM(testVMID0, testName, "") }, testID, 0, ""},
+		{"none", func(h *harness) {}, ID{}, pveapi.NotFound, `no VM named "proxy-a"`},
+		{"unmarked", func(h *harness) { h.f.addVM(&fakeVM{VMID: 300, Name: testName}) }, ID{}, pveapi.Permanent, "carries no proxy-operator-managed=true"},
+		{"two", func(h *harness) {
+			h.f.addOurVM(300, testName, testUID)
+			h.f.addOurVM(301, testName, otherUID)
+		}, ID{}, pveapi.Permanent, "VMIDs 300, 301"},
+		{"a container of that name is not a candidate", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: 300, Name: testName, Type: "lxc"})
+		}, ID{}, pveapi.NotFound, "no VM named"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			got, err := h.b.FindByName(h.ctx, testName)
+			if tc.msg == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("FindByName = %v, %v; want %v", got, err, tc.want)
+				}
+				return
+			}
+			assertClass(t, err, tc.class)
+			assertContains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestFindByVMID_table(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		class pveapi.Class
+		msg   string // empty: success
+	}{
+		{"marked", func(h *harness) { h.ourRunningVM(testVMID0, testName) }, 0, ""},
+		{"absent", func(h *harness) {}, pveapi.NotFound, "not in the cluster"},
+		{"container", func(h *harness) { h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Type: "lxc"}) }, pveapi.Permanent, "container"},
+		{"template", func(h *harness) { h.f.addTemplate(testVMID0, "pv1-1", map[string]string{"name": "t"}) }, pveapi.Permanent, "template"},
+		{"mid-clone", func(h *harness) { h.f.addVM(&fakeVM{VMID: testVMID0, Lock: "clone", cloning: true}) }, pveapi.Transient, "being cloned"},
+		{"unmarked", func(h *harness) { h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName}) }, pveapi.Permanent, "only VMs created by this provider"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			got, err := h.b.FindByVMID(h.ctx, testVMID0)
+			if tc.msg == "" {
+				if err != nil || got != testID {
+					t.Fatalf("FindByVMID = %v, %v", got, err)
+				}
+				return
+			}
+			assertClass(t, err, tc.class)
+			assertContains(t, err.Error(), tc.msg, "import")
+		})
+	}
+}
+
+func TestFindByID_nameMustMatch(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	if got, err := h.b.FindByID(h.ctx, testID); err != nil || got != testID {
+		t.Fatalf("FindByID = %v, %v", got, err)
+	}
+	_, err := h.b.FindByID(h.ctx, ID{VMID: testVMID0, Name: "proxy-b"})
+	assertClass(t, err, pveapi.Permanent)
+	assertContains(t, err.Error(), `holds VM "proxy-a", not "proxy-b"`)
+}
