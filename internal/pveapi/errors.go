@@ -1,33 +1,62 @@
 package pveapi
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
 )
 
 // APIError is a non-2xx answer (F1). Message is the body's message with the trailing
-// newline trimmed, or the reason phrase when the body has none (a 401). Its Error() never
-// carries headers, URLs or the token.
+// newline trimmed, or the reason phrase when the body has none (a 401, 595, 596). Errors is
+// the 400 body's per-parameter map. Its Error() never carries headers, URLs or the token:
+// the client redacts the token and its secret from Message and Errors when it builds the
+// error, in case a server echoes them.
 type APIError struct {
 	Status  int
 	Message string
 	Errors  map[string]string
 }
 
+// Error renders "proxmox API <status>: <message>", with the field errors of a 400 appended
+// in key order: "proxmox API 400: Parameter verification failed: storage: No such storage.".
 func (e *APIError) Error() string {
-	// NOTE(skeleton): the client issue completes this (field errors, redaction).
-	return fmt.Sprintf("proxmox API %d: %s", e.Status, e.Message)
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if len(e.Errors) == 0 {
+		return fmt.Sprintf("proxmox API %d: %s", e.Status, msg)
+	}
+	keys := make([]string, 0, len(e.Errors))
+	for k := range e.Errors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + e.Errors[k]
+	}
+	return fmt.Sprintf("proxmox API %d: %s: %s", e.Status, strings.TrimSuffix(msg, "."), strings.Join(parts, "; "))
 }
 
 // Class is the error class of seed entry 13.
 type Class int
 
 const (
-	// Transient: retry may succeed (5xx, network, task failures, locks, cancellation).
+	// Transient means a retry may succeed (5xx, network, task failures, locks, cancellation).
 	Transient Class = iota
-	// Permanent: an admin must fix something (401, 403, 4xx, TLS verification, bad token file).
+	// Permanent means an admin must fix something (401, 403, 4xx, TLS verification, bad token file).
 	Permanent
-	// NotFound: the VM is gone.
+	// NotFound means the VM is gone.
 	NotFound
 )
 
@@ -42,5 +71,223 @@ func (c Class) String() string {
 	}
 }
 
-// ErrCredentials marks token-file failures (missing, unreadable, malformed).
+// ErrCredentials marks token failures (file missing or unreadable: Transient; content not
+// <user>@<realm>!<tokenid>=<secret>: Permanent). Test with errors.Is or IsCredentials.
 var ErrCredentials = errors.New("proxmox API token unavailable")
+
+// ErrCA marks CA bundle failures (CA file missing: Transient; no certificate in it:
+// Permanent). Test with errors.Is or IsCAUnavailable.
+var ErrCA = errors.New("proxmox CA bundle unavailable")
+
+// classError attaches a class to an error at its source.
+type classError struct {
+	class Class
+	err   error
+}
+
+func (e *classError) Error() string { return e.err.Error() }
+func (e *classError) Unwrap() error { return e.err }
+
+// WithClass attaches class to err, so that Classify returns it whatever err wraps. A nil err
+// stays nil.
+func WithClass(class Class, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classError{class: class, err: err}
+}
+
+// ClassOf returns the class attached by the outermost WithClass in err's chain.
+func ClassOf(err error) (Class, bool) {
+	var ce *classError
+	if errors.As(err, &ce) {
+		return ce.class, true
+	}
+	return Transient, false
+}
+
+// Classify maps an error of op ("create", "get", "update", "delete", "list", "check") to its
+// class, exactly as seed entry 13's table says:
+//   - a class attached with WithClass wins;
+//   - 401, 403, 400 and any other 4xx: Permanent;
+//   - 500 "Configuration file '...' does not exist": NotFound, but Transient when op is
+//     "create" (a missing VM inside Create is never "not found");
+//   - every other 5xx (locks, agent answers, config file already exists, 595, 596): Transient;
+//   - a failed task (*TaskError): Transient;
+//   - TLS verification failure: Permanent;
+//   - context errors, network errors, io.EOF, and anything else: Transient.
+func Classify(op string, err error) Class {
+	if err == nil {
+		return Transient
+	}
+	if c, ok := ClassOf(err); ok {
+		return c
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Transient
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		switch {
+		case ae.Status >= 400 && ae.Status < 500:
+			return Permanent
+		case IsNotExist(err):
+			if op == "create" {
+				return Transient
+			}
+			return NotFound
+		default:
+			return Transient
+		}
+	}
+	if IsTLSVerification(err) {
+		return Permanent
+	}
+	return Transient
+}
+
+func apiError(err error) (*APIError, bool) {
+	var ae *APIError
+	ok := errors.As(err, &ae)
+	return ae, ok
+}
+
+var (
+	reNotExist      = regexp.MustCompile(`^Configuration file '[^']+' does not exist$`)
+	reAlreadyExists = regexp.MustCompile(`^unable to create VM [0-9]+: config file already exists$`)
+	reVMNotRunning  = regexp.MustCompile(`^VM [0-9]+ is not running$`)
+	reLocked        = regexp.MustCompile(`^VM is locked \(([a-z-]+)\)$`)
+)
+
+const (
+	msgAgentNotRunning   = "QEMU guest agent is not running"
+	msgNoAgentConfigured = "No QEMU guest agent configured"
+	msgNoSuchStorage     = "No such storage."
+)
+
+func is500(err error, match func(string) bool) bool {
+	ae, ok := apiError(err)
+	return ok && ae.Status == http.StatusInternalServerError && match(ae.Message)
+}
+
+// IsNotExist reports whether err says the VM is gone (F2): 500 "Configuration file 'nodes/<node>/qemu-server/<vmid>.conf'
+// does not exist", answered by config, status/current and destroy alike.
+func IsNotExist(err error) bool { return is500(err, reNotExist.MatchString) }
+
+// IsAlreadyExists reports whether err refuses a clone onto a taken VMID (F4): 500 "unable to create VM <vmid>: config
+// file already exists".
+func IsAlreadyExists(err error) bool { return is500(err, reAlreadyExists.MatchString) }
+
+// IsAgentNotRunning reports whether err says the agent is enabled but not answering yet (F5),
+// matching the whole message.
+func IsAgentNotRunning(err error) bool {
+	return is500(err, func(m string) bool { return m == msgAgentNotRunning })
+}
+
+// IsNoAgentConfigured reports whether err says agent=1 is not in the VM's config (F5),
+// matching the whole message.
+func IsNoAgentConfigured(err error) bool {
+	return is500(err, func(m string) bool { return m == msgNoAgentConfigured })
+}
+
+// IsVMNotRunning reports whether err says the VM is stopped (F5), the whole message "VM <vmid> is not running" (its
+// tail is a suffix of the agent answer, so it is matched whole; review finding CR5).
+func IsVMNotRunning(err error) bool { return is500(err, reVMNotRunning.MatchString) }
+
+// IsLocked reports whether err says a task holds the VM (F7): 500 "VM is locked (<lock>)".
+func IsLocked(err error) bool { return is500(err, reLocked.MatchString) }
+
+// LockOf returns the lock named by an IsLocked error ("clone", "backup", ...).
+func LockOf(err error) (string, bool) {
+	ae, ok := apiError(err)
+	if !ok || ae.Status != http.StatusInternalServerError {
+		return "", false
+	}
+	m := reLocked.FindStringSubmatch(ae.Message)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// IsNoSuchStorage reports whether err says the storage does not exist in the cluster: a 400 whose field error for
+// "storage" is exactly "No such storage." (Phase 10 capture). A clone onto a storage without
+// image support has another storage field error and does not match.
+func IsNoSuchStorage(err error) bool {
+	ae, ok := apiError(err)
+	return ok && ae.Status == http.StatusBadRequest && ae.Errors["storage"] == msgNoSuchStorage
+}
+
+// IsUnauthorized reports whether err is a 401 (F22: wrong secret, unknown token, or no credentials).
+func IsUnauthorized(err error) bool {
+	ae, ok := apiError(err)
+	return ok && ae.Status == http.StatusUnauthorized
+}
+
+// IsForbidden reports whether err is a 403; the message names the path and the missing privilege (F13).
+func IsForbidden(err error) bool {
+	ae, ok := apiError(err)
+	return ok && ae.Status == http.StatusForbidden
+}
+
+// IsProxyFailure reports whether pveproxy could not reach the node it forwards to (595 connect, 596 TLS,
+// send or header read), reason phrase only.
+func IsProxyFailure(err error) bool {
+	ae, ok := apiError(err)
+	return ok && (ae.Status == 595 || ae.Status == 596)
+}
+
+// IsTLSVerification reports whether the server's certificate did not verify (unknown authority, hostname
+// mismatch, invalid or expired certificate). The admin must fix the URL or the CA.
+func IsTLSVerification(err error) bool {
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) || errors.As(err, &cv)
+}
+
+// IsCAUnavailable reports whether the configured CA file is missing or holds no certificate (ErrCA).
+func IsCAUnavailable(err error) bool { return errors.Is(err, ErrCA) }
+
+// IsCredentials reports whether the token is missing or malformed (ErrCredentials); no request was sent.
+func IsCredentials(err error) bool { return errors.Is(err, ErrCredentials) }
+
+// IsDialFailure reports whether the node did not answer at all: the TCP connect failed (net.OpError with Op
+// "dial", including its 10 s timeout) or the TLS handshake failed for a network reason (its
+// 10 s timeout, or the connection closed or reset during it). A TLS verification failure is
+// not a dial failure.
+func IsDialFailure(err error) bool {
+	if err == nil || IsTLSVerification(err) {
+		return false
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	var he *handshakeError
+	return errors.As(err, &he)
+}
+
+// IsConnectionLost reports whether the connection was cut after it was made, before a complete response
+// arrived (EOF, reset, broken pipe).
+func IsConnectionLost(err error) bool {
+	if err == nil || IsDialFailure(err) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed)
+}
+
+// IsUnreachable reports whether the node could not be talked to: IsDialFailure, IsConnectionLost, or a 595
+// or 596 from pveproxy. The Checker's Unreachable reason.
+func IsUnreachable(err error) bool {
+	return IsDialFailure(err) || IsConnectionLost(err) || IsProxyFailure(err)
+}
+
+// handshakeError marks a TLS handshake that failed for a network reason.
+type handshakeError struct{ err error }
+
+func (e *handshakeError) Error() string { return "TLS handshake: " + e.err.Error() }
+func (e *handshakeError) Unwrap() error { return e.err }

@@ -17,7 +17,7 @@ import (
 const fixtureNode = "pv1-1"
 
 // TestFixtures_formatInvariants loads every testdata/*.json and checks the rules of
-// testdata/README.md: a labelled source, Proxmox's error envelope (F1), empty bodies where
+// testdata/README.md: a labeled source, Proxmox's error envelope (F1), empty bodies where
 // Proxmox sends none, no token anywhere, and data that decodes into the seam's types.
 func TestFixtures_formatInvariants(t *testing.T) {
 	names, err := fixture.All()

@@ -1,0 +1,287 @@
+package pveapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/fixture"
+)
+
+// matchers are every exported predicate; each error answer matches exactly the ones its
+// row in the classify table names (the seed's matcher matrix, review finding CR5).
+var matchers = map[string]func(error) bool{
+	"IsNotExist":          IsNotExist,
+	"IsAlreadyExists":     IsAlreadyExists,
+	"IsAgentNotRunning":   IsAgentNotRunning,
+	"IsNoAgentConfigured": IsNoAgentConfigured,
+	"IsVMNotRunning":      IsVMNotRunning,
+	"IsLocked":            IsLocked,
+	"IsNoSuchStorage":     IsNoSuchStorage,
+	"IsUnauthorized":      IsUnauthorized,
+	"IsForbidden":         IsForbidden,
+	"IsProxyFailure":      IsProxyFailure,
+	"IsUnreachable":       IsUnreachable,
+	"IsTLSVerification":   IsTLSVerification,
+	"IsCAUnavailable":     IsCAUnavailable,
+	"IsDialFailure":       IsDialFailure,
+	"IsConnectionLost":    IsConnectionLost,
+	"IsCredentials":       IsCredentials,
+}
+
+type classRow struct {
+	class    Class  // for op "get"
+	create   Class  // for op "create"
+	matchers string // space-separated matcher names
+}
+
+// classifyTable is seed entry 13's table over every non-2xx fixture in testdata.
+var classifyTable = map[string]classRow{
+	"err_595":                     {Transient, Transient, "IsProxyFailure IsUnreachable"},
+	"err_596":                     {Transient, Transient, "IsProxyFailure IsUnreachable"},
+	"err_agent_not_configured":    {Transient, Transient, "IsNoAgentConfigured"},
+	"err_agent_not_running":       {Transient, Transient, "IsAgentNotRunning"},
+	"err_auth_failed":             {Permanent, Permanent, "IsUnauthorized"},
+	"err_no_ticket":               {Permanent, Permanent, "IsUnauthorized"},
+	"err_bad_param":               {Permanent, Permanent, ""},
+	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
+	"err_clone_storage_no_images": {Permanent, Permanent, ""},
+	"err_destroy_running":         {Transient, Transient, ""},
+	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
+	"err_locked_clone":            {Transient, Transient, "IsLocked"},
+	"err_node_unknown":            {Transient, Transient, ""},
+	"err_not_exist":               {NotFound, Transient, "IsNotExist"},
+	"err_not_implemented":         {Transient, Transient, ""},
+	"err_tag_invalid":             {Permanent, Permanent, ""},
+	"err_upload_bad_name":         {Permanent, Permanent, ""},
+	"err_upload_no_iso_content":   {Transient, Transient, ""},
+	"err_vm_not_running":          {Transient, Transient, "IsVMNotRunning"},
+	"storage_status_missing":      {Permanent, Permanent, "IsNoSuchStorage"},
+}
+
+// TestClassify_everyErrorFixture replays every non-2xx fixture through the client and checks
+// the APIError's fields, its Error() text, its class for "get" and "create", and the matcher
+// matrix.
+func TestClassify_everyErrorFixture(t *testing.T) {
+	names, err := fixture.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
+		f := fixture.MustLoad(name)
+		if f.Status < 300 {
+			if strings.HasPrefix(name, "err_") {
+				t.Errorf("%s is named err_ but is a %d", name, f.Status)
+			}
+			continue
+		}
+		seen[name] = true
+		row, ok := classifyTable[name]
+		if !ok {
+			t.Errorf("fixture %s has no row in the classify table", name)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			ts := newTestServer(t, fixtureReply(t, name))
+			c := newTestClient(t, ts)
+			_, err := c.Version(context.Background())
+			var ae *APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("err %v (%T), want *APIError", err, err)
+			}
+			if ae.Status != f.Status || ae.Message != f.Message() || !reflect.DeepEqual(ae.Errors, f.Errors()) {
+				t.Errorf("APIError %+v, want status %d message %q errors %v", ae, f.Status, f.Message(), f.Errors())
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, fmt.Sprint(f.Status)) || strings.Contains(msg, "\n") {
+				t.Errorf("Error() = %q", msg)
+			}
+			for k, v := range f.Errors() {
+				if !strings.Contains(msg, k+": "+v) {
+					t.Errorf("Error() = %q lacks the field error %s: %s", msg, k, v)
+				}
+			}
+			if got := Classify("get", err); got != row.class {
+				t.Errorf("Classify(get) = %v, want %v", got, row.class)
+			}
+			if got := Classify("create", err); got != row.create {
+				t.Errorf("Classify(create) = %v, want %v", got, row.create)
+			}
+			want := strings.Fields(row.matchers)
+			var got []string
+			for m, fn := range matchers {
+				if fn(err) {
+					got = append(got, m)
+				}
+			}
+			sort.Strings(got)
+			sort.Strings(want)
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("matchers %v, want %v", got, want)
+			}
+		})
+	}
+	for name := range classifyTable {
+		if !seen[name] {
+			t.Errorf("classify row %s has no error fixture", name)
+		}
+	}
+}
+
+// TestMatchers_anchoredToStatus: the wording matches only on the status Proxmox sends it with.
+func TestMatchers_anchoredToStatus(t *testing.T) {
+	for _, name := range []string{"err_not_exist", "err_clone_exists", "err_agent_not_running",
+		"err_agent_not_configured", "err_vm_not_running", "err_locked_clone"} {
+		f := fixture.MustLoad(name)
+		moved := &APIError{Status: http.StatusBadGateway, Message: f.Message()}
+		for m, fn := range matchers {
+			if fn(moved) {
+				t.Errorf("%s: %s matches the text under status 502", name, m)
+			}
+		}
+		if Classify("get", moved) != Transient {
+			t.Errorf("%s under 502 is not Transient", name)
+		}
+	}
+	missing := fixture.MustLoad("storage_status_missing")
+	if IsNoSuchStorage(&APIError{Status: http.StatusInternalServerError, Message: missing.Message(), Errors: missing.Errors()}) {
+		t.Error("IsNoSuchStorage matched a 500")
+	}
+	// The agent answer's tail must not pass for the stopped-VM answer (CR5).
+	agent := fixture.MustLoad("err_agent_not_running").Message()
+	if IsVMNotRunning(&APIError{Status: http.StatusInternalServerError, Message: agent}) {
+		t.Error("IsVMNotRunning matched the agent answer")
+	}
+}
+
+func TestLockOf_namesTheLock(t *testing.T) {
+	f := fixture.MustLoad("err_locked_clone")
+	lock, ok := LockOf(&APIError{Status: f.Status, Message: f.Message()})
+	if !ok || !strings.Contains(f.Message(), "("+lock+")") || lock == "" {
+		t.Errorf("LockOf = %q, %v", lock, ok)
+	}
+	if _, ok := LockOf(errors.New("x")); ok {
+		t.Error("LockOf on a plain error")
+	}
+}
+
+// TestClassify_nonAPIErrors covers the rows of entry 13 that are not HTTP answers.
+func TestClassify_nonAPIErrors(t *testing.T) {
+	exit := taskExit(t, "task_status_stopped_error")
+	notExist := fixture.MustLoad("err_not_exist")
+	apiNotExist := &APIError{Status: notExist.Status, Message: notExist.Message()}
+	cases := []struct {
+		name string
+		err  error
+		want Class
+	}{
+		{"canceled", fmt.Errorf("wrapped: %w", context.Canceled), Transient},
+		{"deadline", context.DeadlineExceeded, Transient},
+		{"eof", io.EOF, Transient},
+		{"unexpected eof", io.ErrUnexpectedEOF, Transient},
+		{"task error", &TaskError{UPID: upidOf("resize_shrink_response"), ExitStatus: exit}, Transient},
+		{"anything else", errors.New("something"), Transient},
+		{"nil", nil, Transient},
+		{"WithClass wins over a 401", WithClass(Transient, &APIError{Status: 401, Message: "x"}), Transient},
+		{"WithClass wins over not found", WithClass(Permanent, apiNotExist), Permanent},
+		{"WithClass survives wrapping", fmt.Errorf("step: %w", WithClass(Permanent, errors.New("bad"))), Permanent},
+		{"not found wrapped", fmt.Errorf("get: %w", apiNotExist), NotFound},
+		{"other 4xx", &APIError{Status: http.StatusConflict, Message: "x"}, Permanent},
+	}
+	for _, tc := range cases {
+		if got := Classify("get", tc.err); got != tc.want {
+			t.Errorf("%s: Classify = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if WithClass(Permanent, nil) != nil {
+		t.Error("WithClass(nil) is not nil")
+	}
+	if c, ok := ClassOf(errors.New("x")); ok || c != Transient {
+		t.Errorf("ClassOf(plain) = %v, %v", c, ok)
+	}
+	for _, c := range []Class{Transient, Permanent, NotFound} {
+		if c.String() == "" {
+			t.Errorf("class %d has no name", c)
+		}
+	}
+}
+
+func taskExit(t *testing.T, name string) string {
+	t.Helper()
+	var ts TaskStatus
+	if err := fixture.MustLoad(name).Data(&ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts.ExitStatus
+}
+
+// TestTaskSucceeded_fromFixtures: OK and WARNINGS: <n> succeed, any other exitstatus fails.
+func TestTaskSucceeded_fromFixtures(t *testing.T) {
+	want := map[string]bool{
+		"task_status_ok": true, "task_status_warnings": true, "task_status_volume_missing": true,
+		"task_status_stop_paused": true, "task_status_destroy_hibernated": true,
+		"task_status_stopped_error": false, "task_status_start_already_running": false,
+	}
+	for name, ok := range want {
+		if got := TaskSucceeded(taskExit(t, name)); got != ok {
+			t.Errorf("%s: TaskSucceeded = %v, want %v", name, got, ok)
+		}
+	}
+	for _, s := range []string{"", "WARNINGS: ", "WARNINGS: x", "WARNINGS:3", "ok"} {
+		if TaskSucceeded(s) {
+			t.Errorf("TaskSucceeded(%q) = true", s)
+		}
+	}
+	if !TaskSucceeded("WARNINGS: 12") {
+		t.Error("WARNINGS: 12 is a success")
+	}
+}
+
+func TestTaskError_namesUPIDAndText(t *testing.T) {
+	upid := upidOf("resize_shrink_response")
+	exit := taskExit(t, "task_status_stopped_error")
+	msg := (&TaskError{UPID: upid, ExitStatus: exit}).Error()
+	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "qmresize") {
+		t.Errorf("TaskError = %q", msg)
+	}
+}
+
+// TestParseUPID_everyUPIDFixture parses every UPID answer and task status in testdata.
+func TestParseUPID_everyUPIDFixture(t *testing.T) {
+	u, err := ParseUPID(upidOf("upload_response"))
+	if err != nil || u.Type != "imgcopy" || u.ID != "" || u.Node != tNode || u.User != "proxy-operator@pve!tf" || u.StartTime <= 0 {
+		t.Errorf("upload UPID %+v, %v", u, err)
+	}
+	u, err = ParseUPID(upidOf("clone_response"))
+	if err != nil || u.Type != "qmclone" || u.ID != "9001" || u.PID <= 0 {
+		t.Errorf("clone UPID %+v, %v", u, err)
+	}
+	for _, bad := range []string{"", "UPID:pv1-1", "UPID:pv1-1:0001:0002:0003:qmstart:1:root@pam:",
+		"UPID:pv1-1:0000000Z:00000002:00000003:qmstart:1:root@pam:", "UPID::00000001:00000002:00000003:qmstart:1:root@pam:",
+		"UPID:pv1-1:00000001:00000002:00000003:qmstart:1:root@pam", "XUPID:pv1-1:00000001:00000002:00000003:qmstart:1:root@pam:"} {
+		if _, err := ParseUPID(bad); err == nil {
+			t.Errorf("ParseUPID(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestAPIError_errorText: a 400 carries its field errors in key order; an empty message
+// falls back to the status text.
+func TestAPIError_errorText(t *testing.T) {
+	f := fixture.MustLoad("storage_status_missing")
+	e := &APIError{Status: f.Status, Message: f.Message(), Errors: map[string]string{"storage": f.Errors()["storage"], "a": "b"}}
+	want := "proxmox API 400: " + strings.TrimSuffix(f.Message(), ".") + ": a: b; storage: " + f.Errors()["storage"]
+	if e.Error() != want {
+		t.Errorf("Error() = %q, want %q", e.Error(), want)
+	}
+	if got := (&APIError{Status: 502}).Error(); got != "proxmox API 502: Bad Gateway" {
+		t.Errorf("Error() = %q", got)
+	}
+}
