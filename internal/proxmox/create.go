@@ -143,6 +143,9 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 		}
 		s.Node = b.cfg.Nodes[0]
 	}
+	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
+		return Permanentf("node %q is not one of the provider's nodes (%s)", s.Node, strings.Join(b.cfg.Nodes, ", "))
+	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = b.clock.Now().UTC().Truncate(time.Second)
 	}

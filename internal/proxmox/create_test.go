@@ -705,6 +705,7 @@ func TestCreate_invalidSpecIsPermanentWithoutARequest(t *testing.T) {
 		"VLAN too large":  func(s *Spec) { s.VLANTag = 4095 },
 		"negative disk":   func(s *Spec) { s.DiskGiB = -1 },
 		"node of several": func(s *Spec) { s.Node = "" },
+		"unknown node":    func(s *Spec) { s.Node = "pv9-9" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")

@@ -232,6 +232,9 @@ func TestDelete_lockThatNeverClearsIsTransientAfterTheBudget(t *testing.T) {
 			if h.f.calls("Stop")+h.f.calls("Destroy")+h.f.calls("DeleteVolume") != 0 {
 				t.Error("touched a busy VM")
 			}
+			if h.f.calls("VMConfig") != 0 {
+				t.Error("read the config of an entry the listing shows busy")
+			}
 		})
 	}
 }

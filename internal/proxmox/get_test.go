@@ -15,7 +15,7 @@ import (
 var testID = ID{VMID: testVMID0, Name: testName}
 
 // capturedIfaces is agent_network_get_interfaces' result (F21).
-func capturedIfaces(t *testing.T) []pveapi.NetworkInterface {
+func capturedIfaces(t testing.TB) []pveapi.NetworkInterface {
 	t.Helper()
 	var r struct {
 		Result []pveapi.NetworkInterface `json:"result"`
@@ -27,7 +27,7 @@ func capturedIfaces(t *testing.T) []pveapi.NetworkInterface {
 }
 
 // capturedStatus decodes a status_current_* fixture.
-func capturedStatus(t *testing.T, name string) pveapi.VMStatus {
+func capturedStatus(t testing.TB, name string) pveapi.VMStatus {
 	t.Helper()
 	var st pveapi.VMStatus
 	if err := fixture.MustLoad(name).Data(&st); err != nil {

@@ -65,7 +65,7 @@ func (c *fakeClock) slept() []time.Duration {
 
 // harness is a backend over a fakeAPI with a fake clock and a template 9001 on pv1-1.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	f     *fakeAPI
 	b     *Backend
 	clock *fakeClock
@@ -73,7 +73,7 @@ type harness struct {
 	ctx   context.Context
 }
 
-func newHarness(t *testing.T, nodes ...string) *harness {
+func newHarness(t testing.TB, nodes ...string) *harness {
 	t.Helper()
 	f := newFakeAPI(nodes...)
 	f.addTemplate(9001, f.nodes[0], nil)

@@ -109,7 +109,9 @@ func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duratio
 	if exit != "OK" {
 		fields["exitstatus"] = exit
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox task finished with warnings", fields)
+		return nil
 	}
+	tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox task finished", fields)
 	return nil
 }
 

@@ -128,7 +128,6 @@ func TestWaitTask_transientPollFailureRetriedPermanentNot(t *testing.T) {
 	if err := h.b.waitTask(h.ctx, upid, time.Minute); err != nil {
 		t.Fatalf("a 596 inside the wait: %v", err)
 	}
-	upid = startTask(t, h)
 	h.f.mutate(100, func(v *fakeVM) { v.Status = "stopped" })
 	upid = startTask(t, h)
 	h.f.failNext("TaskStatus", fixtureErr("err_auth_failed"))
