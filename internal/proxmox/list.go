@@ -22,18 +22,29 @@ const listConfigReads = 4
 // destroyed meanwhile) is skipped with a log line, unless ctx ended, which fails the call;
 // the listing failing fails the call.
 func (b *Backend) List(ctx context.Context) ([]Instance, error) {
+	out, _, err := b.ListWithSkipped(ctx)
+	return out, err
+}
+
+// SkippedVM is a List candidate left out because its config could not be read.
+type SkippedVM struct {
+	ID   ID
+	Node string
+	Err  error
+}
+
+// ListWithSkipped is List plus the candidates it left out because their config could not
+// be read (sorted by VMID), so that a caller can say the list may be incomplete.
+func (b *Backend) ListWithSkipped(ctx context.Context) ([]Instance, []SkippedVM, error) {
 	res, err := b.listing(ctx, false)
 	if err != nil {
-		return nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
+		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
 	}
 	cands := listCandidates(res)
 	found := make([]*Instance, len(cands))
+	failed := make([]error, len(cands))
 	sem := make(chan struct{}, listConfigReads)
-	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		skipped int
-	)
+	var wg sync.WaitGroup
 	for i, r := range cands {
 		wg.Go(func() {
 			select {
@@ -45,9 +56,7 @@ func (b *Backend) List(ctx context.Context) ([]Instance, error) {
 			cfg, err := b.api.VMConfig(ctx, r.Node, r.VMID)
 			if err != nil {
 				if ctx.Err() == nil {
-					mu.Lock()
-					skipped++
-					mu.Unlock()
+					failed[i] = err
 					tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox list candidate skipped", map[string]any{
 						"vmid": r.VMID, "name": r.Name, "node": r.Node, "error": err.Error(),
 					})
@@ -66,18 +75,23 @@ func (b *Backend) List(ctx context.Context) ([]Instance, error) {
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, wrap("list", "", 0, apiErrorf("list", err, "reading the candidates' configs"))
+		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "reading the candidates' configs"))
 	}
 	out := make([]Instance, 0, len(cands))
-	for _, in := range found {
-		if in != nil {
+	var skipped []SkippedVM
+	for i, in := range found {
+		switch {
+		case in != nil:
 			out = append(out, *in)
+		case failed[i] != nil:
+			r := cands[i]
+			skipped = append(skipped, SkippedVM{ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node, Err: failed[i]})
 		}
 	}
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vms listed", map[string]any{
-		"listed": len(res), "candidates": len(cands), "marked": len(out), "skipped": skipped,
+		"listed": len(res), "candidates": len(cands), "marked": len(out), "skipped": len(skipped),
 	})
-	return out, nil
+	return out, skipped, nil
 }
 
 // listCandidates are the listing's entries whose config List reads, sorted by VMID.

@@ -123,7 +123,7 @@ func TestList_unreadableCandidateSkippedOthersListed(t *testing.T) {
 		}
 		return inner(ctx, node, vmid)
 	}
-	got, err := ckBackend(f).List(context.Background())
+	got, skipped, err := ckBackend(f).ListWithSkipped(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +133,21 @@ func TestList_unreadableCandidateSkippedOthersListed(t *testing.T) {
 	}
 	if want := []int{150001, 150003, 150007, 199999}; !reflect.DeepEqual(ids, want) {
 		t.Errorf("listed %v, want %v", ids, want)
+	}
+	// The unreadable ones are reported, in VMID order; unmarked ones are not.
+	var skippedIDs []ID
+	for _, s := range skipped {
+		skippedIDs = append(skippedIDs, s.ID)
+		if s.Err == nil || s.Node != "pv1-1" {
+			t.Errorf("skipped %+v: want its node and error", s)
+		}
+	}
+	if want := []ID{{150002, "edge-a"}, {150006, "proxy-gone"}}; !reflect.DeepEqual(skippedIDs, want) {
+		t.Errorf("skipped %v, want %v", skippedIDs, want)
+	}
+	var apiErr *pveapi.APIError
+	if len(skipped) > 0 && (!errors.As(skipped[0].Err, &apiErr) || apiErr.Status != 595) {
+		t.Errorf("skipped error %v, want the 595", skipped[0].Err)
 	}
 }
 
