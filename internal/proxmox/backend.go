@@ -104,6 +104,9 @@ type VM struct {
 	// Lock is the lock the listing, config or status reports ("backup", "clone",
 	// "suspended", ...); empty when none. Get reports a locked VM instead of failing.
 	Lock string
+	// Meta is the config's meta value, copied from the template by the clone (F11); its
+	// ctime identifies the template (TemplateOf).
+	Meta string
 	// StatusUnknown is set when the listing said "unknown" and status/current could not
 	// be read either (a node not answering): State is then StateProvisioning as a
 	// placeholder and the caller should keep the state it knew.

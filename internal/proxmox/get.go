@@ -176,6 +176,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		OnBoot:       cfg["onboot"] == "1",
 		AgentEnabled: agentEnabled(cfg["agent"]),
 		Tags:         splitTags(cfg["tags"]),
+		Meta:         cfg["meta"],
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)
