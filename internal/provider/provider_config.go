@@ -49,15 +49,12 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 	c.Endpoint = m.Endpoint.ValueString()
 	if m.Endpoint.IsNull() {
 		c.Endpoint = env(envEndpoint)
-		switch {
-		case c.Endpoint == "":
+		if c.Endpoint == "" {
 			diags.AddAttributeError(path.Root("endpoint"), "Missing Proxmox VE endpoint",
 				"Set endpoint in the provider block or the "+envEndpoint+" environment variable to the API URL, e.g. https://pve.example.com:8006.")
-		default:
-			if err := validators.CheckHTTPSURL(c.Endpoint); err != nil {
-				diags.AddAttributeError(path.Root("endpoint"), "Invalid Proxmox VE endpoint",
-					fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or /api2/json: %s.", envEndpoint, err))
-			}
+		} else if err := validators.CheckHTTPSURL(c.Endpoint); err != nil {
+			diags.AddAttributeError(path.Root("endpoint"), "Invalid Proxmox VE endpoint",
+				fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or /api2/json: %s.", envEndpoint, err))
 		}
 	}
 

@@ -227,7 +227,7 @@ func TestProviderConfigure_unknown(t *testing.T) {
 // TestProviderConfigure_neverDials: Configure makes no connection, even to a live endpoint,
 // and does not fail on a token file that does not exist yet.
 func TestProviderConfigure_neverDials(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestProviderConfigure_neverDials(t *testing.T) {
 		t.Error("TokenID with a missing token file: no error")
 	}
 	// Self-check: the counter sees a connection when there is one.
-	probe, err := net.Dial("tcp", ln.Addr().String())
+	probe, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,7 +133,8 @@ func (e *testEnv) TemplateKey() string {
 
 // ProviderConfig renders a provider block for the environment; extra is pasted inside it
 // (e.g. machine_types, vmid_range, bridge). An attribute that extra sets is not rendered
-// from the environment's defaults (machine_types defaults to small = 1 core, 512 MiB).
+// from the environment (machine_types defaults to small = 1 core, 512 MiB); api_token_file
+// in extra drops api_token, and ca_pem, ca_file or insecure drops the environment's CA.
 func (e *testEnv) ProviderConfig(extra string) string {
 	var b strings.Builder
 	b.WriteString("\nprovider \"proxy\" {\n")
@@ -143,14 +144,16 @@ func (e *testEnv) ProviderConfig(extra string) string {
 		}
 	}
 	line("endpoint", "%q", e.Endpoint)
-	if e.Token != "" {
+	if e.Token != "" && !setsAttr(extra, "api_token_file") {
 		line("api_token", "%q", e.Token)
 	}
-	if e.CAPEM != "" {
-		line("ca_pem", "%q", e.CAPEM)
-	}
-	if e.CAFile != "" {
-		line("ca_file", "%q", e.CAFile)
+	if !setsAttr(extra, "ca_pem") && !setsAttr(extra, "ca_file") && !setsAttr(extra, "insecure") {
+		if e.CAPEM != "" {
+			line("ca_pem", "%q", e.CAPEM)
+		}
+		if e.CAFile != "" {
+			line("ca_file", "%q", e.CAFile)
+		}
 	}
 	line("nodes", "%s", hclList(e.Nodes))
 	line("iso_storage", "%q", e.ISOStorage)

@@ -157,7 +157,7 @@ func CheckPEMCertificates(s string) error {
 			return fmt.Errorf("block %d is a %q block, not a CERTIFICATE", n+1, block.Type)
 		}
 		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return fmt.Errorf("certificate %d does not parse: %v", n+1, err)
+			return fmt.Errorf("certificate %d does not parse: %w", n+1, err)
 		}
 		n++
 	}
