@@ -2,26 +2,182 @@ package provider
 
 import (
 	"context"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// NOTE(skeleton): the data sources issue replaces this file.
+var (
+	_ datasource.DataSource              = (*healthDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*healthDataSource)(nil)
+)
 
-var _ datasource.DataSource = (*healthDataSource)(nil)
+// defaultHealthReadTimeout bounds one health round when timeouts.read is not set.
+const defaultHealthReadTimeout = 30 * time.Second
 
 type healthDataSource struct{ data *providerData }
 
 // NewHealthDataSource is the proxy_health data source factory.
 func NewHealthDataSource() datasource.DataSource { return &healthDataSource{} }
 
+type healthModel struct {
+	ID       types.String      `tfsdk:"id"`
+	Ready    types.Bool        `tfsdk:"ready"`
+	Nodes    []healthNodeModel `tfsdk:"nodes"`
+	Timeouts timeouts.Value    `tfsdk:"timeouts"`
+}
+
+type healthNodeModel struct {
+	Name               types.String  `tfsdk:"name"`
+	Address            types.String  `tfsdk:"address"`
+	Ready              types.Bool    `tfsdk:"ready"`
+	Reason             types.String  `tfsdk:"reason"`
+	Message            types.String  `tfsdk:"message"`
+	PVEVersion         types.String  `tfsdk:"pve_version"`
+	Kernel             types.String  `tfsdk:"kernel"`
+	TokenID            types.String  `tfsdk:"token_id"`
+	ISOStorage         types.String  `tfsdk:"iso_storage"`
+	ISOStorageAvailGiB types.Float64 `tfsdk:"iso_storage_avail_gib"`
+	Templates          types.String  `tfsdk:"templates"`
+}
+
 func (d *healthDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_health"
 }
 
-func (d *healthDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{Attributes: map[string]schema.Attribute{"ready": schema.BoolAttribute{Computed: true}}}
+func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	detail := func(md string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: md, Description: plain(md)}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Checks every node of the provider's `nodes` and reports one verdict per node. " +
+			"Reading it never fails because a node is unhealthy: the verdict is the data. Gate an apply on it " +
+			"with a `check` block (a warning) or a `precondition` (an error), as the example shows. " +
+			"Each node is checked concurrently with four requests (the Proxmox VE version, the node's status, " +
+			"the ISO storage's status, the cluster's VM listing), so a node that hangs costs only its own time, " +
+			"bounded by `timeouts.read`.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The provider's `endpoint`.",
+			},
+			"ready": schema.BoolAttribute{
+				Computed:            true,
+				MarkdownDescription: "`true` only when every node is ready.",
+			},
+			"nodes": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "One verdict per node of the provider's `nodes`, in that order. Details the check did not reach are null.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":    detail("The node name, as in the provider's `nodes`."),
+					"address": detail("The API endpoint the node was checked through."),
+					"ready": schema.BoolAttribute{
+						Computed:            true,
+						MarkdownDescription: "`true` when `reason` is `Reachable`: the node answers, the ISO storage is usable and every catalogue template exists.",
+					},
+					"reason": detail("Why the node is or is not ready, one of: `Reachable` (ready); " +
+						"`Timeout` (the check ran out of `timeouts.read`, or a request of its own `request_timeout`); " +
+						"`Unreachable` (the connection failed, or Proxmox answered 595/596 for the node); " +
+						"`Unauthorized` (the API token is wrong: fix the token); " +
+						"`Forbidden` (the token lacks a privilege, named in `message`); " +
+						"`CertificateInvalid` (TLS verification failed: fix `endpoint`, `ca_file` or `ca_pem`); " +
+						"`CredentialsUnavailable` (the token file is missing or malformed: fix `api_token_file`, no request was made); " +
+						"`StorageNotFound` (the ISO storage is missing, inactive or has no `iso` content on the node); " +
+						"`TemplateNotFound` (a catalogue template VMID does not exist or is not a template); " +
+						"`APIError` (any other failure, in `message`)."),
+					"message":     detail("What the check found, in words; for a failure, what failed and Proxmox's answer."),
+					"pve_version": detail("The Proxmox VE version, e.g. `9.2.20`."),
+					"kernel":      detail("The node's kernel release, e.g. `7.0.14-17-pve`."),
+					"token_id":    detail("The API token's id (`<user>@<realm>!<tokenid>`), never its secret."),
+					"iso_storage": detail("The ISO storage checked (the provider's `iso_storage`)."),
+					"iso_storage_avail_gib": schema.Float64Attribute{
+						Computed:            true,
+						MarkdownDescription: "Free space on the ISO storage in GiB, once the storage answered.",
+					},
+					"templates": detail("Catalogue templates found as `<found>/<configured>`, counting catalogue entries."),
+				}},
+			},
+			"timeouts": timeouts.Attributes(ctx),
+		},
+	}
 }
 
-func (d *healthDataSource) Read(context.Context, datasource.ReadRequest, *datasource.ReadResponse) {}
+func (d *healthDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *healthDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx = d.data.withLogging(ctx)
+	var m healthModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d.data == nil {
+		resp.Diagnostics.AddError("Unable to read proxy_health", dsNotConfigured)
+		return
+	}
+	timeout, diags := m.Timeouts.Read(ctx, defaultHealthReadTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	checks := d.data.backend.CheckDetailed(rctx)
+
+	m.ID = types.StringValue(d.data.cfg.Endpoint)
+	m.Nodes = make([]healthNodeModel, len(checks))
+	ready := true
+	notReady := 0
+	for i, c := range checks {
+		m.Nodes[i] = healthNodeFrom(c)
+		if !c.Ready {
+			ready = false
+			notReady++
+		}
+	}
+	m.Ready = types.BoolValue(ready)
+	tflog.Debug(ctx, "proxy_health read", map[string]any{
+		"nodes": len(checks), "not_ready": notReady, "timeout": timeout.String(),
+	})
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// healthNodeFrom maps a verdict: empty details (not reached) are null.
+func healthNodeFrom(c proxmox.NodeCheck) healthNodeModel {
+	avail := types.Float64Null()
+	if c.StorageAnswered {
+		avail = types.Float64Value(c.ISOStorageAvailGiB)
+	}
+	return healthNodeModel{
+		Name:               types.StringValue(c.Name),
+		Address:            types.StringValue(c.Address),
+		Ready:              types.BoolValue(c.Ready),
+		Reason:             types.StringValue(string(c.Reason)),
+		Message:            types.StringValue(c.Message),
+		PVEVersion:         dsString(c.PVEVersion),
+		Kernel:             dsString(c.Kernel),
+		TokenID:            dsString(c.TokenID),
+		ISOStorage:         types.StringValue(c.ISOStorage),
+		ISOStorageAvailGiB: avail,
+		Templates:          dsString(c.Templates),
+	}
+}
+
+// dsNotConfigured is the detail of a read without provider data.
+const dsNotConfigured = "The proxy provider is not configured. Check the provider block's diagnostics above; " +
+	"if there are none, this is a bug in the provider: please report it."
+
+// dsString is s, or null when s is empty.
+func dsString(s string) types.String {
+	if s == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(s)
+}
