@@ -57,6 +57,7 @@ func (s *Sim) handle(req *http.Request) *response {
 		}
 		return s.handleAdmin(req, strings.TrimPrefix(p, "/pvesim"))
 	}
+	defer s.conc.enter()()
 	rel, ok := strings.CutPrefix(p, "/api2/json")
 	if !ok || (rel != "" && rel[0] != '/') {
 		return notImplemented(method, req.URL.Path)

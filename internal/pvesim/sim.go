@@ -154,6 +154,7 @@ type Sim struct {
 	faults    []*faultEntry
 	faultSeq  int
 	stats     map[string]int
+	conc      concurrencyGauge // requests in flight (concurrency.go)
 	deny      map[Privilege]bool
 	seeds     map[int]SeedFiles
 	leases    map[string]int // ip -> vmid
