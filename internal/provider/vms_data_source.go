@@ -2,26 +2,260 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// NOTE(skeleton): the data sources issue replaces this file.
+var (
+	_ datasource.DataSource              = (*vmsDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*vmsDataSource)(nil)
+)
 
-var _ datasource.DataSource = (*vmsDataSource)(nil)
+// defaultVMsReadTimeout bounds one proxy_vms read when timeouts.read is not set.
+const defaultVMsReadTimeout = 2 * time.Minute
 
 type vmsDataSource struct{ data *providerData }
 
 // NewVMsDataSource is the proxy_vms data source factory.
 func NewVMsDataSource() datasource.DataSource { return &vmsDataSource{} }
 
+type vmsModel struct {
+	ID          types.String     `tfsdk:"id"`
+	Node        types.String     `tfsdk:"node"`
+	NameRegex   types.String     `tfsdk:"name_regex"`
+	VMs         []vmsVMModel     `tfsdk:"vms"`
+	OrphanSeeds []vmsOrphanModel `tfsdk:"orphan_seeds"`
+	Timeouts    timeouts.Value   `tfsdk:"timeouts"`
+}
+
+type vmsVMModel struct {
+	ID        types.String `tfsdk:"id"`
+	VMID      types.Int64  `tfsdk:"vmid"`
+	Name      types.String `tfsdk:"name"`
+	Node      types.String `tfsdk:"node"`
+	UID       types.String `tfsdk:"uid"`
+	CreatedAt types.String `tfsdk:"created_at"`
+	Status    types.String `tfsdk:"status"`
+}
+
+type vmsOrphanModel struct {
+	Node  types.String `tfsdk:"node"`
+	VolID types.String `tfsdk:"volid"`
+	Name  types.String `tfsdk:"name"`
+	Size  types.Int64  `tfsdk:"size"`
+}
+
 func (d *vmsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vms"
 }
 
-func (d *vmsDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	resp.Schema = schema.Schema{Attributes: map[string]schema.Attribute{"id": schema.StringAttribute{Computed: true}}}
+func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	computed := func(md string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Lists every VM in the cluster that carries the provider's mark (the three " +
+			"`proxy-operator-*` lines in its description), whoever made it: this provider or the Kubernetes operator. " +
+			"Use it for audits, to find VMs to import, and to find orphan seed ISOs. " +
+			"It makes one cluster listing plus one config read per candidate (a QEMU VM, not a template, " +
+			"tagged `proxy_operator` or named `proxy-*`); a candidate whose config cannot be read is left out, " +
+			"and a clone in progress, which has no name yet, is not listed.",
+		Attributes: map[string]schema.Attribute{
+			"id": computed("The provider's `endpoint`."),
+			"node": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "Only VMs on this node, and only orphan seeds on this node's ISO storage.",
+				Validators: []validator.String{
+					stringvalidator.RegexMatches(nodeNameRE, "must be a Proxmox node name: lowercase letters, digits and '-', not starting or ending with '-'"),
+				},
+			},
+			"name_regex": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Only VMs, and orphan seeds, whose VM name matches this regular expression " +
+					"([Go RE2 syntax](https://github.com/google/re2/wiki/Syntax), unanchored: use `^...$` for a whole-name match).",
+				Validators: []validator.String{regexpValidator{}},
+			},
+			"vms": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "The marked VMs, sorted by VMID.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":   computed("`vms/<vmid>/<name>`, the ID `proxy_vm` uses (and accepts on import)."),
+					"vmid": schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
+					"name": computed("The VM name."),
+					"node": computed("The node the VM is on."),
+					"uid":  computed("The mark's uid; empty when the mark has none."),
+					"created_at": computed("The mark's creation time, RFC 3339 in UTC; null when the mark has none " +
+						"or it does not parse."),
+					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
+						"(its node does not answer, or the VM is seconds old)."),
+				}},
+			},
+			"orphan_seeds": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "Seed ISOs (`<name>-seed.iso`) on the ISO storage of the provider's nodes that " +
+					"no VM of that name uses, in node order then by volume: the seeds of VMs destroyed outside " +
+					"Terraform, which nothing deletes. Remove them in Proxmox. On a shared ISO storage each orphan " +
+					"shows once per node. A node whose storage cannot be listed is left out with a warning.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"node":  computed("The node whose ISO storage holds the seed."),
+					"volid": computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-seed.iso`."),
+					"name":  computed("The VM name the seed was made for."),
+					"size":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
+				}},
+			},
+			"timeouts": timeouts.Attributes(ctx),
+		},
+	}
 }
 
-func (d *vmsDataSource) Read(context.Context, datasource.ReadRequest, *datasource.ReadResponse) {}
+func (d *vmsDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx = d.data.withLogging(ctx)
+	var m vmsModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d.data == nil {
+		resp.Diagnostics.AddError("Unable to read proxy_vms", dsNotConfigured)
+		return
+	}
+	timeout, diags := m.Timeouts.Read(ctx, defaultVMsReadTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var nameRE *regexp.Regexp
+	if re := m.NameRegex.ValueString(); re != "" {
+		var err error
+		if nameRE, err = regexp.Compile(re); err != nil { // the validator already said so
+			resp.Diagnostics.AddAttributeError(path.Root("name_regex"), "Invalid regular expression", err.Error())
+			return
+		}
+	}
+	node := m.Node.ValueString()
+	keep := func(vmNode, name string) bool {
+		return (node == "" || vmNode == node) && (nameRE == nil || nameRE.MatchString(name))
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	all, skipped, err := d.data.backend.ListWithSkipped(rctx)
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to list the marked VMs", d.dsErrorDetail(err))
+		return
+	}
+	if len(skipped) > 0 {
+		lines := make([]string, len(skipped))
+		for i, s := range skipped {
+			lines[i] = fmt.Sprintf("- VMID %d (%s) on node %s: %s", s.ID.VMID, s.ID.Name, s.Node, d.redact(s.Err.Error()))
+		}
+		resp.Diagnostics.AddWarning("Some VMs could not be read",
+			"These VMs may carry the mark, but their configuration could not be read, so vms leaves them out:\n"+
+				strings.Join(lines, "\n"))
+	}
+	m.VMs = []vmsVMModel{}
+	for _, in := range all {
+		if !keep(in.Node, in.ID.Name) {
+			continue
+		}
+		created := types.StringNull()
+		if !in.CreatedAt.IsZero() {
+			created = types.StringValue(in.CreatedAt.UTC().Format(time.RFC3339))
+		}
+		m.VMs = append(m.VMs, vmsVMModel{
+			ID:        types.StringValue(fmt.Sprintf("vms/%d/%s", in.ID.VMID, in.ID.Name)),
+			VMID:      types.Int64Value(int64(in.ID.VMID)),
+			Name:      types.StringValue(in.ID.Name),
+			Node:      types.StringValue(in.Node),
+			UID:       types.StringValue(in.UID),
+			CreatedAt: created,
+			Status:    types.StringValue(in.Status),
+		})
+	}
+
+	nodes := d.data.cfg.Nodes
+	if node != "" {
+		nodes = nil
+		if slices.Contains(d.data.cfg.Nodes, node) {
+			nodes = []string{node}
+		}
+	}
+	m.OrphanSeeds = []vmsOrphanModel{}
+	if len(nodes) > 0 {
+		seeds, err := d.data.backend.OrphanSeedsOn(rctx, nodes)
+		var skipped *proxmox.SkippedNodesError
+		switch {
+		case errors.As(err, &skipped):
+			resp.Diagnostics.AddWarning("Some seed ISOs could not be listed",
+				d.redact(skipped.Error())+". orphan_seeds leaves those nodes out; the VM list is complete.")
+		case err != nil:
+			resp.Diagnostics.AddError("Unable to list the orphan seed ISOs", d.dsErrorDetail(err))
+			return
+		}
+		for _, s := range seeds {
+			if keep(s.Node, s.Name) {
+				m.OrphanSeeds = append(m.OrphanSeeds, vmsOrphanModel{
+					Node: types.StringValue(s.Node), VolID: types.StringValue(s.VolID),
+					Name: types.StringValue(s.Name), Size: types.Int64Value(s.Size),
+				})
+			}
+		}
+	}
+	m.ID = types.StringValue(d.data.cfg.Endpoint)
+	tflog.Debug(ctx, "proxy_vms read", map[string]any{
+		"marked": len(all), "vms": len(m.VMs), "orphan_seeds": len(m.OrphanSeeds),
+	})
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// dsErrorDetail is a backend error for a diagnostic, with what to do for its class.
+func (d *vmsDataSource) dsErrorDetail(err error) string {
+	msg := d.redact(err.Error()) + "."
+	switch proxmox.ClassOf(err) {
+	case pveapi.Permanent:
+		return msg + " An administrator must fix this in Proxmox or in the provider configuration."
+	default:
+		return msg + " This can be temporary (a node or the network not answering, or timeouts.read too short): retry."
+	}
+}
+
+func (d *vmsDataSource) redact(s string) string { return redact(s, d.data.secrets()) }
+
+// regexpValidator accepts a string that compiles as a Go regular expression.
+type regexpValidator struct{}
+
+func (regexpValidator) Description(context.Context) string {
+	return "must be a valid regular expression (Go RE2 syntax)"
+}
+
+func (v regexpValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v regexpValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := regexp.Compile(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid regular expression",
+			fmt.Sprintf("name_regex %s: %v.", v.Description(ctx), err))
+	}
+}

@@ -1,0 +1,21 @@
+# Every VM in the cluster that carries the provider's mark, made by Terraform or by the
+# Kubernetes operator.
+data "proxy_vms" "all" {}
+
+# Narrowed to one node and a naming scheme.
+data "proxy_vms" "edge" {
+  node       = "pv1-1"
+  name_regex = "^proxy-edge-"
+}
+
+output "marked_vms" {
+  value = { for vm in data.proxy_vms.all.vms : vm.id => "${vm.node} ${vm.status} since ${coalesce(vm.created_at, "?")}" }
+}
+
+# Seed ISOs of VMs destroyed outside Terraform: nothing deletes them, so surface them.
+check "no_orphan_seeds" {
+  assert {
+    condition     = length(data.proxy_vms.all.orphan_seeds) == 0
+    error_message = "Seed ISOs without a VM, delete them in Proxmox: ${join(", ", [for s in data.proxy_vms.all.orphan_seeds : "${s.node}:${s.volid}"])}"
+  }
+}

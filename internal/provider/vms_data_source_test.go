@@ -1,0 +1,267 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+func TestRegexpValidator_table(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		value types.String
+		ok    bool
+	}{
+		{types.StringValue("^proxy-edge-[0-9]+$"), true},
+		{types.StringValue(""), true},
+		{types.StringNull(), true},
+		{types.StringUnknown(), true},
+		{types.StringValue("proxy-(edge"), false},
+		{types.StringValue("a**"), false},
+	} {
+		resp := &validator.StringResponse{}
+		regexpValidator{}.ValidateString(context.Background(), validator.StringRequest{
+			Path: path.Root("name_regex"), ConfigValue: tt.value,
+		}, resp)
+		if resp.Diagnostics.HasError() == tt.ok {
+			t.Errorf("%v: diagnostics %v, want ok=%v", tt.value, resp.Diagnostics, tt.ok)
+		}
+	}
+}
+
+// Acceptance tests of proxy_vms over a simulated cluster holding every kind of guest the
+// listing must tell apart, and seed ISOs with and without their VM.
+
+const vmsDS = "data.proxy_vms.v"
+
+var vmsCreated = time.Date(2026, 9, 23, 10, 0, 0, 0, time.UTC)
+
+const (
+	uidA = "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"
+	uidB = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+)
+
+// vmsCluster fills a two-node simulator (pve1, pve2): three marked VMs (by tag and name, by
+// name only, by tag only with an empty uid), a look-alike without a mark, a VM whose mark
+// says managed=false, a marked container, a marked template, a marked clone in progress
+// (nameless in the listing), plus the simulator's own foreign VM, container and templates;
+// and seed ISOs: proxy-gone-seed.iso on both nodes (no VM), seeds of existing VMs, and an
+// ISO that is no seed.
+func vmsCluster(t *testing.T, sim *pvesim.Sim) {
+	t.Helper()
+	mark := func(uid string) string { return proxmox.FormatMark(uid, vmsCreated) }
+	for _, spec := range []pvesim.VMSpec{
+		{VMID: 150001, Node: "pve1", Name: "proxy-a", Power: "running",
+			Config: map[string]string{"description": mark(uidA), "tags": "proxy_operator"}},
+		{VMID: 150002, Node: "pve2", Name: "proxy-b", Config: map[string]string{"description": mark(uidB)}},
+		{VMID: 150003, Node: "pve1", Name: "edge-c", Power: "running",
+			Config: map[string]string{"description": "owner=netops\n" + mark(""), "tags": "dns;proxy_operator"}},
+		{VMID: 150004, Node: "pve1", Name: "proxy-lookalike", Config: map[string]string{"tags": "proxy_operator"}},
+		{VMID: 150005, Node: "pve2", Name: "proxy-off",
+			Config: map[string]string{"description": "proxy-operator-managed=false\nproxy-operator-uid=" + uidB}},
+		{VMID: 150006, Node: "pve1", Type: "lxc", Name: "proxy-ct",
+			Config: map[string]string{"description": mark(uidA), "tags": "proxy_operator"}},
+		{VMID: 150007, Node: "pve1", Name: "proxy-tmpl", Template: true,
+			Config: map[string]string{"description": mark(uidA), "tags": "proxy_operator"}},
+	} {
+		if err := sim.AddVM(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A clone that never ends: listed without a name, lock clone, status unknown (F8).
+	sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone", TaskHang: true})
+	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Clone(context.Background(), "pve1", 9001, pveapi.CloneParams{
+		NewID: 150008, Name: "proxy-midclone", Description: mark(uidB),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	iso := bytes.Repeat([]byte{0}, 2048)
+	for _, v := range []struct{ node, name string }{
+		{"pve1", "proxy-gone-seed.iso"}, {"pve2", "proxy-gone-seed.iso"},
+		{"pve1", "proxy-a-seed.iso"}, {"pve2", "proxy-b-seed.iso"}, {"pve1", "web01-seed.iso"},
+		{"pve1", "debian-13.iso"},
+	} {
+		if err := sim.AddISO(v.node, sim.ISOStorage, v.name, iso); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
+	created := knownvalue.StringExact(vmsCreated.Format(time.RFC3339))
+	return knownvalue.ObjectExact(map[string]knownvalue.Check{
+		"id":         knownvalue.StringExact(fmt.Sprintf("vms/%d/%s", vmid, name)),
+		"vmid":       knownvalue.Int64Exact(int64(vmid)),
+		"name":       knownvalue.StringExact(name),
+		"node":       knownvalue.StringExact(node),
+		"uid":        knownvalue.StringExact(uid),
+		"created_at": created,
+		"status":     knownvalue.StringExact(status),
+	})
+}
+
+func orphanObject(node, name string) knownvalue.Check {
+	return knownvalue.ObjectExact(map[string]knownvalue.Check{
+		"node":  knownvalue.StringExact(node),
+		"volid": knownvalue.StringExact("proxy-seeds:iso/" + name + "-seed.iso"),
+		"name":  knownvalue.StringExact(name),
+		"size":  knownvalue.Int64Exact(2048),
+	})
+}
+
+func vmsConfig(body string) string { return "\ndata \"proxy_vms\" \"v\" {\n" + body + "\n}\n" }
+
+func vmsChecks(vms, orphans []knownvalue.Check) []statecheck.StateCheck {
+	return []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("vms"), knownvalue.ListExact(vms)),
+		statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds"), knownvalue.ListExact(orphans)),
+	}
+}
+
+func newVMsEnv(t *testing.T) *testEnv {
+	t.Helper()
+	env := newTestEnv(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}})
+	if env.Sim == nil {
+		t.Skip("needs the simulator to lay out the cluster")
+	}
+	vmsCluster(t, env.Sim)
+	return env
+}
+
+var (
+	vmA = vmObject(150001, "proxy-a", "pve1", uidA, "running")
+	vmB = vmObject(150002, "proxy-b", "pve2", uidB, "stopped")
+	vmC = vmObject(150003, "edge-c", "pve1", "", "running")
+)
+
+func TestAccVMsDataSource_listsMarkedVMsOnly(t *testing.T) {
+	env := newVMsEnv(t)
+	checks := vmsChecks([]knownvalue.Check{vmA, vmB, vmC},
+		[]knownvalue.Check{orphanObject("pve1", "proxy-gone"), orphanObject("pve2", "proxy-gone")})
+	checks = append(checks, statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("id"), knownvalue.StringExact(env.Endpoint)))
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    []resource.TestStep{{Config: env.ProviderConfig("") + vmsConfig(""), ConfigStateChecks: checks}},
+	})
+}
+
+func TestAccVMsDataSource_filters(t *testing.T) {
+	env := newVMsEnv(t)
+	cfg := env.ProviderConfig("")
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:            cfg + vmsConfig(`node = "pve2"`),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{vmB}, []knownvalue.Check{orphanObject("pve2", "proxy-gone")}),
+			},
+			{
+				Config: cfg + vmsConfig(`name_regex = "^proxy-"`),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{vmA, vmB},
+					[]knownvalue.Check{orphanObject("pve1", "proxy-gone"), orphanObject("pve2", "proxy-gone")}),
+			},
+			{
+				Config:            cfg + vmsConfig("node = \"pve1\"\nname_regex = \"^edge-\""),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{vmC}, []knownvalue.Check{}),
+			},
+			{
+				// A node the provider does not list: its VMs, no seeds (only the provider's
+				// nodes' storages are looked at).
+				Config:            cfg + vmsConfig(`node = "pve9"`),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{}, []knownvalue.Check{}),
+			},
+		},
+	})
+}
+
+func TestAccVMsDataSource_invalidFilters(t *testing.T) {
+	env := newVMsEnv(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      env.ProviderConfig("") + vmsConfig(`name_regex = "proxy-(edge"`),
+				ExpectError: regexp.MustCompile(`(?s)Invalid regular expression.*name_regex`),
+			},
+			{
+				Config:      env.ProviderConfig("") + vmsConfig(`node = "PVE_1"`),
+				ExpectError: regexp.MustCompile(`Proxmox node name`),
+			},
+		},
+	})
+	if n := simRequests(env.Sim); n != 1 { // the clone vmsCluster made; none from the plans
+		t.Errorf("%d requests, want only the setup's clone: %v", n, env.Sim.Stats())
+	}
+}
+
+// A node that is down: its VM cannot be read and its ISO storage cannot be listed. The read
+// still succeeds (with warnings) and lists what it could.
+func TestAccVMsDataSource_nodeDown(t *testing.T) {
+	env := newVMsEnv(t)
+	if err := env.Sim.SetNodeDown("pve2", true); err != nil {
+		t.Fatal(err)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:            env.ProviderConfig("") + vmsConfig(""),
+			ConfigStateChecks: vmsChecks([]knownvalue.Check{vmA, vmC}, []knownvalue.Check{orphanObject("pve1", "proxy-gone")}),
+		}},
+	})
+}
+
+// One listing for List, one config read per candidate (five: three marked, the look-alike,
+// managed=false; never the container, template, mid-clone or foreign entries), then per
+// node one ISO listing and a fresh VM listing: exact counts of one read through the real
+// client against the simulator.
+func TestVMsList_simulatorRequests(t *testing.T) {
+	t.Parallel()
+	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}})
+	vmsCluster(t, sim)
+	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := proxmox.New(c, proxmox.Config{Endpoint: sim.Endpoint, Nodes: sim.Nodes, ISOStorage: sim.ISOStorage,
+		Templates: sim.Templates, TokenID: c.TokenID})
+	sim.ResetStats()
+	vms, skipped, err := b.ListWithSkipped(context.Background())
+	if err != nil || len(vms) != 3 || len(skipped) != 0 {
+		t.Fatalf("List = %v, %v, %v", vms, skipped, err)
+	}
+	seeds, err := b.OrphanSeeds(context.Background())
+	if err != nil || len(seeds) != 2 {
+		t.Fatalf("OrphanSeeds = %v, %v", seeds, err)
+	}
+	want := map[string]int{
+		"GET /cluster/resources": 2, "GET /nodes/{node}/qemu/{vmid}/config": 5,
+		"GET /nodes/{node}/storage/{storage}/content": 2,
+	}
+	if got := sim.Stats(); !maps.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+}
