@@ -513,3 +513,33 @@ func TestAccHealthDataSource_sentinelTokenNeverLeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestAccHealthDataSource_example applies the documentation's example against a node
+// named as in it, so the example cannot drift from the schema.
+func TestAccHealthDataSource_example(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "data-sources", "proxy_health", "data-source.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, pvesim.Options{Nodes: []string{"pv1-1"}})
+	if env.Sim == nil {
+		t.Skip("the example names node pv1-1")
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: env.ProviderConfig("") + string(example),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.proxy_health.cluster", tfjsonpath.New("ready"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue("terraform_data.proxmox_gate", tfjsonpath.New("output"), knownvalue.StringExact("9.2.20")),
+				statecheck.ExpectKnownOutputValue("proxmox_nodes", knownvalue.MapExact(map[string]knownvalue.Check{
+					"pv1-1": knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"reason": knownvalue.StringExact("Reachable"), "pve_version": knownvalue.StringExact("9.2.20"),
+						"templates": knownvalue.StringExact("2/2"),
+					}),
+				})),
+			},
+		}},
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
@@ -264,4 +266,35 @@ func TestVMsList_simulatorRequests(t *testing.T) {
 	if got := sim.Stats(); !maps.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
 	}
+}
+
+// TestAccVMsDataSource_example applies the documentation's example, so it cannot drift
+// from the schema.
+func TestAccVMsDataSource_example(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join("..", "..", "examples", "data-sources", "proxy_vms", "data-source.tf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, pvesim.Options{Nodes: []string{"pv1-1"}})
+	if env.Sim == nil {
+		t.Skip("the example names node pv1-1")
+	}
+	if err := env.Sim.AddVM(pvesim.VMSpec{VMID: 150001, Node: "pv1-1", Name: "proxy-edge-1",
+		Config: map[string]string{"description": proxmox.FormatMark(uidA, vmsCreated)}}); err != nil {
+		t.Fatal(err)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: env.ProviderConfig("") + string(example),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.proxy_vms.edge", tfjsonpath.New("vms").AtSliceIndex(0).AtMapKey("name"),
+					knownvalue.StringExact("proxy-edge-1")),
+				statecheck.ExpectKnownOutputValue("marked_vms", knownvalue.MapExact(map[string]knownvalue.Check{
+					"vms/150001/proxy-edge-1": knownvalue.StringExact("pv1-1 stopped since 2026-09-23T10:00:00Z"),
+				})),
+			},
+		}},
+	})
 }
