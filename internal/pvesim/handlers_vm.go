@@ -436,7 +436,11 @@ func (s *Sim) hStatusCurrent(c *call) *response {
 	if v.isTemplate() {
 		out["template"] = 1
 	}
+	if _, ok := v.conf["serial0"]; ok {
+		out["serial"] = 1
+	}
 	if v.status == "running" {
+		out["clipboard"] = nil
 		out["pid"] = 4000 + v.vmid%60000
 		out["running-machine"] = "pc-q35-11.0+pve0"
 		out["running-qemu"] = "11.0.3"

@@ -290,13 +290,16 @@ func (s *Sim) newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// addDefaults builds the default topology: storages, templates 9001 and 9000, a foreign VM
-// 100 and a container 101.
+// addDefaults builds the default topology: storages local-lvm (images), proxy-seeds (iso
+// only), local (iso, vztmpl, backup; no images), backups (backup only), ceph-vm (shared
+// images, with more than one node); templates 9001 and 9000, a foreign VM 100 and a
+// container 101.
 func (s *Sim) addDefaults(templateAgent bool) {
 	s.storages = map[string]*storage{
 		"local-lvm":   {id: "local-lvm", typ: "lvmthin", content: []string{"rootdir", "images"}, total: 100 << 30},
 		"proxy-seeds": {id: "proxy-seeds", typ: "dir", content: []string{"iso"}, total: 20 << 30, hasPath: true},
 		"local":       {id: "local", typ: "dir", content: []string{"iso", "vztmpl", "backup"}, total: 60 << 30, hasPath: true},
+		"backups":     {id: "backups", typ: "dir", content: []string{"backup"}, total: 200 << 30, hasPath: true},
 	}
 	if len(s.nodeOrder) > 1 {
 		s.storages["ceph-vm"] = &storage{id: "ceph-vm", typ: "rbd", content: []string{"images", "rootdir"}, shared: true, total: 500 << 30}
@@ -305,12 +308,12 @@ func (s *Sim) addDefaults(templateAgent bool) {
 	meta := "creation-qemu=11.0.3,ctime=1790145676"
 	s.vms[9001] = &vm{vmid: 9001, node: first, typ: "qemu", status: "stopped", qmp: "stopped", conf: map[string]string{
 		"agent": "1", "bios": "ovmf", "boot": "order=scsi0", "cores": "2", "cpu": "x86-64-v2-AES",
+		"efidisk0": "local-lvm:base-9001-disk-1,efitype=4m,pre-enrolled-keys=0,size=4M",
 		"machine": "q35", "memory": "2048", "meta": meta, "name": "debian-13-template",
-		"net0": "virtio=" + s.newMAC() + ",bridge=vmbr0", "numa": "0", "ostype": "l26",
+		"net0": "virtio=" + s.newMAC() + ",bridge=vmbr0", "ostype": "l26",
 		"scsi0": "local-lvm:base-9001-disk-0,size=3G", "scsihw": "virtio-scsi-single",
-		"serial0": "socket", "smbios1": "uuid=" + s.newUUID(), "sockets": "1", "template": "1",
+		"serial0": "socket", "smbios1": "uuid=" + s.newUUID(), "template": "1",
 		"vga": "serial0", "vmgenid": s.newUUID(),
-		"description": "Debian 13 (trixie) genericcloud, cloud-init NoCloud.\n",
 	}, guest: guest{agentInstalled: templateAgent}}
 	s.vms[9000] = &vm{vmid: 9000, node: first, typ: "qemu", status: "stopped", qmp: "stopped", conf: map[string]string{
 		"agent": "1", "boot": "order=scsi0", "cores": "2", "ide2": "local-lvm:vm-9000-cloudinit,media=cdrom",

@@ -11,8 +11,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,25 +24,35 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "pvesim:", err)
-		os.Exit(1)
+		os.Exit(2)
 	}
 }
 
-func run(args []string) error {
+// run starts the simulator, prints the start-up line to stdout and serves until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pvesim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8006", "address to listen on")
 	nodes := fs.String("nodes", "pve1", "comma-separated node names")
-	speed := fs.Float64("speed", 1, "speed factor: every simulated duration is divided by it")
+	speed := fs.Float64("speed", 1, "speed factor: every simulated duration is divided by it (20: 20 times faster than a real host)")
 	token := fs.String("token", "", "API token <user>@<realm>!<id>=<secret> (default: root@pam!tf=<random uuid>)")
-	templateAgent := fs.Bool("template-agent", false, "template 9001 ships qemu-guest-agent")
+	templateAgent := fs.Bool("template-agent", false, "template 9001 ships qemu-guest-agent (no seed needed for an address)")
 	seed := fs.Uint64("seed", 0, "random seed for MACs, PIDs and fault probabilities (0: random)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
 	if *speed <= 0 {
-		return fmt.Errorf("-speed must be positive")
+		return errors.New("-speed must be positive")
 	}
 	var nodeList []string
 	for _, n := range strings.Split(*nodes, ",") {
@@ -60,10 +72,10 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(string(line))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if _, err := fmt.Fprintln(stdout, string(line)); err != nil {
+		return err
+	}
 	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "pvesim: shutting down")
+	fmt.Fprintln(stderr, "pvesim: shutting down")
 	return nil
 }
