@@ -309,7 +309,7 @@ func (s *Sim) addDefaults(templateAgent bool) {
 	s.vms[9001] = &vm{vmid: 9001, node: first, typ: "qemu", status: "stopped", qmp: "stopped", conf: map[string]string{
 		"agent": "1", "bios": "ovmf", "boot": "order=scsi0", "cores": "2", "cpu": "x86-64-v2-AES",
 		"efidisk0": "local-lvm:base-9001-disk-1,efitype=4m,pre-enrolled-keys=0,size=4M",
-		"machine": "q35", "memory": "2048", "meta": meta, "name": "debian-13-template",
+		"machine":  "q35", "memory": "2048", "meta": meta, "name": "debian-13-template",
 		"net0": "virtio=" + s.newMAC() + ",bridge=vmbr0", "ostype": "l26",
 		"scsi0": "local-lvm:base-9001-disk-0,size=3G", "scsihw": "virtio-scsi-single",
 		"serial0": "socket", "smbios1": "uuid=" + s.newUUID(), "template": "1",
