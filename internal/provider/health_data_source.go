@@ -56,12 +56,9 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md, Description: plain(md)}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Checks every node of the provider's `nodes` and reports one verdict per node. " +
-			"Reading it never fails because a node is unhealthy: the verdict is the data. Gate an apply on it " +
-			"with a `check` block (a warning) or a `precondition` (an error), as the example shows. " +
-			"Each node is checked concurrently with four requests (the Proxmox VE version, the node's status, " +
-			"the ISO storage's status, the cluster's VM listing), so a node that hangs costs only its own time, " +
-			"bounded by `timeouts.read`.",
+		MarkdownDescription: "One readiness verdict per node of the provider's `nodes`: the node answers, " +
+			"`iso_storage` is usable there, and every catalogue template exists. Reading it never fails because " +
+			"a node is unhealthy; gate applies on `ready` with a `check` block or a `precondition`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "The provider's `endpoint`.",
@@ -102,7 +99,10 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 					"templates": detail("Catalogue templates found as `<found>/<configured>`, counting catalogue entries."),
 				}},
 			},
-			"timeouts": timeouts.Attributes(ctx),
+			"timeouts": timeouts.AttributesWithOpts(ctx, timeouts.Opts{
+				ReadDescription: "How long the whole check may take, as a duration (`\"30s\"`, `\"2m\"`); default `30s`. " +
+					"A node still being checked then is reported as `Timeout`; the others keep their verdicts.",
+			}),
 		},
 	}
 }

@@ -70,12 +70,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Lists every VM in the cluster that carries the provider's mark (the three " +
-			"`proxy-operator-*` lines in its description), whoever made it: this provider or the Kubernetes operator. " +
-			"Use it for audits, to find VMs to import, and to find orphan seed ISOs. " +
-			"It makes one cluster listing plus one config read per candidate (a QEMU VM, not a template, " +
-			"tagged `proxy_operator` or named `proxy-*`); a candidate whose config cannot be read is left out, " +
-			"and a clone in progress, which has no name yet, is not listed.",
+		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
+			"and the seed ISOs that no VM uses any more.",
 		Attributes: map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
 			"node": schema.StringAttribute{
@@ -92,8 +88,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				Validators: []validator.String{regexpValidator{}},
 			},
 			"vms": schema.ListNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "The marked VMs, sorted by VMID.",
+				Computed: true,
+				MarkdownDescription: "The marked VMs, sorted by VMID. A candidate whose configuration cannot be read " +
+					"(its node is down, or it was destroyed meanwhile) is left out with a warning.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"id":   computed("`vms/<vmid>/<name>`, the ID `proxy_vm` uses (and accepts on import)."),
 					"vmid": schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
@@ -119,7 +116,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"size":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
 				}},
 			},
-			"timeouts": timeouts.Attributes(ctx),
+			"timeouts": timeouts.AttributesWithOpts(ctx, timeouts.Opts{
+				ReadDescription: "How long the read may take, as a duration (`\"30s\"`, `\"2m\"`); default `2m`.",
+			}),
 		},
 	}
 }
