@@ -197,10 +197,27 @@ func (r *Result) OK() bool { return r.Err == nil && r.ExitCode == 0 }
 // Output is stdout and stderr together.
 func (r *Result) Output() string { return r.Stdout + r.Stderr }
 
-// String summarises the command for test failures.
+// String summarises the command for test failures (without the dev_overrides warning).
 func (r *Result) String() string {
 	return fmt.Sprintf("terraform %s: exit %d (%v) in %s\n--- stdout\n%s\n--- stderr\n%s",
-		strings.Join(r.Args, " "), r.ExitCode, r.Err, r.Duration.Round(time.Millisecond), r.Stdout, r.Stderr)
+		strings.Join(r.Args, " "), r.ExitCode, r.Err, r.Duration.Round(time.Millisecond),
+		strings.TrimSpace(TrimOverridesWarning(r.Stdout)), strings.TrimSpace(TrimOverridesWarning(r.Stderr)))
+}
+
+// TrimOverridesWarning removes the "Provider development overrides are in effect"
+// warning terraform prints on every command run with dev_overrides.
+func TrimOverridesWarning(out string) string {
+	const head = "Warning: Provider development overrides are in effect"
+	const tail = "with published\nreleases.\n"
+	i := strings.Index(out, head)
+	if i < 0 {
+		return out
+	}
+	j := strings.Index(out[i:], tail)
+	if j < 0 {
+		return out
+	}
+	return out[:i] + out[i+j+len(tail):]
 }
 
 // Environment returns the environment of a command: the process environment without TF_*

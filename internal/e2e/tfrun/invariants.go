@@ -1,0 +1,275 @@
+package tfrun
+
+import (
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// Baseline is the cluster before a scenario: every guest (foreign VMs, templates,
+// containers) and every volume. Whatever it holds must come out of the scenario unchanged.
+type Baseline struct {
+	VMs     map[int]pvesim.VMState
+	Volumes map[string]bool // node + "|" + volid
+}
+
+// TakeBaseline snapshots the simulator.
+func TakeBaseline(s *pvesim.Sim) Baseline {
+	st := s.State()
+	b := Baseline{VMs: map[int]pvesim.VMState{}, Volumes: map[string]bool{}}
+	for _, v := range st.VMs {
+		b.VMs[v.VMID] = v
+	}
+	for _, v := range st.Volumes {
+		b.Volumes[v.Node+"|"+v.VolID] = true
+	}
+	return b
+}
+
+// Checker holds a scenario's invariants against the simulator's state.
+type Checker struct {
+	Sim      *pvesim.Sim
+	Baseline Baseline
+	// Owns reports whether a VM name belongs to the scenario (its workspaces' VMs).
+	Owns func(name string) bool
+	// ISOStorage is the seed storage (default: the simulator's).
+	ISOStorage string
+}
+
+// NewChecker snapshots the baseline now; names with prefix belong to the scenario.
+func NewChecker(s *pvesim.Sim, prefix string) *Checker {
+	return &Checker{Sim: s, Baseline: TakeBaseline(s), Owns: func(n string) bool { return strings.HasPrefix(n, prefix) }, ISOStorage: s.ISOStorage}
+}
+
+// Findings are what a check found. Violations break an invariant; Orphans are leftovers
+// of the scenario that no state tracks (a VM, or a seed ISO whose VM is gone).
+type Findings struct {
+	Violations []string
+	Orphans    []string
+	// Stale are state entries whose VM is gone. Right after a failed or interrupted
+	// command that is expected (the next refresh drops them); after a successful apply it
+	// is a violation (see Strict).
+	Stale []string
+}
+
+// Strict returns f with the stale entries counted as violations.
+func (f Findings) Strict() Findings {
+	f.Violations = append(append([]string(nil), f.Violations...), f.Stale...)
+	f.Stale = nil
+	return f
+}
+
+// OK reports no violation and no orphan.
+func (f Findings) OK() bool { return len(f.Violations) == 0 && len(f.Orphans) == 0 }
+
+// Err is nil when OK, else an error listing everything.
+func (f Findings) Err() error {
+	if f.OK() {
+		return nil
+	}
+	var b strings.Builder
+	for _, v := range f.Violations {
+		b.WriteString("violation: " + v + "\n")
+	}
+	for _, o := range f.Orphans {
+		b.WriteString("orphan: " + o + "\n")
+	}
+	return fmt.Errorf("%s", strings.TrimSuffix(b.String(), "\n"))
+}
+
+func (f *Findings) violate(format string, args ...any) {
+	f.Violations = append(f.Violations, fmt.Sprintf(format, args...))
+}
+
+// Add merges g into f.
+func (f *Findings) Add(g Findings) {
+	f.Violations = append(f.Violations, g.Violations...)
+	f.Orphans = append(f.Orphans, g.Orphans...)
+	f.Stale = append(f.Stale, g.Stale...)
+}
+
+// Live checks the invariants that hold at any quiet moment (no terraform running):
+//   - at most one VM per name among the scenario's VMs;
+//   - every baseline guest is still there, on the same node, with the same config, power
+//     and lock (a foreign VM is never touched);
+//   - every proxy_vm in the given states (one per workspace; tainted or deposed instances
+//     excepted, as the next apply refreshes them) exists with the same VMID and name,
+//     carries a mark, and no two workspaces hold the same VMID.
+//
+// Orphans: the scenario's VMs that no state holds, and its seed ISOs whose VM is gone.
+// Stale: state entries (not tainted) whose VM is not in the cluster.
+func (c *Checker) Live(states ...*State) Findings {
+	var f Findings
+	st := c.Sim.State()
+	byID := map[int]pvesim.VMState{}
+	byName := map[string][]int{}
+	for _, v := range st.VMs {
+		byID[v.VMID] = v
+		if v.Type == "qemu" && !v.Template && v.Name != "" && c.Owns(v.Name) {
+			byName[v.Name] = append(byName[v.Name], v.VMID)
+		}
+	}
+	for name, ids := range byName {
+		if len(ids) > 1 {
+			sort.Ints(ids)
+			f.violate("%d VMs are named %s: VMIDs %v", len(ids), name, ids)
+		}
+	}
+	f.Add(c.foreign(byID))
+
+	tracked := map[int]string{} // vmid -> address (first workspace holding it)
+	for wi, s := range states {
+		if s == nil {
+			continue
+		}
+		for _, r := range s.OfType("proxy_vm") {
+			vmid, name := r.Int("vmid"), r.String("name")
+			if vmid == 0 {
+				continue
+			}
+			where := fmt.Sprintf("workspace %d %s (vmid %d)", wi, r.Address, vmid)
+			if prev, ok := tracked[vmid]; ok {
+				f.violate("%s and %s both hold VMID %d", prev, where, vmid)
+			}
+			tracked[vmid] = where
+			if r.Tainted || r.DeposedKey != "" {
+				continue
+			}
+			v, ok := byID[vmid]
+			switch {
+			case !ok:
+				f.Stale = append(f.Stale, fmt.Sprintf("%s: no VM %d in the cluster", where, vmid))
+			case v.Name != name:
+				f.violate("%s: VM %d is named %q, the state says %q", where, vmid, v.Name, name)
+			case !strings.Contains(v.Description, "proxy-operator-managed=true"):
+				f.violate("%s: VM %d carries no mark", where, vmid)
+			}
+		}
+	}
+	for name, ids := range byName {
+		for _, id := range ids {
+			if _, ok := tracked[id]; !ok {
+				f.Orphans = append(f.Orphans, fmt.Sprintf("VM %d (%s) is in no state", id, name))
+			}
+		}
+	}
+	f.Orphans = append(f.Orphans, c.orphanSeeds(st, byName)...)
+	return f
+}
+
+// Gone checks that nothing of the scenario is left (after a destroy): no VM with one of
+// its names, no seed ISO of one of them; and the baseline is intact. Leftovers are
+// orphans.
+func (c *Checker) Gone() Findings {
+	var f Findings
+	st := c.Sim.State()
+	byID := map[int]pvesim.VMState{}
+	for _, v := range st.VMs {
+		byID[v.VMID] = v
+		if _, base := c.Baseline.VMs[v.VMID]; base {
+			continue
+		}
+		if v.Name == "" || c.Owns(v.Name) {
+			f.Orphans = append(f.Orphans, fmt.Sprintf("VM %d (%q, %s, lock %q) left after destroy", v.VMID, v.Name, v.Power, v.Lock))
+		}
+	}
+	f.Add(c.foreign(byID))
+	for _, vol := range st.Volumes {
+		if c.Baseline.Volumes[vol.Node+"|"+vol.VolID] {
+			continue
+		}
+		if n := seedName(vol.VolID); n != "" && c.Owns(n) {
+			f.Orphans = append(f.Orphans, fmt.Sprintf("seed %s on %s left after destroy", vol.VolID, vol.Node))
+		}
+	}
+	return f
+}
+
+func (c *Checker) orphanSeeds(st pvesim.State, byName map[string][]int) []string {
+	var out []string
+	for _, vol := range st.Volumes {
+		if c.Baseline.Volumes[vol.Node+"|"+vol.VolID] {
+			continue
+		}
+		n := seedName(vol.VolID)
+		if n == "" || !c.Owns(n) {
+			continue
+		}
+		if len(byName[n]) == 0 {
+			out = append(out, fmt.Sprintf("seed %s on %s has no VM", vol.VolID, vol.Node))
+		}
+	}
+	return out
+}
+
+// foreign compares every baseline guest with the cluster now.
+func (c *Checker) foreign(now map[int]pvesim.VMState) Findings {
+	var f Findings
+	for _, id := range sortedInts(c.Baseline.VMs) {
+		was := c.Baseline.VMs[id]
+		v, ok := now[id]
+		if !ok {
+			f.violate("foreign guest %d (%s) was destroyed", id, was.Name)
+			continue
+		}
+		if d := diffVM(was, v); d != "" {
+			f.violate("foreign guest %d (%s) was changed: %s", id, was.Name, d)
+		}
+	}
+	return f
+}
+
+func diffVM(a, b pvesim.VMState) string {
+	var d []string
+	if a.Node != b.Node {
+		d = append(d, fmt.Sprintf("node %s -> %s", a.Node, b.Node))
+	}
+	if a.Power != b.Power {
+		d = append(d, fmt.Sprintf("power %s -> %s", a.Power, b.Power))
+	}
+	if a.Lock != b.Lock {
+		d = append(d, fmt.Sprintf("lock %q -> %q", a.Lock, b.Lock))
+	}
+	if !maps.Equal(a.Config, b.Config) {
+		for _, k := range unionKeys(a.Config, b.Config) {
+			if a.Config[k] != b.Config[k] {
+				d = append(d, fmt.Sprintf("config %s %q -> %q", k, a.Config[k], b.Config[k]))
+			}
+		}
+	}
+	return strings.Join(d, "; ")
+}
+
+func unionKeys(a, b map[string]string) []string {
+	m := map[string]bool{}
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	return sortedKeys(m)
+}
+
+func sortedInts[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// VMIDs of the scenario's VMs in the cluster now, by name.
+func (c *Checker) VMIDs() map[string][]int {
+	out := map[string][]int{}
+	for _, v := range c.Sim.State().VMs {
+		if v.Type == "qemu" && !v.Template && v.Name != "" && c.Owns(v.Name) {
+			out[v.Name] = append(out[v.Name], v.VMID)
+		}
+	}
+	return out
+}
