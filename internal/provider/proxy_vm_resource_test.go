@@ -1,0 +1,1006 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// The proxy_vm acceptance tests run against a fresh simulator each (or a real cluster, see
+// provider_test.go). Out-of-band changes (a VM stopped or destroyed outside Terraform, a
+// foreign VM) go through the Proxmox API itself, so they work on both targets; the
+// simulator is only read for what a real cluster cannot show the test (the seed the guest
+// booted with), and only when env.Sim is set.
+
+const vmAddr = "proxy_vm.test"
+
+// logEntryRE is the start of an hclog entry: time, level, module.
+var logEntryRE = regexp.MustCompile(`^\d{4}-\d\d-\d\dT[0-9:.]+Z \[[A-Z]+\] +([A-Za-z0-9_.-]+):`)
+
+// vmName is a name unique enough for a shared real cluster.
+func vmName(prefix string) string {
+	return "tfacc-" + prefix + "-" + acctest.RandStringFromCharSet(6, "abcdefghijklmnopqrstuvwxyz0123456789")
+}
+
+// vmProviderConfig is the environment's provider block with a one-template catalogue, so
+// that an import resolves image unambiguously, plus extra.
+func vmProviderConfig(env *testEnv, extra string) string {
+	key := env.TemplateKey()
+	if _, ok := env.Templates["debian-13"]; ok {
+		key = "debian-13"
+	}
+	return env.ProviderConfig(fmt.Sprintf("  templates = { %q = %d }\n%s", key, env.Templates[key], extra))
+}
+
+// imageKey is the catalogue key vmProviderConfig renders.
+func imageKey(env *testEnv) string {
+	if _, ok := env.Templates["debian-13"]; ok {
+		return "debian-13"
+	}
+	return env.TemplateKey()
+}
+
+// vmResource renders proxy_vm.test with name, the catalogue image, and body.
+func vmResource(env *testEnv, name, body string) string {
+	return fmt.Sprintf(`
+resource "proxy_vm" "test" {
+  name  = %q
+  image = %q
+%s
+}
+`, name, imageKey(env), body)
+}
+
+func cloudInit(sentinel string) string {
+	return "#cloud-config\n# " + sentinel + "\npackages: [squid]\n"
+}
+
+func hclString(s string) string { return strconv.Quote(s) }
+
+// cluster does the out-of-band changes and inspections of the tests through the API.
+type cluster struct {
+	t   *testing.T
+	env *testEnv
+	api pveapi.API
+}
+
+func newCluster(t *testing.T, env *testEnv) *cluster {
+	t.Helper()
+	opts := pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM, CAFile: env.CAFile}
+	if env.Sim == nil {
+		opts.Token = os.Getenv(envAPIToken)
+		opts.Insecure = os.Getenv(envInsecure) == "true" || os.Getenv(envInsecure) == "1"
+	}
+	c, err := pveapi.New(opts)
+	if err != nil {
+		t.Fatalf("API client: %v", err)
+	}
+	return &cluster{t: t, env: env, api: c}
+}
+
+func (c *cluster) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Minute)
+}
+
+func (c *cluster) resources() ([]pveapi.Resource, error) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.api.ClusterResources(ctx)
+}
+
+func (c *cluster) resource(vmid int) (pveapi.Resource, error) {
+	res, err := c.resources()
+	if err != nil {
+		return pveapi.Resource{}, err
+	}
+	for _, r := range res {
+		if r.VMID == vmid {
+			return r, nil
+		}
+	}
+	return pveapi.Resource{}, fmt.Errorf("VMID %d is not in the cluster", vmid)
+}
+
+// vmsNamed returns the VMIDs of the non-template VMs called name.
+func (c *cluster) vmsNamed(name string) ([]int, error) {
+	res, err := c.resources()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, r := range res {
+		if r.Type == "qemu" && r.Template == 0 && r.Name == name {
+			out = append(out, r.VMID)
+		}
+	}
+	return out, nil
+}
+
+// seeds returns the seed ISO volumes of name on every node.
+func (c *cluster) seeds(name string) ([]string, error) {
+	var out []string
+	for _, node := range c.env.Nodes {
+		ctx, cancel := c.ctx()
+		vols, err := c.api.StorageContent(ctx, node, c.env.ISOStorage, "iso")
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vols {
+			if strings.HasSuffix(v.VolID, "iso/"+name+"-seed.iso") {
+				out = append(out, node+"/"+v.VolID)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (c *cluster) wait(node, upid string) error {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	for {
+		st, err := c.api.TaskStatus(ctx, node, upid)
+		if err != nil {
+			return err
+		}
+		if st.Status == "stopped" {
+			if st.ExitStatus != "OK" && !strings.HasPrefix(st.ExitStatus, "WARNINGS") {
+				return fmt.Errorf("task %s: %s", upid, st.ExitStatus)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stop stops a VM out of band.
+func (c *cluster) stop(vmid int) {
+	c.t.Helper()
+	r, err := c.resource(vmid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	upid, err := c.api.Stop(ctx, r.Node, vmid)
+	if err == nil {
+		err = c.wait(r.Node, upid)
+	}
+	if err != nil {
+		c.t.Fatalf("stopping VMID %d: %v", vmid, err)
+	}
+}
+
+// destroy stops and destroys a VM out of band (its seed ISO stays, as it would).
+func (c *cluster) destroy(vmid int) {
+	c.t.Helper()
+	r, err := c.resource(vmid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if r.Status == "running" {
+		c.stop(vmid)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	upid, err := c.api.Destroy(ctx, r.Node, vmid)
+	if err == nil {
+		err = c.wait(r.Node, upid)
+	}
+	if err != nil {
+		c.t.Fatalf("destroying VMID %d: %v", vmid, err)
+	}
+}
+
+// setConfig writes config keys out of band.
+func (c *cluster) setConfig(vmid int, params map[string]string) {
+	c.t.Helper()
+	r, err := c.resource(vmid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.api.SetVMConfig(ctx, r.Node, vmid, params); err != nil {
+		c.t.Fatalf("config of VMID %d: %v", vmid, err)
+	}
+}
+
+// config reads a VM's config.
+func (c *cluster) config(vmid int) map[string]string {
+	c.t.Helper()
+	r, err := c.resource(vmid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	cfg, err := c.api.VMConfig(ctx, r.Node, vmid)
+	if err != nil {
+		c.t.Fatalf("config of VMID %d: %v", vmid, err)
+	}
+	return cfg
+}
+
+// foreignVM clones the test template onto vmid with name and no mark, as someone else
+// would; a real cluster gets it destroyed at the end of the test.
+func (c *cluster) foreignVM(vmid int, name string) {
+	c.t.Helper()
+	tmpl := c.env.Templates[imageKey(c.env)]
+	r, err := c.resource(tmpl)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	upid, err := c.api.Clone(ctx, r.Node, tmpl, pveapi.CloneParams{NewID: vmid, Name: name, Description: "made by hand"})
+	if err == nil {
+		err = c.wait(r.Node, upid)
+	}
+	if err != nil {
+		c.t.Fatalf("cloning a foreign VM onto %d: %v", vmid, err)
+	}
+	if c.env.Sim == nil {
+		c.t.Cleanup(func() { c.destroy(vmid) })
+	}
+}
+
+// vmidOf reads the vmid of addr from a state.
+func vmidOf(s *terraform.State, addr string) (int, error) {
+	rs, ok := s.RootModule().Resources[addr]
+	if !ok {
+		return 0, fmt.Errorf("%s is not in the state", addr)
+	}
+	return strconv.Atoi(rs.Primary.Attributes["vmid"])
+}
+
+// checkGone is a CheckDestroy: no VM and no seed ISO of names remain.
+func (c *cluster) checkGone(names ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, name := range names {
+			vms, err := c.vmsNamed(name)
+			if err != nil {
+				return err
+			}
+			if len(vms) > 0 {
+				return fmt.Errorf("VM %s still exists after destroy: VMIDs %v", name, vms)
+			}
+			seeds, err := c.seeds(name)
+			if err != nil {
+				return err
+			}
+			if len(seeds) > 0 {
+				return fmt.Errorf("seed ISO of %s still exists after destroy: %v", name, seeds)
+			}
+		}
+		return nil
+	}
+}
+
+// checkOneVM checks that exactly one VM is called name, at the state's VMID.
+func (c *cluster) checkOneVM(addr, name string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		vmid, err := vmidOf(s, addr)
+		if err != nil {
+			return err
+		}
+		vms, err := c.vmsNamed(name)
+		if err != nil {
+			return err
+		}
+		if len(vms) != 1 || vms[0] != vmid {
+			return fmt.Errorf("VMs named %s: %v, want exactly [%d]", name, vms, vmid)
+		}
+		return nil
+	}
+}
+
+// checkSeed checks (simulator only) that the guest booted with userData as its user-data.
+func checkSeed(env *testEnv, addr, userData string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		if env.Sim == nil {
+			return nil
+		}
+		vmid, err := vmidOf(s, addr)
+		if err != nil {
+			return err
+		}
+		seed, ok := env.Sim.GuestSeed(vmid)
+		if !ok {
+			return fmt.Errorf("VMID %d booted without a seed", vmid)
+		}
+		if string(seed.UserData) != userData {
+			return fmt.Errorf("VMID %d booted with user-data %q, want %q", vmid, seed.UserData, userData)
+		}
+		if !strings.Contains(string(seed.MetaData), s.RootModule().Resources[addr].Primary.Attributes["name"]) {
+			return fmt.Errorf("meta-data %q does not name the VM", seed.MetaData)
+		}
+		return nil
+	}
+}
+
+func importIDByVMID(addr string) resource.ImportStateIdFunc {
+	return func(s *terraform.State) (string, error) {
+		vmid, err := vmidOf(s, addr)
+		return strconv.Itoa(vmid), err
+	}
+}
+
+var importIgnore = []string{"cloud_init", "timeouts", "wait_for_ip"}
+
+// TestAccProxyVM_basic creates a VM, checks its state and the seed the guest booted with,
+// proves the next plan is empty, imports it by each ID form, and destroys it.
+func TestAccProxyVM_basic(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("basic")
+	ud := cloudInit("sentinel-" + acctest.RandString(10))
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `
+  machine_type = "small"
+  cloud_init   = `+hclString(ud))
+	vmid := statecheck.CompareValue(compare.ValuesSame())
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor(name))),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("node"), knownvalue.StringExact(env.Nodes[0])),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("vmid")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^vms/[1-9][0-9]{2,8}/`+name+`$`))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor(name))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringRegexp(regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("mac_address"), knownvalue.StringRegexp(regexp.MustCompile(`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("created_at"), knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("node"), knownvalue.StringExact(env.Nodes[0])),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("template_vmid"), knownvalue.Int64Exact(int64(env.Templates[imageKey(env)]))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("memory_mib"), knownvalue.Int64Exact(512)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("disk_gib"), knownvalue.NotNull()),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("agent_enabled"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("start_on_boot"), knownvalue.Bool(true)),
+					statecheck.ExpectSensitiveValue(vmAddr, tfjsonpath.New("cloud_init")),
+				},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					checkSeed(env, vmAddr, ud),
+					c.checkOneVM(vmAddr, name),
+					func(s *terraform.State) error {
+						vmid, _ := vmidOf(s, vmAddr)
+						if seeds, err := c.seeds(name); err != nil || len(seeds) != 1 {
+							return fmt.Errorf("seed ISOs of %s: %v %v, want one", name, seeds, err)
+						}
+						if cfg := c.config(vmid); !strings.Contains(cfg["tags"], "proxy_operator") || cfg["onboot"] != "1" {
+							return fmt.Errorf("config tags %q onboot %q", cfg["tags"], cfg["onboot"])
+						}
+						return nil
+					},
+				),
+			},
+			{
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid"))},
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: importIgnore,
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateIdFunc:       importIDByVMID(vmAddr),
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: importIgnore,
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateId:           name,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: importIgnore,
+			},
+			{
+				// An import block with the same configuration: the only change is
+				// recording cloud_init, which cannot be read back, in place.
+				ResourceName:       vmAddr,
+				ImportState:        true,
+				ImportStateKind:    resource.ImportBlockWithID,
+				ExpectNonEmptyPlan: true,
+				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("vmid"), knownvalue.NotNull()),
+				}},
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_importBlockEmptyPlan imports a VM made without cloud_init with an import
+// block and the configuration that made it: the plan is empty.
+func TestAccProxyVM_importBlockEmptyPlan(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("impblk")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `
+  cores      = 2
+  memory_mib = 768
+  disk_gib   = 10`)
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				ResourceName:    vmAddr,
+				ImportState:     true,
+				ImportStateKind: resource.ImportBlockWithID,
+				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop),
+				}},
+			},
+			{
+				ResourceName:    vmAddr,
+				ImportState:     true,
+				ImportStateKind: resource.ImportBlockWithID,
+				ImportStateId:   name,
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_updateInPlace changes cores and memory (restart), grows the disk, moves
+// the NIC to a VLAN and turns start_on_boot off, all on the same VMID.
+func TestAccProxyVM_updateInPlace(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("upd")
+	vmid := statecheck.CompareValue(compare.ValuesSame())
+	uid := statecheck.CompareValue(compare.ValuesSame())
+	base := vmProviderConfig(env, "")
+	same := func() []statecheck.StateCheck {
+		return []statecheck.StateCheck{
+			vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+			uid.AddStateValue(vmAddr, tfjsonpath.New("uid")),
+		}
+	}
+	var mac string
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate)}}
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config:            base + vmResource(env, name, `  machine_type = "small"`),
+				ConfigStateChecks: same(),
+				Check: func(s *terraform.State) error {
+					mac = s.RootModule().Resources[vmAddr].Primary.Attributes["mac_address"]
+					return nil
+				},
+			},
+			{
+				Config: base + vmResource(env, name, `
+  machine_type  = "small"
+  cores         = 2
+  memory_mib    = 1024
+  start_on_boot = false`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")), // restart
+				}},
+				ConfigStateChecks: append(same(),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("memory_mib"), knownvalue.Int64Exact(1024)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("start_on_boot"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				),
+				Check: func(s *terraform.State) error {
+					id, _ := vmidOf(s, vmAddr)
+					if cfg := c.config(id); cfg["cores"] != "2" || cfg["memory"] != "1024" || cfg["onboot"] == "1" {
+						return fmt.Errorf("config cores %q memory %q onboot %q", cfg["cores"], cfg["memory"], cfg["onboot"])
+					}
+					return nil
+				},
+			},
+			{
+				Config: base + vmResource(env, name, `
+  machine_type  = "small"
+  cores         = 2
+  memory_mib    = 1024
+  start_on_boot = false
+  disk_gib      = 12
+  vlan_tag      = 5`),
+				ConfigPlanChecks: update,
+				ConfigStateChecks: append(same(),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("disk_gib"), knownvalue.Int64Exact(12)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("vlan_tag"), knownvalue.Int64Exact(5)),
+				),
+				Check: func(s *terraform.State) error {
+					id, _ := vmidOf(s, vmAddr)
+					net0 := c.config(id)["net0"]
+					if !strings.Contains(net0, "tag=5") || !strings.Contains(strings.ToUpper(net0), strings.ToUpper(mac)) {
+						return fmt.Errorf("net0 %q: want tag=5 and the MAC %s kept", net0, mac)
+					}
+					return nil
+				},
+			},
+			{
+				// Back to the catalogue's sizes: config values go, the machine type's come back.
+				Config:            base + vmResource(env, name, "  machine_type = \"small\"\n  disk_gib = 12\n  vlan_tag = 5"),
+				ConfigPlanChecks:  update,
+				ConfigStateChecks: append(same(), statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1))),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_replace proves which changes replace the VM: cloud_init and a smaller disk.
+func TestAccProxyVM_replace(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("repl")
+	base := vmProviderConfig(env, "")
+	ud1, ud2 := cloudInit("first"), cloudInit("second")
+	replace := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace)}}
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: base + vmResource(env, name, "  machine_type = \"small\"\n  disk_gib = 10\n  cloud_init = "+hclString(ud1)),
+				Check:  checkSeed(env, vmAddr, ud1),
+			},
+			{
+				Config:           base + vmResource(env, name, "  machine_type = \"small\"\n  disk_gib = 10\n  cloud_init = "+hclString(ud2)),
+				ConfigPlanChecks: replace,
+				Check:            resource.ComposeAggregateTestCheckFunc(checkSeed(env, vmAddr, ud2), c.checkOneVM(vmAddr, name)),
+			},
+			{
+				Config:            base + vmResource(env, name, "  machine_type = \"small\"\n  disk_gib = 8\n  cloud_init = "+hclString(ud2)),
+				ConfigPlanChecks:  replace,
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("disk_gib"), knownvalue.Int64Exact(8))},
+				Check:             c.checkOneVM(vmAddr, name),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_driftDestroyed: a VM destroyed outside Terraform is planned for creation
+// again, and the apply recreates it.
+func TestAccProxyVM_driftDestroyed(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("gone")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
+	var vmid int
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: func(s *terraform.State) (err error) {
+					vmid, err = vmidOf(s, vmAddr)
+					return err
+				},
+			},
+			{
+				PreConfig: func() { c.destroy(vmid) },
+				Config:    cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+				},
+				Check: c.checkOneVM(vmAddr, name),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_driftStopped: a VM stopped outside Terraform is planned back to running
+// and started in place.
+func TestAccProxyVM_driftStopped(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("stop")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
+	vmid := statecheck.CompareValue(compare.ValuesSame())
+	var id int
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config:            cfg,
+				ConfigStateChecks: []statecheck.StateCheck{vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid"))},
+				Check: func(s *terraform.State) (err error) {
+					id, err = vmidOf(s, vmAddr)
+					return err
+				},
+			},
+			{
+				PreConfig: func() { c.stop(id) },
+				Config:    cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				},
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_agentRemoved: a VM whose guest agent was switched off outside Terraform is
+// replaced.
+func TestAccProxyVM_agentRemoved(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("agent")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
+	var id int
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: func(s *terraform.State) (err error) {
+					id, err = vmidOf(s, vmAddr)
+					return err
+				},
+			},
+			{
+				PreConfig: func() { c.setConfig(id, map[string]string{"agent": "0"}) },
+				Config:    cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("agent_enabled"), knownvalue.Bool(true)),
+				},
+				Check: c.checkOneVM(vmAddr, name),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_interruptedCreate: the seed upload fails after the clone; the VM is in
+// the state (tainted), and the next apply converges on exactly one VM.
+func TestAccProxyVM_interruptedCreate(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("fault injection needs the simulator")
+	}
+	c := newCluster(t, env)
+	name := vmName("intr")
+	ud := cloudInit("interrupted")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init = "+hclString(ud))
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					env.Sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/storage/{storage}/upload",
+						Status: 500, Message: "upload failed (injected)"})
+				},
+				Config:      cfg,
+				ExpectError: regexp.MustCompile(`(?s)Unable to create proxy VM.*VMID.*tainted`),
+			},
+			{
+				PreConfig: func() {
+					env.Sim.ClearFaults()
+					if vms, err := c.vmsNamed(name); err != nil || len(vms) != 1 {
+						t.Errorf("after the failed create: VMs named %s %v (%v), want the one half-made VM", name, vms, err)
+					}
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					// The half-made VM is tracked (tainted): it is replaced, not forgotten.
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(c.checkOneVM(vmAddr, name), checkSeed(env, vmAddr, ud)),
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_foreignSameName: a VM of the same name that this provider did not make is
+// refused, left untouched, and cannot be imported.
+func TestAccProxyVM_foreignSameName(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("foreign")
+	foreign := 100042
+	if env.Sim == nil && env.VMIDMin != 0 {
+		foreign = env.VMIDMax
+	}
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
+	var before map[string]string
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		// The foreign VM is untouched and still the only one of that name.
+		CheckDestroy: func(*terraform.State) error {
+			vms, err := c.vmsNamed(name)
+			if err != nil || !slices.Equal(vms, []int{foreign}) {
+				return fmt.Errorf("VMs named %s: %v (%v), want only the foreign %d", name, vms, err, foreign)
+			}
+			after := c.config(foreign)
+			for _, k := range []string{"description", "cores", "memory", "net0", "scsi0", "tags", "ide2", "agent"} {
+				if before[k] != after[k] {
+					return fmt.Errorf("the foreign VM's %s changed: %q -> %q", k, before[k], after[k])
+				}
+			}
+			if seeds, err := c.seeds(name); err != nil || len(seeds) > 0 {
+				return fmt.Errorf("seed ISOs for the refused VM: %v %v", seeds, err)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					c.foreignVM(foreign, name)
+					before = c.config(foreign)
+				},
+				Config:      cfg,
+				ExpectError: regexp.MustCompile(`(?s)Unable to create proxy VM.*` + strconv.Itoa(foreign) + `.*without`),
+			},
+			{
+				Config:        cfg,
+				ResourceName:  vmAddr,
+				ImportState:   true,
+				ImportStateId: strconv.Itoa(foreign),
+				ExpectError:   regexp.MustCompile(`(?s)Unable to import proxy VM.*carries.*no`),
+			},
+			{
+				Config:        cfg,
+				ResourceName:  vmAddr,
+				ImportState:   true,
+				ImportStateId: "vms/" + name,
+				ExpectError:   regexp.MustCompile(`(?s)Unable to import proxy VM.*Accepted.*forms`),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_tenInOneApply creates ten VMs in one apply in a VMID range of twelve that
+// already holds two foreign VMs: every VM gets its own free VMID, none collides.
+func TestAccProxyVM_tenInOneApply(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	lo := 100000
+	if env.Sim == nil {
+		if env.VMIDMin == 0 {
+			t.Skip("needs PROXMOX_TEST_VMID_MIN: a range of twelve free VMIDs on the real cluster")
+		}
+		lo = env.VMIDMin
+	}
+	hi := lo + 11
+	foreign := []int{lo + 3, lo + 8}
+	prefix := vmName("ten")
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	cfg := vmProviderConfig(env, fmt.Sprintf("  vmid_range = { min = %d, max = %d }\n", lo, hi)) + fmt.Sprintf(`
+resource "proxy_vm" "fleet" {
+  count        = 10
+  name         = "%s-${count.index}"
+  image        = %q
+  machine_type = "small"
+}
+`, prefix, imageKey(env))
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(names...),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					for i, vmid := range foreign {
+						c.foreignVM(vmid, fmt.Sprintf("someone-else-%d", i))
+					}
+				},
+				Config: cfg,
+				Check: func(s *terraform.State) error {
+					seen := map[int]string{}
+					for i := range 10 {
+						addr := fmt.Sprintf("proxy_vm.fleet.%d", i)
+						vmid, err := vmidOf(s, addr)
+						if err != nil {
+							return err
+						}
+						if vmid < lo || vmid > hi || slices.Contains(foreign, vmid) {
+							return fmt.Errorf("%s got VMID %d: outside %d-%d or a foreign VM's", addr, vmid, lo, hi)
+						}
+						if other, dup := seen[vmid]; dup {
+							return fmt.Errorf("%s and %s share VMID %d", addr, other, vmid)
+						}
+						seen[vmid] = addr
+						if err := c.checkOneVM(addr, names[i])(s); err != nil {
+							return err
+						}
+					}
+					for i, vmid := range foreign {
+						r, err := c.resource(vmid)
+						if err != nil || r.Name != fmt.Sprintf("someone-else-%d", i) {
+							return fmt.Errorf("foreign VM %d: %+v %v", vmid, r, err)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_planTimeValidation: catalogue keys, node names, the VLAN range and the
+// name are rejected at plan time with their attribute, before anything is created.
+func TestAccProxyVM_planTimeValidation(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	base := vmProviderConfig(env, "")
+	name := vmName("valid")
+	res := func(body string) string {
+		return base + fmt.Sprintf("resource \"proxy_vm\" \"test\" {\n  name = %q\n%s\n}\n", name, body)
+	}
+	img := fmt.Sprintf("  image = %q\n", imageKey(env))
+	steps := []struct {
+		body string
+		want string
+	}{
+		{img + `  machine_type = "nope"`, `(?s)Invalid proxy VM configuration.*machine_type.*"nope".*machine_types`},
+		{`  image = "nope"` + "\n" + `  machine_type = "small"`, `(?s)Invalid proxy VM configuration.*image.*"nope".*templates`},
+		{img + "  machine_type = \"small\"\n  node = \"pve-nope\"", `(?s)Invalid proxy VM configuration.*node.*"pve-nope".*nodes`},
+		{img + "  machine_type = \"small\"\n  vlan_tag = 4095", `(?s)vlan_tag.*4094`},
+		{img + "  cores = 1", `(?s)Invalid proxy VM configuration.*Without.*machine_type,.*memory_mib`},
+		{"  machine_type = \"small\"", `(?s)image.*template_vmid`},
+	}
+	var ts []resource.TestStep
+	for _, s := range steps {
+		ts = append(ts, resource.TestStep{Config: res(s.body), PlanOnly: true, ExpectError: regexp.MustCompile(s.want)})
+	}
+	ts = append(ts, resource.TestStep{
+		Config:   base + "resource \"proxy_vm\" \"test\" {\n  name = \"Not_A_Label\"\n" + img + "  machine_type = \"small\"\n}\n",
+		PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)name.*DNS label`),
+	})
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    ts,
+		CheckDestroy: func(*terraform.State) error {
+			if env.Sim == nil {
+				return nil
+			}
+			for _, vm := range env.Sim.State().VMs {
+				if !vm.Template {
+					return fmt.Errorf("a plan-time error created VM %d (%s)", vm.VMID, vm.Name)
+				}
+			}
+			return c.checkGone(name)(nil)
+		},
+	})
+}
+
+// TestAccProxyVM_secretsNotLogged runs a create at TRACE and checks that the provider's
+// log never carries the cloud-init text (only its size) nor the token's secret.
+func TestAccProxyVM_secretsNotLogged(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
+	dir := t.TempDir()
+	t.Setenv("TF_LOG", "TRACE")
+	t.Setenv("TF_LOG_PATH_MASK", dir+"/%s.log")
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("secret")
+	sentinel := "SENTINEL-" + acctest.RandString(16)
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init = "+hclString(cloudInit(sentinel)))
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps:                    []resource.TestStep{{Config: cfg}},
+	})
+	logs, err := os.ReadFile(dir + "/" + strings.ReplaceAll(t.Name(), "/", "__") + ".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep the entries the provider process wrote (its own modules and the framework's);
+	// the test helper echoes the configuration and Terraform core logs its own way.
+	var entries []string
+	for _, line := range strings.Split(string(logs), "\n") {
+		if m := logEntryRE.FindStringSubmatch(line); m != nil {
+			entries = append(entries, "")
+			if !strings.HasPrefix(m[1], "proxy") && !(strings.HasPrefix(m[1], "sdk.") && m[1] != "sdk.helper_resource") {
+				continue
+			}
+		} else if len(entries) == 0 {
+			continue
+		}
+		if entries[len(entries)-1] != "" || logEntryRE.MatchString(line) {
+			entries[len(entries)-1] += line + "\n"
+		}
+	}
+	text := strings.Join(entries, "")
+	if !strings.Contains(text, "proxy VM create") || !strings.Contains(text, "cloud_init_bytes=") {
+		t.Fatalf("the provider's log has no create line with cloud_init_bytes (%d bytes kept of %d): the check would prove nothing", len(text), len(logs))
+	}
+	leaks := func(what, secret string) {
+		for _, line := range strings.Split(text, "\n") {
+			if strings.Contains(line, secret) {
+				line = strings.ReplaceAll(line, secret, "<"+what+">")
+				if len(line) > 300 {
+					line = line[:300] + "..."
+				}
+				t.Errorf("the %s reached the log: %s", what, line)
+			}
+		}
+	}
+	leaks("cloud-init text", sentinel)
+	if _, secret, ok := strings.Cut(env.Token, "="); ok && secret != "" {
+		leaks("API token secret", secret)
+	}
+}
