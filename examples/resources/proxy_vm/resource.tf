@@ -1,0 +1,38 @@
+# A proxy VM from the catalogue: template "debian-13" and machine type "small" are keys of the
+# provider's templates and machine_types.
+resource "proxy_vm" "egress" {
+  name         = "proxy-a"
+  image        = "debian-13"
+  machine_type = "small"
+
+  # cloud-init user-data, delivered byte for byte on the seed ISO. Changing it replaces the VM.
+  cloud_init = <<-EOT
+    #cloud-config
+    packages: [squid]
+    runcmd:
+      - systemctl enable --now squid
+  EOT
+}
+
+# Explicit sizes and network, on a given node, from a template outside the catalogue.
+resource "proxy_vm" "big" {
+  name          = "proxy-b"
+  node          = "pv1-1"
+  template_vmid = 9001
+  cores         = 4    # in place: config write, then a restart of the running VM
+  memory_mib    = 4096 # in place, same
+  disk_gib      = 20   # growing is in place; shrinking replaces the VM
+  bridge        = "vmbr1"
+  vlan_tag      = 10 # in place: net0 rewritten, model and MAC kept
+  start_on_boot = true
+  wait_for_ip   = true
+
+  timeouts {
+    create = "30m"
+    delete = "15m"
+  }
+}
+
+output "proxy_a_ip" {
+  value = proxy_vm.egress.ip_address
+}
