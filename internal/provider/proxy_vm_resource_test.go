@@ -58,15 +58,35 @@ func imageKey(env *testEnv) string {
 	return env.TemplateKey()
 }
 
-// vmResource renders proxy_vm.test with name, the catalogue image, and body.
+// vmResource renders proxy_vm.test with name, the catalogue image, body, and timeouts
+// that make a hang fail the test in minutes rather than at go test's deadline.
 func vmResource(env *testEnv, name, body string) string {
 	return fmt.Sprintf(`
 resource "proxy_vm" "test" {
   name  = %q
   image = %q
 %s
+  timeouts {
+    create = %q
+    update = %q
+    delete = %q
+  }
 }
-`, name, imageKey(env), body)
+`, name, imageKey(env), body, testTimeout(env), testTimeout(env), testTimeout(env))
+}
+
+// vmResourceBare is vmResource without the timeouts block (which an import cannot read
+// back, so an import plan would record it in place).
+func vmResourceBare(env *testEnv, name, body string) string {
+	return fmt.Sprintf("\nresource \"proxy_vm\" \"test\" {\n  name  = %q\n  image = %q\n%s\n}\n", name, imageKey(env), body)
+}
+
+// testTimeout bounds one operation: the simulator runs a create in well under a second.
+func testTimeout(env *testEnv) string {
+	if env.Sim != nil {
+		return "2m"
+	}
+	return "15m"
 }
 
 func cloudInit(sentinel string) string {
@@ -456,7 +476,7 @@ func TestAccProxyVM_importBlockEmptyPlan(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
 	name := vmName("impblk")
-	cfg := vmProviderConfig(env, "") + vmResource(env, name, `
+	cfg := vmProviderConfig(env, "") + vmResourceBare(env, name, `
   cores      = 2
   memory_mib = 768
   disk_gib   = 10`)
