@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// Crashes: kill -9 of terraform, or of the provider process, at a random point of a
+// create; then either the saved plan is applied again or a fresh plan is made. Every
+// leftover must be adopted by that apply, or refused with a diagnostic that names it
+// and the import command. Then the usual recovery (apply, destroy) must converge.
+
+type crashCase struct {
+	victim    string // "terraform" or "provider"
+	savedPlan bool
+}
+
+func (c crashCase) String() string {
+	p := "fresh-plan"
+	if c.savedPlan {
+		p = "saved-plan"
+	}
+	return "kill-" + c.victim + "/" + p
+}
+
+func TestE2E_Crashes(t *testing.T) {
+	needTF(t)
+	cases := []crashCase{{"terraform", true}, {"terraform", false}, {"provider", true}, {"provider", false}}
+	n := trials(1, 8)
+	for _, c := range cases {
+		for i := 0; i < n; i++ {
+			t.Run(fmt.Sprintf("%s/%02d", c, i), func(t *testing.T) {
+				t.Parallel()
+				runCrash(t, c)
+			})
+		}
+	}
+}
+
+func runCrash(t *testing.T, c crashCase) {
+	s := newScenario(t, "crashes/kill-"+c.victim, scenarioOpts{Sim: pvesim.Options{Speed: interruptSpeed}})
+	s.vms = []tfrun.VM{s.vm("a"), s.vm("b")}
+	s.write()
+	if c.savedPlan {
+		if r := s.ws.Run(s.ctx, "plan", "-input=false", "-no-color", "-out=tfplan"); !r.OK() {
+			t.Fatalf("plan -out failed:\n%s", r)
+		}
+	}
+	tr := s.randomTrigger(45)
+	kill := func(p *tfrun.Process) error {
+		if c.victim == "provider" {
+			if p.KillProviders() == 0 {
+				return fmt.Errorf("no provider process to kill")
+			}
+			return nil
+		}
+		return p.Kill()
+	}
+	args := []string{"apply", "-auto-approve", "-input=false", "-no-color"}
+	if c.savedPlan {
+		args = append(args, "tfplan")
+	}
+	t.Logf("kill -9 %s %s", c.victim, tr)
+	r, fired := s.startAndSignal(tr, kill, args...)
+	if fired {
+		figures.note(s.cat, "killed mid-apply")
+	} else {
+		figures.note(s.cat, "apply ended before the kill")
+	}
+	t.Logf("the killed apply: exit %d, signaled %t; output ends:\n%s", r.ExitCode, r.Signaled, tail(tfrun.TrimOverridesWarning(r.Output()), 15))
+	if c.victim == "provider" && fired && r.OK() {
+		t.Errorf("terraform reported success although its provider was killed mid-apply")
+	}
+	f := s.chk.Live(s.state())
+	if len(f.Violations) > 0 {
+		t.Errorf("right after the crash: %v", f.Err())
+	}
+	if len(f.Orphans) > 0 {
+		figures.note(s.cat, "untracked right after the crash")
+		t.Logf("untracked right after the crash: %v", f.Orphans)
+	}
+	s.waitTasksIdle()
+
+	// The re-run: the saved plan again (it may be refused as stale when the killed
+	// apply managed to write state, then a fresh plan), or a fresh apply.
+	var rr *tfrun.Result
+	if c.savedPlan {
+		rr = s.ws.Apply(s.ctx, "tfplan")
+		if !rr.OK() && strings.Contains(rr.Output(), "Saved plan is stale") {
+			figures.note(s.cat, "saved plan stale")
+			rr = s.apply()
+		}
+	} else {
+		rr = s.apply()
+	}
+	if rr.OK() {
+		figures.note(s.cat, "re-run adopted or replaced")
+	} else {
+		figures.note(s.cat, "re-run refused")
+		out := rr.Output()
+		if !strings.Contains(out, "terraform import") {
+			t.Errorf("the re-run after the crash failed without naming the import command:\n%s", rr)
+		}
+		if !containsAny(out, s.prefix) {
+			t.Errorf("the re-run after the crash failed without naming the VM:\n%s", rr)
+		}
+	}
+	if f := s.chk.Live(s.state()); len(f.Violations) > 0 {
+		t.Errorf("after the re-run: %v", f.Err())
+	}
+	s.converge()
+}
+
