@@ -114,4 +114,3 @@ func runCrash(t *testing.T, c crashCase) {
 	}
 	s.converge()
 }
-
