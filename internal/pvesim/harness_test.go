@@ -346,6 +346,44 @@ func (tg *target) rawJSON(method, path string, form url.Values, data any) {
 	}
 }
 
+// admin calls the simulator's admin API under /pvesim with a JSON body; it must succeed.
+func (tg *target) admin(method, path string, in, out any) {
+	tg.t.Helper()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			tg.t.Fatal(err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, tg.endpoint+"/pvesim"+path, body)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "PVEAPIToken="+tg.token)
+	resp, err := tg.http.Do(req)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		tg.t.Fatalf("admin %s %s: %s %s", method, path, resp.Status, b)
+	}
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		tg.t.Fatal(err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(env.Data, out); err != nil {
+			tg.t.Fatalf("admin %s %s: %v", method, path, err)
+		}
+	}
+}
+
 // resource returns the test VM's /cluster/resources entry as raw JSON fields.
 func (tg *target) resource(vmid int) (map[string]any, bool) {
 	tg.t.Helper()
