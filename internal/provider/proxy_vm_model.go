@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // UUID version 5 is defined over SHA-1 (RFC 9562); no security use.
 	"encoding/hex"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -358,9 +357,4 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
 	return running && (c.Cores != nil || c.MemoryMiB != nil)
-}
-
-// withoutUnread returns unread without drop, keeping the order.
-func withoutUnread(unread []unreadAttr, drop ...unreadAttr) []unreadAttr {
-	return slices.DeleteFunc(slices.Clone(unread), func(a unreadAttr) bool { return slices.Contains(drop, a) })
 }

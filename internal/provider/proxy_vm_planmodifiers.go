@@ -15,9 +15,11 @@ import (
 // template a VM was cloned from. ImportState records which of them it left null in the
 // private state under privateKeyImport; the RequiresReplace of those attributes is then
 // suppressed while their prior value is null, so the first value a configuration sets
-// after an import is recorded in place instead of replacing a healthy VM. Update clears a
-// marker once it has recorded a value. A VM created by Terraform never has a marker, so
-// setting cloud_init on it later does replace it (cloud-init runs at first boot only).
+// after an import is recorded in place instead of replacing a healthy VM. Once a value is
+// recorded the prior value is no longer null and the marker has no effect; any later
+// replacement starts from a fresh private state. A VM created by Terraform never has a
+// marker, so setting cloud_init on it later does replace it (cloud-init runs at first boot
+// only).
 const privateKeyImport = "import"
 
 type unreadAttr string

@@ -281,19 +281,6 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 
-	// Values recorded now are no longer unread from an import.
-	unread, diags := readImportMarker(ctx, req.Private)
-	resp.Diagnostics.Append(diags...)
-	if len(unread) > 0 {
-		var recorded []unreadAttr
-		if !state.CloudInit.IsNull() {
-			recorded = append(recorded, unreadCloudInit)
-		}
-		if !state.TemplateVMID.IsNull() && !state.TemplateVMID.IsUnknown() {
-			recorded = append(recorded, unreadTemplate)
-		}
-		resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, withoutUnread(unread, recorded...))...)
-	}
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
 }
 

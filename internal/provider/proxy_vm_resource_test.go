@@ -320,17 +320,21 @@ func (c *cluster) checkGone(names ...string) resource.TestCheckFunc {
 }
 
 // checkOneVM checks that exactly one VM is called name, at the state's VMID.
+// With addr "" any VMID will do.
 func (c *cluster) checkOneVM(addr, name string) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
-		vmid, err := vmidOf(s, addr)
-		if err != nil {
-			return err
+		vmid := 0
+		if addr != "" {
+			var err error
+			if vmid, err = vmidOf(s, addr); err != nil {
+				return err
+			}
 		}
 		vms, err := c.vmsNamed(name)
 		if err != nil {
 			return err
 		}
-		if len(vms) != 1 || vms[0] != vmid {
+		if len(vms) != 1 || (addr != "" && vms[0] != vmid) {
 			return fmt.Errorf("VMs named %s: %v, want exactly [%d]", name, vms, vmid)
 		}
 		return nil
@@ -499,6 +503,64 @@ func TestAccProxyVM_importBlockEmptyPlan(t *testing.T) {
 				ImportState:     true,
 				ImportStateKind: resource.ImportBlockWithID,
 				ImportStateId:   name,
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_importUnreadValues imports a VM whose template the catalogue cannot tell
+// (two keys) with an import block, together with its cloud_init: both are recorded in
+// place, never a replacement; afterwards a cloud_init change replaces the VM as usual.
+func TestAccProxyVM_importUnreadValues(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("unread")
+	key := imageKey(env)
+	provider := env.ProviderConfig(fmt.Sprintf("  templates = { %q = %d, \"not-this-one\" = 99998 }\n", key, env.Templates[key]))
+	body := func(ud string) string {
+		return vmResourceBare(env, name, "  machine_type = \"small\"\n  cloud_init = "+hclString(cloudInit(ud)))
+	}
+	removed := "\nremoved {\n  from = proxy_vm.test\n  lifecycle {\n    destroy = false\n  }\n}\n"
+	var vmid int
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: provider + body("one"),
+				Check: func(s *terraform.State) (err error) {
+					vmid, err = vmidOf(s, vmAddr)
+					return err
+				},
+			},
+			{
+				// Forget it without destroying it, as a lost state would.
+				Config: provider + removed,
+				Check:  func(*terraform.State) error { return c.checkOneVM("", name)(nil) },
+			},
+			{
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("template_vmid"), knownvalue.Int64Exact(int64(env.Templates[key]))),
+				}},
+				Config: provider + body("one") + fmt.Sprintf("\nimport {\n  to = proxy_vm.test\n  id = %q\n}\n", name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("image"), knownvalue.StringExact(key)),
+				},
+				Check: func(s *terraform.State) error {
+					if got, _ := vmidOf(s, vmAddr); got != vmid {
+						return fmt.Errorf("imported VMID %d, want %d", got, vmid)
+					}
+					return c.checkOneVM(vmAddr, name)(s)
+				},
+			},
+			{
+				Config: provider + body("two"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
+				}},
+				Check: checkSeed(env, vmAddr, cloudInit("two")),
 			},
 		},
 	})
