@@ -160,3 +160,61 @@ func TestE2E_Interrupts(t *testing.T) {
 		})
 	}
 }
+
+// TestE2E_InterruptRightAfterClone interrupts a create the moment the simulator has
+// accepted the clone, then takes the VM out of the configuration, as a user who gave up
+// on it would. DESIGN promises that an interrupt after the VMID is known leaves the VM in
+// the state (tainted), so that this apply destroys it; an untracked VM would stay forever.
+func TestE2E_InterruptRightAfterClone(t *testing.T) {
+	needTF(t)
+	for i := 0; i < trials(3, 20); i++ {
+		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
+			t.Parallel()
+			s := newScenario(t, "interrupts/after-clone", scenarioOpts{Sim: pvesim.Options{Speed: interruptSpeed}})
+			s.vms = []tfrun.VM{s.vm("c")}
+			s.write()
+			p, err := s.ws.Start(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color")
+			if err != nil {
+				t.Fatal(err)
+			}
+			fired := false
+			if tfrun.WaitStat(s.ctx, s.sim, tfrun.StatClone, 1, 30*time.Second) {
+				time.Sleep(time.Duration(i%4) * time.Millisecond)
+				fired = p.Interrupt() == nil
+			}
+			r := p.Wait()
+			t.Logf("interrupted (%t) create: exit %d; output ends:\n%s", fired, r.ExitCode, tail(tfrun.TrimOverridesWarning(r.Output()), 12))
+			untracked := s.chk.Live(s.state()).Orphans
+			if len(untracked) > 0 {
+				figures.note(s.cat, "untracked right after the interrupt")
+			}
+			s.waitTasksIdle()
+			// The user removes the VM from the configuration and applies.
+			s.vms = nil
+			ar := s.apply()
+			if !ar.OK() {
+				t.Errorf("the apply without the VM failed:\n%s", ar)
+			}
+			f := s.chk.Live(s.state()).Strict()
+			for _, o := range f.Orphans {
+				t.Errorf("orphan: %s (the interrupted create never saved it in the state, so removing the resource left it)", o)
+			}
+			for _, v := range f.Violations {
+				t.Errorf("violation: %s", v)
+			}
+			figures.update(s.cat, func(row *figureRow) {
+				row.Run++
+				if f.OK() && ar.OK() {
+					row.Converged++
+				}
+				row.Orphans += len(f.Orphans)
+			})
+			// Clean up whatever is left so the simulator closes empty.
+			for _, ids := range s.chk.VMIDs() {
+				for _, id := range ids {
+					_ = s.sim.DeleteVM(id)
+				}
+			}
+		})
+	}
+}
