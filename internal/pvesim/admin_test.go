@@ -22,9 +22,9 @@ func TestStats_countPerMethodAndRouteTemplate(t *testing.T) {
 	tg.raw("GET", "/version", nil, map[string]string{"Authorization": ""})
 	tg.admin("GET", "/state", nil, nil)
 	want := map[string]int{
-		"GET /version":                        2,
+		"GET /version":                         2,
 		"GET /nodes/{node}/qemu/{vmid}/config": 3,
-		"GET (unmatched)":                     1,
+		"GET (unmatched)":                      1,
 	}
 	got := sim.Stats()
 	for k, n := range want {
