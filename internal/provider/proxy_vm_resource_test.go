@@ -764,6 +764,69 @@ func TestAccProxyVM_driftStopped(t *testing.T) {
 	})
 }
 
+// TestAccProxyVM_readNeverFailsPlan: a backup lock on the VM, then its node not answering,
+// leave the plan empty (the refresh reports what it can and keeps the rest).
+func TestAccProxyVM_readNeverFailsPlan(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("locks and node outages are injected in the simulator")
+	}
+	c := newCluster(t, env)
+	name := vmName("lock")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
+	var vmid int
+	backup := "backup"
+	none := ""
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: func(s *terraform.State) (err error) {
+					vmid, err = vmidOf(s, vmAddr)
+					return err
+				},
+			},
+			{
+				PreConfig: func() {
+					if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{Lock: &backup}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:   cfg,
+				PlanOnly: true,
+			},
+			{
+				PreConfig: func() {
+					if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{Lock: &none}); err != nil {
+						t.Fatal(err)
+					}
+					if err := env.Sim.SetNodeDown(env.Nodes[0], true); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:   cfg,
+				PlanOnly: true,
+			},
+			{
+				PreConfig: func() {
+					if err := env.Sim.SetNodeDown(env.Nodes[0], false); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				},
+			},
+		},
+	})
+}
+
 // TestAccProxyVM_agentRemoved: a VM whose guest agent was switched off outside Terraform is
 // replaced.
 func TestAccProxyVM_agentRemoved(t *testing.T) {
