@@ -55,7 +55,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Required: true,
 				Description: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
 					"hyphens, 1 to 63 characters, starting and ending with a letter or digit), unique in the " +
-					"cluster. Changing it replaces the VM.",
+					"cluster. Changing it replaces the VM. The name is the VM's identity in the cluster (it also " +
+					"derives the uid), so create_before_destroy needs a new name: with the same one the new " +
+					"object would adopt the old VM.",
 				Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
 					"must be a DNS label: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit")},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
