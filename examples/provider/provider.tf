@@ -1,3 +1,11 @@
+terraform {
+  required_providers {
+    proxy = {
+      source = "proxy-operator/proxy"
+    }
+  }
+}
+
 # Credentials: api_token_file below, api_token, or the PROXMOX_VE_API_TOKEN environment variable.
 provider "proxy" {
   endpoint = "https://192.168.0.8:8006"
@@ -27,6 +35,7 @@ provider "proxy" {
     medium = { cores = 2, memory_mib = 2048, disk_gib = 10 }
   }
 
-  request_timeout     = "30s"
-  install_guest_agent = true
+  request_timeout        = "30s" # one API request, response included
+  max_requests_in_flight = 8     # API requests this provider runs at once
+  install_guest_agent    = true  # the seed installs qemu-guest-agent at first boot
 }
