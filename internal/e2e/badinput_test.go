@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,9 +247,9 @@ func envOutcome(s *scenario, ok bool) {
 func TestE2E_BadInput_NotProxmox(t *testing.T) {
 	needTF(t)
 	s := newScenario(t, "bad-input/environment", scenarioOpts{NoForeign: true})
-	hits := 0
+	var hits atomic.Int64
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits++
+		hits.Add(1)
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = w.Write([]byte("<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>"))
 	}))
@@ -265,7 +266,7 @@ func TestE2E_BadInput_NotProxmox(t *testing.T) {
 	if !ok {
 		t.Errorf("an endpoint that is not Proxmox: want a permanent failure that points at the endpoint:\n%s", r)
 	}
-	if hits == 0 {
+	if hits.Load() == 0 {
 		t.Errorf("the provider never reached the endpoint")
 	}
 	t.Logf("diagnostic:\n%s", tail(tfrun.TrimOverridesWarning(r.Stderr), 12))
