@@ -1,0 +1,110 @@
+package tfrun
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+const testMark = "proxy-operator-managed=true\nproxy-operator-uid=u\nproxy-operator-created-at=2026-01-01T00:00:00Z"
+
+func stateOf(vms ...Resource) *State {
+	for i := range vms {
+		vms[i].Mode, vms[i].Type = "managed", "proxy_vm"
+	}
+	return &State{Resources: vms}
+}
+
+func vmRes(addr string, vmid int, name string) Resource {
+	return Resource{Address: addr, Values: map[string]any{"vmid": float64(vmid), "name": name}}
+}
+
+func has(list []string, sub string) bool {
+	for _, s := range list {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestChecker(t *testing.T) {
+	sim := pvesim.NewForTest(t, pvesim.Options{})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(sim.AddVM(pvesim.VMSpec{VMID: 500, Name: "foreign"}))
+	chk := NewChecker(sim, "px-")
+	if f := chk.Live(); !f.OK() || len(f.Stale) > 0 {
+		t.Fatalf("a fresh simulator: %v", f.Err())
+	}
+	if f := chk.Gone(); !f.OK() {
+		t.Fatalf("a fresh simulator is not clean: %v", f.Err())
+	}
+
+	must(sim.AddVM(pvesim.VMSpec{VMID: 1000, Name: "px-a", Config: map[string]string{"description": testMark}}))
+	st := stateOf(vmRes("proxy_vm.a", 1000, "px-a"))
+	if f := chk.Live(st); !f.OK() {
+		t.Fatalf("one tracked VM: %v", f.Err())
+	}
+
+	// Untracked VM and a seed without its VM are orphans; Gone reports both.
+	must(sim.AddVM(pvesim.VMSpec{VMID: 1001, Name: "px-b", Config: map[string]string{"description": testMark}}))
+	must(sim.AddISO("pve1", sim.ISOStorage, "px-c-seed.iso", []byte("iso")))
+	f := chk.Live(st)
+	if !has(f.Orphans, "VM 1001 (px-b)") || !has(f.Orphans, "px-c-seed.iso") || len(f.Violations) != 0 {
+		t.Errorf("orphans not found: %+v", f)
+	}
+	g := chk.Gone()
+	if !has(g.Orphans, "VM 1000") || !has(g.Orphans, "VM 1001") || !has(g.Orphans, "px-c-seed.iso") {
+		t.Errorf("Gone missed leftovers: %+v", g)
+	}
+
+	// Two VMs with one name; a state entry whose VM is gone (stale, strict violation);
+	// two states holding one VMID; a state entry pointing at a renamed VM.
+	must(sim.AddVM(pvesim.VMSpec{VMID: 1002, Name: "px-a", Config: map[string]string{"description": testMark}}))
+	st2 := stateOf(vmRes("proxy_vm.x", 1005, "px-x"), vmRes("proxy_vm.b", 1001, "px-zzz"))
+	f = chk.Live(st, st2, stateOf(vmRes("proxy_vm.a2", 1000, "px-a")))
+	for _, want := range []string{"2 VMs are named px-a", "is named \"px-b\", the state says \"px-zzz\"", "both hold VMID 1000"} {
+		if !has(f.Violations, want) {
+			t.Errorf("violation %q not found in %q", want, f.Violations)
+		}
+	}
+	if !has(f.Stale, "no VM 1005") || has(f.Violations, "no VM 1005") || !has(f.Strict().Violations, "no VM 1005") {
+		t.Errorf("stale entry: %+v", f)
+	}
+	// A tainted entry whose VM is gone is not stale: the next refresh drops it.
+	tainted := vmRes("proxy_vm.t", 1007, "px-t")
+	tainted.Tainted = true
+	if f := chk.Live(stateOf(tainted)); len(f.Stale) != 0 {
+		t.Errorf("tainted entry reported stale: %+v", f)
+	}
+
+	// A foreign guest changed, and one destroyed.
+	must(sim.SetVMState(500, pvesim.VMPatch{Config: map[string]string{"cores": "8"}}))
+	must(sim.DeleteVM(100))
+	f = chk.Live(st)
+	if !has(f.Violations, "foreign guest 500 (foreign) was changed: config cores") || !has(f.Violations, "foreign guest 100 (web01) was destroyed") {
+		t.Errorf("foreign changes not found: %q", f.Violations)
+	}
+	if f.Err() == nil {
+		t.Errorf("Err is nil with violations")
+	}
+}
+
+func TestSeedName(t *testing.T) {
+	for volid, want := range map[string]string{
+		"proxy-seeds:iso/px-a-seed.iso": "px-a",
+		"proxy-seeds:iso/other.iso":     "",
+		"local:vztmpl/px-a-seed.iso":    "",
+		SeedVolID("s", "n"):             "n",
+	} {
+		if got := seedName(volid); got != want {
+			t.Errorf("seedName(%q) = %q, want %q", volid, got, want)
+		}
+	}
+}
