@@ -28,12 +28,16 @@ provider "proxy" {
 # a node is not ready; the check block keeps reporting it on every later plan.
 data "proxy_health" "cluster" {}
 
+locals {
+  unhealthy = join("; ", [
+    for n in data.proxy_health.cluster.nodes : "${n.name}: ${n.reason} (${n.message})" if !n.ready
+  ])
+}
+
 check "cluster_ready" {
   assert {
-    condition = data.proxy_health.cluster.ready
-    error_message = join("; ", [
-      for n in data.proxy_health.cluster.nodes : "${n.name}: ${n.reason} (${n.message})" if !n.ready
-    ])
+    condition     = data.proxy_health.cluster.ready
+    error_message = local.unhealthy
   }
 }
 
@@ -48,7 +52,7 @@ resource "proxy_vm" "squid" {
   lifecycle {
     precondition {
       condition     = data.proxy_health.cluster.ready
-      error_message = "The Proxmox cluster is not ready; see the cluster_ready check and the proxy_health data source."
+      error_message = "The Proxmox cluster is not ready: ${local.unhealthy}"
     }
   }
 }
