@@ -1,0 +1,85 @@
+// Command bench runs the provider's scale benchmark (issue 8) and writes a markdown table
+// and a PNG plot.
+//
+//	go run ./internal/bench/cmd/bench                 # what `make bench` runs
+//	go run ./internal/bench/cmd/bench -full           # every N at both parallelisms
+//	go run ./internal/bench/cmd/bench -n 1,10 -p 10 -speed 20
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts := bench.DefaultOptions()
+	opts.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if os.Getenv("BENCH_FULL") == "1" {
+		opts.Full = true
+	}
+	cfg, err := opts.Config()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	cfg.Logf = func(format string, a ...any) {
+		fmt.Fprintf(stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+	results, err := bench.Run(ctx, cfg)
+	if len(results) > 0 {
+		rep := bench.Report{Results: results, Config: cfg, Elapsed: time.Since(start), Command: opts.CommandLine(),
+			Host: host(ctx), Date: time.Now()}
+		if werr := rep.Write(opts.Out); werr != nil {
+			return errors.Join(err, werr)
+		}
+		fmt.Fprint(stdout, rep.Markdown())
+		fmt.Fprintf(stderr, "wrote %s and %s in %s\n", opts.Out+"/results.md", opts.Out+"/results.png", time.Since(start).Round(time.Second))
+	}
+	return err
+}
+
+// host describes the machine and the tools for the report.
+func host(ctx context.Context) string {
+	tf := "terraform ?"
+	if out, err := exec.CommandContext(ctx, "terraform", "version", "-json").Output(); err == nil {
+		var v struct {
+			Version string `json:"terraform_version"`
+		}
+		if json.Unmarshal(out, &v) == nil && v.Version != "" {
+			tf = "terraform " + v.Version
+		}
+	}
+	return fmt.Sprintf("%d CPUs (%s/%s), %s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), tf)
+}

@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are the command's flags.
+type Options struct {
+	Ns, Ps []int
+	// Speed is the simulator's speed factor for scenarios of more than one VM.
+	Speed float64
+	// SingleSpeed is the speed of the one-VM scenarios (the create target's anchor).
+	SingleSpeed float64
+	// Full runs every N at every parallelism; without it the scenarios over FullOnly
+	// waves (N=100 at parallelism 1) are skipped.
+	Full bool
+	// FullOnly: without Full, scenarios with more waves than this are skipped.
+	FullOnly    int
+	Latency     time.Duration
+	DiskGiB     int
+	MemoryMiB   int
+	MaxInFlight int
+	Out         string
+	WorkDir     string
+	Seed        uint64
+
+	args []string
+}
+
+// DefaultOptions are what `make bench` runs.
+func DefaultOptions() Options {
+	return Options{
+		Ns: []int{1, 10, 50, 100}, Ps: []int{10, 1},
+		Speed: 5, SingleSpeed: 1, FullOnly: 10,
+		Latency: 10 * time.Millisecond, DiskGiB: 8, MemoryMiB: 512,
+		Out: "bench", Seed: 8,
+	}
+}
+
+// Register adds the flags to fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.Var((*intList)(&o.Ns), "n", "comma-separated numbers of VMs")
+	fs.Var((*intList)(&o.Ps), "p", "comma-separated terraform parallelisms")
+	fs.Float64Var(&o.Speed, "speed", o.Speed, "simulator speed factor for the scenarios of more than one VM (simulated durations are divided by it)")
+	fs.Float64Var(&o.SingleSpeed, "single-speed", o.SingleSpeed, "simulator speed factor for the one-VM scenarios (1: a real host's pace)")
+	fs.BoolVar(&o.Full, "full", o.Full, "run every N at every parallelism (also BENCH_FULL=1); default skips scenarios of more than -full-only waves")
+	fs.IntVar(&o.FullOnly, "full-only", o.FullOnly, "without -full, skip scenarios needing more than this many waves (ceil(N/P))")
+	fs.DurationVar(&o.Latency, "latency", o.Latency, "each API request's service time at a real host's pace (divided by the speed like the tasks)")
+	fs.IntVar(&o.DiskGiB, "disk-gib", o.DiskGiB, "machine type disk size in GiB (the template has 4: larger puts a resize on the create path; 0: none)")
+	fs.IntVar(&o.MemoryMiB, "memory-mib", o.MemoryMiB, "memory at create in MiB (the update doubles it)")
+	fs.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "provider max_requests_in_flight (0: the provider's default)")
+	fs.StringVar(&o.Out, "out", o.Out, "directory for results.md and results.png")
+	fs.StringVar(&o.WorkDir, "work", o.WorkDir, "directory for the terraform workspaces, kept (default: a temporary directory, removed)")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "simulator seed (0: random)")
+}
+
+// CommandLine is how the run was asked for, for the report.
+func (o Options) CommandLine() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "-n %s -p %s -speed %g -single-speed %g -latency %s -disk-gib %d -memory-mib %d",
+		joinInts(o.Ns), joinInts(o.Ps), o.Speed, o.SingleSpeed, o.Latency, o.DiskGiB, o.MemoryMiB)
+	if o.MaxInFlight != 0 {
+		fmt.Fprintf(&b, " -max-in-flight %d", o.MaxInFlight)
+	}
+	if o.Full {
+		b.WriteString(" -full")
+	} else {
+		fmt.Fprintf(&b, " -full-only %d", o.FullOnly)
+	}
+	return b.String()
+}
+
+// Config turns the options into a run's configuration: every (P, N) pair in flag order,
+// N=1 once (parallelism does not matter for one VM) unless Full.
+func (o Options) Config() (Config, error) {
+	if len(o.Ns) == 0 || len(o.Ps) == 0 {
+		return Config{}, errors.New("-n and -p need at least one value")
+	}
+	if o.Speed <= 0 || o.SingleSpeed <= 0 {
+		return Config{}, errors.New("-speed and -single-speed must be positive")
+	}
+	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed}
+	single := false
+	for _, p := range o.Ps {
+		for _, n := range o.Ns {
+			if n <= 0 || p <= 0 {
+				return Config{}, fmt.Errorf("N and P must be positive (got N=%d P=%d)", n, p)
+			}
+			if !o.Full && Waves(n, p) > o.FullOnly {
+				continue
+			}
+			speed := o.Speed
+			if n == 1 {
+				if single && !o.Full {
+					continue
+				}
+				single, speed = true, o.SingleSpeed
+			}
+			cfg.Scenarios = append(cfg.Scenarios, Scenario{N: n, P: p, Speed: speed})
+		}
+	}
+	if len(cfg.Scenarios) == 0 {
+		return Config{}, errors.New("no scenario left to run (see -full)")
+	}
+	return cfg, nil
+}
+
+type intList []int
+
+func (l *intList) String() string { return joinInts(*l) }
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

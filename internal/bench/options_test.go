@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"testing"
+)
+
+func TestOptions_defaultScenarios(t *testing.T) {
+	cfg, err := DefaultOptions().Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Scenario{{1, 10, 1}, {10, 10, 5}, {50, 10, 5}, {100, 10, 5}, {10, 1, 5}}
+	if !slices.Equal(cfg.Scenarios, want) {
+		t.Errorf("default scenarios %v, want %v", cfg.Scenarios, want)
+	}
+}
+
+func TestOptions_fullRunsEveryPair(t *testing.T) {
+	o := DefaultOptions()
+	o.Full = true
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Scenario{{1, 10, 1}, {10, 10, 5}, {50, 10, 5}, {100, 10, 5}, {1, 1, 1}, {10, 1, 5}, {50, 1, 5}, {100, 1, 5}}
+	if !slices.Equal(cfg.Scenarios, want) {
+		t.Errorf("full scenarios %v, want %v", cfg.Scenarios, want)
+	}
+}
+
+func TestOptions_flags(t *testing.T) {
+	o := DefaultOptions()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.Register(fs)
+	if err := fs.Parse([]string{"-n", "1,20", "-p", "5", "-speed", "40", "-single-speed", "2", "-max-in-flight", "4"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Scenario{{1, 5, 2}, {20, 5, 40}}; !slices.Equal(cfg.Scenarios, want) || cfg.MaxInFlight != 4 {
+		t.Errorf("scenarios %v max in flight %d, want %v and 4", cfg.Scenarios, cfg.MaxInFlight, want)
+	}
+	for _, bad := range [][]string{{"-n", "0"}, {"-p", "x"}, {"-n", "1,,2"}} {
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		o := DefaultOptions()
+		o.Register(fs)
+		if err := fs.Parse(bad); err == nil {
+			t.Errorf("flags %q accepted", bad)
+		}
+	}
+	o = DefaultOptions()
+	o.Speed = 0
+	if _, err := o.Config(); err == nil {
+		t.Error("speed 0 accepted")
+	}
+	o = DefaultOptions()
+	o.Ns, o.Ps = []int{100}, []int{1}
+	if _, err := o.Config(); err == nil {
+		t.Error("a run with every scenario skipped accepted")
+	}
+}

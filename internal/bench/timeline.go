@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// Breakdown splits the mean time one VM's resource operation took (from terraform's
+// apply_start to its apply_complete) into what the simulator made it wait for and what
+// the provider added:
+//
+//	Resource = Before + Tasks + Between + Agent + After
+//
+// Tasks is the VM's own Proxmox tasks (clone, resize, start, stop, destroy: the ones that
+// carry its VMID); Agent the guest agent and DHCP delay after the last start (create,
+// update); Before the time to the first task, Between the gaps between tasks (task status
+// polls, requests, and the seed upload and delete, which carry no VMID), After the time
+// from the last task's end (or the address being ready) to terraform hearing of it.
+type Breakdown struct {
+	VMs                                            int
+	Resource, Before, Tasks, Between, Agent, After time.Duration
+}
+
+// Overhead is what the provider added: Resource less the tasks and the agent.
+func (b Breakdown) Overhead() time.Duration { return b.Before + b.Between + b.After }
+
+type resourceEvent struct {
+	Type      string `json:"type"`
+	Timestamp string `json:"@timestamp"`
+	Hook      struct {
+		Resource struct {
+			Addr string `json:"addr"`
+		} `json:"resource"`
+	} `json:"hook"`
+}
+
+var benchAddrRe = regexp.MustCompile(`^proxy_vm\.bench\[(\d+)\]$`)
+
+// resourceTimes returns, per VM name, the apply_start and apply_complete times.
+func resourceTimes(out string) map[string][2]time.Time {
+	m := map[string][2]time.Time{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e resourceEvent
+		if json.Unmarshal(sc.Bytes(), &e) != nil || (e.Type != "apply_start" && e.Type != "apply_complete") {
+			continue
+		}
+		g := benchAddrRe.FindStringSubmatch(e.Hook.Resource.Addr)
+		ts, err := time.Parse(time.RFC3339Nano, e.Timestamp)
+		if g == nil || err != nil {
+			continue
+		}
+		name := benchPrefix + g[1]
+		v := m[name]
+		if e.Type == "apply_start" {
+			v[0] = ts
+		} else {
+			v[1] = ts
+		}
+		m[name] = v
+	}
+	return m
+}
+
+// breakdown computes the mean Breakdown over the VMs whose start and end terraform
+// reported. vmids maps names to VMIDs; tasks are the simulator's tasks; agent is the
+// agent and DHCP delay after the last start in wall time (0: none waited for).
+func breakdown(times map[string][2]time.Time, vmids map[string]int, tasks []pvesim.TaskState, agent time.Duration) Breakdown {
+	byVM := map[int][]pvesim.TaskState{}
+	for _, t := range tasks {
+		if t.VMID != 0 {
+			byVM[t.VMID] = append(byVM[t.VMID], t)
+		}
+	}
+	var sum Breakdown
+	for name, se := range times {
+		vmid, ok := vmids[name]
+		if !ok || se[0].IsZero() || se[1].IsZero() {
+			continue
+		}
+		var mine []pvesim.TaskState
+		for _, t := range byVM[vmid] {
+			if !t.Submitted.Before(se[0]) && !t.Ended.IsZero() && !t.Ended.After(se[1]) {
+				mine = append(mine, t)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		sort.Slice(mine, func(i, j int) bool { return mine[i].Submitted.Before(mine[j].Submitted) })
+		var b Breakdown
+		b.Resource = se[1].Sub(se[0])
+		b.Before = mine[0].Submitted.Sub(se[0])
+		cursor := mine[0].Submitted
+		var lastStart time.Time
+		for _, t := range mine {
+			if t.Submitted.After(cursor) {
+				b.Between += t.Submitted.Sub(cursor)
+				cursor = t.Submitted
+			}
+			if t.Ended.After(cursor) {
+				b.Tasks += t.Ended.Sub(cursor)
+				cursor = t.Ended
+			}
+			if t.Type == "qmstart" {
+				lastStart = t.Ended
+			}
+		}
+		end := cursor
+		if agent > 0 && !lastStart.IsZero() {
+			ready := lastStart.Add(agent)
+			if ready.After(end) {
+				b.Agent = ready.Sub(end)
+				end = ready
+			}
+		}
+		if se[1].After(end) {
+			b.After = se[1].Sub(end)
+		} else {
+			// terraform heard of the end before the agent delay ran out: the address came
+			// sooner than modelled (never with the simulator); count it as agent time.
+			b.Agent -= end.Sub(se[1])
+		}
+		sum.VMs++
+		sum.Resource += b.Resource
+		sum.Before += b.Before
+		sum.Tasks += b.Tasks
+		sum.Between += b.Between
+		sum.Agent += b.Agent
+		sum.After += b.After
+	}
+	if sum.VMs == 0 {
+		return sum
+	}
+	n := time.Duration(sum.VMs)
+	return Breakdown{VMs: sum.VMs, Resource: sum.Resource / n, Before: sum.Before / n, Tasks: sum.Tasks / n,
+		Between: sum.Between / n, Agent: sum.Agent / n, After: sum.After / n}
+}
