@@ -173,3 +173,19 @@ func TestStart_missingISOIsATaskError(t *testing.T) {
 		t.Errorf("ended %q", st.ExitStatus)
 	}
 }
+
+func TestConfig_deletingADeviceLeavesTheBootOrder(t *testing.T) {
+	tg, _ := simTarget(t, pvesim.Options{})
+	tg.seeded("#cloud-config\n")
+	conf, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if !strings.Contains(conf["boot"], "ide2") {
+		t.Fatalf("boot %q", conf["boot"])
+	}
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"delete": "ide2"}); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.template)
+	if conf, _ = tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); conf["boot"] != tmpl["boot"] || conf["ide2"] != "" {
+		t.Errorf("after deleting ide2: boot %q ide2 %q", conf["boot"], conf["ide2"])
+	}
+}

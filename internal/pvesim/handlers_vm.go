@@ -97,6 +97,11 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 				v.lock = ""
 			}
 			delete(conf, k)
+			// A removed device leaves the boot order too.
+			if order, ok := strings.CutPrefix(conf["boot"], "order="); ok && (driveKeyRe.MatchString(k) || netKeyRe.MatchString(k)) {
+				devs := slices.DeleteFunc(strings.Split(order, ";"), func(d string) bool { return d == k || d == "" })
+				conf["boot"] = "order=" + strings.Join(devs, ";")
+			}
 		}
 	}
 	var added []string
