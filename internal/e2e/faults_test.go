@@ -26,6 +26,9 @@ const (
 	kindTaskFail faultKind = "task-failure"
 	kindBudget   faultKind = "task-outlives-budget"
 	kindLock     faultKind = "lock-appears"
+	// kindLost: the request is carried out, but its answer comes after the provider's
+	// request_timeout (a proxy or network that loses the response).
+	kindLost faultKind = "response-lost"
 )
 
 // faultStep is one step of create or delete and how to hit it.
@@ -55,23 +58,23 @@ var faultSteps = []faultStep{
 	{op: "create", name: "template-read", method: "GET", path: "/nodes/{node}/qemu/{vmid}/config", vmid: "template", words: []string{"template"},
 		kinds: []faultKind{kind500, kind596, kindDrop, kindLock}},
 	{op: "create", name: "clone", method: "POST", path: "/nodes/{node}/qemu/{vmid}/clone", words: []string{"clon"},
-		kinds: []faultKind{kind500, kind595, kindDrop}},
+		kinds: []faultKind{kind500, kind595, kindDrop, kindLost}},
 	{op: "create", name: "clone-task", method: "GET", path: taskStatusGlob("qmclone"), taskMethod: "POST", taskPath: "/nodes/{node}/qemu/{vmid}/clone",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Clone = v }, words: []string{"clon", "qmclone"},
 		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget}},
 	{op: "create", name: "upload", method: "POST", path: "/nodes/{node}/storage/{storage}/upload", words: []string{"upload", "seed"},
-		kinds: []faultKind{kind500, kind595, kindDrop}},
+		kinds: []faultKind{kind500, kind595, kindDrop, kindLost}},
 	{op: "create", name: "upload-task", method: "GET", path: taskStatusGlob("imgcopy"), taskMethod: "POST", taskPath: "/nodes/{node}/storage/{storage}/upload",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Upload = v }, words: []string{"upload", "imgcopy", "seed"},
 		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget}},
 	{op: "create", name: "config-write", method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", vmid: "ours", words: []string{"config"},
-		kinds: []faultKind{kind500, kind595, kindDrop, kindLock}},
+		kinds: []faultKind{kind500, kind595, kindDrop, kindLock, kindLost}},
 	{op: "create", name: "resize", method: "PUT", path: "/nodes/{node}/qemu/{vmid}/resize", vmid: "ours", taskMethod: "PUT", taskPath: "/nodes/{node}/qemu/{vmid}/resize",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Resize = v }, words: []string{"resiz", "qmresize", "disk"},
-		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget, kindLock}},
+		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget, kindLock, kindLost}},
 	{op: "create", name: "start", method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/start", vmid: "ours", taskMethod: "POST", taskPath: "/nodes/{node}/qemu/{vmid}/status/start",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Start = v }, words: []string{"start", "qmstart"},
-		kinds: []faultKind{kind500, kind595, kindDrop, kindTaskFail, kindBudget, kindLock}},
+		kinds: []faultKind{kind500, kind595, kindDrop, kindTaskFail, kindBudget, kindLock, kindLost}},
 	{op: "create", name: "running-wait", method: "GET", path: "/nodes/{node}/qemu/{vmid}/status/current", vmid: "ours", words: []string{"run", "status"},
 		kinds: []faultKind{kind500, kind596, kindDrop, kindLock}},
 	{op: "create", name: "agent", method: "GET", path: "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", vmid: "ours",
@@ -84,13 +87,13 @@ var faultSteps = []faultStep{
 		kinds: []faultKind{kind500, kind596, kindDrop, kindLock}},
 	{op: "delete", name: "stop", method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/stop", vmid: "ours", taskMethod: "POST", taskPath: "/nodes/{node}/qemu/{vmid}/status/stop",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Stop = v }, words: []string{"stop", "qmstop"},
-		kinds: []faultKind{kind500, kind595, kindDrop, kindTaskFail, kindBudget, kindLock}},
+		kinds: []faultKind{kind500, kind595, kindDrop, kindTaskFail, kindBudget, kindLock, kindLost}},
 	{op: "delete", name: "seed-delete", method: "DELETE", path: "/nodes/{node}/storage/{storage}/content/{volume}", taskMethod: "DELETE", taskPath: "/nodes/{node}/storage/{storage}/content/{volume}",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.VolumeDelete = v }, words: []string{"seed", "imgdel", "iso"},
-		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget}},
+		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget, kindLost}},
 	{op: "delete", name: "destroy", method: "DELETE", path: "/nodes/{node}/qemu/{vmid}", vmid: "ours", taskMethod: "DELETE", taskPath: "/nodes/{node}/qemu/{vmid}",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Destroy = v }, words: []string{"destroy", "qmdestroy"},
-		kinds: []faultKind{kind500, kind595, kindDrop, kindTaskFail, kindBudget, kindLock}},
+		kinds: []faultKind{kind500, kind595, kindDrop, kindTaskFail, kindBudget, kindLock, kindLost}},
 }
 
 // Budget scenarios: the stretched task takes slowWall of wall time, the operation's
@@ -99,6 +102,10 @@ const (
 	slowWall     = 2500 * time.Millisecond
 	shortTimeout = "1200ms"
 	lockWall     = 1500 * time.Millisecond
+	// Response-lost scenarios: the provider gives up on a request after lostTimeout; the
+	// simulator answers after lostLatency, having done the work.
+	lostTimeout = "500ms"
+	lostLatency = 800 * time.Millisecond
 )
 
 // faultCase is one cell of the matrix.
@@ -163,6 +170,9 @@ func runFaultCase(t *testing.T, c faultCase) {
 		opts.Sim.Durations = d
 	}
 	s := newScenario(t, cat, opts)
+	if c.kind == kindLost {
+		s.pc.RequestTimeout = lostTimeout
+	}
 	v := s.vm("f")
 	if c.step.name == "resize" {
 		v.DiskGiB = 5 // larger than the template's 3 GiB: the resize step runs
@@ -208,9 +218,13 @@ func runFaultCase(t *testing.T, c faultCase) {
 			t.Errorf("the %s failure's diagnostic is lacking: %s\n%s", c.step.op, miss, r.Output())
 		}
 	}
-	// The fault ends: an injected lock expires, a stretched task finishes.
+	// The fault ends: an injected lock expires, a stretched task finishes, a late answer
+	// is served.
 	s.sim.ClearFaults()
 	switch c.kind {
+	case kindLost:
+		time.Sleep(lostLatency)
+		s.waitTasksIdle()
 	case kindLock:
 		s.waitUnlocked()
 	case kindBudget:
@@ -254,6 +268,8 @@ func (s *scenario) inject(c faultCase, ourVMID int) {
 		f.TaskExit = "pvesim: injected task failure"
 	case kindLock:
 		f.Lock, f.LockFor = "backup", time.Duration(float64(lockWall)*s.sim.Speed())
+	case kindLost:
+		f.Latency = lostLatency
 	case kindBudget:
 		return // the simulator's durations and the short timeout do it
 	}

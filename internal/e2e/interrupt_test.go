@@ -161,34 +161,38 @@ func TestE2E_Interrupts(t *testing.T) {
 	}
 }
 
-// TestE2E_InterruptRightAfterClone interrupts a create the moment the simulator has
-// accepted the clone, then takes the VM out of the configuration, as a user who gave up
-// on it would. DESIGN promises that an interrupt after the VMID is known leaves the VM in
-// the state (tainted), so that this apply destroys it; an untracked VM would stay forever.
-func TestE2E_InterruptRightAfterClone(t *testing.T) {
+// TestE2E_InterruptDuringCloneRequest interrupts a create while its clone request is in
+// flight (the simulator holds the request 300 ms before it clones, so the VM is made but
+// the answer never reaches the provider), then takes the VM out of the configuration, as
+// a user who gave up on it would. DESIGN promises that an interrupted create leaves no
+// untracked VM: the provider chose the VMID before the request, so the VM must be in the
+// state (tainted) and this apply must destroy it. An untracked VM stays forever.
+func TestE2E_InterruptDuringCloneRequest(t *testing.T) {
 	needTF(t)
-	for i := 0; i < trials(3, 20); i++ {
+	for i := 0; i < trials(2, 10); i++ {
 		t.Run(fmt.Sprintf("%02d", i), func(t *testing.T) {
 			t.Parallel()
-			s := newScenario(t, "interrupts/after-clone", scenarioOpts{Sim: pvesim.Options{Speed: interruptSpeed}})
+			s := newScenario(t, "interrupts/clone-in-flight", scenarioOpts{Sim: pvesim.Options{Speed: interruptSpeed}})
 			s.vms = []tfrun.VM{s.vm("c")}
 			s.write()
+			s.sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone", Latency: 300 * time.Millisecond, Times: 1})
 			p, err := s.ws.Start(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color")
 			if err != nil {
 				t.Fatal(err)
 			}
 			fired := false
 			if tfrun.WaitStat(s.ctx, s.sim, tfrun.StatClone, 1, 30*time.Second) {
-				time.Sleep(time.Duration(i%4) * time.Millisecond)
+				time.Sleep(time.Duration(20+40*i) * time.Millisecond)
 				fired = p.Interrupt() == nil
 			}
 			r := p.Wait()
-			t.Logf("interrupted (%t) create: exit %d; output ends:\n%s", fired, r.ExitCode, tail(tfrun.TrimOverridesWarning(r.Output()), 12))
-			untracked := s.chk.Live(s.state()).Orphans
-			if len(untracked) > 0 {
-				figures.note(s.cat, "untracked right after the interrupt")
-			}
+			t.Logf("interrupted (%t) create: exit %d; output ends:\n%s", fired, r.ExitCode, tail(tfrun.TrimOverridesWarning(r.Output()), 8))
+			time.Sleep(400 * time.Millisecond) // the held request is served
 			s.waitTasksIdle()
+			if untracked := s.chk.Live(s.state()).Orphans; len(untracked) > 0 {
+				figures.note(s.cat, "untracked right after the interrupt")
+				t.Logf("untracked after the interrupt: %v", untracked)
+			}
 			// The user removes the VM from the configuration and applies.
 			s.vms = nil
 			ar := s.apply()
@@ -197,7 +201,7 @@ func TestE2E_InterruptRightAfterClone(t *testing.T) {
 			}
 			f := s.chk.Live(s.state()).Strict()
 			for _, o := range f.Orphans {
-				t.Errorf("orphan: %s (the interrupted create never saved it in the state, so removing the resource left it)", o)
+				t.Errorf("orphan: %s: the interrupted create never saved it in the state, so removing the resource left it behind", o)
 			}
 			for _, v := range f.Violations {
 				t.Errorf("violation: %s", v)
@@ -209,7 +213,7 @@ func TestE2E_InterruptRightAfterClone(t *testing.T) {
 				}
 				row.Orphans += len(f.Orphans)
 			})
-			// Clean up whatever is left so the simulator closes empty.
+			// Remove what is left so the scenario ends clean.
 			for _, ids := range s.chk.VMIDs() {
 				for _, id := range ids {
 					_ = s.sim.DeleteVM(id)
