@@ -57,7 +57,11 @@ var (
 	storageIDRE  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]*$`)
 	bridgeRE     = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$`)
 	catalogKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+	uidNSRE      = regexp.MustCompile(`^[A-Za-z0-9_.-]*$`)
 )
+
+// maxUIDNamespace is the longest uid_namespace.
+const maxUIDNamespace = 64
 
 type proxyProvider struct {
 	version string
@@ -90,6 +94,7 @@ type providerModel struct {
 	MaxRequestsInFlight types.Int64  `tfsdk:"max_requests_in_flight"`
 	VendorData          types.String `tfsdk:"vendor_data"`
 	InstallGuestAgent   types.Bool   `tfsdk:"install_guest_agent"`
+	UIDNamespace        types.String `tfsdk:"uid_namespace"`
 }
 
 type vmidRangeModel struct {
@@ -246,6 +251,15 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. Default `true`.",
 				Optional:            true,
 			},
+			"uid_namespace": str(fmt.Sprintf("Mixed into the `uid` planned for each new `proxy_vm`, which is derived from the VM's name (and picks its VMID). "+
+				"Configurations (workspaces, repositories) that share a cluster and might reuse a VM name should each set their own value: "+
+				"then the second one to declare a name is refused with an error naming the VMID and both UIDs, instead of adopting "+
+				"the first one's VM as its own. Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`, which keeps the UIDs "+
+				"of earlier releases. Changing it does not touch existing VMs: their `uid` is kept in the state; only VMs created "+
+				"(or replaced) afterwards get UIDs in the new namespace.", maxUIDNamespace),
+				false, false,
+				stringvalidator.LengthAtMost(maxUIDNamespace),
+				stringvalidator.RegexMatches(uidNSRE, "must be letters, digits, '_', '.' or '-'")),
 		},
 	}
 }
@@ -373,6 +387,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		"max_requests_in_flight": cfg.MaxInFlight,
 		"vendor_data_bytes":      len(cfg.VendorData),
 		"install_guest_agent":    cfg.InstallGuestAgent,
+		"uid_namespace":          cfg.UIDNamespace,
 	})
 }
 

@@ -39,6 +39,7 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 		VMIDMax:           defaultVMIDMax,
 		VendorData:        m.VendorData.ValueString(),
 		InstallGuestAgent: true,
+		UIDNamespace:      m.UIDNamespace.ValueString(),
 		TokenFile:         m.APITokenFile.ValueString(),
 		CAFile:            m.CAFile.ValueString(),
 		HasCAPEM:          m.CAPEM.ValueString() != "",

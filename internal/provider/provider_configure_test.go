@@ -98,6 +98,9 @@ func TestProviderConfigure_defaults(t *testing.T) {
 	if c.RequestTimeout != 30*time.Second || c.MaxInFlight != 8 || !c.InstallGuestAgent || c.Insecure {
 		t.Errorf("defaults: timeout %s, in flight %d, agent %v, insecure %v", c.RequestTimeout, c.MaxInFlight, c.InstallGuestAgent, c.Insecure)
 	}
+	if c.UIDNamespace != "" {
+		t.Errorf("uid_namespace = %q, want empty (the UIDs of earlier releases)", c.UIDNamespace)
+	}
 	if c.TokenSource != "api_token" || c.Endpoint != "https://pve.example.test:8006" {
 		t.Errorf("token source %q, endpoint %q", c.TokenSource, c.Endpoint)
 	}
@@ -111,8 +114,12 @@ func TestProviderConfigure_values(t *testing.T) {
 		"vmid_range", map[string]any{"min": 200, "max": 300}, "request_timeout", "2m", "max_requests_in_flight", 3,
 		"install_guest_agent", false, "vendor_data", "#cloud-config\n", "storage", "local-lvm", "bridge", "vmbr1", "vlan_tag", 7,
 		"machine_types", map[string]any{"big": map[string]any{"cores": 4, "memory_mib": 4096, "disk_gib": 20}},
+		"uid_namespace", "team-b",
 	)
 	got := configured(t, configure(t, c, nil, nil, false)).cfg
+	if got.UIDNamespace != "team-b" {
+		t.Errorf("uid_namespace = %q, want team-b", got.UIDNamespace)
+	}
 	if got.VMIDMin != 200 || got.VMIDMax != 300 || got.RequestTimeout != 2*time.Minute || got.MaxInFlight != 3 ||
 		got.InstallGuestAgent || got.VendorData != "#cloud-config\n" || got.Storage != "local-lvm" || got.Bridge != "vmbr1" ||
 		got.VLANTag != 7 || got.MachineTypes["big"] != (machineType{4, 4096, 20}) {

@@ -61,6 +61,9 @@ type resolvedConfig struct {
 	MachineTypes      map[string]machineType
 	VendorData        string
 	InstallGuestAgent bool
+	// UIDNamespace is mixed into the UID planned for each new VM (uidFor); "" keeps the
+	// UIDs of the first releases.
+	UIDNamespace string
 
 	// Connection settings (what pveapi.Options gets).
 	TokenSource    string // "api_token", "PROXMOX_VE_API_TOKEN" or "api_token_file"

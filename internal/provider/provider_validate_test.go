@@ -179,7 +179,7 @@ func TestProviderValidateConfig_valid(t *testing.T) {
 			"templates", map[string]any{"debian-13": 100, "alma.9": 999999999},
 			"machine_types", map[string]any{"small": map[string]any{"cores": 1, "memory_mib": 1, "disk_gib": 0}},
 			"request_timeout", "1m30s", "max_requests_in_flight", 64, "vendor_data", "#cloud-config\n",
-			"install_guest_agent", false, "insecure", false,
+			"install_guest_agent", false, "insecure", false, "uid_namespace", "team-x.prod_1",
 		),
 		"endpoint with /api2/json": validConfig().with("endpoint", "https://10.0.0.1:8006/api2/json/"),
 		"ca_file":                  validConfig().with("ca_file", "/etc/pve/pve-root-ca.pem"),
@@ -187,6 +187,8 @@ func TestProviderValidateConfig_valid(t *testing.T) {
 		"vlan 1":                   validConfig().with("vlan_tag", 1),
 		"one node":                 validConfig().with("nodes", []any{"a"}),
 		"max in flight 1":          validConfig().with("max_requests_in_flight", 1),
+		"uid_namespace empty":      validConfig().with("uid_namespace", ""),
+		"uid_namespace 64":         validConfig().with("uid_namespace", strings.Repeat("A-9_.", 12)+"abcd"),
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -259,6 +261,10 @@ func TestProviderValidateConfig_rules(t *testing.T) {
 		{"request_timeout negative", validConfig().with("request_timeout", "-1s"), ap("request_timeout"), "duration above zero"},
 		{"max in flight 0", validConfig().with("max_requests_in_flight", 0), ap("max_requests_in_flight"), "between 1 and 64"},
 		{"max in flight 65", validConfig().with("max_requests_in_flight", 65), ap("max_requests_in_flight"), "between 1 and 64"},
+		{"uid_namespace 65", validConfig().with("uid_namespace", strings.Repeat("a", 65)), ap("uid_namespace"), "at most 64"},
+		{"uid_namespace slash", validConfig().with("uid_namespace", "team/a"), ap("uid_namespace"), "letters, digits"},
+		{"uid_namespace space", validConfig().with("uid_namespace", "team a"), ap("uid_namespace"), "letters, digits"},
+		{"uid_namespace unicode", validConfig().with("uid_namespace", "équipe"), ap("uid_namespace"), "letters, digits"},
 		{"nodes missing", validConfig().with("nodes", nil), ap("nodes"), "Must set a configuration value"},
 		{"iso_storage missing", validConfig().with("iso_storage", nil), ap("iso_storage"), "Must set a configuration value"},
 		{"templates missing", validConfig().with("templates", nil), ap("templates"), "Must set a configuration value"},

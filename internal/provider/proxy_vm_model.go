@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // UUID version 5 is defined over SHA-1 (RFC 9562); no security use.
 	"encoding/hex"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -43,24 +44,27 @@ var uidNamespace = [16]byte{
 	0x97, 0xf2, 0xa1, 0x8c, 0x28, 0x0b, 0x47, 0xd9, 0xb6, 0xb4, 0x54, 0xc4, 0xae, 0x21, 0xa2, 0x31,
 }
 
-// uidFor is the UID planned for a new VM called name: the version 5 UUID of name in
-// uidNamespace (RFC 9562, section 5.5).
+// uidFor is the UID planned for a new VM called name by a provider whose uid_namespace
+// is namespace: the version 5 UUID (RFC 9562, section 5.5) of name in uidNamespace when
+// namespace is empty, and otherwise of name in the version 5 UUID of namespace in
+// uidNamespace. The empty namespace thus keeps the UIDs of the provider's first releases,
+// and each other namespace has its own, independent UIDs.
 //
 // It is deterministic on purpose. Terraform plans every change twice (at plan and again at
 // apply) and refuses a second plan whose known values differ from the first, so a random
 // UUID chosen at plan time cannot survive to apply (Terraform 1.11 has no way to carry it
 // over). A name-based UUID is the same in both plans, and also in a fresh plan after a
 // crash that lost the state: the VMID function then lands on the same VMID and adopts the
-// half-made VM, which is what a planned UID is for.
-func uidFor(name string) string {
-	h := sha1.New() //nolint:gosec // see above
-	h.Write(uidNamespace[:])
-	h.Write([]byte(name))
-	sum := h.Sum(nil)
-	var u [16]byte
-	copy(u[:], sum[:16])
-	u[6] = (u[6] & 0x0f) | 0x50 // version 5
-	u[8] = (u[8] & 0x3f) | 0x80 // RFC 9562 variant
+// half-made VM, which is what a planned UID is for. The namespace is what tells apart two
+// configurations that declare the same name on one cluster: with different namespaces
+// their UIDs differ, so the second is refused by the ownership check instead of adopting
+// the first one's VM.
+func uidFor(namespace, name string) string {
+	ns := uidNamespace
+	if namespace != "" {
+		ns = uuidV5(ns, namespace)
+	}
+	u := uuidV5(ns, name)
 	var buf [36]byte
 	hex.Encode(buf[0:8], u[0:4])
 	buf[8] = '-'
@@ -72,6 +76,19 @@ func uidFor(name string) string {
 	buf[23] = '-'
 	hex.Encode(buf[24:], u[10:])
 	return string(buf[:])
+}
+
+// uuidV5 is the version 5 UUID of name in namespace ns (RFC 9562, section 5.5).
+func uuidV5(ns [16]byte, name string) [16]byte {
+	h := sha1.New() //nolint:gosec // see uidFor
+	h.Write(ns[:])
+	h.Write([]byte(name))
+	sum := h.Sum(nil)
+	var u [16]byte
+	copy(u[:], sum[:16])
+	u[6] = (u[6] & 0x0f) | 0x50 // version 5
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 9562 variant
+	return u
 }
 
 // knownString returns v's value and whether it is known and not null.
@@ -207,9 +224,11 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 }
 
 // importedModel is the state an import writes: everything readable from the VM, the
-// catalogue keys when they resolve unambiguously, and the defaults of the inputs that
-// cannot be read. It returns the attributes it had to leave unread.
-func importedModel(vm proxmox.VM, cfg *resolvedConfig, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
+// template the backend identified (templateVMID, 0 when it could not tell) with its
+// catalogue key when exactly one key names it, the machine type when it resolves
+// unambiguously, and the defaults of the inputs that cannot be read. It returns the
+// attributes it had to leave unread.
+func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
 	m := proxyVMModel{
 		Image:        types.StringNull(),
 		TemplateVMID: types.Int64Null(),
@@ -221,9 +240,9 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, nullTimeouts timeouts.Val
 	}
 	applyVM(&m, vm)
 	unread := []unreadAttr{unreadCloudInit}
-	if key, vmid, ok := resolveImage(cfg, templateOf(vm)); ok {
-		m.Image = stringOrNull(key)
-		m.TemplateVMID = types.Int64Value(int64(vmid))
+	if templateVMID != 0 {
+		m.TemplateVMID = types.Int64Value(int64(templateVMID))
+		m.Image = stringOrNull(imageKeyOf(cfg, templateVMID))
 	} else {
 		unread = append(unread, unreadTemplate)
 	}
@@ -233,36 +252,38 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, nullTimeouts timeouts.Val
 	return m, unread
 }
 
-// templateOf is the template VMID the backend read for vm, 0 when it cannot tell.
-// NOTE: proxmox.VM does not carry the template yet (requested from the backend: a mark
-// line written in the clone call); until then the template is never read back.
-func templateOf(proxmox.VM) int { return 0 }
-
-// resolveImage names the template of an imported VM. With the template VMID known, it is
-// the one catalogue key of that VMID (no key when several or none name it). Without it,
-// the catalogue resolves it only when it holds exactly one template.
-func resolveImage(cfg *resolvedConfig, templateVMID int) (key string, vmid int, ok bool) {
+// templateCandidates are the distinct template VMIDs of the catalogue, sorted: the
+// templates an import asks the backend to tell apart (proxmox.Backend.TemplateOf).
+func templateCandidates(cfg *resolvedConfig) []int {
 	if cfg == nil {
-		return "", 0, false
+		return nil
 	}
-	if templateVMID != 0 {
-		var keys []string
-		for k, v := range cfg.Templates {
-			if v == templateVMID {
-				keys = append(keys, k)
-			}
-		}
-		if len(keys) == 1 {
-			return keys[0], templateVMID, true
-		}
-		return "", templateVMID, true
-	}
-	if len(cfg.Templates) == 1 {
-		for k, v := range cfg.Templates {
-			return k, v, true
+	var out []int
+	for _, v := range cfg.Templates {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
-	return "", 0, false
+	slices.Sort(out)
+	return out
+}
+
+// imageKeyOf is the one catalogue key of templateVMID, "" when none or several name it
+// (image then stays unset and the configuration's key is recorded in place).
+func imageKeyOf(cfg *resolvedConfig, templateVMID int) string {
+	if cfg == nil || templateVMID == 0 {
+		return ""
+	}
+	var keys []string
+	for k, v := range cfg.Templates {
+		if v == templateVMID {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) != 1 {
+		return ""
+	}
+	return keys[0]
 }
 
 // resolveMachineType names the machine type of an imported VM: the one catalogue entry

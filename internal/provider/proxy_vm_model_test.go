@@ -20,18 +20,44 @@ import (
 )
 
 func TestUIDFor_version5(t *testing.T) {
-	// Reference values from Python's uuid.uuid5 with the same namespace.
+	// Reference values from Python's uuid.uuid5 with the same namespace. The empty
+	// uid_namespace gives exactly the values of the releases before uid_namespace existed.
 	for name, want := range map[string]string{
 		"proxy-a": "e6087077-8a3e-5978-be39-54b7d191f1b9",
 		"proxy-0": "09299cb8-c9bf-5662-9cfc-f34cf86ad905",
 		"x":       "56fd3c4d-c93f-5bbb-b3f9-ae1c9ae76cdd",
 	} {
-		if got := uidFor(name); got != want {
-			t.Errorf("uidFor(%q) = %s, want %s", name, got, want)
+		if got := uidFor("", name); got != want {
+			t.Errorf("uidFor(\"\", %q) = %s, want %s", name, got, want)
 		}
 	}
-	if uidFor("proxy-a") != uidFor("proxy-a") {
+	if uidFor("", "proxy-a") != uidFor("", "proxy-a") {
 		t.Error("uidFor is not deterministic")
+	}
+}
+
+func TestUIDFor_namespace(t *testing.T) {
+	// Python: uuid.uuid5(uuid.uuid5(NS, namespace), name), NS = 97f2a18c-280b-47d9-b6b4-54c4ae21a231.
+	for _, c := range []struct{ ns, name, want string }{
+		{"a", "proxy-a", "13c5bd05-3c82-59dd-8756-e82b3441b14f"},
+		{"a", "proxy-shared", "a12d1f30-00aa-5110-910c-3f2e644d8855"},
+		{"b", "proxy-a", "f3539b28-5b0b-56e2-9454-d12788a5156a"},
+		{"b", "proxy-shared", "dd91580a-0c06-5cb2-b4d3-94ad6a4757e5"},
+		{"team-x.prod_1", "proxy-a", "e6987faf-1b26-558d-bad8-20d373479c4c"},
+		{"", "proxy-shared", "ad5080c0-0356-5d11-bb1d-f38f60d4e8cc"},
+	} {
+		if got := uidFor(c.ns, c.name); got != c.want {
+			t.Errorf("uidFor(%q, %q) = %s, want %s", c.ns, c.name, got, c.want)
+		}
+	}
+	// Every namespace gives other UIDs, hence (almost always) other VMIDs.
+	seen := map[string]string{}
+	for _, ns := range []string{"", "a", "b", "A", "a.", "proxy-a"} {
+		u := uidFor(ns, "proxy-a")
+		if other, dup := seen[u]; dup {
+			t.Errorf("namespaces %q and %q give the same uid %s", ns, other, u)
+		}
+		seen[u] = ns
 	}
 }
 
@@ -215,12 +241,12 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 func TestImportedModel_resolvesCatalogue(t *testing.T) {
 	cfg := testCfg()
 	vm := vmFixture()
-	m, unread := importedModel(vm, cfg, proxyVMModel{}.Timeouts)
+	m, unread := importedModel(vm, cfg, 9001, proxyVMModel{}.Timeouts)
 	if m.MachineType.ValueString() != "small" {
 		t.Errorf("machine_type = %v, want small (the only entry with 1 core and 512 MiB)", m.MachineType)
 	}
 	if m.Image.ValueString() != "debian-13" || m.TemplateVMID.ValueInt64() != 9001 {
-		t.Errorf("image/template = %v/%v, want the catalogue's only template", m.Image, m.TemplateVMID)
+		t.Errorf("image/template = %v/%v, want the identified template and its key", m.Image, m.TemplateVMID)
 	}
 	if fmt.Sprint(unread) != "[cloud_init]" {
 		t.Errorf("unread = %v, want [cloud_init]", unread)
@@ -229,41 +255,70 @@ func TestImportedModel_resolvesCatalogue(t *testing.T) {
 		t.Errorf("defaults: cloud_init %v wait_for_ip %v id %v", m.CloudInit, m.WaitForIP, m.ID)
 	}
 
-	// Two templates: which one cannot be told, the template stays unread.
-	cfg.Templates["debian-12"] = 9002
-	m, unread = importedModel(vm, cfg, proxyVMModel{}.Timeouts)
+	// The template not identified: unread, even with a single-template catalogue (a guess
+	// could be wrong, and a wrong value would replace the VM).
+	m, unread = importedModel(vm, cfg, 0, proxyVMModel{}.Timeouts)
 	if !m.Image.IsNull() || !m.TemplateVMID.IsNull() || fmt.Sprint(unread) != "[cloud_init template]" {
-		t.Errorf("ambiguous templates: image %v template %v unread %v", m.Image, m.TemplateVMID, unread)
+		t.Errorf("template not identified: image %v template %v unread %v", m.Image, m.TemplateVMID, unread)
+	}
+
+	// Identified, but two keys name it: template_vmid set, image left for the configuration.
+	cfg.Templates["alias"] = 9001
+	m, unread = importedModel(vm, cfg, 9001, proxyVMModel{}.Timeouts)
+	if !m.Image.IsNull() || m.TemplateVMID.ValueInt64() != 9001 || fmt.Sprint(unread) != "[cloud_init]" {
+		t.Errorf("two keys: image %v template %v unread %v", m.Image, m.TemplateVMID, unread)
+	}
+	// Identified outside the catalogue (a template_vmid VM): template_vmid only.
+	m, _ = importedModel(vm, cfg, 9005, proxyVMModel{}.Timeouts)
+	if !m.Image.IsNull() || m.TemplateVMID.ValueInt64() != 9005 {
+		t.Errorf("template outside the catalogue: image %v template %v", m.Image, m.TemplateVMID)
 	}
 
 	// Two machine types match: none is chosen.
 	cfg.MachineTypes["tiny"] = machineType{Cores: 1, MemoryMiB: 512}
-	if m, _ = importedModel(vm, cfg, proxyVMModel{}.Timeouts); !m.MachineType.IsNull() {
+	if m, _ = importedModel(vm, cfg, 0, proxyVMModel{}.Timeouts); !m.MachineType.IsNull() {
 		t.Errorf("ambiguous machine types resolved to %v", m.MachineType)
 	}
 	// A machine type whose disk the VM does not reach does not match.
 	vm.Cores, vm.MemoryMiB = 4, 4096
-	if m, _ = importedModel(vm, cfg, proxyVMModel{}.Timeouts); !m.MachineType.IsNull() {
+	if m, _ = importedModel(vm, cfg, 0, proxyVMModel{}.Timeouts); !m.MachineType.IsNull() {
 		t.Errorf("large (20 GiB) matched a 3 GiB VM: %v", m.MachineType)
 	}
 	vm.DiskGiB = 20
-	if m, _ = importedModel(vm, cfg, proxyVMModel{}.Timeouts); m.MachineType.ValueString() != "large" {
+	if m, _ = importedModel(vm, cfg, 0, proxyVMModel{}.Timeouts); m.MachineType.ValueString() != "large" {
 		t.Errorf("machine_type = %v, want large", m.MachineType)
 	}
 }
 
-func TestResolveImage_byTemplateVMID(t *testing.T) {
+func TestImageKeyOf(t *testing.T) {
 	cfg := testCfg()
 	cfg.Templates["debian-12"] = 9002
-	if k, v, ok := resolveImage(cfg, 9002); !ok || k != "debian-12" || v != 9002 {
-		t.Errorf("resolveImage(9002) = %q %d %v", k, v, ok)
+	for _, c := range []struct {
+		vmid int
+		want string
+	}{{9002, "debian-12"}, {9001, "debian-13"}, {9003, ""}, {0, ""}} {
+		if got := imageKeyOf(cfg, c.vmid); got != c.want {
+			t.Errorf("imageKeyOf(%d) = %q, want %q", c.vmid, got, c.want)
+		}
 	}
 	cfg.Templates["alias"] = 9002
-	if k, v, ok := resolveImage(cfg, 9002); !ok || k != "" || v != 9002 {
-		t.Errorf("two keys for 9002: %q %d %v, want no key but the VMID", k, v, ok)
+	if got := imageKeyOf(cfg, 9002); got != "" {
+		t.Errorf("two keys for 9002: %q, want none", got)
 	}
-	if _, _, ok := resolveImage(nil, 0); ok {
-		t.Error("nil config resolved")
+	if got := imageKeyOf(nil, 9002); got != "" {
+		t.Errorf("nil config: %q", got)
+	}
+}
+
+func TestTemplateCandidates(t *testing.T) {
+	cfg := testCfg()
+	cfg.Templates["alias"] = 9001
+	cfg.Templates["old"] = 120
+	if got := fmt.Sprint(templateCandidates(cfg)); got != "[120 9001]" {
+		t.Errorf("candidates = %s, want [120 9001] (distinct, sorted)", got)
+	}
+	if got := templateCandidates(nil); got != nil {
+		t.Errorf("nil config: %v", got)
 	}
 }
 

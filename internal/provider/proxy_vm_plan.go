@@ -15,21 +15,23 @@ const summaryInvalidConfig = "Invalid proxy VM configuration"
 // the attribute's path; unknown values are tolerated until apply.
 //
 // prior is nil for a create. cfg is nil when the provider is not configured yet (its own
-// configuration holds unknown values): then only the UID is planned. templateUnread says an
-// import left the template unread (no replacement for the first value set). It returns the
-// paths whose change replaces the VM, beyond the attributes' own plan modifiers.
+// configuration holds unknown values): then nothing is planned, the UID included (it
+// depends on the provider's uid_namespace). templateUnread says an import left the
+// template unread (no replacement for the first value set). It returns the paths whose
+// change replaces the VM, beyond the attributes' own plan modifiers.
 func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	var replace []path.Path
 	creating := prior == nil
 
+	if cfg == nil {
+		// The UID depends on the provider's uid_namespace: known once it is configured.
+		return nil, nil
+	}
 	if creating {
 		if name, ok := knownString(plan.Name); ok {
-			plan.UID = types.StringValue(uidFor(name))
+			plan.UID = types.StringValue(uidFor(cfg.UIDNamespace, name))
 		}
-	}
-	if cfg == nil {
-		return nil, nil
 	}
 
 	// Node.

@@ -92,7 +92,7 @@ func TestPlanProxyVM_createResolvesCatalogue(t *testing.T) {
 	if d.HasError() || len(replace) != 0 {
 		t.Fatalf("diags %v replace %v", d, replace)
 	}
-	if plan.UID.ValueString() != uidFor("proxy-a") {
+	if plan.UID.ValueString() != uidFor("", "proxy-a") {
 		t.Errorf("uid = %v, want the name's UUID", plan.UID)
 	}
 	if plan.Node.ValueString() != "pve1" || plan.TemplateVMID.ValueInt64() != 9001 || plan.Cores.ValueInt64() != 1 || plan.MemoryMiB.ValueInt64() != 512 {
@@ -172,12 +172,35 @@ func TestPlanProxyVM_unknownValuesTolerated(t *testing.T) {
 	}
 }
 
-func TestPlanProxyVM_unconfiguredProviderPlansOnlyUID(t *testing.T) {
+func TestPlanProxyVM_unconfiguredProviderPlansNothing(t *testing.T) {
 	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("x"), types.StringValue("y") })
 	plan := planFrom(config)
 	replace, d := planProxyVM(nil, config, &plan, nil, false)
-	if d.HasError() || replace != nil || plan.UID.ValueString() != uidFor("proxy-a") || !plan.Node.IsUnknown() {
+	// The UID depends on uid_namespace, unknown without the provider's configuration.
+	if d.HasError() || replace != nil || !plan.UID.IsUnknown() || !plan.Node.IsUnknown() {
 		t.Errorf("diags %v replace %v uid %v node %v", d, replace, plan.UID, plan.Node)
+	}
+}
+
+func TestPlanProxyVM_uidNamespace(t *testing.T) {
+	config := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
+	})
+	cfg := testCfg()
+	cfg.UIDNamespace = "team-x.prod_1"
+	plan := planFrom(config)
+	if _, d := planProxyVM(cfg, config, &plan, nil, false); d.HasError() {
+		t.Fatal(d)
+	}
+	if got := plan.UID.ValueString(); got != "e6987faf-1b26-558d-bad8-20d373479c4c" || got != uidFor("team-x.prod_1", "proxy-a") {
+		t.Errorf("uid = %s, want the namespace's", got)
+	}
+	// An existing VM keeps the uid in its state whatever the namespace becomes.
+	prior := priorState()
+	cfg.UIDNamespace = "another"
+	plan = updatePlan(config, prior)
+	if _, d := planProxyVM(cfg, config, &plan, &prior, false); d.HasError() || !plan.UID.Equal(prior.UID) {
+		t.Errorf("uid after a namespace change = %v, want the prior %v (%v)", plan.UID, prior.UID, d)
 	}
 }
 

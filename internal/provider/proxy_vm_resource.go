@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -327,7 +328,32 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	ctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
 	defer cancel()
 
+	vm, tmpl, diags := r.importVM(ctx, ref)
+	resp.Diagnostics.Append(diags...)
+	if diags.HasError() {
+		return
+	}
+	var nullTimeouts timeouts.Value
+	resp.Diagnostics.Append(resp.State.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
+	model, unread := importedModel(vm, r.cfg(), tmpl, nullTimeouts)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
+	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
+	tflog.Info(ctx, "proxy VM imported", map[string]any{
+		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
+		"image": model.Image.ValueString(), "template_vmid": tmpl, "unread": fmt.Sprint(unread)})
+}
+
+// importVM finds the marked VM ref names and reads it back, with the guest agent's address
+// when the agent answers. It then identifies the template the VM was cloned from among the
+// catalogue's (proxmox.Backend.TemplateOf: a full clone keeps its template's meta ctime),
+// which costs one config read per catalogue template on top of the lookup and the read;
+// Read never does it. The template is 0 when it cannot be told; a failure to tell is a
+// warning, not an error: the template is then left unread, as for a VM whose meta says
+// nothing.
+func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.VM, int, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	var id proxmox.ID
+	var err error
 	switch {
 	case ref.VMID != 0 && ref.Name != "":
 		id, err = r.data.backend.FindByID(ctx, proxmox.ID{VMID: ref.VMID, Name: ref.Name})
@@ -337,26 +363,30 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 		id, err = r.data.backend.FindByName(ctx, ref.Name)
 	}
 	if err != nil {
-		addVMError(&resp.Diagnostics, "import", ref.Name, ref.VMID, err,
+		addVMError(&diags, "import", ref.Name, ref.VMID, err,
 			"Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are "+importForms+".")
-		return
+		return proxmox.VM{}, 0, diags
 	}
 	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true})
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient {
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}) // the agent is optional here
 	}
 	if err != nil {
-		addVMError(&resp.Diagnostics, "import", id.Name, id.VMID, err, "")
-		return
+		addVMError(&diags, "import", id.Name, id.VMID, err, "")
+		return proxmox.VM{}, 0, diags
 	}
-	var nullTimeouts timeouts.Value
-	resp.Diagnostics.Append(resp.State.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
-	model, unread := importedModel(vm, r.cfg(), nullTimeouts)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
-	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
-	tflog.Info(ctx, "proxy VM imported", map[string]any{
-		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
-		"image": model.Image.ValueString(), "unread": fmt.Sprint(unread)})
+	tmpl, ok, err := r.data.backend.TemplateOf(ctx, vm, templateCandidates(r.cfg()))
+	switch {
+	case err != nil:
+		tflog.Warn(ctx, "proxy VM template not identified", map[string]any{"name": id.Name, "vmid": id.VMID, "error": err.Error()})
+		diags.AddWarning("Template of the imported proxy VM not identified",
+			vmErrorDetail("import", id.Name, id.VMID, err,
+				"The VM is imported without image and template_vmid: the first value the configuration sets is recorded without replacing the VM."))
+		tmpl = 0
+	case !ok:
+		tmpl = 0
+	}
+	return vm, tmpl, diags
 }
 
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with

@@ -394,7 +394,7 @@ func TestAccProxyVM_basic(t *testing.T) {
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor(name))),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor("", name))),
 					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("node"), knownvalue.StringExact(env.Nodes[0])),
 					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
 					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("vmid")),
@@ -402,7 +402,7 @@ func TestAccProxyVM_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^vms/[1-9][0-9]{2,8}/`+name+`$`))),
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor(name))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor("", name))),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringRegexp(regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`))),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("mac_address"), knownvalue.StringRegexp(regexp.MustCompile(`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`))),
@@ -457,6 +457,14 @@ func TestAccProxyVM_basic(t *testing.T) {
 				ImportStateId:           name,
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: importIgnore,
+				// The template is identified (by its meta ctime), not guessed.
+				ImportStateCheck: func(is []*terraform.InstanceState) error {
+					want := strconv.Itoa(env.Templates[imageKey(env)])
+					if len(is) != 1 || is[0].Attributes["template_vmid"] != want || is[0].Attributes["image"] != imageKey(env) {
+						return fmt.Errorf("imported %v, want template_vmid %s and image %s", is, want, imageKey(env))
+					}
+					return nil
+				},
 			},
 			{
 				// An import block with the same configuration: the only change is
@@ -475,15 +483,22 @@ func TestAccProxyVM_basic(t *testing.T) {
 }
 
 // TestAccProxyVM_importBlockEmptyPlan imports a VM made without cloud_init with an import
-// block and the configuration that made it: the plan is empty.
+// block and the configuration that made it: the plan is empty. The catalogue holds every
+// template of the environment (two on the simulator), so the import has to identify the
+// template, not guess it.
 func TestAccProxyVM_importBlockEmptyPlan(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
 	name := vmName("impblk")
-	cfg := vmProviderConfig(env, "") + vmResourceBare(env, name, `
+	cfg := env.ProviderConfig("") + vmResourceBare(env, name, `
   cores      = 2
   memory_mib = 768
   disk_gib   = 10`)
+	identified := []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop),
+		plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("template_vmid"), knownvalue.Int64Exact(int64(env.Templates[imageKey(env)]))),
+		plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("image"), knownvalue.StringExact(imageKey(env))),
+	}
 
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -491,26 +506,32 @@ func TestAccProxyVM_importBlockEmptyPlan(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: cfg},
 			{
-				ResourceName:    vmAddr,
-				ImportState:     true,
-				ImportStateKind: resource.ImportBlockWithID,
-				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop),
-				}},
+				ResourceName:     vmAddr,
+				ImportState:      true,
+				ImportStateKind:  resource.ImportBlockWithID,
+				ImportPlanChecks: resource.ImportPlanChecks{PreApply: identified},
 			},
 			{
-				ResourceName:    vmAddr,
-				ImportState:     true,
-				ImportStateKind: resource.ImportBlockWithID,
-				ImportStateId:   name,
+				ResourceName:     vmAddr,
+				ImportState:      true,
+				ImportStateKind:  resource.ImportBlockWithID,
+				ImportStateId:    name,
+				ImportPlanChecks: resource.ImportPlanChecks{PreApply: identified},
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts", "wait_for_ip"},
 			},
 		},
 	})
 }
 
-// TestAccProxyVM_importUnreadValues imports a VM whose template the catalogue cannot tell
-// (two keys) with an import block, together with its cloud_init: both are recorded in
-// place, never a replacement; afterwards a cloud_init change replaces the VM as usual.
+// TestAccProxyVM_importUnreadValues imports a VM whose template cannot be identified (its
+// meta no longer carries the template's ctime, as after a restore or a hand edit) with an
+// import block, together with its cloud_init: both are recorded in place, never a
+// replacement; afterwards a cloud_init change replaces the VM as usual.
 func TestAccProxyVM_importUnreadValues(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
@@ -535,9 +556,13 @@ func TestAccProxyVM_importUnreadValues(t *testing.T) {
 				},
 			},
 			{
-				// Forget it without destroying it, as a lost state would.
+				// Forget it without destroying it, as a lost state would, and make its
+				// template unidentifiable.
 				Config: provider + removed,
-				Check:  func(*terraform.State) error { return c.checkOneVM("", name)(nil) },
+				Check: func(*terraform.State) error {
+					c.setConfig(vmid, map[string]string{"meta": "creation-qemu=11.0.3,ctime=1000000001"})
+					return c.checkOneVM("", name)(nil)
+				},
 			},
 			{
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -1148,4 +1173,190 @@ func TestAccProxyVM_secretsNotLogged(t *testing.T) {
 	if _, secret, ok := strings.Cut(env.Token, "="); ok && secret != "" {
 		leaks("API token secret", secret)
 	}
+}
+
+// TestAccProxyVM_uidNamespace: two configurations share a cluster and declare the same VM
+// name. Workspace A (uid_namespace "a") creates it; workspace B (uid_namespace "b") is then
+// refused with the by-name ownership error, which names the VMID and both UIDs, instead of
+// adopting A's VM; B writes nothing, and A's VM and plan are unchanged.
+func TestAccProxyVM_uidNamespace(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := "proxy-shared"
+	if env.Sim == nil {
+		name = vmName("shared") // a real cluster is shared with other runs
+	}
+	cfgA := vmProviderConfig(env, "  uid_namespace = \"a\"\n") + vmResource(env, name, `  machine_type = "small"`)
+	cfgB := vmProviderConfig(env, "  uid_namespace = \"b\"\n") + vmResource(env, name, `  machine_type = "small"`)
+	uidA, uidB := uidFor("a", name), uidFor("b", name)
+	if uidA == uidB || uidA == uidFor("", name) {
+		t.Fatalf("namespaces give the same uid: %s %s", uidA, uidB)
+	}
+	var vmid int
+	var before map[string]string
+	var beforeSim pvesim.VMState
+	var tasksBefore int
+	vmTasks := func(vmid int) int {
+		n := 0
+		for _, task := range env.Sim.State().Tasks {
+			if task.VMID == vmid {
+				n++
+			}
+		}
+		return n
+	}
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfgA,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
+				},
+				Check: func(s *terraform.State) (err error) {
+					if vmid, err = vmidOf(s, vmAddr); err != nil {
+						return err
+					}
+					before = c.config(vmid)
+					if !strings.Contains(before["description"], uidA) {
+						return fmt.Errorf("the mark of VMID %d does not carry uid %s: %q", vmid, uidA, before["description"])
+					}
+					if env.Sim != nil {
+						beforeSim, _ = env.Sim.VM(vmid)
+						tasksBefore = vmTasks(vmid)
+					}
+					return nil
+				},
+			},
+			{
+				// Workspace B: its own state, its own provider configuration, the same name.
+				PreConfig: func() {
+					if env.Sim != nil {
+						env.Sim.ResetStats()
+					}
+					want := regexp.MustCompile(fmt.Sprintf(`(?s)Unable to create proxy VM.*VMID\s+%d\s+already\s+holds.*its\s+uid\s+%s,\s+this\s+resource's\s+uid\s+%s`,
+						vmid, regexp.QuoteMeta(uidA), regexp.QuoteMeta(uidB)))
+					t.Run("workspace B", func(t *testing.T) {
+						resource.Test(t, resource.TestCase{
+							ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+							Steps:                    []resource.TestStep{{Config: cfgB, ExpectError: want}},
+						})
+					})
+					if env.Sim == nil {
+						return
+					}
+					for k, n := range env.Sim.Stats() {
+						if !strings.HasPrefix(k, "GET ") {
+							t.Errorf("workspace B wrote to the cluster: %s x%d", k, n)
+						}
+					}
+				},
+				// Workspace A: nothing changed.
+				Config:           cfgA,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
+				},
+				Check: func(s *terraform.State) error {
+					if err := c.checkOneVM(vmAddr, name)(s); err != nil {
+						return err
+					}
+					after := c.config(vmid)
+					for _, k := range sortedKeys(before) {
+						if before[k] != after[k] {
+							return fmt.Errorf("A's VM %d: %s changed %q -> %q", vmid, k, before[k], after[k])
+						}
+					}
+					if len(after) != len(before) {
+						return fmt.Errorf("A's VM %d config keys: %v -> %v", vmid, sortedKeys(before), sortedKeys(after))
+					}
+					if seeds, err := c.seeds(name); err != nil || len(seeds) != 1 {
+						return fmt.Errorf("seed ISOs of %s: %v (%v), want A's one", name, seeds, err)
+					}
+					if env.Sim == nil {
+						return nil
+					}
+					got, ok := env.Sim.VM(vmid)
+					if !ok || got.Status != beforeSim.Status || got.Power != beforeSim.Power || got.Lock != "" ||
+						got.Description != beforeSim.Description || got.IP != beforeSim.IP {
+						return fmt.Errorf("A's VM in the simulator: %+v, was %+v", got, beforeSim)
+					}
+					if n := vmTasks(vmid); n != tasksBefore {
+						return fmt.Errorf("tasks on A's VM %d: %d, was %d", vmid, n, tasksBefore)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_planRequestsPerVM: refreshing existing VMs costs at most three requests
+// per VM and refresh (the shared listing, the config, status/current): no agent query, no
+// template lookup (that is import's alone). Terraform refreshes more than once per step,
+// so the test counts refreshes from the config reads and checks the ratios.
+func TestAccProxyVM_planRequestsPerVM(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("needs the simulator's request counts")
+	}
+	c := newCluster(t, env)
+	const n = 3
+	prefix := vmName("req")
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	// The whole catalogue (two templates): a template lookup would show as config reads.
+	cfg := env.ProviderConfig("") + fmt.Sprintf(`
+resource "proxy_vm" "fleet" {
+  count        = %d
+  name         = "%s-${count.index}"
+  image        = %q
+  machine_type = "small"
+}
+`, n, prefix, imageKey(env))
+	const (
+		listing = "GET /cluster/resources"
+		config  = "GET /nodes/{node}/qemu/{vmid}/config"
+		status  = "GET /nodes/{node}/qemu/{vmid}/status/current"
+	)
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(names...),
+		Steps: []resource.TestStep{
+			{Config: cfg},
+			{
+				PreConfig:        env.Sim.ResetStats,
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check: func(*terraform.State) error {
+					st := env.Sim.Stats()
+					refreshes := st[config] / n
+					if refreshes == 0 || st[config] != n*refreshes || st[status] != st[config] {
+						return fmt.Errorf("config reads %d, status reads %d for %d VMs: want one of each per VM and refresh: %v", st[config], st[status], n, st)
+					}
+					if st[listing] == 0 || st[listing] > refreshes {
+						return fmt.Errorf("%d listings in %d refreshes, want one shared listing per refresh at most: %v", st[listing], refreshes, st)
+					}
+					for k := range st {
+						if k != listing && k != config && k != status {
+							return fmt.Errorf("a plan of existing VMs made %s: %v", k, st)
+						}
+					}
+					if total := simRequests(env.Sim); total > 3*n*refreshes {
+						return fmt.Errorf("%d requests in %d refreshes of %d VMs, want at most 3 per VM and refresh", total, refreshes, n)
+					}
+					t.Logf("%d refreshes of %d VMs: %d listings, %d config, %d status reads (%v)", refreshes, n, st[listing], st[config], st[status], st)
+					return nil
+				},
+			},
+		},
+	})
 }

@@ -176,9 +176,11 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"uid": schema.StringAttribute{
 				Computed: true,
 				Description: "The VM's UID, written into its description mark at clone time and the input of the VMID " +
-					"allocation. Known at plan time: a name-based UUID (version 5), so a create interrupted before " +
-					"Terraform saved any state lands on the same VMID and adopts the half-made VM instead of " +
-					"cloning a second one. An imported VM keeps the UID of its mark.",
+					"allocation. Known at plan time: a UUID (version 5) of the name in the provider's uid_namespace, so " +
+					"a create interrupted before Terraform saved any state lands on the same VMID and adopts the " +
+					"half-made VM instead of cloning a second one, while another configuration with another " +
+					"uid_namespace declaring the same name is refused. Kept in the state: changing uid_namespace does " +
+					"not change it. An imported VM keeps the UID of its mark.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"created_at": schema.StringAttribute{
