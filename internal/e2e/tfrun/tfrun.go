@@ -75,6 +75,11 @@ func Build(ctx context.Context, o BuildOptions) (*Provider, error) {
 		if dir, err = os.MkdirTemp("", "tfrun-provider-"); err != nil {
 			return nil, err
 		}
+		defer func() {
+			if err != nil {
+				_ = os.RemoveAll(dir)
+			}
+		}()
 	}
 	bin := filepath.Join(dir, BinaryName)
 	args := []string{"build", "-trimpath", "-o", bin}
@@ -84,12 +89,13 @@ func Build(ctx context.Context, o BuildOptions) (*Provider, error) {
 	args = append(args, ".")
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
+	var out []byte
+	if out, err = cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("tfrun: go build of the provider failed: %w\n%s", err, out)
 	}
 	cfg := filepath.Join(dir, "cli.tfrc")
 	text := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    %q = %q\n  }\n  direct {}\n}\n", ProviderSource, dir)
-	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+	if err = os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
 	return &Provider{Dir: dir, Binary: bin, CLIConfig: cfg, Terraform: tf}, nil
