@@ -25,9 +25,10 @@ import (
 )
 
 // The conformance tests run against a fresh simulator, or against a real Proxmox VE host
-// when PROXMOX_VE_ENDPOINT is set, with PROXMOX_VE_API_TOKEN, PROXMOX_VE_NODE,
-// PROXMOX_VE_TEMPLATE_VMID and PROXMOX_VE_ISO_STORAGE (optional: PROXMOX_VE_CA_FILE,
-// PROXMOX_VE_INSECURE=1, PROXMOX_VE_TEST_VMID, default 199999, which must be free). On a
+// when PROXMOX_VE_ENDPOINT is set, with PROXMOX_VE_API_TOKEN, PROXMOX_TEST_NODES (the
+// first node is used), PROXMOX_TEST_TEMPLATE_VMID and PROXMOX_TEST_ISO_STORAGE (optional:
+// PROXMOX_VE_CA_FILE, PROXMOX_VE_INSECURE=true, PROXMOX_TEST_SCRATCH_VMID, default 199999,
+// which must be free): the same variables as the provider's acceptance tests. On a
 // real host the tests run one at a time and remove their VM and seed afterwards; tests that
 // need an admin function of the simulator (privileges, faults, a node going down) skip.
 //
@@ -69,15 +70,15 @@ func newTarget(t *testing.T, opts pvesim.Options) *target {
 	if realHost() {
 		tg.endpoint = os.Getenv("PROXMOX_VE_ENDPOINT")
 		tg.token = os.Getenv("PROXMOX_VE_API_TOKEN")
-		tg.node = os.Getenv("PROXMOX_VE_NODE")
-		tg.isoStorage = os.Getenv("PROXMOX_VE_ISO_STORAGE")
+		tg.node, _, _ = strings.Cut(os.Getenv("PROXMOX_TEST_NODES"), ",")
+		tg.isoStorage = os.Getenv("PROXMOX_TEST_ISO_STORAGE")
 		var err error
-		if tg.template, err = strconv.Atoi(os.Getenv("PROXMOX_VE_TEMPLATE_VMID")); err != nil || tg.token == "" || tg.node == "" || tg.isoStorage == "" {
-			t.Fatal("PROXMOX_VE_ENDPOINT needs PROXMOX_VE_API_TOKEN, PROXMOX_VE_NODE, PROXMOX_VE_TEMPLATE_VMID and PROXMOX_VE_ISO_STORAGE")
+		if tg.template, err = strconv.Atoi(os.Getenv("PROXMOX_TEST_TEMPLATE_VMID")); err != nil || tg.token == "" || tg.node == "" || tg.isoStorage == "" {
+			t.Fatal("PROXMOX_VE_ENDPOINT needs PROXMOX_VE_API_TOKEN, PROXMOX_TEST_NODES, PROXMOX_TEST_TEMPLATE_VMID and PROXMOX_TEST_ISO_STORAGE")
 		}
-		if v := os.Getenv("PROXMOX_VE_TEST_VMID"); v != "" {
+		if v := os.Getenv("PROXMOX_TEST_SCRATCH_VMID"); v != "" {
 			if tg.vmid, err = strconv.Atoi(v); err != nil {
-				t.Fatal("PROXMOX_VE_TEST_VMID: ", err)
+				t.Fatal("PROXMOX_TEST_SCRATCH_VMID: ", err)
 			}
 		}
 		if f := os.Getenv("PROXMOX_VE_CA_FILE"); f != "" {
@@ -85,7 +86,7 @@ func newTarget(t *testing.T, opts pvesim.Options) *target {
 				t.Fatal(err)
 			}
 		}
-		insecure = os.Getenv("PROXMOX_VE_INSECURE") == "1"
+		insecure, _ = strconv.ParseBool(os.Getenv("PROXMOX_VE_INSECURE"))
 		tg.poll, tg.deadline = time.Second, 5*time.Minute
 		t.Cleanup(tg.cleanupRealHost)
 	} else {
