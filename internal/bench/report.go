@@ -295,8 +295,28 @@ func (r Report) Markdown() string {
 		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %s |\n", res.N, res.P, res.VMs, res.DistinctVMIDs, max(res.CloneCollisions, 0), len(res.Leftovers), probs)
 	}
 	b.WriteString("\n![time, ratio and requests against N](results.png)\n")
+	b.WriteString(readingNotes)
 	return b.String()
 }
+
+// readingNotes says what the speed factor does to the figures.
+const readingNotes = `
+## How to read these figures
+
+- The simulator runs every task, agent delay and request service time ` + "`speed`" + ` times faster than a
+  real host; the provider's task and agent poll schedule (50 ms doubling to 1 s), terraform's
+  own work and the client side of each request run in real time. At speed S those real-time
+  parts weigh S times more against the bound than on a real host, so wall / bound at speed > 1
+  is an upper estimate; the one-VM scenario runs at speed 1 (a real host's pace) by default.
+- For the same reason, requests per VM for the long waits (the guest agent, about 45 s at a
+  real host's pace) shrink with the speed: a 1 s poll cap over a 45 s wait makes about 45
+  polls at speed 1 and about 9 at speed 5. The speed-1 rows give a real host's counts.
+- Max in flight is the most requests the simulator served at once; only one provider process
+  talks to it at a time, so it is the per-instance figure.
+- Peak RSS is the largest VmHWM of the provider processes terraform started for the command
+  (sampled every 20 ms); CPU times are user + system of the provider processes and of
+  terraform itself.
+`
 
 type column struct{ key, name string }
 
