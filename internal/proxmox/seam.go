@@ -2,7 +2,6 @@ package proxmox
 
 import (
 	"errors"
-	"regexp"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -15,7 +14,9 @@ var (
 	isNoAgentConfigured = pveapi.IsNoAgentConfigured
 	isVMNotRunning      = pveapi.IsVMNotRunning
 	isNoSuchStorage     = pveapi.IsNoSuchStorage
-	taskSucceeded       = pveapi.TaskSucceeded
+	// isRunningDestroyFailed: the listing lagged behind a start (review finding P6).
+	isRunningDestroyFailed = pveapi.IsRunningDestroyFailed
+	taskSucceeded          = pveapi.TaskSucceeded
 )
 
 // upidNode returns the node field of a UPID (UPID:<node>:...).
@@ -35,14 +36,4 @@ func classify(op string, err error) pveapi.Class {
 		return e.Class
 	}
 	return pveapi.Classify(op, err)
-}
-
-var reRunningDestroyFailed = regexp.MustCompile(`^VM [0-9]+ is running - destroy failed$`)
-
-// isRunningDestroyFailed: 500 "VM <vmid> is running - destroy failed" (the listing lagged
-// behind a start, review finding P6).
-// TODO(pveapi): move this matcher into internal/pveapi with the others.
-func isRunningDestroyFailed(err error) bool {
-	var ae *pveapi.APIError
-	return errors.As(err, &ae) && ae.Status == 500 && reRunningDestroyFailed.MatchString(ae.Message)
 }

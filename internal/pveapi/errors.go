@@ -153,10 +153,11 @@ func apiError(err error) (*APIError, bool) {
 }
 
 var (
-	reNotExist      = regexp.MustCompile(`^Configuration file '[^']+' does not exist$`)
-	reAlreadyExists = regexp.MustCompile(`^unable to create VM [0-9]+: config file already exists$`)
-	reVMNotRunning  = regexp.MustCompile(`^VM [0-9]+ is not running$`)
-	reLocked        = regexp.MustCompile(`^VM is locked \(([a-z-]+)\)$`)
+	reNotExist       = regexp.MustCompile(`^Configuration file '[^']+' does not exist$`)
+	reAlreadyExists  = regexp.MustCompile(`^unable to create VM [0-9]+: config file already exists$`)
+	reVMNotRunning   = regexp.MustCompile(`^VM [0-9]+ is not running$`)
+	reLocked         = regexp.MustCompile(`^VM is locked \(([a-z-]+)\)$`)
+	reRunningDestroy = regexp.MustCompile(`^VM [0-9]+ is running - destroy failed$`)
 )
 
 const (
@@ -196,6 +197,10 @@ func IsVMNotRunning(err error) bool { return is500(err, reVMNotRunning.MatchStri
 
 // IsLocked reports whether err says a task holds the VM (F7): 500 "VM is locked (<lock>)".
 func IsLocked(err error) bool { return is500(err, reLocked.MatchString) }
+
+// IsRunningDestroyFailed reports whether err refuses a destroy because the VM runs: 500 "VM <vmid> is running -
+// destroy failed" (err_destroy_running; the listing lagged behind a start, review finding P6), the whole message.
+func IsRunningDestroyFailed(err error) bool { return is500(err, reRunningDestroy.MatchString) }
 
 // LockOf returns the lock named by an IsLocked error ("clone", "backup", ...).
 func LockOf(err error) (string, bool) {

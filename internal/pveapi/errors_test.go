@@ -17,22 +17,23 @@ import (
 // matchers are every exported predicate; each error answer matches exactly the ones its
 // row in the classify table names (the seed's matcher matrix, review finding CR5).
 var matchers = map[string]func(error) bool{
-	"IsNotExist":          IsNotExist,
-	"IsAlreadyExists":     IsAlreadyExists,
-	"IsAgentNotRunning":   IsAgentNotRunning,
-	"IsNoAgentConfigured": IsNoAgentConfigured,
-	"IsVMNotRunning":      IsVMNotRunning,
-	"IsLocked":            IsLocked,
-	"IsNoSuchStorage":     IsNoSuchStorage,
-	"IsUnauthorized":      IsUnauthorized,
-	"IsForbidden":         IsForbidden,
-	"IsProxyFailure":      IsProxyFailure,
-	"IsUnreachable":       IsUnreachable,
-	"IsTLSVerification":   IsTLSVerification,
-	"IsCAUnavailable":     IsCAUnavailable,
-	"IsDialFailure":       IsDialFailure,
-	"IsConnectionLost":    IsConnectionLost,
-	"IsCredentials":       IsCredentials,
+	"IsNotExist":             IsNotExist,
+	"IsAlreadyExists":        IsAlreadyExists,
+	"IsAgentNotRunning":      IsAgentNotRunning,
+	"IsNoAgentConfigured":    IsNoAgentConfigured,
+	"IsVMNotRunning":         IsVMNotRunning,
+	"IsLocked":               IsLocked,
+	"IsRunningDestroyFailed": IsRunningDestroyFailed,
+	"IsNoSuchStorage":        IsNoSuchStorage,
+	"IsUnauthorized":         IsUnauthorized,
+	"IsForbidden":            IsForbidden,
+	"IsProxyFailure":         IsProxyFailure,
+	"IsUnreachable":          IsUnreachable,
+	"IsTLSVerification":      IsTLSVerification,
+	"IsCAUnavailable":        IsCAUnavailable,
+	"IsDialFailure":          IsDialFailure,
+	"IsConnectionLost":       IsConnectionLost,
+	"IsCredentials":          IsCredentials,
 }
 
 type classRow struct {
@@ -52,7 +53,7 @@ var classifyTable = map[string]classRow{
 	"err_bad_param":               {Permanent, Permanent, ""},
 	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
 	"err_clone_storage_no_images": {Permanent, Permanent, ""},
-	"err_destroy_running":         {Transient, Transient, ""},
+	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
 	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":            {Transient, Transient, "IsLocked"},
 	"err_node_unknown":            {Transient, Transient, ""},
@@ -138,7 +139,7 @@ func TestClassify_everyErrorFixture(t *testing.T) {
 // TestMatchers_anchoredToStatus: the wording matches only on the status Proxmox sends it with.
 func TestMatchers_anchoredToStatus(t *testing.T) {
 	for _, name := range []string{"err_not_exist", "err_clone_exists", "err_agent_not_running",
-		"err_agent_not_configured", "err_vm_not_running", "err_locked_clone"} {
+		"err_agent_not_configured", "err_vm_not_running", "err_locked_clone", "err_destroy_running"} {
 		f := fixture.MustLoad(name)
 		moved := &APIError{Status: http.StatusBadGateway, Message: f.Message()}
 		for m, fn := range matchers {
@@ -158,6 +159,20 @@ func TestMatchers_anchoredToStatus(t *testing.T) {
 	agent := fixture.MustLoad("err_agent_not_running").Message()
 	if IsVMNotRunning(&APIError{Status: http.StatusInternalServerError, Message: agent}) {
 		t.Error("IsVMNotRunning matched the agent answer")
+	}
+}
+
+// TestIsRunningDestroyFailed_wholeMessage: the fixture's text matches for any VMID, and only
+// as the whole message (a prefix or suffix around it is another answer).
+func TestIsRunningDestroyFailed_wholeMessage(t *testing.T) {
+	msg := fixture.MustLoad("err_destroy_running").Message()
+	if !IsRunningDestroyFailed(fmt.Errorf("destroy: %w", &APIError{Status: http.StatusInternalServerError, Message: strings.Replace(msg, "199999", "100", 1)})) {
+		t.Errorf("IsRunningDestroyFailed misses %q with another VMID, wrapped", msg)
+	}
+	for _, m := range []string{"unable to destroy: " + msg, msg + " (retry)", strings.Replace(msg, "199999", "x", 1)} {
+		if IsRunningDestroyFailed(&APIError{Status: http.StatusInternalServerError, Message: m}) {
+			t.Errorf("IsRunningDestroyFailed matched %q", m)
+		}
 	}
 }
 
