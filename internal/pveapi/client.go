@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -324,21 +325,63 @@ func (c *Client) do(ctx context.Context, r request, out any) (err error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return readAPIError(resp, tok)
 	}
-	var env struct {
-		Data json.RawMessage `json:"data"`
-	}
+	var env map[string]json.RawMessage
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBody)).Decode(&env); err != nil {
-		return fmt.Errorf("proxmox API %s %s: decoding response: %w", r.method, r.path, err)
+		if answerNotJSON(err) {
+			return notProxmox(r, resp, "")
+		}
+		// The body was cut short (the connection dropped, the request timed out): retry.
+		return fmt.Errorf("proxmox API %s %s: reading the response: %w", r.method, r.path, err)
 	}
 	// Drain what is left so the connection goes back to the pool.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	data, ok := env["data"]
+	switch {
+	case !isJSONContentType(resp.Header.Get("Content-Type")):
+		return notProxmox(r, resp, "")
+	case !ok:
+		return notProxmox(r, resp, ` without a "data" member`)
+	}
 	if out == nil {
 		return nil
 	}
-	if err := decodeData(env.Data, out); err != nil {
+	if err := decodeData(data, out); err != nil {
 		return fmt.Errorf("proxmox API %s %s: decoding data: %w", r.method, r.path, err)
 	}
 	return nil
+}
+
+// ErrNotProxmox marks a 2xx answer that is not Proxmox VE's JSON envelope (a web server,
+// a login page or a proxy at the endpoint): Permanent, since the answer will not change.
+// Test with errors.Is.
+var ErrNotProxmox = errors.New("the endpoint does not answer like a Proxmox VE API")
+
+// notProxmox is the Permanent error of a 2xx answer that is not {"data": ...} in JSON. It
+// names the request and the answer's media type, never a header value or the body.
+func notProxmox(r request, resp *http.Response, detail string) error {
+	got := "no content type"
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && mt != "" {
+		got = mt
+	} else if resp.Header.Get("Content-Type") != "" {
+		got = "an invalid content type"
+	}
+	return WithClass(Permanent, fmt.Errorf("%w (%s %s: got %s%s); check the provider's endpoint",
+		ErrNotProxmox, r.method, r.path, got, detail))
+}
+
+// answerNotJSON reports whether a decoding error says that a complete body is not a JSON
+// object (HTML, text, an array, nothing at all), as opposed to a body cut short.
+func answerNotJSON(err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &te) || err == io.EOF //nolint:errorlint // Decode returns io.EOF itself for an empty body
+}
+
+// isJSONContentType reports whether a Content-Type is application/json (Proxmox sends
+// "application/json;charset=UTF-8").
+func isJSONContentType(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/json"
 }
 
 func (c *Client) newRequest(ctx context.Context, r request, tok apiToken) (*http.Request, error) {

@@ -583,3 +583,65 @@ func TestClient_noRedirectFollowed(t *testing.T) {
 		t.Error("the redirect was followed")
 	}
 }
+
+// TestClient_notProxmoxIsPermanent: a 2xx that is not Proxmox's {"data": ...} JSON (a web
+// server's page, a JSON API of something else, JSON under another content type, an empty
+// body) is Permanent, names the request and the content type, points at the endpoint, and
+// never carries the token; a body cut short stays Transient.
+func TestClient_notProxmoxIsPermanent(t *testing.T) {
+	secret := fmt.Sprintf("SENTINEL-SECRET-%d", time.Now().UnixNano())
+	token := "proxy-operator@pve!tf=" + secret
+	for _, tc := range []struct {
+		name, contentType, body, got string
+	}{
+		{"html page", "text/html", "<!DOCTYPE html><html><body><h1>Welcome to nginx!</h1></body></html>", "got text/html)"},
+		{"json without data", "application/json", `{"status":"ok","token":"x"}`, `got application/json without a "data" member)`},
+		{"json array", "application/json", `[{"data":1}]`, "got application/json)"},
+		{"json as text", "text/plain; charset=utf-8", `{"data":{"version":"9.2.20"}}`, "got text/plain)"},
+		{"no content type", "", `{"data":{"version":"9.2.20"}}`, "got no content type)"},
+		{"empty body", "application/json", "", "got application/json)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header()["Content-Type"] = nil // no sniffing
+				if tc.contentType != "" {
+					w.Header().Set("Content-Type", tc.contentType)
+				}
+				w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+				_, _ = io.WriteString(w, tc.body)
+			})
+			c := newTestClient(t, ts, func(o *Options) { o.Token = token })
+			ctx, logs := logCapture()
+			_, err := c.Version(ctx)
+			if err == nil {
+				t.Fatal("the answer was accepted")
+			}
+			if Classify("create", err) != Permanent || !errors.Is(err, ErrNotProxmox) {
+				t.Errorf("class %v, errors.Is(ErrNotProxmox) %t: %v", Classify("create", err), errors.Is(err, ErrNotProxmox), err)
+			}
+			msg := err.Error()
+			for _, want := range []string{"the endpoint does not answer like a Proxmox VE API (GET /version: " + tc.got, "check the provider's endpoint"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("%q lacks %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "invalid character") || strings.Contains(msg+logs.String(), secret) {
+				t.Errorf("decoder detail or the secret in %q / logs", msg)
+			}
+		})
+	}
+	t.Run("body cut short stays transient", func(t *testing.T) {
+		ts := newTestServer(t, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+			w.Header().Set("Content-Length", "1000")
+			_, _ = io.WriteString(w, `{"data":{"vers`)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		})
+		_, err := newTestClient(t, ts).Version(context.Background())
+		if err == nil || Classify("create", err) != Transient || errors.Is(err, ErrNotProxmox) {
+			t.Errorf("a cut body: %v (class %v)", err, Classify("create", err))
+		}
+	})
+}
