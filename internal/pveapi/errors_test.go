@@ -242,7 +242,7 @@ func TestTaskSucceeded_fromFixtures(t *testing.T) {
 	want := map[string]bool{
 		"task_status_ok": true, "task_status_warnings": true, "task_status_volume_missing": true,
 		"task_status_stop_paused": true, "task_status_destroy_hibernated": true,
-		"task_status_stopped_error": false, "task_status_start_already_running": false,
+		"task_status_stopped_error": false, "task_status_start_already_running": false, "task_status_start_volume_missing": false,
 	}
 	for name, ok := range want {
 		if got := TaskSucceeded(taskExit(t, name)); got != ok {
@@ -256,6 +256,41 @@ func TestTaskSucceeded_fromFixtures(t *testing.T) {
 	}
 	if !TaskSucceeded("WARNINGS: 12") {
 		t.Error("WARNINGS: 12 is a success")
+	}
+}
+
+// TestMissingVolume_fromFixture: the start that needs a missing volume names it; other task
+// failures, the volume delete's own OK, and the wording outside a *TaskError do not match.
+func TestMissingVolume_fromFixture(t *testing.T) {
+	var st TaskStatus
+	if err := fixture.MustLoad("task_status_start_volume_missing").Data(&st); err != nil {
+		t.Fatal(err)
+	}
+	if TaskSucceeded(st.ExitStatus) {
+		t.Fatalf("%q is a success", st.ExitStatus)
+	}
+	err := fmt.Errorf("start: %w", &TaskError{UPID: st.UPID, ExitStatus: st.ExitStatus})
+	vol, ok := MissingVolume(err)
+	if !ok || vol != "proxy-seeds:iso/proxy-reconaaaaaaaaaaa-seed.iso" || !strings.Contains(st.ExitStatus, vol) {
+		t.Errorf("MissingVolume = %q, %t", vol, ok)
+	}
+	if Classify("update", err) != Transient {
+		t.Error("a failed task is Transient at the seam: the backend decides whether it can repair it")
+	}
+	for _, name := range []string{"task_status_stopped_error", "task_status_start_already_running", "task_status_volume_missing"} {
+		if v, ok := MissingVolume(&TaskError{UPID: st.UPID, ExitStatus: taskExit(t, name)}); ok {
+			t.Errorf("%s: MissingVolume = %q", name, v)
+		}
+	}
+	for _, e := range []error{
+		errors.New(st.ExitStatus),
+		&APIError{Status: http.StatusInternalServerError, Message: st.ExitStatus},
+		&TaskError{UPID: st.UPID, ExitStatus: "TASK ERROR: " + st.ExitStatus},
+		&TaskError{UPID: st.UPID, ExitStatus: st.ExitStatus + " (retried)"},
+	} {
+		if v, ok := MissingVolume(e); ok {
+			t.Errorf("MissingVolume(%v) = %q", e, v)
+		}
 	}
 }
 

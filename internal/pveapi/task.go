@@ -1,7 +1,9 @@
 package pveapi
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -81,4 +83,23 @@ func (e *TaskError) Error() string {
 		typ = u.Type + " task"
 	}
 	return fmt.Sprintf("proxmox %s %s failed: %s", typ, e.UPID, e.ExitStatus)
+}
+
+// reVolumeMissing is the exitstatus of a task that needed a volume the storage does not hold
+// (pve-storage's activate_volume; task_status_start_volume_missing).
+var reVolumeMissing = regexp.MustCompile(`^volume '([^'\s]+)' does not exist$`)
+
+// MissingVolume returns the volume id a failed task names as missing, when err carries a
+// *TaskError whose exitstatus is the whole text "volume '<volid>' does not exist": a start
+// whose drive (a seed ISO deleted by an earlier destroy, say) is gone.
+func MissingVolume(err error) (string, bool) {
+	var te *TaskError
+	if !errors.As(err, &te) {
+		return "", false
+	}
+	m := reVolumeMissing.FindStringSubmatch(te.ExitStatus)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }
