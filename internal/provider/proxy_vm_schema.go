@@ -79,8 +79,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Description: "A key of the provider's templates catalogue: the template to clone. Exactly one of image " +
 					"and template_vmid is set. Renaming the key to another key of the same template VMID changes " +
 					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
-					"VM. After an import the template cannot always be read back: the first value set then is " +
-					"recorded without replacing the VM.",
+					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
+					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
+					"set after the import is recorded without replacing the VM.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"template_vmid": schema.Int64Attribute{
@@ -241,6 +242,10 @@ create leaves a tainted resource that the next apply replaces, never an untracke
 a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
 
 **Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` and only VMs carrying the mark.
-` + "`cloud_init`" + ` cannot be read back, nor, in general, the template: after an import the first value
-you set for them is recorded without replacing the VM (later changes replace it as usual).
+` + "`cloud_init`" + ` cannot be read back. The template is identified among the catalogue's templates by
+the creation time a full clone copies from its template (` + "`meta`" + `), which costs one config read per
+catalogue template at import and nothing in a plan; when no single template matches (a template outside the
+catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it is left unset. For values left unset
+the first value you set after the import is recorded without replacing the VM (later changes replace it as
+usual).
 `
