@@ -374,6 +374,24 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	return c, changed
 }
 
+// seedUserData is the cloud-init user-data an update passes to the backend
+// (proxmox.Changes.UserData) to rebuild a seed ISO that a failed destroy deleted: the
+// configured cloud_init, else the one in the state; a VM made without cloud_init has empty
+// user-data. It is unknown (false) only for an imported VM whose cloud_init was never set,
+// since an import cannot read it back (cloudInitUnread).
+func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool) {
+	if v, ok := knownString(plan.CloudInit); ok {
+		return []byte(v), true
+	}
+	if v, ok := knownString(prior.CloudInit); ok {
+		return []byte(v), true
+	}
+	if cloudInitUnread {
+		return nil, false
+	}
+	return []byte{}, true
+}
+
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)

@@ -370,6 +370,29 @@ func TestChangesFor(t *testing.T) {
 	}
 }
 
+// TestSeedUserData: the user-data a start rebuilds a missing seed from is the configured
+// cloud_init, else the state's, else empty; only an import's unread cloud_init is unknown.
+func TestSeedUserData(t *testing.T) {
+	set, null := types.StringValue("#cloud-config\n"), types.StringNull()
+	for _, tc := range []struct {
+		name        string
+		plan, prior types.String
+		unread      bool
+		want        string
+		known       bool
+	}{
+		{"configured", set, set, false, "#cloud-config\n", true},
+		{"set after an import", set, null, true, "#cloud-config\n", true},
+		{"made without cloud_init", null, null, false, "", true},
+		{"imported, never set", null, null, true, "", false},
+	} {
+		got, known := seedUserData(proxyVMModel{CloudInit: tc.plan}, proxyVMModel{CloudInit: tc.prior}, tc.unread)
+		if string(got) != tc.want || known != tc.known || (known && got == nil) {
+			t.Errorf("%s: %q, %t (nil %t); want %q, %t", tc.name, got, known, got == nil, tc.want, tc.known)
+		}
+	}
+}
+
 func TestMismatch(t *testing.T) {
 	plan := proxyVMModel{DiskGiB: types.Int64Value(2), Cores: types.Int64Value(1), Status: types.StringUnknown()}
 	got := proxyVMModel{DiskGiB: types.Int64Value(3), Cores: types.Int64Value(1), Status: types.StringValue("running")}

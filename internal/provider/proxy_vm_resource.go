@@ -248,6 +248,13 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	defer cancel()
 
 	changes, changed := changesFor(prior, plan)
+	// What a start needs to rebuild a seed ISO a failed destroy deleted (not a change).
+	cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
 	if changed {

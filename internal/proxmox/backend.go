@@ -132,6 +132,17 @@ type Changes struct {
 	OnBoot    *bool
 	// Start brings a stopped, paused or hibernated VM back to running.
 	Start bool
+	// UserData is the cloud-init user-data the VM was made with (the resource's cloud_init;
+	// empty when none was set), and UserDataKnown says it is known (false for an imported
+	// VM whose cloud_init was never set). Before any start (Start, or the restart a core or
+	// memory change makes), Update checks that the seed ISO the VM's ide2 names is on the
+	// ISO storage: a destroy that failed after deleting it (the seed goes first, review
+	// finding CR1) leaves a VM Proxmox cannot start. A missing seed is rebuilt from
+	// UserData (with the provider's vendor-data) when it is known; otherwise ide2 is
+	// removed, since cloud-init reads the seed at first boot only. Neither field is a change
+	// by itself.
+	UserData      []byte
+	UserDataKnown bool
 }
 
 // Instance is one marked VM listed by List (entry 12).

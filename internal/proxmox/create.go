@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -420,19 +421,47 @@ func (c *creation) provision(ctx context.Context) error {
 		}
 	}
 	// 8. Start; 9. wait for running/running.
-	return b.startAndWait(ctx, "create", c.node, c.vmid)
+	return b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg)
 }
 
-// startAndWait starts a VM, waits for the task, then for running/running.
-func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int) error {
+// startAndWait starts a VM, waits for the task, then for running/running. cfg, the VM's
+// config when known, names the drive of a volume the start finds missing.
+func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int, cfg map[string]string) error {
 	upid, err := b.api.Start(ctx, node, vmid)
 	if err != nil {
 		return apiErrorf(op, err, "starting the VM on node %s", node)
 	}
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Start); err != nil {
+		if vol, ok := pveapi.MissingVolume(err); ok {
+			return b.missingVolumeErr(node, vmid, vol, cfg, err)
+		}
 		return err
 	}
 	return b.waitRunning(ctx, op, node, vmid)
+}
+
+// missingVolumeErr is a start that failed because a drive's volume does not exist: Proxmox
+// will refuse every start until someone restores the volume or removes the drive, so it is
+// Permanent, with what to do. The seed ISO is checked (or uploaded) right before each start,
+// so a seed missing here was lost in between or is not visible from node.
+func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[string]string, cause error) error {
+	if b.cfg.ISOStorage != "" && strings.HasPrefix(vol, b.cfg.ISOStorage+":iso/") && strings.HasSuffix(vol, "-seed.iso") {
+		return Permanentf("the VM cannot start: its seed ISO %s does not exist on node %s, although the provider checked or uploaded it just before; "+
+			"make sure storage %s is available on node %s, then apply again (%w)", vol, node, b.cfg.ISOStorage, node, cause)
+	}
+	drive := "the drive"
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if v, _, _ := strings.Cut(cfg[k], ","); v == vol {
+			drive = k
+			break
+		}
+	}
+	fix := "remove that drive from the VM in Proxmox"
+	if drive != "the drive" {
+		fix = fmt.Sprintf("remove it with `qm set %d --delete %s`", vmid, drive)
+	}
+	return Permanentf("the VM cannot start: %s refers to volume %s, which does not exist on node %s; restore that volume, or %s, then apply again (%w)",
+		drive, vol, node, fix, cause)
 }
 
 // stopAndWait stops a VM and waits for the task.

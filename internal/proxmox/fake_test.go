@@ -22,6 +22,8 @@ package proxmox
 //	f.failTask("qmresize", exitstatus)     // the next task of that type ends with that exitstatus
 //	f.finishTasks()                        // completes every pending task now (a crash-then-retry)
 //
+// A start fails, as Proxmox's does, when a drive names a volume on the ISO storage that
+// the node's storage does not hold (the seed deleted by a destroy that then failed).
 // Behaviour: a clone creates the VM at once, listed nameless with lock "clone" and status
 // "unknown" (F8) and with a config holding only the lock, until its task completes. Locked
 // VMs refuse config writes, resizes, starts, stops and destroys with err_locked_clone's
@@ -684,6 +686,19 @@ func (f *fakeAPI) Start(ctx context.Context, node string, vmid int) (string, err
 		f.tasks[upid].exit = fixtureExit("task_status_start_already_running")
 		return upid, nil
 	}
+	// Every drive's volume on the ISO storage must exist (task_status_start_volume_missing).
+	for _, k := range slices.Sorted(maps.Keys(v.Config)) {
+		vol, _, _ := strings.Cut(v.Config[k], ",")
+		if !isDiskKey(k) || !strings.HasPrefix(vol, fakeISOStorage+":") {
+			continue
+		}
+		if _, ok := f.isos[node+"/"+fakeISOStorage+"/"+vol]; !ok {
+			upid := f.newTask(node, "qmstart", strconv.Itoa(vmid), nil)
+			f.tasks[upid].exit = strings.Replace(fixtureExit("task_status_start_volume_missing"),
+				"proxy-seeds:iso/proxy-reconaaaaaaaaaaa-seed.iso", vol, 1)
+			return upid, nil
+		}
+	}
 	return f.newTask(node, "qmstart", strconv.Itoa(vmid), func() {
 		v.Status, v.QMP, v.Lock = "running", "running", "" // a hibernated VM resumes
 	}), nil
@@ -888,5 +903,28 @@ func TestFakeAPI_cloneIsNamelessUntilTaskCompletes(t *testing.T) {
 	res, _ = f.ClusterResources(ctx)
 	if got, _ := findResource(res, 199999); got.Name != "proxy-a" || got.Lock != "" {
 		t.Errorf("after the task: %+v", got)
+	}
+}
+
+// TestFakeAPI_startNeedsEveryISOVolume: a start whose drive names a missing volume on the
+// ISO storage fails as task_status_start_volume_missing does, naming that volume.
+func TestFakeAPI_startNeedsEveryISOVolume(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeAPI()
+	vol := seedVolID(fakeISOStorage, "proxy-a")
+	f.addVM(&fakeVM{VMID: 100, Name: "proxy-a", Config: map[string]string{"ide2": vol + ",media=cdrom"}})
+	upid, err := f.Start(ctx, "pv1-1", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.TaskStatus(ctx, "pv1-1", upid)
+	got, ok := pveapi.MissingVolume(&pveapi.TaskError{UPID: upid, ExitStatus: st.ExitStatus})
+	if !ok || got != vol || f.vm(100).Status != "stopped" {
+		t.Errorf("exitstatus %q: MissingVolume %q, %t; status %s", st.ExitStatus, got, ok, f.vm(100).Status)
+	}
+	f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-a"), []byte("iso"))
+	upid, _ = f.Start(ctx, "pv1-1", 100)
+	if st, _ := f.TaskStatus(ctx, "pv1-1", upid); st.ExitStatus != "OK" || f.vm(100).Status != "running" {
+		t.Errorf("with the seed back: %+v", st)
 	}
 }

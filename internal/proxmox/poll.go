@@ -104,7 +104,7 @@ func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duratio
 	if !taskSucceeded(exit) {
 		fields["exitstatus"] = exit
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox task failed", fields)
-		return Transientf("task %s failed: %s", upid, exit)
+		return Transientf("%w", taskFailed{&pveapi.TaskError{UPID: upid, ExitStatus: exit}})
 	}
 	if exit != "OK" {
 		fields["exitstatus"] = exit
@@ -129,3 +129,10 @@ func budgetErr(err error, format string, args ...any) error {
 	}
 	return nil
 }
+
+// taskFailed renders a failed task as "task <upid> failed: <exitstatus>" and keeps the
+// *pveapi.TaskError for the seam's matchers (pveapi.MissingVolume).
+type taskFailed struct{ *pveapi.TaskError }
+
+func (e taskFailed) Error() string { return "task " + e.UPID + " failed: " + e.ExitStatus }
+func (e taskFailed) Unwrap() error { return e.TaskError }

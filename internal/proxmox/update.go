@@ -1,12 +1,16 @@
 package proxmox
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 )
 
 // Update applies in-place changes under the per-name lock (DESIGN.md "Update"):
@@ -116,11 +120,26 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	hibernated := vs.Lock == "suspended" || cfg["lock"] == "suspended"
 	running := vs.Status == "running"
 	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
-	if hibernated && len(did) > 0 {
-		if !ch.Start {
-			return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
+	if hibernated && len(did) > 0 && !ch.Start {
+		return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
+	}
+	// Every volume must exist before a start, the seed ISO too: a destroy that failed after
+	// deleting the seed (CR1's order) leaves the VM stopped with ide2 naming it.
+	if willStart := (running && (restart || (ch.Start && paused))) || (!running && ch.Start); willStart {
+		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, hibernated)
+		if err != nil {
+			return node, nil, err
 		}
-		if err := b.startAndWait(ctx, "update", node, id.VMID); err != nil {
+		switch fix {
+		case seedUploaded:
+			did = append(did, "seed")
+		case seedDropIDE2:
+			params["delete"] = "ide2"
+			did = append(did, "ide2")
+		}
+	}
+	if hibernated && len(did) > 0 {
+		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
 			return node, nil, err
 		}
 		did = append(did, "start")
@@ -145,15 +164,72 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
 			return node, nil, err
 		}
-		if err := b.startAndWait(ctx, "update", node, id.VMID); err != nil {
+		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
 			return node, nil, err
 		}
 		did = append(did, "restart")
 	case !running && ch.Start:
-		if err := b.startAndWait(ctx, "update", node, id.VMID); err != nil {
+		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
 			return node, nil, err
 		}
 		did = append(did, "start")
 	}
 	return node, did, nil
+}
+
+// seedFix is what ensureSeed did.
+type seedFix int
+
+const (
+	seedPresent  seedFix = iota // nothing to do: ide2 holds no seed of ours, or the seed is there
+	seedUploaded                // the seed was missing and was rebuilt from Changes.UserData
+	seedDropIDE2                // the seed was missing and no user-data is known: remove ide2
+)
+
+// ensureSeed runs before a start in Update. When the VM's ide2 names its seed ISO on the
+// ISO storage and the storage on node does not hold it (a destroy that failed after the
+// seed delete, review finding CR1), the seed is rebuilt from ch.UserData with the provider's
+// vendor-data and uploaded; without known user-data (an imported VM) the caller removes
+// ide2 instead, since cloud-init reads the seed at first boot only. A hibernated VM refuses
+// config writes, so without user-data it is Permanent.
+func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[string]string, ch Changes, hibernated bool) (seedFix, error) {
+	vol := seedVolID(b.cfg.ISOStorage, id.Name)
+	if ide2, _, _ := strings.Cut(cfg["ide2"], ","); b.cfg.ISOStorage == "" || ide2 != vol {
+		return seedPresent, nil
+	}
+	vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
+	if err != nil {
+		return seedPresent, apiErrorf("update", err, "listing storage %s on node %s to check the seed ISO before the start", b.cfg.ISOStorage, node)
+	}
+	for _, v := range vols {
+		if v.VolID == vol {
+			return seedPresent, nil
+		}
+	}
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "volid": vol}
+	if !ch.UserDataKnown {
+		if hibernated {
+			return seedPresent, Permanentf("the VM is hibernated and its seed ISO %s is missing, so Proxmox cannot resume it, and its cloud-init user-data is not known "+
+				"(the VM was imported) to rebuild the seed; set cloud_init to the VM's user-data and apply again, or upload an ISO named %s to storage %s on node %s",
+				vol, seedFile(id.Name), b.cfg.ISOStorage, node)
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
+		return seedDropIDE2, nil
+	}
+	iso, err := b.buildSeed(nocloud.Seed{
+		Name: id.Name, UserData: ch.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
+	})
+	if err != nil {
+		return seedPresent, Permanentf("building the seed ISO failed: %w", err)
+	}
+	fields["cloud_init_bytes"] = len(ch.UserData)
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing: uploading it again before the start", fields)
+	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, seedFile(id.Name), bytes.NewReader(iso), int64(len(iso)))
+	if err != nil {
+		return seedPresent, apiErrorf("update", err, "uploading the missing seed ISO %s to storage %s on node %s", seedFile(id.Name), b.cfg.ISOStorage, node)
+	}
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
+		return seedPresent, err
+	}
+	return seedUploaded, nil
 }
