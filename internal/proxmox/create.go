@@ -23,10 +23,15 @@ import (
 // running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
 // only by ctx (the Terraform create timeout).
 //
-// onAllocated is called once, as soon as the VMID and node are known: right after the
-// clone is accepted, or when an existing VM of ours is adopted. Every step resumes after
-// an interruption as entry 10's retry table says; a repeat Create of a running VM makes
-// no change. A does-not-exist inside Create is Transient, never NotFound.
+// onAllocated is called as soon as a VMID and node are chosen: before each clone request
+// is sent (so that a request whose answer is lost, or a Ctrl-C while it is in flight,
+// never leaves a VM that no state tracks), again if the allocator then moves to another
+// VMID, and when an existing VM of ours is adopted. The last call names the VM Create
+// works on. An earlier VMID whose clone Proxmox refused (taken meanwhile, F4) or never
+// made holds no VM of ours: Get answers ErrNotFound for it and Delete leaves whatever is
+// there alone. Every step resumes after an interruption as entry 10's retry table says; a
+// repeat Create of a running VM makes no change. A does-not-exist inside Create is
+// Transient, never NotFound.
 func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
 	start := b.clock.Now()
 	c := &creation{b: b, s: s, onAllocated: onAllocated}
@@ -53,12 +58,13 @@ type creation struct {
 	s           Spec
 	onAllocated func(ID, string)
 
-	vmid     int
-	node     string
-	cfg      map[string]string // the VM's config after the clone or at adoption
-	adopted  bool
-	cloned   bool
-	notified bool
+	vmid    int
+	node    string
+	cfg     map[string]string // the VM's config after the clone or at adoption
+	adopted bool
+	cloned  bool
+	// notified is the ID last handed to onAllocated.
+	notified ID
 }
 
 type verdict int
@@ -153,13 +159,14 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	return nil
 }
 
-// notify calls onAllocated once.
+// notify hands the chosen VMID and node to onAllocated, unless it already has them.
 func (c *creation) notify() {
-	if c.notified || c.onAllocated == nil {
+	id := ID{VMID: c.vmid, Name: c.s.Name}
+	if c.onAllocated == nil || id == c.notified {
 		return
 	}
-	c.notified = true
-	c.onAllocated(ID{VMID: c.vmid, Name: c.s.Name}, c.node)
+	c.notified = id
+	c.onAllocated(id, c.node)
 }
 
 func (c *creation) adopt(vmid int, node string, cfg map[string]string) {
@@ -299,6 +306,7 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 			return err
 		}
 	}
+	c.vmid, c.node = 0, "" // none is ours (a VMID whose clone was refused was saved, harmlessly)
 	return Transientf("no usable VMID after %d probes in the range %d to %d: every probed VMID holds another guest; free VMIDs in that range or widen it",
 		probes, lo, hi)
 }
@@ -355,15 +363,23 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	if s.Node != tmplNode {
 		p.Target = s.Node
 	}
+	// The VMID goes to the state before the request: if its answer is lost (a timeout, a
+	// Ctrl-C while it is in flight) the VM may exist, and must not be left untracked.
+	c.vmid, c.node = vmid, s.Node
+	c.notify()
 	upid, err := b.api.Clone(ctx, tmplNode, s.TemplateVMID, p)
 	if err != nil {
 		if isAlreadyExists(err) {
-			return false, nil
+			return false, nil // F4: taken meanwhile; the probe judges who holds it
 		}
-		return false, apiErrorf("create", err, "cloning template %d onto VMID %d", s.TemplateVMID, vmid)
+		var ae *pveapi.APIError
+		if errors.As(err, &ae) {
+			return false, apiErrorf("create", err, "cloning template %d onto VMID %d", s.TemplateVMID, vmid)
+		}
+		return false, apiErrorf("create", err, "cloning template %d onto VMID %d (the answer was lost, so Proxmox may have made the VM; "+
+			"its VMID is saved for the next apply to find it)", s.TemplateVMID, vmid)
 	}
-	c.vmid, c.node, c.cloned = vmid, s.Node, true
-	c.notify()
+	c.cloned = true
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm clone started", map[string]any{
 		"vmid": vmid, "name": s.Name, "node": s.Node, "upid": upid, "template_vmid": s.TemplateVMID,
 	})

@@ -753,3 +753,125 @@ func mustList(t *testing.T, h *harness) []pveapi.Resource {
 	}
 	return res
 }
+
+// TestCreate_vmidSavedBeforeTheCloneRequest: onAllocated has the VMID before the clone
+// request leaves (D3): a lost answer must not leave a VM no state tracks.
+func TestCreate_vmidSavedBeforeTheCloneRequest(t *testing.T) {
+	h := newHarness(t)
+	var allocated []ID
+	_, err := h.b.Create(h.ctx, h.spec(), func(id ID, node string) {
+		allocated = append(allocated, id)
+		if h.f.calls("Clone") != 0 || node != "pv1-1" {
+			t.Errorf("onAllocated(%v, %s) after %d clone requests, want before the first", id, node, h.f.calls("Clone"))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(allocated, []ID{testID}) {
+		t.Errorf("onAllocated %v, want once with %v", allocated, testID)
+	}
+}
+
+// TestCreate_cloneAnswerLost: Proxmox makes the VM but the clone request's answer never
+// arrives (a request timeout, a Ctrl-C while it is in flight). The error names the VMID,
+// the VMID was handed over before the request, and that ID then finds the VM (Get) and
+// removes it (Delete): nothing is left untracked.
+func TestCreate_cloneAnswerLost(t *testing.T) {
+	for name, lose := range map[string]func(ctx context.Context) error{
+		"request timeout": func(context.Context) error { return context.DeadlineExceeded },
+		"interrupted":     func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			inside := false
+			h.f.onCall("Clone", func(ctx context.Context, c fakeCall) error {
+				if inside {
+					return nil
+				}
+				inside = true
+				p := pveapi.CloneParams{NewID: testVMID0, Name: c.Args["name"], Description: c.Args["description"]}
+				if _, err := h.f.Clone(context.Background(), c.Node, c.VMID, p); err != nil {
+					t.Errorf("the fake's clone: %v", err)
+				}
+				return lose(ctx)
+			})
+			ctx, cancel := context.WithCancel(h.ctx)
+			defer cancel()
+			go func() {
+				waitFor(t, func() bool { return h.f.vm(testVMID0) != nil })
+				cancel()
+			}()
+			var allocated []ID
+			_, err := h.b.Create(ctx, h.spec(), func(id ID, _ string) { allocated = append(allocated, id) })
+			assertClass(t, err, pveapi.Transient)
+			assertContains(t, err.Error(), "create VM proxy-a (VMID 105967)", "cloning template 9001 onto VMID 105967", "may have made the VM")
+			if strings.Contains(err.Error(), "no VMID") {
+				t.Errorf("error %q", err)
+			}
+			if !slices.Equal(allocated, []ID{testID}) {
+				t.Fatalf("onAllocated %v, want %v", allocated, []ID{testID})
+			}
+			h.f.finishTasks() // the clone Proxmox made completes
+			if vm, err := h.b.Get(h.ctx, allocated[0], GetOptions{}); err != nil || vm.UID != testUID {
+				t.Errorf("the saved ID does not find the VM: %+v, %v", vm, err)
+			}
+			if err := h.b.Delete(h.ctx, allocated[0], "pv1-1"); err != nil {
+				t.Fatal(err)
+			}
+			if h.f.vm(testVMID0) != nil {
+				t.Error("the VM the lost answer made is still there")
+			}
+		})
+	}
+}
+
+// TestCreate_staleAllocationsAreHarmless: VMIDs handed to onAllocated that end up holding
+// no VM of ours (the clone refused, or the VMID taken by a foreign VM meanwhile, F4) are
+// ErrNotFound for Get, and Delete succeeds on them without touching the foreign VM.
+func TestCreate_staleAllocationsAreHarmless(t *testing.T) {
+	h := newHarness(t)
+	lo := 100000
+	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = lo, lo+1
+	first, second := vmidFor(testUID, 0, lo, lo+1), vmidFor(testUID, 1, lo, lo+1)
+	h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
+		switch c.Args["newid"] {
+		case strconv.Itoa(first): // F4: a foreign VM takes it between the listing and the clone
+			if h.f.vm(first) == nil {
+				h.f.addVM(&fakeVM{VMID: first, Name: "web01", Status: "running", Config: map[string]string{"description": "db"}})
+			}
+		case strconv.Itoa(second):
+			return fixtureErr("err_595") // refused: no VM made
+		}
+		return nil
+	})
+	var allocated []ID
+	_, err := h.b.Create(h.ctx, h.spec(), func(id ID, _ string) { allocated = append(allocated, id) })
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "(VMID "+strconv.Itoa(second)+")", "cloning template 9001 onto VMID "+strconv.Itoa(second))
+	want := []ID{{VMID: first, Name: testName}, {VMID: second, Name: testName}}
+	if !slices.Equal(allocated, want) {
+		t.Fatalf("onAllocated %v, want %v", allocated, want)
+	}
+	foreign := h.f.vm(first)
+	for _, id := range allocated {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%v) = %v, want ErrNotFound", id, err)
+		}
+		h.f.calllog = nil
+		if err := h.b.Delete(h.ctx, id, "pv1-1"); err != nil {
+			t.Errorf("Delete(%v) = %v", id, err)
+		}
+		for _, c := range h.f.log() {
+			if c.VMID == first && c.Method != "VMConfig" && c.Method != "VMStatus" {
+				t.Errorf("Delete(%v) called %s on the foreign VM", id, c.Method)
+			}
+		}
+	}
+	if got := h.f.vm(first); got == nil || got.Status != foreign.Status || got.Config["description"] != foreign.Config["description"] {
+		t.Errorf("the foreign VM changed: %+v", got)
+	}
+	if h.f.vm(second) != nil {
+		t.Error("a VM exists at the refused VMID")
+	}
+}
