@@ -22,6 +22,9 @@ provider "proxy" {
   machine_types = {
     small = { cores = 1, memory_mib = 1024 }
   }
+
+  # Keeps the demo's VMs apart from other configurations' on a shared cluster.
+  uid_namespace = "proxy-demo"
 }
 
 # One verdict per node. The precondition below stops the apply before anything is created when

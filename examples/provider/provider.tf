@@ -38,4 +38,8 @@ provider "proxy" {
   request_timeout        = "30s" # one API request, response included
   max_requests_in_flight = 8     # API requests this provider runs at once
   install_guest_agent    = true  # the seed installs qemu-guest-agent at first boot
+
+  # One value per configuration sharing the cluster: another configuration's VM with the same
+  # name is then refused (with the import command) instead of adopted. Default "".
+  uid_namespace = "team-egress"
 }
