@@ -28,8 +28,6 @@ type Options struct {
 	Out         string
 	WorkDir     string
 	Seed        uint64
-
-	args []string
 }
 
 // DefaultOptions are what `make bench` runs.
@@ -89,7 +87,7 @@ func (o Options) Config() (Config, error) {
 	for _, p := range o.Ps {
 		for _, n := range o.Ns {
 			if n <= 0 || p <= 0 {
-				return Config{}, fmt.Errorf("N and P must be positive (got N=%d P=%d)", n, p)
+				return Config{}, fmt.Errorf("n and p must be positive (got N=%d P=%d)", n, p)
 			}
 			if !o.Full && Waves(n, p) > o.FullOnly {
 				continue

@@ -130,7 +130,7 @@ func runConcurrent(t *testing.T) {
 		}
 		t.Errorf("invariant: %s", v)
 	}
-	orphans := append(live.Orphans, gone.Orphans...)
+	orphans := append(append([]string(nil), live.Orphans...), gone.Orphans...)
 	for _, o := range orphans {
 		t.Errorf("orphan: %s", o)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -63,8 +62,6 @@ func foreignVMs(prefix string) []pvesim.VMSpec {
 		{VMID: vmidMin + 31, Name: "ct-dns", Type: "lxc"},
 	}
 }
-
-var scenarioNameRE = regexp.MustCompile(`[^a-z0-9]+`)
 
 // newScenario starts a simulator (seeded from the run seed and the test name), adds the
 // foreign VMs, snapshots the baseline and prepares a workspace. VM names start with a

@@ -48,13 +48,13 @@ func TestStats_countPerMethodAndRouteTemplate(t *testing.T) {
 
 func TestAdmin_needsTheToken(t *testing.T) {
 	tg, _ := simTarget(t, pvesim.Options{})
-	req, _ := http.NewRequest("GET", tg.endpoint+"/pvesim/state", nil)
+	req, _ := http.NewRequest(http.MethodGet, tg.endpoint+"/pvesim/state", nil)
 	resp, err := tg.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 401 {
+	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("admin without a token: %s", resp.Status)
 	}
 }

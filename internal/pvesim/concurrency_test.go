@@ -14,7 +14,7 @@ func TestConcurrency_countsRequestsServedAtOnce(t *testing.T) {
 	s.InjectFault(Fault{Path: "/version", Latency: 200 * time.Millisecond})
 	c := rawClient(t, s)
 	get := func(path string) {
-		req, _ := http.NewRequest("GET", s.Endpoint+path, nil)
+		req, _ := http.NewRequest(http.MethodGet, s.Endpoint+path, nil)
 		req.Header.Set("Authorization", "PVEAPIToken="+s.APIToken)
 		resp, err := c.Do(req)
 		if err != nil {

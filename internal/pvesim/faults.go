@@ -171,7 +171,7 @@ func (s *Sim) SetNodeDown(nodeName string, down bool) error {
 	defer s.mu.Unlock()
 	kept := s.faults[:0]
 	for _, e := range s.faults {
-		if !(e.f.NodeDown && e.f.Node == nodeName) {
+		if !e.f.NodeDown || e.f.Node != nodeName {
 			kept = append(kept, e)
 		}
 	}

@@ -127,7 +127,7 @@ func (s *Sim) hStorageContent(c *call) *response {
 			for _, k := range slices.Sorted(maps.Keys(v.conf)) {
 				val := v.conf[k]
 				vol := driveVolume(val)
-				if !(driveKeyRe.MatchString(k) || k == "rootfs") || !strings.HasPrefix(vol, sid+":") || isCDROM(val) {
+				if (!driveKeyRe.MatchString(k) && k != "rootfs") || !strings.HasPrefix(vol, sid+":") || isCDROM(val) {
 					continue
 				}
 				n, _ := parseSize(optValue(val, "size"))

@@ -165,7 +165,6 @@ func (tg *target) subst(s string) string {
 }
 
 // msg is a fixture's message with the target's names.
-func (tg *target) msg(name string) string { return tg.subst(fixture.MustLoad(name).Message()) }
 
 func apiErr(t *testing.T, err error) *pveapi.APIError {
 	t.Helper()
@@ -331,7 +330,7 @@ func (tg *target) raw(method, path string, form url.Values, header map[string]st
 func (tg *target) rawJSON(method, path string, form url.Values, data any) {
 	tg.t.Helper()
 	resp, b := tg.raw(method, path, form, nil)
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		tg.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
 	}
 	var env struct {
@@ -369,7 +368,7 @@ func (tg *target) admin(method, path string, in, out any) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		tg.t.Fatalf("admin %s %s: %s %s", method, path, resp.Status, b)
 	}
 	var env struct {

@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -81,7 +82,10 @@ func (s *Sim) serveConn(c net.Conn) {
 	defer func() { _ = c.Close() }()
 	if tc, ok := c.(*tls.Conn); ok {
 		_ = tc.SetDeadline(time.Now().Add(10 * time.Second))
-		if err := tc.Handshake(); err != nil {
+		hctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
 			return
 		}
 	}

@@ -26,7 +26,7 @@ func rawClient(t testing.TB, s *Sim) *http.Client {
 
 func TestStart_servesVersionWithTokenOverTLS(t *testing.T) {
 	s := NewForTest(t, Options{})
-	req, _ := http.NewRequest("GET", s.Endpoint+"/api2/json/version", nil)
+	req, _ := http.NewRequest(http.MethodGet, s.Endpoint+"/api2/json/version", nil)
 	req.Header.Set("Authorization", "PVEAPIToken="+s.APIToken)
 	resp, err := rawClient(t, s).Do(req)
 	if err != nil {
@@ -37,7 +37,7 @@ func TestStart_servesVersionWithTokenOverTLS(t *testing.T) {
 	var v struct {
 		Data map[string]string `json:"data"`
 	}
-	if err := json.Unmarshal(body, &v); err != nil || resp.StatusCode != 200 || v.Data["version"] != pveVersion {
+	if err := json.Unmarshal(body, &v); err != nil || resp.StatusCode != http.StatusOK || v.Data["version"] != pveVersion {
 		t.Fatalf("status %d body %s err %v", resp.StatusCode, body, err)
 	}
 	if resp.Proto != "HTTP/1.1" {

@@ -83,7 +83,7 @@ func TestStress_hundredClientsCycleAndStayConsistent(t *testing.T) {
 						return err
 					}
 					if st, err := c.VMStatus(ctx, node, vmid); err != nil || st.Status != "running" {
-						return fmt.Errorf("after start: %+v %v", st, err)
+						return fmt.Errorf("after start: %+v %w", st, err)
 					}
 					stop, err := c.Stop(ctx, node, vmid)
 					if err != nil {

@@ -51,14 +51,14 @@ func TestRun_printsOneJSONLineServesAndStopsOnCancel(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(pem)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	req, _ := http.NewRequest("GET", info.Endpoint+"/api2/json/nodes/pve2/status", nil)
+	req, _ := http.NewRequest(http.MethodGet, info.Endpoint+"/api2/json/nodes/pve2/status", nil)
 	req.Header.Set("Authorization", "PVEAPIToken="+info.APIToken)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Errorf("node status: %s", resp.Status)
 	}
 	cancel()
