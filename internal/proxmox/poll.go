@@ -25,7 +25,7 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // errBudget is returned by pollUntil when the budget ran out before the step said done.
 var errBudget = errors.New("budget exhausted")
 
-// pollUntil calls step at once, then after PollMin, doubling up to PollMax, until step
+// pollUntil calls step at once, then after PollMin, growing 1.5x up to PollMax, until step
 // reports done or an error, the budget runs out (errBudget), or ctx ends (ctx.Err()).
 // A budget of 0 means no budget: only ctx bounds the wait.
 func (b *Backend) pollUntil(ctx context.Context, budget time.Duration, step func(context.Context) (bool, error)) error {
@@ -55,7 +55,7 @@ func (b *Backend) pollUntil(ctx context.Context, budget time.Duration, step func
 			return ctx.Err()
 		case <-b.clock.After(wait):
 		}
-		interval = min(interval*2, b.cfg.Budgets.PollMax)
+		interval = min(interval*3/2, b.cfg.Budgets.PollMax)
 	}
 }
 

@@ -10,18 +10,22 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-func TestPollUntil_backoffDoublesFromMinToMax(t *testing.T) {
+func TestPollUntil_backoffGrowsByHalfFromMinToMax(t *testing.T) {
 	h := newHarness(t)
 	n := 0
 	err := h.b.pollUntil(h.ctx, 0, func(context.Context) (bool, error) {
 		n++
-		return n == 8, nil
+		return n == 11, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := time.Millisecond
-	want := []time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second}
+	us := time.Microsecond
+	// 50 ms x 1.5^k: 50, 75, 112.5, 168.75, 253.125, 379.6875, 569.53125, 854.296875 ms,
+	// then capped at 1 s.
+	want := []time.Duration{50000 * us, 75000 * us, 112500 * us, 168750 * us, 253125 * us,
+		379687500 * time.Nanosecond, 569531250 * time.Nanosecond, 854296875 * time.Nanosecond,
+		time.Second, time.Second}
 	if got := h.clock.slept(); !slices.Equal(got, want) {
 		t.Errorf("sleeps %v, want %v", got, want)
 	}
@@ -38,8 +42,10 @@ func TestPollUntil_budgetEndsWithErrBudget(t *testing.T) {
 	for _, d := range h.clock.slept() {
 		total += d
 	}
-	if total != 2*time.Second || n != 7 { // 50+100+200+400+800+450 ms, then one last check
-		t.Errorf("slept %v over %d polls, want 2s over 7", total, n)
+	// 50+75+112.5+168.75+253.125+379.6875+569.53125 ms, the 391.40625 ms left, then one
+	// last check.
+	if total != 2*time.Second || n != 9 {
+		t.Errorf("slept %v over %d polls, want 2s over 9", total, n)
 	}
 }
 
