@@ -10,8 +10,9 @@ import (
 
 func TestConcurrency_countsRequestsServedAtOnce(t *testing.T) {
 	s := NewForTest(t, Options{})
-	// Every API call is held 200 ms, so the calls below overlap.
-	s.InjectFault(Fault{Path: "/version", Latency: 200 * time.Millisecond})
+	// Every API call is held long enough for all of them to arrive, even on a loaded
+	// machine: the loop below watches them in flight rather than timing them.
+	s.InjectFault(Fault{Path: "/version", Latency: 3 * time.Second})
 	c := rawClient(t, s)
 	get := func(path string) {
 		req, _ := http.NewRequest(http.MethodGet, s.Endpoint+path, nil)
@@ -31,7 +32,7 @@ func TestConcurrency_countsRequestsServedAtOnce(t *testing.T) {
 		go func() { defer wg.Done(); get("/api2/json/version") }()
 	}
 	seen := 0
-	for deadline := time.Now().Add(150 * time.Millisecond); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(3 * time.Second); seen < n && time.Now().Before(deadline); {
 		seen = max(seen, s.Concurrency().InFlight)
 		time.Sleep(time.Millisecond)
 	}
