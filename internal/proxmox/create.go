@@ -562,45 +562,50 @@ func (c *creation) written() VM {
 	return vm
 }
 
-// waitIP polls status/current and the guest agent until the agent reports an IPv4
-// (entry 7), bounded only by ctx.
+// waitIP polls the guest agent until it reports an IPv4 (entry 7), bounded only by ctx.
+// The agent is asked first: while it answers "QEMU guest agent is not running" (the guest
+// is booting, or installing the agent) that is all a poll costs. Any other answer (the VM
+// is not running, no agent configured, a timeout of a paused guest, anything unknown) is
+// checked against status/current: a VM found stopped, paused or hibernated is Transient
+// at once, a disabled agent Permanent, and otherwise the wait goes on.
 func (b *Backend) waitIP(ctx context.Context, node string, vmid int) (string, error) {
 	var ip string
 	var last error
 	err := b.pollUntil(ctx, 0, func(ctx context.Context) (bool, error) {
-		st, err := b.api.VMStatus(ctx, node, vmid)
-		switch {
-		case err == nil:
-		case isNotExist(err):
-			return false, Transientf("the VM vanished while waiting for its address")
-		case classify("create", err) == pveapi.Permanent:
-			return false, apiErrorf("create", err, "reading the status on node %s", node)
-		default:
-			if ctx.Err() == nil {
-				last = err
-			}
-			return false, nil
-		}
-		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
-			return false, Transientf("the VM stopped (status %q, qmpstatus %q) while waiting for its address", st.Status, st.QMPStatus)
-		}
-		if mapState(st.Status, st.QMPStatus) != StateRunning {
-			return false, nil
-		}
 		ifaces, err := b.api.AgentNetworkInterfaces(ctx, node, vmid)
 		switch {
 		case err == nil:
 			ip = firstIPv4(ifaces)
 			last = nil
-			return ip != "", nil
-		case isNoAgentConfigured(err):
-			return false, Permanentf("the VM's guest agent is disabled in its config, so no address can be read; set agent=1 or set wait_for_ip = false")
-		default: // agent not running yet, VM just stopped (the next status says so), or unknown
+			return ip != "", nil // no IPv4 yet: the network is still coming up
+		case isAgentNotRunning(err):
 			if ctx.Err() == nil {
 				last = err
 			}
 			return false, nil
+		case isNoAgentConfigured(err):
+			return false, Permanentf("the VM's guest agent is disabled in its config, so no address can be read; set agent=1 or set wait_for_ip = false")
+		case isNotExist(err):
+			return false, Transientf("the VM vanished while waiting for its address")
 		}
+		if ctx.Err() == nil {
+			last = err
+		}
+		// The VM not running, or an answer that cannot tell: status/current decides.
+		st, serr := b.api.VMStatus(ctx, node, vmid)
+		switch {
+		case serr == nil:
+		case isNotExist(serr):
+			return false, Transientf("the VM vanished while waiting for its address")
+		case classify("create", serr) == pveapi.Permanent:
+			return false, apiErrorf("create", serr, "reading the status on node %s", node)
+		default:
+			return false, nil
+		}
+		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
+			return false, Transientf("the VM stopped (status %q, qmpstatus %q) while waiting for its address", st.Status, st.QMPStatus)
+		}
+		return false, nil // running or starting: the agent's answer was a passing one
 	})
 	if err == nil {
 		return ip, nil

@@ -568,6 +568,86 @@ func TestCreate_waitsForTheAgentsAddress(t *testing.T) {
 	}
 }
 
+// TestCreate_addressWaitAsksTheAgentOnly: while the agent answers "not running", a poll
+// is one agent request, no status/current read.
+func TestCreate_addressWaitAsksTheAgentOnly(t *testing.T) {
+	h := newHarness(t)
+	n := 0
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		if n++; n == 5 {
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	s := h.spec()
+	s.WaitForIP = true
+	if vm := h.create(s); vm.IP != "192.168.0.150" {
+		t.Fatalf("IP %q", vm.IP)
+	}
+	m := h.f.methods()
+	first, last := slices.Index(m, "AgentNetworkInterfaces"), -1
+	for i, c := range m {
+		if c == "AgentNetworkInterfaces" {
+			last = i
+		}
+	}
+	if n != 5 || first < 0 {
+		t.Fatalf("%d agent calls: %v", n, m)
+	}
+	for _, c := range m[first:last] {
+		if c != "AgentNetworkInterfaces" {
+			t.Errorf("the address wait made %s between agent polls: %v", c, m[first:last+1])
+		}
+	}
+}
+
+// TestCreate_addressWaitChecksTheStatusWhenTheAgentSaysVMNotRunning keeps entry 7's
+// mapping: "VM <vmid> not running" is checked against status/current; stopped is Transient
+// at once, running (the answer raced a start) goes on waiting.
+func TestCreate_addressWaitChecksTheStatusWhenTheAgentSaysVMNotRunning(t *testing.T) {
+	notRunning := fixtureErrSub("err_vm_not_running", "199999", strconv.Itoa(testVMID0))
+	t.Run("stopped", func(t *testing.T) {
+		h := newHarness(t)
+		h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+			if h.f.calls("AgentNetworkInterfaces") == 2 {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Status = "stopped" })
+			}
+			return nil
+		})
+		s := h.spec()
+		s.WaitForIP = true
+		err := h.createFails(s)
+		assertClass(t, err, pveapi.Transient)
+		assertContains(t, err.Error(), "stopped", "while waiting for its address")
+		if m := h.f.methods(); m[len(m)-1] != "VMStatus" || m[len(m)-2] != "AgentNetworkInterfaces" {
+			t.Errorf("calls %v: want the agent's answer checked with status/current", m)
+		}
+		if n := h.f.calls("AgentNetworkInterfaces"); n != 2 {
+			t.Errorf("%d agent calls, want 2 (no wait after the VM stopped)", n)
+		}
+	})
+	t.Run("running", func(t *testing.T) {
+		h := newHarness(t)
+		h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+			if h.f.calls("AgentNetworkInterfaces") == 3 {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+			}
+			return nil
+		})
+		h.f.failNext("AgentNetworkInterfaces", notRunning)
+		s := h.spec()
+		s.WaitForIP = true
+		if vm := h.create(s); vm.IP != "192.168.0.150" {
+			t.Fatalf("IP %q", vm.IP)
+		}
+		m := h.f.methods()
+		i := slices.Index(m, "AgentNetworkInterfaces")
+		if i < 0 || m[i+1] != "VMStatus" || m[i+2] != "AgentNetworkInterfaces" {
+			t.Errorf("calls %v: want the VM-not-running answer checked with one status read, then the agent again", m)
+		}
+	})
+}
+
 func TestCreate_noAddressWaitWithoutWaitForIP(t *testing.T) {
 	h := newHarness(t)
 	vm := h.create(h.spec())
