@@ -399,11 +399,15 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with
 // waitIP, until its agent reports an address. Without waitIP a VM that runs without its
 // network up yet (provisioning) is settled too. Transient failures are retried.
+//
+// The polls use the shared listing: Update has just invalidated it, so the first poll
+// lists afresh, and the later ones (status/current and the agent decide, not the listing)
+// share one listing per ListingTTL with every other VM being updated.
 func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, waitIP bool) (proxmox.VM, error) {
 	delay := 50 * time.Millisecond
 	var last error
 	for {
-		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP, FreshListing: true})
+		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP})
 		switch {
 		case err == nil && vm.StatusUnknown:
 			// the node has not reported the VM yet: poll again

@@ -180,3 +180,42 @@ func TestKeyedLock_cancelledContextGivesUp(t *testing.T) {
 		t.Errorf("%d keys left, want 0", k.size())
 	}
 }
+
+// TestListing_changesInvalidateTheCache: after an Update, a Delete or a Create, the next
+// cached Get lists again (the provider's post-update wait relies on it: its first poll
+// must see the VM as the change left it, not as the listing before the change had it).
+func TestListing_changesInvalidateTheCache(t *testing.T) {
+	id := ID{VMID: testVMID0, Name: testName}
+	for _, tc := range []struct {
+		name    string
+		change  func(h *harness) error
+		wantErr bool // the change fails: the cache must go all the same
+		gone    bool
+	}{
+		{"update", func(h *harness) error { return h.b.Update(h.ctx, id, Changes{Cores: ptr(4)}) }, false, false},
+		{"update that fails", func(h *harness) error {
+			h.f.failNext("SetVMConfig", fixtureErr("err_bad_param"))
+			return h.b.Update(h.ctx, id, Changes{Cores: ptr(4)})
+		}, true, false},
+		{"delete", func(h *harness) error { return h.b.Delete(h.ctx, id, "") }, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			if _, err := h.b.Get(h.ctx, id, GetOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.change(h); (err != nil) != tc.wantErr {
+				t.Fatalf("%s: err %v, want an error: %v", tc.name, err, tc.wantErr)
+			}
+			before := h.f.calls("ClusterResources")
+			_, err := h.b.Get(h.ctx, id, GetOptions{})
+			if tc.gone != errors.Is(err, ErrNotFound) || (!tc.gone && err != nil) {
+				t.Fatalf("Get after the %s: %v", tc.name, err)
+			}
+			if got := h.f.calls("ClusterResources") - before; got != 1 {
+				t.Errorf("%d listings for the Get after the %s, want 1 (the cache invalidated)", got, tc.name)
+			}
+		})
+	}
+}
