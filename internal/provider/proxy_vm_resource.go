@@ -200,7 +200,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{})
+	// The uid too: our name and mark with another uid is another workspace's VM (one cloned
+	// onto the VMID saved before our clone was refused), not this resource.
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
 		tflog.Warn(ctx, "proxy VM gone or its VMID reused, removing it from the state", map[string]any{
@@ -255,13 +257,14 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
+	changes.UID = prior.UID.ValueString()
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
 	if changed {
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
 		if err := r.data.backend.Update(ctx, id, changes); err != nil {
 			// Record what did change before the failure, so the next plan shows only the rest.
-			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}); gerr == nil {
+			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID}); gerr == nil {
 				state := prior
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -273,9 +276,9 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 
 	var vm proxmox.VM
 	if changes.Start || restarts(prior.Status, changes) {
-		vm, err = r.settle(ctx, id, waitIP)
+		vm, err = r.settle(ctx, id, changes.UID, waitIP)
 	} else {
-		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true})
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID})
 	}
 	if err != nil {
 		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err,
@@ -315,7 +318,8 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 	node := state.Node.ValueString()
 	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
-	if err := r.data.backend.Delete(ctx, id, node); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+	// A VM with this name and mark but another uid is another workspace's: left alone.
+	if err := r.data.backend.DeleteOwned(ctx, id, node, state.UID.ValueString()); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
 		addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
 		return
 	}
@@ -398,16 +402,17 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with
 // waitIP, until its agent reports an address. Without waitIP a VM that runs without its
-// network up yet (provisioning) is settled too. Transient failures are retried.
+// network up yet (provisioning) is settled too. Transient failures are retried. uid is
+// the state's (GetOptions.UID).
 //
 // The polls use the shared listing: Update has just invalidated it, so the first poll
 // lists afresh, and the later ones (status/current and the agent decide, not the listing)
 // share one listing per ListingTTL with every other VM being updated.
-func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, waitIP bool) (proxmox.VM, error) {
+func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid string, waitIP bool) (proxmox.VM, error) {
 	delay := 50 * time.Millisecond
 	var last error
 	for {
-		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP})
+		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP, UID: uid})
 		switch {
 		case err == nil && vm.StatusUnknown:
 			// the node has not reported the VM yet: poll again

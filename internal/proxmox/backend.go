@@ -121,6 +121,11 @@ type GetOptions struct {
 	Agent bool
 	// FreshListing bypasses the shared listing cache.
 	FreshListing bool
+	// UID, when set, is the uid the VM's mark must carry (the one the caller's state
+	// holds): a VM with our name and mark but another uid is another workspace's VM (say
+	// one cloned onto a VMID saved just before our clone was refused) and Get answers
+	// ErrNotFound for it. Empty: any uid (an import, a state without a uid).
+	UID string
 }
 
 // Changes is an in-place update; nil fields are left alone.
@@ -144,6 +149,9 @@ type Changes struct {
 	// by itself.
 	UserData      []byte
 	UserDataKnown bool
+	// UID, when set, is the uid the VM's mark must carry, as in GetOptions.UID: a VM of
+	// another uid is not ours and Update answers ErrNotFound without touching it.
+	UID string
 }
 
 // Instance is one marked VM listed by List (entry 12).

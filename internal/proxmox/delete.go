@@ -20,8 +20,17 @@ import (
 // than suspended, a clone in progress or a listing status "unknown" is waited on within
 // Budgets.Destroy. A hibernated VM of ours is destroyed (Phase 10).
 func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
+	return b.DeleteOwned(ctx, id, node, "")
+}
+
+// DeleteOwned is Delete that also checks the mark's uid, as GetOptions.UID does: when uid
+// is set and the VM at id's VMID has our name and mark but another uid, it is another
+// workspace's live VM (cloned onto a VMID we had saved before our clone was refused):
+// DeleteOwned succeeds without touching it, and leaves the seed ISO <name>-seed.iso alone
+// too, since that VM's seed bears the same name. Empty uid: Delete.
+func (b *Backend) DeleteOwned(ctx context.Context, id ID, node, uid string) error {
 	start := b.clock.Now()
-	destroyed, vmNode, err := b.delete(ctx, id, node)
+	destroyed, vmNode, err := b.delete(ctx, id, node, uid)
 	b.invalidateListing()
 	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "destroyed": destroyed, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if vmNode != "" {
@@ -37,7 +46,7 @@ func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
 	return nil
 }
 
-func (b *Backend) delete(ctx context.Context, id ID, hint string) (bool, string, error) {
+func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, string, error) {
 	if err := id.Validate(); err != nil {
 		return false, "", err
 	}
@@ -47,9 +56,15 @@ func (b *Backend) delete(ctx context.Context, id ID, hint string) (bool, string,
 	}
 	defer unlock()
 
-	st, err := b.settle(ctx, "delete", id, b.cfg.Budgets.Destroy)
+	st, err := b.settle(ctx, "delete", id, uid, b.cfg.Budgets.Destroy)
 	if err != nil {
 		return false, "", err
+	}
+	if st.otherUID != "" {
+		// Our name, our mark, another uid: a live VM of another workspace. Its seed ISO
+		// has our seed's name; ours, if any, is the same file. Leave both alone.
+		b.logOtherUID(ctx, id, st.r.Node, uid, st.otherUID)
+		return false, "", nil
 	}
 	if st.verdict != verdictOurs {
 		reason := "gone"

@@ -13,8 +13,9 @@ import (
 // Get runs entry 9 with the Terraform mapping (DESIGN.md "Read"):
 //
 //   - ErrNotFound (errors.Is) when the VMID is absent from the listing, holds a container,
-//     a template or a VM with another name, or a VM without our mark, or when the config
-//     vanished between the calls: the VM is gone or the VMID was reused.
+//     a template or a VM with another name, or a VM without our mark, or (opts.UID set) a
+//     VM whose mark carries another uid, or when the config vanished between the calls:
+//     the VM is gone or the VMID was reused.
 //   - Transient when the VMID's entry is nameless (a clone in progress, F8).
 //   - A lock never fails Get: VM.Lock carries it ("backup", "clone", ...), and the rest is
 //     read as usual. Lock "suspended" (hibernated) is StateStopped with Hibernated set;
@@ -75,7 +76,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		}
 		return VM{}, apiErrorf("get", err, "reading the config on node %s", r.Node)
 	}
-	mark, err := b.owned(ctx, id, r.Node, cfg)
+	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID)
 	if err != nil {
 		return VM{}, err
 	}
@@ -129,8 +130,8 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 }
 
 // owned applies the name and mark checks (entry 9) to a config read at id's VMID: another
-// name or no mark is NotFound, logged.
-func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string) (Mark, error) {
+// name, no mark, or (uid set) a mark of another uid is NotFound, logged.
+func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, uid string) (Mark, error) {
 	if cfg["name"] != id.Name {
 		b.logReused(ctx, id, node, cfg["name"])
 		return Mark{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
@@ -140,7 +141,18 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
 	}
+	if uid != "" && mark.UID != uid {
+		b.logOtherUID(ctx, id, node, uid, mark.UID)
+		return Mark{}, notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, uid)
+	}
 	return mark, nil
+}
+
+// logOtherUID logs a VM with our name and mark but another uid than the caller's.
+func (b *Backend) logOtherUID(ctx context.Context, id ID, node, want, other string) {
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: another uid", map[string]any{
+		"vmid": id.VMID, "name": id.Name, "node": node, "uid": want, "other_uid": other,
+	})
 }
 
 func (b *Backend) logReused(ctx context.Context, id ID, node, other string) {

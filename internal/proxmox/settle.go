@@ -11,16 +11,20 @@ import (
 
 // settled is what Delete and Update found at an ID's VMID once no task held it.
 type settled struct {
-	verdict verdict // ours, foreign (another name, or no mark) or gone
+	verdict verdict // ours, foreign (another name, no mark, or another uid) or gone
 	r       pveapi.Resource
 	cfg     map[string]string
+	// otherUID is set when the VM has our name and mark but another uid than the one
+	// expected: a live VM of that name that is not ours.
+	otherUID string
 }
 
 // settle reads the listing (fresh) and the config at id's VMID until no task holds the VM
 // and the listing reports its status, within budget (Terraform has no requeue, so a lock
 // is waited on rather than failed at once; entry 11 steps 2 to 4). A suspended lock is
-// not a task: it is not waited on.
-func (b *Backend) settle(ctx context.Context, op string, id ID, budget time.Duration) (settled, error) {
+// not a task: it is not waited on. uid, when set, is the uid the mark must carry: a VM of
+// another uid is foreign (see GetOptions.UID).
+func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budget time.Duration) (settled, error) {
 	var out settled
 	var busy string
 	var last error
@@ -63,8 +67,16 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, budget time.Dura
 			last, busy = err, "its config could not be read"
 			return false, nil
 		}
-		if cfg["name"] != id.Name || !ParseMark(cfg["description"]).Managed {
+		mark := ParseMark(cfg["description"])
+		if cfg["name"] != id.Name || !mark.Managed {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg}
+			return true, nil
+		}
+		if uid != "" && mark.UID != uid {
+			out = settled{verdict: verdictForeign, r: r, cfg: cfg, otherUID: mark.UID}
+			if out.otherUID == "" {
+				out.otherUID = "(none)"
+			}
 			return true, nil
 		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {

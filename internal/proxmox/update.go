@@ -53,14 +53,17 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	}
 	defer unlock()
 
-	st, err := b.settle(ctx, "update", id, b.cfg.Budgets.Destroy)
+	st, err := b.settle(ctx, "update", id, ch.UID, b.cfg.Budgets.Destroy)
 	if err != nil {
 		return "", nil, err
 	}
-	switch st.verdict {
-	case verdictGone:
+	switch {
+	case st.verdict == verdictGone:
 		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
-	case verdictForeign:
+	case st.otherUID != "":
+		b.logOtherUID(ctx, id, st.r.Node, ch.UID, st.otherUID)
+		return "", nil, notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, st.otherUID, ch.UID)
+	case st.verdict == verdictForeign:
 		return "", nil, notFoundf("VMID %d now holds another VM (%q, or one without our mark)", id.VMID, st.r.Name)
 	}
 	node, cfg := st.r.Node, st.cfg

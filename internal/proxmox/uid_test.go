@@ -1,0 +1,92 @@
+package proxmox
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// otherWorkspaceUID is the uid of a VM another workspace (another uid_namespace) made with
+// our name: it cloned onto the VMID our state had saved just before our clone was refused.
+const otherWorkspaceUID = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+
+// otherWorkspaceVM adds, at testVMID0, a running VM named testName carrying a mark of
+// another uid, with its seed ISO on its node.
+func otherWorkspaceVM(h *harness) *fakeVM {
+	v := h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = FormatMark(otherWorkspaceUID, time.Date(2026, 9, 19, 9, 30, 0, 0, time.UTC))
+	})
+	return v
+}
+
+func TestGet_markOfAnotherUIDIsNotFound(t *testing.T) {
+	for _, tc := range []struct {
+		name, uid string
+		found     bool
+	}{
+		{"another uid: not ours", testUID, false},
+		{"the same uid: ours", otherWorkspaceUID, true},
+		{"no uid asked (import): any", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			otherWorkspaceVM(h)
+			vm, err := h.b.Get(h.ctx, testID, GetOptions{UID: tc.uid})
+			if tc.found {
+				if err != nil || vm.UID != otherWorkspaceUID {
+					t.Fatalf("Get: uid %q, err %v", vm.UID, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("err %v, want ErrNotFound", err)
+			}
+			assertContains(t, err.Error(), otherWorkspaceUID, testUID)
+			assertContains(t, h.logs.String(), "proxmox vm not ours: another uid")
+		})
+	}
+}
+
+// TestDelete_markOfAnotherUIDLeftAloneWithItsSeed: the VM is another workspace's and
+// alive; its seed ISO bears our seed's name. Neither is touched.
+func TestDelete_markOfAnotherUIDLeftAloneWithItsSeed(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	otherWorkspaceVM(h)
+	h.f.calllog = nil
+	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mutating(h.f); len(got) != 0 {
+		t.Errorf("calls %v on another workspace's VM, want none", got)
+	}
+	if v := h.f.vm(testVMID0); v == nil || v.Status != "running" {
+		t.Error("the other workspace's VM was stopped or destroyed")
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); !ok {
+		t.Error("the other workspace's seed ISO was deleted")
+	}
+	assertContains(t, h.logs.String(), "proxmox vm not ours: another uid", "proxmox vm deleted")
+
+	// The same uid is ours: destroyed, seed and all.
+	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", otherWorkspaceUID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mutating(h.f); !slices.Equal(got, []string{"Stop", "DeleteVolume", "Destroy"}) {
+		t.Errorf("calls %v for our own uid", got)
+	}
+}
+
+func TestUpdate_markOfAnotherUIDIsNotFoundUntouched(t *testing.T) {
+	h := newHarness(t)
+	otherWorkspaceVM(h)
+	h.f.calllog = nil
+	err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(4), UID: testUID})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err %v, want ErrNotFound", err)
+	}
+	if got := mutating(h.f); len(got) != 0 {
+		t.Errorf("calls %v on another workspace's VM, want none", got)
+	}
+}
