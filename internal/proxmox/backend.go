@@ -124,7 +124,8 @@ type GetOptions struct {
 	// UID, when set, is the uid the VM's mark must carry (the one the caller's state
 	// holds): a VM with our name and mark but another uid is another workspace's VM (say
 	// one cloned onto a VMID saved just before our clone was refused) and Get answers
-	// ErrNotFound for it. Empty: any uid (an import, a state without a uid).
+	// ErrNotFound for it. Empty: any uid (an import, a state without a uid). A mark
+	// without a uid line matches any uid, as Create adopts such a VM.
 	UID string
 }
 

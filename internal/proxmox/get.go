@@ -130,7 +130,8 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 }
 
 // owned applies the name and mark checks (entry 9) to a config read at id's VMID: another
-// name, no mark, or (uid set) a mark of another uid is NotFound, logged.
+// name, no mark, or (uid set) a mark of another uid is NotFound, logged. A mark without a
+// uid line matches any uid, as Create adopts such a VM (creation.inspect).
 func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, uid string) (Mark, error) {
 	if cfg["name"] != id.Name {
 		b.logReused(ctx, id, node, cfg["name"])
@@ -141,7 +142,7 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
 	}
-	if uid != "" && mark.UID != uid {
+	if uid != "" && mark.UID != "" && mark.UID != uid {
 		b.logOtherUID(ctx, id, node, uid, mark.UID)
 		return Mark{}, notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, uid)
 	}

@@ -23,7 +23,7 @@ type settled struct {
 // and the listing reports its status, within budget (Terraform has no requeue, so a lock
 // is waited on rather than failed at once; entry 11 steps 2 to 4). A suspended lock is
 // not a task: it is not waited on. uid, when set, is the uid the mark must carry: a VM of
-// another uid is foreign (see GetOptions.UID).
+// another uid is foreign (see GetOptions.UID); a mark without a uid matches any.
 func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budget time.Duration) (settled, error) {
 	var out settled
 	var busy string
@@ -72,11 +72,8 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg}
 			return true, nil
 		}
-		if uid != "" && mark.UID != uid {
+		if uid != "" && mark.UID != "" && mark.UID != uid {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg, otherUID: mark.UID}
-			if out.otherUID == "" {
-				out.otherUID = "(none)"
-			}
 			return true, nil
 		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {

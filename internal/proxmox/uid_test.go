@@ -24,18 +24,30 @@ func otherWorkspaceVM(h *harness) *fakeVM {
 func TestGet_markOfAnotherUIDIsNotFound(t *testing.T) {
 	for _, tc := range []struct {
 		name, uid string
+		noUID     bool // the mark has no uid line
 		found     bool
 	}{
-		{"another uid: not ours", testUID, false},
-		{"the same uid: ours", otherWorkspaceUID, true},
-		{"no uid asked (import): any", "", true},
+		{"another uid: not ours", testUID, false, false},
+		{"the same uid: ours", otherWorkspaceUID, false, true},
+		{"no uid asked (import): any", "", false, true},
+		{"a mark without a uid: ours, as Create adopts it", testUID, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			otherWorkspaceVM(h)
+			markUID := otherWorkspaceUID
+			if tc.noUID {
+				markUID = ""
+				h.f.mutate(testVMID0, func(v *fakeVM) {
+					v.Config["description"] = MarkKeyManaged + "=true\n"
+				})
+				if m := ParseMark(h.f.vm(testVMID0).Config["description"]); !m.Managed || m.UID != "" {
+					t.Fatalf("mark %+v: the test would prove nothing", m)
+				}
+			}
 			vm, err := h.b.Get(h.ctx, testID, GetOptions{UID: tc.uid})
 			if tc.found {
-				if err != nil || vm.UID != otherWorkspaceUID {
+				if err != nil || vm.UID != markUID {
 					t.Fatalf("Get: uid %q, err %v", vm.UID, err)
 				}
 				return
