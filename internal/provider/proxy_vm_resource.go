@@ -158,7 +158,8 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		vmid, note := 0, ""
 		if id != nil {
 			vmid = id.VMID
-			note = "The VM exists and is saved in the state as tainted: the next apply destroys it and creates it again."
+			// The clone may have been refused or lost (D3): say what is known, not that a VM exists.
+			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
 		}
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
 		addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)

@@ -930,6 +930,46 @@ func TestAccProxyVM_interruptedCreate(t *testing.T) {
 	})
 }
 
+// TestAccProxyVM_refusedCloneNote: a clone Proxmox refuses leaves no VM, only the VMID
+// saved before the request (D3): the diagnostic must not claim a VM exists, and the next
+// apply creates it.
+func TestAccProxyVM_refusedCloneNote(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("fault injection needs the simulator")
+	}
+	c := newCluster(t, env)
+	name := vmName("refused")
+	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					env.Sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone",
+						Status: 403, Message: "Permission check failed (/vms/100000, VM.Clone) (injected)"})
+				},
+				Config: cfg,
+				// Terraform wraps the text: any run of spaces may be a line break.
+				ExpectError: regexp.MustCompile(`(?s)Unable to create proxy VM.*` + strings.Join(strings.Fields(regexp.QuoteMeta(
+					"Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again.")), `\s+`)),
+			},
+			{
+				PreConfig: func() {
+					env.Sim.ClearFaults()
+					if vms, err := c.vmsNamed(name); err != nil || len(vms) != 0 {
+						t.Errorf("after the refused clone: VMs named %s %v (%v), want none", name, vms, err)
+					}
+				},
+				Config: cfg,
+				Check:  c.checkOneVM(vmAddr, name),
+			},
+		},
+	})
+}
+
 // TestAccProxyVM_foreignSameName: a VM of the same name that this provider did not make is
 // refused, left untouched, and cannot be imported.
 func TestAccProxyVM_foreignSameName(t *testing.T) {
