@@ -197,8 +197,8 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				},
 			},
 			"templates": schema.MapAttribute{
-				Description:         "Catalogue of templates: key (what proxy_vm's template names) to the VMID of a Proxmox template to clone, at least 100. At least one entry.",
-				MarkdownDescription: "Catalogue of templates: key (what `proxy_vm`'s `template` names) to the VMID of a Proxmox template to clone, at least `100`. At least one entry; keys match `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`.",
+				Description:         "Catalogue of templates: key (what proxy_vm's image names) to the VMID of a Proxmox template to clone, at least 100. At least one entry.",
+				MarkdownDescription: "Catalogue of templates: key (what `proxy_vm`'s `image` names) to the VMID of a Proxmox template to clone, at least `100`. At least one entry; keys match `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`.",
 				ElementType:         types.Int64Type,
 				Required:            true,
 				Validators: []validator.Map{
@@ -253,7 +253,8 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			},
 			"uid_namespace": str(fmt.Sprintf("Mixed into the `uid` planned for each new `proxy_vm`, which is derived from the VM's name (and picks its VMID). "+
 				"Configurations (workspaces, repositories) that share a cluster and might reuse a VM name should each set their own value: "+
-				"then the second one to declare a name is refused with an error naming the VMID and both UIDs, instead of adopting "+
+				"then the second one to declare a name is refused with an error naming the VMID, both UIDs and the `terraform import` "+
+				"command to take that VM over deliberately, instead of adopting "+
 				"the first one's VM as its own. Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`, which keeps the UIDs "+
 				"of earlier releases. Changing it does not touch existing VMs: their `uid` is kept in the state; only VMs created "+
 				"(or replaced) afterwards get UIDs in the new namespace.", maxUIDNamespace),

@@ -1,0 +1,39 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+)
+
+// TestProviderSchema_descriptionsNameRealThings: descriptions point at attributes that
+// exist and say what the user will see.
+func TestProviderSchema_descriptionsNameRealThings(t *testing.T) {
+	var resp provider.SchemaResponse
+	New("test")().Schema(context.Background(), provider.SchemaRequest{}, &resp)
+	attrs := resp.Schema.GetAttributes()
+
+	vm := proxyVMSchema(context.Background()).GetAttributes()
+	if _, ok := vm["image"]; !ok {
+		t.Fatal("proxy_vm has no image attribute (the test would prove nothing)")
+	}
+	if _, ok := vm["template"]; ok {
+		t.Fatal("proxy_vm has a template attribute: update this test")
+	}
+	tmpl := attrs["templates"]
+	for _, d := range []string{tmpl.GetDescription(), tmpl.GetMarkdownDescription()} {
+		if strings.Contains(d, "template names") || !strings.Contains(d, "image") {
+			t.Errorf("templates description %q: want the key named by proxy_vm's image (there is no template attribute)", d)
+		}
+	}
+	ns := attrs["uid_namespace"]
+	for _, d := range []string{ns.GetDescription(), ns.GetMarkdownDescription()} {
+		for _, want := range []string{"VMID", "both UIDs", "terraform import"} {
+			if !strings.Contains(d, want) {
+				t.Errorf("uid_namespace description %q: want the refusal's contents, including %q", d, want)
+			}
+		}
+	}
+}
