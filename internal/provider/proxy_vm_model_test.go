@@ -31,8 +31,17 @@ func TestUIDFor_version5(t *testing.T) {
 			t.Errorf("uidFor(\"\", %q) = %s, want %s", name, got, want)
 		}
 	}
-	if uidFor("", "proxy-a") != uidFor("", "proxy-a") {
-		t.Error("uidFor is not deterministic")
+	// Deterministic: the same name gives the same UID again after other calls (the plan and
+	// the apply's plan must agree), and every UID is a version 5, RFC 9562 variant UUID.
+	first := uidFor("", "proxy-a")
+	_, _ = uidFor("", "proxy-b"), uidFor("ns", "proxy-a")
+	if again := uidFor("", "proxy-a"); again != first {
+		t.Errorf("uidFor(\"\", \"proxy-a\") gave %s, then %s", first, again)
+	}
+	for _, u := range []string{first, uidFor("ns", "proxy-a"), uidFor("", "")} {
+		if len(u) != 36 || u[14] != '5' || !strings.ContainsRune("89ab", rune(u[19])) {
+			t.Errorf("%s is not a version 5 RFC 9562 UUID", u)
+		}
 	}
 }
 

@@ -69,7 +69,7 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 			plan.TemplateVMID = prior.TemplateVMID
 		default:
 			plan.TemplateVMID = types.Int64Value(int64(vmid))
-			if !creating && !plan.TemplateVMID.Equal(prior.TemplateVMID) && !(prior.TemplateVMID.IsNull() && templateUnread) {
+			if !creating && !plan.TemplateVMID.Equal(prior.TemplateVMID) && (!prior.TemplateVMID.IsNull() || !templateUnread) {
 				replace = append(replace, path.Root("template_vmid"))
 			}
 		}

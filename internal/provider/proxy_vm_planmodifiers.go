@@ -89,7 +89,7 @@ func replaceUnlessUnread(creatingOrDestroying, equal, priorNull, unread bool) bo
 	if creatingOrDestroying || equal {
 		return false
 	}
-	return !(priorNull && unread)
+	return !priorNull || !unread
 }
 
 // requiresReplaceUnlessUnreadString is RequiresReplace, except for the first value set

@@ -429,7 +429,8 @@ func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid string,
 		select {
 		case <-ctx.Done():
 			if last != nil {
-				return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w (last: %v)", ipSuffix(waitIP), ctx.Err(), last)
+				// last is quoted, not wrapped: its class must not hide the deadline's.
+				return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w (last: %s)", ipSuffix(waitIP), ctx.Err(), last.Error())
 			}
 			return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w", ipSuffix(waitIP), ctx.Err())
 		case <-time.After(delay):

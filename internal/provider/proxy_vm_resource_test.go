@@ -418,8 +418,12 @@ func TestAccProxyVM_basic(t *testing.T) {
 					c.checkOneVM(vmAddr, name),
 					func(s *terraform.State) error {
 						vmid, _ := vmidOf(s, vmAddr)
-						if seeds, err := c.seeds(name); err != nil || len(seeds) != 1 {
-							return fmt.Errorf("seed ISOs of %s: %v %v, want one", name, seeds, err)
+						seeds, err := c.seeds(name)
+						if err != nil {
+							return fmt.Errorf("seed ISOs of %s: %w", name, err)
+						}
+						if len(seeds) != 1 {
+							return fmt.Errorf("seed ISOs of %s: %v, want one", name, seeds)
 						}
 						if cfg := c.config(vmid); !strings.Contains(cfg["tags"], "proxy_operator") || cfg["onboot"] != "1" {
 							return fmt.Errorf("config tags %q onboot %q", cfg["tags"], cfg["onboot"])
@@ -988,8 +992,11 @@ func TestAccProxyVM_foreignSameName(t *testing.T) {
 		// The foreign VM is untouched and still the only one of that name.
 		CheckDestroy: func(*terraform.State) error {
 			vms, err := c.vmsNamed(name)
-			if err != nil || !slices.Equal(vms, []int{foreign}) {
-				return fmt.Errorf("VMs named %s: %v (%v), want only the foreign %d", name, vms, err, foreign)
+			if err != nil {
+				return fmt.Errorf("VMs named %s: %w", name, err)
+			}
+			if !slices.Equal(vms, []int{foreign}) {
+				return fmt.Errorf("VMs named %s: %v, want only the foreign %d", name, vms, foreign)
 			}
 			after := c.config(foreign)
 			for _, k := range []string{"description", "cores", "memory", "net0", "scsi0", "tags", "ide2", "agent"} {
@@ -997,8 +1004,12 @@ func TestAccProxyVM_foreignSameName(t *testing.T) {
 					return fmt.Errorf("the foreign VM's %s changed: %q -> %q", k, before[k], after[k])
 				}
 			}
-			if seeds, err := c.seeds(name); err != nil || len(seeds) > 0 {
-				return fmt.Errorf("seed ISOs for the refused VM: %v %v", seeds, err)
+			seeds, err := c.seeds(name)
+			if err != nil {
+				return fmt.Errorf("seed ISOs for the refused VM: %w", err)
+			}
+			if len(seeds) > 0 {
+				return fmt.Errorf("seed ISOs for the refused VM: %v", seeds)
 			}
 			return nil
 		},
@@ -1089,8 +1100,11 @@ resource "proxy_vm" "fleet" {
 					}
 					for i, vmid := range foreign {
 						r, err := c.resource(vmid)
-						if err != nil || r.Name != fmt.Sprintf("someone-else-%d", i) {
-							return fmt.Errorf("foreign VM %d: %+v %v", vmid, r, err)
+						if err != nil {
+							return fmt.Errorf("foreign VM %d: %w", vmid, err)
+						}
+						if r.Name != fmt.Sprintf("someone-else-%d", i) {
+							return fmt.Errorf("foreign VM %d: %+v", vmid, r)
 						}
 					}
 					return nil
@@ -1323,8 +1337,12 @@ func TestAccProxyVM_uidNamespace(t *testing.T) {
 					if len(after) != len(before) {
 						return fmt.Errorf("A's VM %d config keys: %v -> %v", vmid, sortedKeys(before), sortedKeys(after))
 					}
-					if seeds, err := c.seeds(name); err != nil || len(seeds) != 1 {
-						return fmt.Errorf("seed ISOs of %s: %v (%v), want A's one", name, seeds, err)
+					seeds, err := c.seeds(name)
+					if err != nil {
+						return fmt.Errorf("seed ISOs of %s: %w", name, err)
+					}
+					if len(seeds) != 1 {
+						return fmt.Errorf("seed ISOs of %s: %v, want A's one", name, seeds)
 					}
 					if env.Sim == nil {
 						return nil

@@ -59,6 +59,7 @@ type ID struct {
 // State is the mapped VM state (entry 9).
 type State string
 
+// The states Get maps a VM to.
 const (
 	StateRunning      State = "running"
 	StateProvisioning State = "provisioning"
@@ -175,6 +176,7 @@ type Seed struct {
 // Reason is a health verdict's reason (entry 16).
 type Reason string
 
+// The reasons of a node's verdict; ReasonReachable is the only one of a ready node.
 const (
 	ReasonReachable              Reason = "Reachable"
 	ReasonTimeout                Reason = "Timeout"

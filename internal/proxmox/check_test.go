@@ -637,7 +637,7 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 	}
 	cut := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", "1000")
-		w.WriteHeader(200)
+		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(`{"data":{"kvers`))
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {

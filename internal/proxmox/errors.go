@@ -103,7 +103,11 @@ func wrap(op string, name string, vmid int, err error) error {
 	if op == "create" && class == pveapi.NotFound {
 		class = pveapi.Transient
 	}
-	if e, ok := err.(*Error); ok {
+	// Only an *Error at the top is filled in: errors.As would also find one wrapped deeper
+	// and return a copy of it without its wrapper's text; such an error is wrapped again
+	// below instead (its class still found by classify).
+	if e, ok := err.(*Error); ok { //nolint:errorlint // deliberately the top of the chain only, see above
+
 		c := *e
 		c.Class = class
 		if c.Op == "" {

@@ -61,14 +61,14 @@ func fixtureErr(name string) *pveapi.APIError {
 	return &pveapi.APIError{Status: f.Status, Message: f.Message(), Errors: f.Errors()}
 }
 
-// fixtureErrSub is fixtureErr with old replaced by new in the message (a VMID or a lock
+// fixtureErrSub is fixtureErr with old replaced by repl in the message (a VMID or a lock
 // name), so the wording stays the fixture's.
-func fixtureErrSub(name, old, new string) *pveapi.APIError {
+func fixtureErrSub(name, old, repl string) *pveapi.APIError {
 	e := fixtureErr(name)
 	if !strings.Contains(e.Message, old) {
 		panic(fmt.Sprintf("fixture %s: %q not in %q", name, old, e.Message))
 	}
-	e.Message = strings.Replace(e.Message, old, new, 1)
+	e.Message = strings.Replace(e.Message, old, repl, 1)
 	return e
 }
 
@@ -372,19 +372,6 @@ func (f *fakeAPI) finishTasks() {
 	for _, u := range f.taskOrder {
 		f.completeLocked(f.tasks[u])
 	}
-}
-
-// pendingTasks counts tasks not completed yet.
-func (f *fakeAPI) pendingTasks() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, t := range f.tasks {
-		if !t.done {
-			n++
-		}
-	}
-	return n
 }
 
 // --- internals ---
