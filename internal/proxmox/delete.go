@@ -14,7 +14,9 @@ import (
 // purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now holds a
 // VM that is not ours (another name, no mark, a container), is success without touching
 // it, and the seed is deleted on every configured node (plus node, the one the caller
-// last knew, when it is not configured). A seed delete that fails on the VM's node fails
+// last knew, when it is not configured), unless the listing shows a VM of the same name
+// at another VMID (another workspace's or an operator's), whose seed it may be: then the
+// seed is left on every node. A seed delete that fails on the VM's node fails
 // the call before the destroy, so nothing leaks; on the every-node path a node's failure
 // is logged and skipped unless it is Permanent (a 403) or ctx ended. A task lock other
 // than suspended, a clone in progress or a listing status "unknown" is waited on within
@@ -74,6 +76,15 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left alone", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "reason": reason, "other_name": st.r.Name,
 		})
+		// The seed is <name>-seed.iso whoever made the VM: a live VM of our name at another
+		// VMID (another workspace's, or an operator's) may boot from it. The ISO storage
+		// may be shared, so its node does not tell where the file is: leave it on every node.
+		if r, ok := sameNameElsewhere(b.lastListing(), id); ok {
+			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name exists", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node,
+			})
+			return false, "", nil
+		}
 		return false, "", b.deleteSeedEverywhere(ctx, id.Name, hint)
 	}
 	node := st.r.Node
@@ -114,6 +125,25 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 		return false, node, err
 	}
 	return true, node, nil
+}
+
+// lastListing returns the listing settle read (the cache holds it, or a newer one another
+// operation read since: either is at least as recent as the verdict it gave).
+func (b *Backend) lastListing() []pveapi.Resource {
+	b.listings.mu.Lock()
+	defer b.listings.mu.Unlock()
+	return b.listings.res
+}
+
+// sameNameElsewhere returns a qemu, non-template entry named id.Name at a VMID other than
+// id.VMID. A nameless entry (a clone in progress) cannot be attributed and is ignored.
+func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
+	for _, r := range res {
+		if r.VMID != id.VMID && r.Type == "qemu" && r.Template == 0 && r.Name != "" && r.Name == id.Name {
+			return r, true
+		}
+	}
+	return pveapi.Resource{}, false
 }
 
 // deleteSeed deletes <name>-seed.iso on node's ISO storage and waits for the task; a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
@@ -302,6 +303,81 @@ func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
 			assertClass(t, err, pveapi.Transient)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("err %v does not wrap context.Canceled", err)
+			}
+		})
+	}
+}
+
+// A gone VMID whose name a live VM at another VMID carries (another workspace's, or an
+// operator's): that VM may boot from <name>-seed.iso, and the ISO storage may be shared,
+// so the seed is left on every node. Entries that cannot be that VM (a template, a
+// container, a nameless clone in progress, another name) do not stop the delete.
+func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
+	const elsewhere = testVMID0 + 7
+	for _, tc := range []struct {
+		name   string
+		setup  func(h *harness)
+		uid    string // DeleteOwned's uid; empty: Delete
+		seedOn []string
+	}{
+		{"another workspace's VM on another node: seed left", func(h *harness) {
+			h.f.addOurVM(elsewhere, testName, otherWorkspaceUID)
+			h.f.mutate(elsewhere, func(v *fakeVM) { v.Node, v.Status, v.QMP = "pv1-2", "running", "running" })
+		}, testUID, nil},
+		{"an operator's unmarked VM: seed left", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: testName, Status: "running"})
+		}, "", nil},
+		{"our VMID held by a container, same-name VM elsewhere: seed left", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "ct", Type: "lxc", Status: "running"})
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: testName})
+		}, "", nil},
+		{"our VMID held by another name, same-name VM elsewhere: seed left", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "proxy-other", Status: "running"})
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: testName})
+		}, "", nil},
+		{"no VM of the name: seed deleted on every node", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: "proxy-other", Status: "running"})
+		}, "", []string{"pv1-1", "pv1-2"}},
+		{"a template of the name does not count", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: testName, Template: true})
+		}, "", []string{"pv1-1", "pv1-2"}},
+		{"a container of the name does not count", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: testName, Type: "lxc"})
+		}, "", []string{"pv1-1", "pv1-2"}},
+		{"a nameless clone in progress cannot be attributed", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: elsewhere, Node: "pv1-2", Name: testName, Lock: "clone", cloning: true})
+		}, "", []string{"pv1-1", "pv1-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "pv1-1", "pv1-2")
+			tc.setup(h)
+			for _, n := range []string{"pv1-1", "pv1-2"} {
+				h.f.putISO(n, fakeISOStorage, seedFile(testName), []byte("seed"))
+			}
+			h.f.calllog = nil
+			if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", tc.uid); err != nil {
+				t.Fatal(err)
+			}
+			if got := seedNodes(h.f); !slices.Equal(got, tc.seedOn) {
+				t.Errorf("seed deleted on %v, want %v", got, tc.seedOn)
+			}
+			if got := mutating(h.f); len(got) != len(tc.seedOn) {
+				t.Errorf("calls %v, want only the seed deletes", got)
+			}
+			for _, n := range []string{"pv1-1", "pv1-2"} {
+				_, left := h.f.iso(n, fakeISOStorage, seedFile(testName))
+				if want := tc.seedOn == nil; left != want {
+					t.Errorf("seed left on %s: %v, want %v", n, left, want)
+				}
+			}
+			if h.f.vm(elsewhere) == nil {
+				t.Error("the VM elsewhere was destroyed")
+			}
+			logs := h.logs.String()
+			if tc.seedOn == nil {
+				assertContains(t, logs, "proxmox seed left alone: a VM of the same name exists", `"other_vmid":105974`, `"other_node":"pv1-2"`)
+			} else if strings.Contains(logs, "proxmox seed left alone") {
+				t.Error("logged the seed as left alone")
 			}
 		})
 	}
