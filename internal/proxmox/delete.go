@@ -79,7 +79,7 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 		// The seed is <name>-seed.iso whoever made the VM: a live VM of our name at another
 		// VMID (another workspace's, or an operator's) may boot from it. The ISO storage
 		// may be shared, so its node does not tell where the file is: leave it on every node.
-		if r, ok := sameNameElsewhere(b.lastListing(), id); ok {
+		if r, ok := sameNameElsewhere(st.res, id); ok {
 			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name exists", map[string]any{
 				"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node,
 			})
@@ -127,16 +127,10 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 	return true, node, nil
 }
 
-// lastListing returns the listing settle read (the cache holds it, or a newer one another
-// operation read since: either is at least as recent as the verdict it gave).
-func (b *Backend) lastListing() []pveapi.Resource {
-	b.listings.mu.Lock()
-	defer b.listings.mu.Unlock()
-	return b.listings.res
-}
-
 // sameNameElsewhere returns a qemu, non-template entry named id.Name at a VMID other than
-// id.VMID. A nameless entry (a clone in progress) cannot be attributed and is ignored.
+// id.VMID, from the listing the verdict was read from. A nameless entry (a clone in
+// progress) cannot be attributed and is ignored. An unmarked VM of our name at our own
+// VMID does not count: entry 11 deletes the seed then (it is ours by name, not theirs).
 func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
 	for _, r := range res {
 		if r.VMID != id.VMID && r.Type == "qemu" && r.Template == 0 && r.Name != "" && r.Name == id.Name {

@@ -17,6 +17,8 @@ type settled struct {
 	// otherUID is set when the VM has our name and mark but another uid than the one
 	// expected: a live VM of that name that is not ours.
 	otherUID string
+	// res is the listing the verdict was read from.
+	res []pveapi.Resource
 }
 
 // settle reads the listing (fresh) and the config at id's VMID until no task holds the VM
@@ -28,8 +30,10 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 	var out settled
 	var busy string
 	var last error
+	var listed []pveapi.Resource
 	err := b.pollUntil(ctx, budget, func(ctx context.Context) (bool, error) {
 		res, err := b.listing(ctx, true)
+		listed = res
 		if err != nil {
 			if classify(op, err) == pveapi.Permanent {
 				return false, apiErrorf(op, err, "listing the cluster's VMs")
@@ -94,5 +98,6 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 	if err != nil {
 		return settled{}, budgetErr(err, "waiting for the VM (%s)", busy)
 	}
+	out.res = listed
 	return out, nil
 }
