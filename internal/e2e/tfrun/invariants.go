@@ -131,14 +131,22 @@ func (c *Checker) Live(states ...*State) Findings {
 				continue
 			}
 			where := fmt.Sprintf("workspace %d %s (vmid %d)", wi, r.Address, vmid)
-			if prev, ok := tracked[vmid]; ok {
+			v, ok := byID[vmid]
+			tainted := r.Tainted || r.DeposedKey != ""
+			if tainted && (!ok || v.Name != name) {
+				// A create saves the VMID it chose before the clone request, so an interrupted
+				// or failed create may leave a tainted entry naming a VMID that it never got or
+				// that another VM holds under another name. Harmless: refresh drops the entry
+				// (the name differs) and destroy leaves that VM alone. It holds nothing.
+				continue
+			}
+			if prev, held := tracked[vmid]; held {
 				f.violate("%s and %s both hold VMID %d", prev, where, vmid)
 			}
 			tracked[vmid] = where
-			if r.Tainted || r.DeposedKey != "" {
+			if tainted {
 				continue
 			}
-			v, ok := byID[vmid]
 			switch {
 			case !ok:
 				f.Stale = append(f.Stale, fmt.Sprintf("%s: no VM %d in the cluster", where, vmid))

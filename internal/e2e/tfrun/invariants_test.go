@@ -83,6 +83,19 @@ func TestChecker(t *testing.T) {
 	if f := chk.Live(stateOf(tainted)); len(f.Stale) != 0 {
 		t.Errorf("tainted entry reported stale: %+v", f)
 	}
+	// A tainted entry naming a VMID that another VM of the same workspace holds under its
+	// own name (a create interrupted after choosing the VMID, before its clone won) holds
+	// nothing; a tainted entry that does name the VM there still counts.
+	lost := vmRes("proxy_vm.lost", 1000, "px-lost")
+	lost.Tainted = true
+	if f := chk.Live(stateOf(vmRes("proxy_vm.a", 1000, "px-a"), lost)); has(f.Violations, "both hold VMID") {
+		t.Errorf("a tainted entry for another name counted as holding the VMID: %q", f.Violations)
+	}
+	dup := vmRes("proxy_vm.dup", 1000, "px-a")
+	dup.Tainted = true
+	if f := chk.Live(stateOf(vmRes("proxy_vm.a", 1000, "px-a"), dup)); !has(f.Violations, "both hold VMID 1000") {
+		t.Errorf("a tainted entry for the same VM not counted: %q", f.Violations)
+	}
 
 	// A foreign guest changed, and one destroyed.
 	must(sim.SetVMState(500, pvesim.VMPatch{Config: map[string]string{"cores": "8"}}))
