@@ -43,6 +43,15 @@ func (s *Sim) hConfigPut(c *call) *response {
 	if r != nil {
 		return r
 	}
+	if r := s.writeConfig(c, v); r != nil {
+		return r
+	}
+	return okData(nil)
+}
+
+// writeConfig is the part of a config write PUT and POST share: F7's lock refusal, the
+// wait behind a task holding the config file lock, and the write itself.
+func (s *Sim) writeConfig(c *call, v *vm) *response {
 	// F7: a locked VM is refused at once (clone, backup, suspended...).
 	if v.lock != "" && c.params["skiplock"] != "1" {
 		return apiError(500, lockedMsg(v.lock))
@@ -51,10 +60,7 @@ func (s *Sim) hConfigPut(c *call) *response {
 	if v.flock != nil {
 		return retryAfter(holderWait(v, c.now))
 	}
-	if r := s.applyConfig(c, v); r != nil {
-		return r
-	}
-	return okData(nil)
+	return s.applyConfig(c, v)
 }
 
 func (s *Sim) hConfigPost(c *call) *response {
@@ -62,13 +68,7 @@ func (s *Sim) hConfigPost(c *call) *response {
 	if r != nil {
 		return r
 	}
-	if v.lock != "" && c.params["skiplock"] != "1" {
-		return apiError(500, lockedMsg(v.lock))
-	}
-	if v.flock != nil {
-		return retryAfter(holderWait(v, c.now))
-	}
-	if r := s.applyConfig(c, v); r != nil {
+	if r := s.writeConfig(c, v); r != nil {
 		return r
 	}
 	t := s.newTask(c, c.node, "qmconfig", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Suspend/5)
