@@ -117,7 +117,7 @@ type form struct {
 	skip func(line string, start, end int) bool
 }
 
-// hexNeighbour: "F1" between colons is a byte of a MAC address or a UPID, not a fact.
+// hexNeighbour: a fact-like token between colons is a byte of a MAC address or a UPID, not a fact.
 func hexNeighbour(line string, start, end int) bool {
 	return (start > 0 && line[start-1] == ':') || (end < len(line) && line[end] == ':')
 }
