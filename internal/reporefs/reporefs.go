@@ -131,6 +131,7 @@ var forms = []form{
 	{re: regexp.MustCompile(`\bPhase [0-9]+\b`), what: "a phase of an execution log"},
 	{re: regexp.MustCompile(`(?i)\bseeds? 00[0-9]\b`), what: "a seed file"},
 	{re: regexp.MustCompile(`(?i)\bissues? #?[0-9]+\b`), what: "an issue number"},
+	{re: regexp.MustCompile(`\bTest(?:F[0-9]{2}|Phase[0-9]+)_`), what: "a test named after a numbered fact or phase"},
 	{re: regexp.MustCompile(`\.\./shared\b`), what: "a shared folder"},
 	{re: regexp.MustCompile(`(?:^|[^\w/.-])((?:DESIGN|PVE-API|STYLE)\.md)\b`), what: "a design document"},
 }

@@ -111,7 +111,10 @@ func TestScan_forbiddenFormsFail(t *testing.T) {
 	if n := len(byLine[5]); n != 2 {
 		t.Errorf("line 5: %d findings, want 2 (the shared folder and the outside document): %q", n, byLine[5])
 	}
-	for _, m := range append(byLine[4], byLine[5]...) {
+	if n := len(byLine[6]); n != 2 {
+		t.Errorf("line 6: %d findings, want 2 (two tests named after outside numbers): %q", n, byLine[6])
+	}
+	for _, m := range append(append(byLine[4], byLine[5]...), byLine[6]...) {
 		if !strings.Contains(m, "outside the repository") {
 			t.Errorf("message %q does not say what is wrong", m)
 		}
