@@ -12,7 +12,9 @@
 // What is scanned: every file git tracks (or, outside a git checkout, every file under the
 // root but .git and bin), except binary files, go.sum and this package's testdata (the
 // checker's own bad examples). CHANGELOG.md and the generated docs are scanned too: their
-// readers do not have outside documents either; history belongs in the commit log.
+// readers do not have outside documents either; history belongs in the commit log. A line
+// that names a real path outside the repository (a tool directory beside the clone, say)
+// and is not a citation carries the marker "reporefs:ignore" and is skipped.
 package reporefs
 
 import (
@@ -33,6 +35,9 @@ import (
 
 // DesignDir is where the design record lives, relative to the repository root.
 const DesignDir = "docs/design"
+
+// ignoreMarker on a line exempts it from the check.
+const ignoreMarker = "reporefs:ignore"
 
 // selfTestdata holds the checker's own examples of bad references; it is never scanned.
 const selfTestdata = "internal/reporefs/testdata/"
@@ -174,6 +179,9 @@ func ScanFile(root, name string, content []byte, rec Record) []Finding {
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
+		if strings.Contains(line, ignoreMarker) {
+			continue
+		}
 		for _, fm := range forms {
 			for _, m := range fm.re.FindAllStringSubmatchIndex(line, -1) {
 				start, end := m[0], m[1]

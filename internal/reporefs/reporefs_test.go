@@ -128,6 +128,14 @@ func TestScan_macAddressIsNotAFact(t *testing.T) {
 	}
 }
 
+func TestScan_ignoreMarkerSkipsTheLine(t *testing.T) {
+	content := []byte("TOOLS ?= ../shared/tools # reporefs:ignore (a path beside the clone)\nX ?= ../shared/x\n")
+	fs := ScanFile(fakeRepo, "GNUmakefile", content, Record{})
+	if len(fs) != 1 || fs[0].Line != 2 {
+		t.Errorf("findings %v, want only line 2", fs)
+	}
+}
+
 func TestScan_brokenMarkdownLinkFails(t *testing.T) {
 	got := findingsIn(scanFake(t), "README.md")
 	if len(got) != 1 || got[0].Line != 3 || !strings.Contains(got[0].Msg, "docs/design/missing.md does not exist") {
