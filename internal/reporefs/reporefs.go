@@ -20,6 +20,7 @@ package reporefs
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -266,8 +267,8 @@ func lineOf(content []byte, s string) int {
 
 // Files lists the files to scan under root: git's tracked files, or WalkFiles when root
 // is not a git checkout.
-func Files(root string) ([]string, error) {
-	cmd := exec.Command("git", "ls-files", "-z")
+func Files(ctx context.Context, root string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "git", "ls-files", "-z")
 	cmd.Dir = root
 	b, err := cmd.Output()
 	if err != nil {
@@ -321,12 +322,12 @@ func Root(dir string) (string, error) {
 
 // Check loads the record under root and scans every file; it is what the repository test
 // runs.
-func Check(root string) ([]Finding, error) {
+func Check(ctx context.Context, root string) ([]Finding, error) {
 	rec, err := LoadRecord(root)
 	if err != nil {
 		return nil, err
 	}
-	files, err := Files(root)
+	files, err := Files(ctx, root)
 	if err != nil {
 		return nil, err
 	}

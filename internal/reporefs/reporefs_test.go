@@ -165,7 +165,7 @@ func TestRepository_referencesResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Check(root)
+	got, err := Check(t.Context(), root)
 	if err != nil {
 		t.Fatal(err)
 	}
