@@ -221,7 +221,6 @@ func TestDelete_lockThatNeverClearsIsTransientAfterTheBudget(t *testing.T) {
 	for name, mut := range map[string]func(v *fakeVM){
 		"backup lock":    func(v *fakeVM) { v.Lock = "backup" },
 		"mid-clone":      func(v *fakeVM) { v.Lock, v.cloning = "clone", true },
-		"status unknown": func(v *fakeVM) { v.ListedStatus = "unknown" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
