@@ -289,8 +289,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID})
 	}
 	if err != nil {
-		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err,
-			"The changes were applied, but the VM could not be read back; the next plan shows what remains.")
+		note := "The changes were applied, but the VM could not be read back; the next plan shows what remains."
+		if changes.Start || restarts(prior.Status, changes) {
+			note = "The changes were applied, but the VM did not come up after its start; the next plan shows what remains."
+		}
+		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
 		return
 	}
 	state := plan

@@ -354,7 +354,7 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
 			return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), Transientf(
 				"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside Terraform stopped, paused or hibernated it, "+
-					"or the guest shut itself down; check its console, then apply again (it is started again)", st.Status, st.QMPStatus, st.Lock))
+					"or the guest shut itself down; check its console, then apply again, which starts it again", st.Status, st.QMPStatus, st.Lock))
 		}
 		return keepAfter(seen, err) // running or starting: the agent's answer was a passing one
 	})
