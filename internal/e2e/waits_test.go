@@ -138,3 +138,55 @@ func TestE2E_StoppedOutOfBandDuringUpdateSettle(t *testing.T) {
 	}
 	s.converge()
 }
+
+// TestE2E_ImportedStoppedVMWithoutAgentStart: a stopped VM the proxy operator made, whose
+// guest has no agent, is imported; the apply that starts it warns that the agent is not
+// known to be there, and the address wait ends once the VM has run for Budgets.AgentStart
+// (3 min, simulated) without the agent answering, naming the agent, instead of spinning
+// until the update timeout.
+func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
+	s := newScenario(t, "waits", scenarioOpts{NoForeign: true})
+	name := s.prefix + "cold"
+	vmid := vmidMin + 6
+	err := s.sim.AddVM(pvesim.VMSpec{
+		VMID: vmid, Name: name, Power: "stopped",
+		Config: map[string]string{
+			"description": proxmox.FormatMark("7a6b5c4d-2222-4333-8444-555566667777", time.Date(2026, 6, 1, 8, 0, 0, 0, time.UTC)),
+			"tags":        proxmox.ManagedTag, "agent": "1", "cores": "1", "memory": "512", "onboot": "1",
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const updateTimeout = 90 * time.Second
+	v := s.vm("cold")
+	v.Timeouts = map[string]string{"update": updateTimeout.String()}
+	s.vms = []tfrun.VM{v}
+	s.write()
+	if r := s.ws.Import(s.ctx, v.Addr(), strconv.Itoa(vmid)); !r.OK() {
+		t.Fatalf("import:\n%s", r)
+	}
+	r := s.apply()
+	if r.OK() {
+		t.Fatalf("the start of a VM whose agent never answers succeeded:\n%s", r)
+	}
+	out := strings.Join(strings.Fields(r.Output()), " ")
+	for _, want := range []string{"Guest agent of the imported proxy VM not known", "guest agent has not answered", "wait_for_ip = false"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, r)
+		}
+	}
+	if r.Duration > updateTimeout/3 {
+		t.Errorf("the update failed after %s (timeout %s)", r.Duration, updateTimeout)
+	}
+	s.vms[0].WaitForIP = tfrun.Bool(false)
+	if r := s.apply(); !r.OK() {
+		t.Fatalf("with wait_for_ip = false:\n%s", r)
+	}
+	if r := s.destroy(); !r.OK() {
+		t.Fatalf("destroy:\n%s", r)
+	}
+	if f := s.chk.Gone(); !f.OK() {
+		t.Errorf("after destroy: %v", f.Err())
+	}
+}

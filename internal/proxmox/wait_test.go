@@ -278,3 +278,57 @@ func TestWait_progressAtInfo(t *testing.T) {
 	assertContains(t, progress[0], `"@level":"info"`, `"seen":"agent not running yet"`, `"elapsed":`)
 	assertContains(t, progress[len(progress)-1], "link-local address only", "agent not running yet; link-local address only")
 }
+
+// TestWaitReady_returnsTheVMWithItsAddress: the settle after an update ends when the agent
+// reports an address, and returns the VM as Get reads it, with that address.
+func TestWaitReady_returnsTheVMWithItsAddress(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	n := 0
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		if n++; n == 5 {
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	vm, err := h.b.WaitReady(h.ctx, testID, ReadyOptions{UID: testUID, Address: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.IP == "" || vm.State != StateRunning || vm.UID != testUID || vm.Node != "pv1-1" {
+		t.Errorf("vm %+v", vm)
+	}
+	if n != 5 {
+		t.Errorf("%d agent polls, want 5", n)
+	}
+	vm, err = h.b.WaitReady(h.ctx, testID, ReadyOptions{UID: testUID})
+	if err != nil || vm.State != StateRunning {
+		t.Errorf("without the address: %+v, %v", vm, err)
+	}
+}
+
+// TestCreate_addressWaitSaysHowLongAFirstBootTakes: Create's address wait says on its first
+// INFO line that the seed's agent install takes about 50 s and that a template with the
+// agent baked in removes it.
+func TestCreate_addressWaitSaysHowLongAFirstBootTakes(t *testing.T) {
+	h := newHarness(t)
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		if h.f.calls("AgentNetworkInterfaces") == 3 {
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	s := h.spec()
+	s.WaitForIP = true
+	h.create(s)
+	var line string
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(l, `"proxmox wait started"`) && strings.Contains(l, `"wait":"address"`) {
+			line = l
+		}
+	}
+	assertContains(t, line, `"@level":"info"`, "about 50 s on a real host", "baked in", `"vmid":105967`)
+	if strings.Contains(h.logs.String(), "#cloud-config") {
+		t.Error("the cloud-init text is in the logs")
+	}
+}
