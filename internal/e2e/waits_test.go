@@ -50,6 +50,7 @@ func TestE2E_ImportedVMWithoutAgentRestart(t *testing.T) {
 	if !strings.Contains(out, "guest agent does not answer") || !strings.Contains(out, "wait_for_ip = false") {
 		t.Errorf("the error does not name the guest agent and what to do:\n%s", r)
 	}
+	t.Logf("the refused apply took %s", r.Duration)
 	if r.Duration > updateTimeout/3 {
 		t.Errorf("the update failed after %s: it waited instead of refusing (timeout %s)", r.Duration, updateTimeout)
 	}
@@ -123,6 +124,7 @@ func TestE2E_StoppedOutOfBandDuringUpdateSettle(t *testing.T) {
 	stopped := time.Now()
 	r := p.Wait()
 	took := time.Since(stopped)
+	t.Logf("the apply ended %s after the out-of-band stop", took)
 	if r.OK() {
 		t.Fatalf("the apply succeeded with the VM stopped:\n%s", r)
 	}
@@ -158,7 +160,7 @@ func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const updateTimeout = 90 * time.Second
+	const updateTimeout = 60 * time.Second
 	v := s.vm("cold")
 	v.Timeouts = map[string]string{"update": updateTimeout.String()}
 	s.vms = []tfrun.VM{v}
@@ -176,6 +178,7 @@ func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", want, r)
 		}
 	}
+	t.Logf("the failed start took %s", r.Duration)
 	if r.Duration > updateTimeout/3 {
 		t.Errorf("the update failed after %s (timeout %s)", r.Duration, updateTimeout)
 	}
