@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -168,9 +170,28 @@ func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
 	if r := s.ws.Import(s.ctx, v.Addr(), strconv.Itoa(vmid)); !r.OK() {
 		t.Fatalf("import:\n%s", r)
 	}
+	// TF_LOG=INFO alone must explain the wait.
+	logFile := filepath.Join(t.TempDir(), "info.log")
+	s.ws.Env = append(s.ws.Env, "TF_LOG=INFO", "TF_LOG_PATH="+logFile)
 	r := s.apply()
+	s.ws.Env = nil
 	if r.OK() {
 		t.Fatalf("the start of a VM whose agent never answers succeeded:\n%s", r)
+	}
+	logs, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(logs), "\n") {
+		if strings.Contains(l, "proxmox wait") {
+			t.Log(l)
+		}
+	}
+	for _, want := range []string{"proxmox wait started", "an IPv4 address from the guest agent", "must answer within 3m0s of the boot",
+		"proxmox wait cannot succeed", "agent not running"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("the TF_LOG=INFO log lacks %q", want)
+		}
 	}
 	out := strings.Join(strings.Fields(r.Output()), " ")
 	for _, want := range []string{"Guest agent of the imported proxy VM not known", "guest agent has not answered", "wait_for_ip = false"} {
