@@ -384,6 +384,7 @@ func TestCreate_adoptionDoesNotNeedTheTemplate(t *testing.T) {
 func TestCreate_cloneTargetAndStorage(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.b.cfg.Storage = "ceph-vm"
+	sharedTemplate(h.f, 9001) // PVE clones across nodes only from shared storage
 	s := h.spec()
 	s.Node = "pv1-2"
 	vm := h.create(s)
