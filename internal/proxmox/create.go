@@ -158,7 +158,7 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 			s.Node = b.cfg.Nodes[0]
 		} // several: placed at create (placement.go)
 	}
-	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
+	if s.Node != "" && len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
 		return Permanentf("node %q is not one of the provider's nodes (%s)", s.Node, strings.Join(b.cfg.Nodes, ", "))
 	}
 	if s.CreatedAt.IsZero() {
