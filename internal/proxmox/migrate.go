@@ -83,6 +83,13 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 	}
 	m.upid = upid
 	if err := b.waitTask(ctx, upid, 0); err != nil {
+		if ctx.Err() != nil {
+			// The task may still be running: the VM holds lock migrate and nothing can be
+			// put back now. The next refresh reads where it ended up.
+			return Transientf("the migration of the VM from node %s to node %s (task %s) did not finish within the %s timeout; "+
+				"it may still be running in Proxmox: wait for the task, then apply again (raise timeouts.%s for large disks): %w",
+				from, to, upid, op, op, err)
+		}
 		// The VM is where the task left it: on the source after a failure, but a task that
 		// ended on a lost poll may have moved it. Look before cleaning up.
 		if at, lerr := b.nodeOf(ctx, id.VMID); lerr == nil && at == to {

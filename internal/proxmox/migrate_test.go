@@ -1,8 +1,10 @@
 package proxmox
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -181,5 +183,40 @@ func TestUpdate_failedMigrationRestoresTheSeed(t *testing.T) {
 	}
 	if _, ok := h.f.iso("pv1-1", fakeISOStorage, testName+"-seed.iso"); !ok {
 		t.Error("the seed on the source was lost")
+	}
+}
+
+// TestUpdate_migrationTimeoutNamesTheTask: a migration that outlives the update timeout
+// says so, with both nodes and the task, and that it may still run.
+func TestUpdate_migrationTimeoutNamesTheTask(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.create(h.spec())
+	h.f.mu.Lock()
+	for _, n := range h.f.nodes { // a shared seed storage: the migration is the only task
+		st := h.f.storages[n+"/"+fakeISOStorage]
+		st.Shared = 1
+		h.f.storages[n+"/"+fakeISOStorage] = st
+	}
+	h.f.taskPolls = 1 << 30 // the task stays running
+	h.f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(h.ctx, 200*time.Millisecond)
+	defer cancel()
+	to := "pv1-2"
+	err := h.b.Update(ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UserData: []byte("#cloud-config\n"), UserDataKnown: true, UID: testUID})
+	if err == nil || !strings.Contains(err.Error(), "did not finish within the update timeout") ||
+		!strings.Contains(err.Error(), "from node pv1-1 to node pv1-2") || !strings.Contains(err.Error(), ":qmigrate:") {
+		t.Fatalf("err %v", err)
+	}
+	// On a shared seed storage the seed is neither ejected nor copied.
+	for _, c := range h.f.callsOf("SetVMConfig") {
+		if c.Args["ide2"] != "" && c.Node == "pv1-1" && strings.HasPrefix(c.Args["ide2"], "none") {
+			t.Errorf("seed ejected although the ISO storage is shared: %+v", c)
+		}
+	}
+	for _, c := range h.f.callsOf("UploadISO") {
+		if c.Node == "pv1-2" {
+			t.Errorf("seed uploaded to the target although the ISO storage is shared: %+v", c)
+		}
 	}
 }
