@@ -785,7 +785,6 @@ func TestCreate_invalidSpecIsPermanentWithoutARequest(t *testing.T) {
 		"no template":     func(s *Spec) { s.TemplateVMID = 0 },
 		"VLAN too large":  func(s *Spec) { s.VLANTag = 4095 },
 		"negative disk":   func(s *Spec) { s.DiskGiB = -1 },
-		"node of several": func(s *Spec) { s.Node = "" },
 		"unknown node":    func(s *Spec) { s.Node = "pv9-9" },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"strconv"
+	"sync"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -26,5 +27,17 @@ func (f *fakeAPI) Migrate(ctx context.Context, node string, vmid int, p pveapi.M
 	if v.Status == "running" && !p.Online {
 		return "", fixtureErr("err_migrate_running_offline")
 	}
+	if isHAManaged(f) {
+		// The HA manager moves the VM later; the test moves it (mutate).
+		return f.newTask(node, "hamigrate", strconv.Itoa(vmid), nil), nil
+	}
 	return f.newTask(node, "qmigrate", strconv.Itoa(vmid), func() { v.Node = p.Target }), nil
 }
+
+// haManaged marks fakes whose VMs are HA-managed: a migration answers a hamigrate task
+// that moves nothing (qemu-server migrate_vm hands the move to ha-manager).
+var haManaged sync.Map // *fakeAPI -> bool
+
+func setHAManaged(f *fakeAPI) { haManaged.Store(f, true) }
+
+func isHAManaged(f *fakeAPI) bool { _, ok := haManaged.Load(f); return ok }

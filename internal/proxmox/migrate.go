@@ -100,9 +100,29 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 		return Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
 			"apply again to retry: %w", from, to, from, err)
 	}
+	if u, perr := pveapi.ParseUPID(upid); perr == nil && u.Type == "hamigrate" {
+		// An HA-managed VM: the task only asked the HA manager to migrate it (qemu-server
+		// migrate_vm), which it does afterwards. Wait until the VM shows on the target.
+		if err := b.waitOnNode(ctx, id.VMID, to); err != nil {
+			return Transientf("the HA manager did not move the VM from node %s to node %s (task %s) in time; check the HA resource in Proxmox, then apply again: %w",
+				from, to, upid, err)
+		}
+	}
 	b.invalidateListing()
 	m.finish(ctx)
 	return nil
+}
+
+// waitOnNode polls the listing until vmid is on node and unlocked, bounded by ctx.
+func (b *Backend) waitOnNode(ctx context.Context, vmid int, node string) error {
+	return b.pollUntil(ctx, 0, func(ctx context.Context) (bool, error) {
+		res, err := b.listing(ctx, true)
+		if err != nil {
+			return false, nil
+		}
+		r, ok := findResource(res, vmid)
+		return ok && r.Node == node && r.Lock == "", nil
+	})
 }
 
 // prepareSeed ejects the seed ISO and uploads it to the target, when it is on a storage

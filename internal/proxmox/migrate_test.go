@@ -220,3 +220,50 @@ func TestUpdate_migrationTimeoutNamesTheTask(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdate_haManagedMigrationWaitsForTheMove: for an HA-managed VM Proxmox answers a
+// hamigrate task that ends before the HA manager moves the VM; the update waits until the
+// VM is on the target before attaching the seed there.
+func TestUpdate_haManagedMigrationWaitsForTheMove(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.create(h.spec())
+	var polls int
+	setHAManaged(h.f)
+	h.f.onCall("ClusterResources", func(ctx context.Context, c fakeCall) error {
+		if h.f.calls("Migrate") > 0 {
+			if polls++; polls == 3 {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Node = "pv1-2" }) // the HA manager moves it
+			}
+		}
+		return nil
+	})
+	to := "pv1-2"
+	err := h.b.Update(h.ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UserData: []byte("#cloud-config\n"), UserDataKnown: true, UID: testUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if polls < 3 {
+		t.Errorf("%d listing polls: the update did not wait for the HA manager", polls)
+	}
+	if v := h.f.vm(testVMID0); v.Node != "pv1-2" || !strings.HasPrefix(v.Config["ide2"], "proxy-seeds:iso/") {
+		t.Errorf("after the HA migration: node %s ide2 %q", v.Node, v.Config["ide2"])
+	}
+}
+
+// TestCreate_withoutNodeIsPlaced: a spec without a node on a two-node provider is placed
+// (here on pv1-2, which holds fewer proxy VMs), cloned on the template's node and migrated.
+func TestCreate_withoutNodeIsPlaced(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.f.addVM(&fakeVM{VMID: 300, Name: "other-proxy", Status: "running", Config: map[string]string{"tags": ManagedTag}})
+	s := h.spec()
+	s.Node = ""
+	vm := h.create(s)
+	if vm.Node != "pv1-2" {
+		t.Errorf("placed on %q, want pv1-2 (pv1-1 has a proxy VM already)", vm.Node)
+	}
+	if m := h.f.callsOf("Migrate"); len(m) != 1 || m[0].Args["target"] != "pv1-2" {
+		t.Errorf("migrations %+v", m)
+	}
+}
