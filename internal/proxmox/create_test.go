@@ -779,13 +779,14 @@ func TestCreate_cancelledContextReturnsPromptly(t *testing.T) {
 
 func TestCreate_invalidSpecIsPermanentWithoutARequest(t *testing.T) {
 	for name, mut := range map[string]func(s *Spec){
-		"no name":        func(s *Spec) { s.Name = "" },
-		"slash in name":  func(s *Spec) { s.Name = "a/b" },
-		"no uid":         func(s *Spec) { s.UID = "" },
-		"no template":    func(s *Spec) { s.TemplateVMID = 0 },
-		"VLAN too large": func(s *Spec) { s.VLANTag = 4095 },
-		"negative disk":  func(s *Spec) { s.DiskGiB = -1 },
-		"unknown node":   func(s *Spec) { s.Node = "pv9-9" },
+		"no name":         func(s *Spec) { s.Name = "" },
+		"slash in name":   func(s *Spec) { s.Name = "a/b" },
+		"no uid":          func(s *Spec) { s.UID = "" },
+		"no template":     func(s *Spec) { s.TemplateVMID = 0 },
+		"VLAN too large":  func(s *Spec) { s.VLANTag = 4095 },
+		"negative disk":   func(s *Spec) { s.DiskGiB = -1 },
+		"negative memory": func(s *Spec) { s.MemoryMiB = -1 },
+		"unknown node":    func(s *Spec) { s.Node = "pv9-9" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")
