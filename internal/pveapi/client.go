@@ -36,9 +36,9 @@ const (
 	// IdleConnTimeout is how long an idle keep-alive connection is kept.
 	IdleConnTimeout = 90 * time.Second
 
-	apiPrefix       = "/api2/json"
+	apiPrefix = "/api2/json"
 	// DefaultPort is pveproxy's port, used when the endpoint names none.
-	DefaultPort = "8006"
+	DefaultPort     = "8006"
 	maxErrorBody    = 64 << 10
 	maxResponseBody = 32 << 20
 	defaultUA       = "terraform-provider-proxy"
