@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -296,7 +297,7 @@ func TestE2E_BadInput_CloudInitFormat(t *testing.T) {
 				}
 				ok = r.OK() && onAttribute(warns, c.attr) && !strings.Contains(r.Output(), "squid")
 				if !ok {
-					t.Errorf("want a plan with a warning on %s:\n%s", c.attr, describeDiags(all))
+					t.Errorf("want a plan with a warning on %s:\n%s\n%s", c.attr, describeDiags(all), tail(r.Output(), 30))
 				}
 			} else {
 				ok = r.OK() && len(errs) == 0 && !strings.Contains(r.Output(), "cloud_init is not in a format")
@@ -342,4 +343,73 @@ func TestE2E_Failure_DestroyFinishesWithoutTheISOStorage(t *testing.T) {
 	}
 	t.Logf("destroy output:\n%s", tail(tfrun.TrimOverridesWarning(out), 12))
 	envOutcome(s, ok)
+}
+
+// preflightStats are the requests only the preflight makes during an apply (the node
+// status, the storage statuses, the node network); it also reads the shared listing and
+// one template config per provider instance, which creates read too.
+var preflightStats = []string{"GET /nodes/{node}/status", "GET /nodes/{node}/storage/{storage}/status", "GET /nodes/{node}/network"}
+
+// TestE2E_Failure_PreflightRequests measures what the preflight costs: an apply of 1 and
+// of 100 VMs (a bridge set, so every check runs) makes the same constant number of
+// preflight requests (terraform plans and applies with two provider instances, each
+// checking once), and a no-op plan makes none of them and stays near two requests per VM.
+func TestE2E_Failure_PreflightRequests(t *testing.T) {
+	needTF(t)
+	counts := []int{1, 100}
+	if testing.Short() {
+		counts = []int{1, 10}
+	}
+	perApply := map[int]int{}
+	for _, n := range counts {
+		s := newScenario(t, "bad-input/preflight-cost", scenarioOpts{NoForeign: true})
+		s.ws.Timeout = 10 * time.Minute
+		s.pc.VMIDMin, s.pc.VMIDMax = 1000, 1999
+		v := s.vm("m${count.index}")
+		v.Count, v.Bridge = n, "vmbr1"
+		v.WaitForIP = new(bool)
+		s.vms = []tfrun.VM{v}
+		s.sim.ResetStats()
+		s.mustApply()
+		stats := s.sim.Stats()
+		pre := 0
+		for _, k := range preflightStats {
+			pre += stats[k]
+		}
+		perApply[n] = pre
+		s.sim.ResetStats()
+		r := s.ws.Run(s.ctx, "plan", "-input=false", "-no-color", "-detailed-exitcode")
+		if r.ExitCode != 0 {
+			t.Fatalf("the plan after the apply of %d VMs is not empty (exit %d):\n%s", n, r.ExitCode, r)
+		}
+		plan := s.sim.Stats()
+		planPre := 0
+		for _, k := range preflightStats {
+			planPre += plan[k]
+		}
+		total := tfrun.TotalRequests(plan)
+		t.Logf("%d VMs: apply made %d preflight requests (%v); the no-op plan made %d requests (%.2f per VM), %d of them preflight",
+			n, pre, pick(stats, preflightStats), total, float64(total)/float64(n), planPre)
+		figures.note(s.cat, fmt.Sprintf("apply of %d VMs: %d preflight requests; no-op plan %.2f requests/VM", n, pre, float64(total)/float64(n)))
+		if planPre != 0 {
+			t.Errorf("a no-op plan of %d VMs ran the preflight (%d requests)", n, planPre)
+		}
+		if total > 2*n+4 {
+			t.Errorf("a no-op plan of %d VMs made %d requests, more than 2 per VM + 4", n, total)
+		}
+		if d := s.destroy(); !d.OK() {
+			t.Errorf("destroy: %v", d)
+		}
+	}
+	if perApply[counts[0]] != perApply[counts[1]] || perApply[counts[0]] > 8 {
+		t.Errorf("preflight requests per apply: %v, want the same constant (at most 4 per provider instance)", perApply)
+	}
+}
+
+func pick(m map[string]int, keys []string) map[string]int {
+	out := map[string]int{}
+	for _, k := range keys {
+		out[k] = m[k]
+	}
+	return out
 }

@@ -562,8 +562,10 @@ func mustDuration(s string) time.Duration {
 }
 
 // keepsPriorValues reports a refresh failure that keeps the values the last apply saved
-// (with a warning): a task holds the VM (a clone in progress, a lock). Every other failure
-// fails the plan.
+// (with a warning): a task holds the VM (a clone in progress, a lock), or the endpoint
+// answered but the VM's node did not (595/596: the listing shows the VM's status as unknown,
+// a status it does not know yet). Every other failure (the endpoint not answering, TLS,
+// 401/403, any permanent error) fails the plan.
 func keepsPriorValues(err error) bool {
-	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err)
+	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err) || pveapi.IsProxyFailure(err)
 }
