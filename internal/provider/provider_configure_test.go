@@ -236,7 +236,7 @@ func TestProviderConfigure_unknown(t *testing.T) {
 }
 
 // TestProviderConfigure_neverDials: Configure makes no connection, even to a live endpoint,
-// and does not fail on a token file that does not exist yet.
+// though it reads the token file.
 func TestProviderConfigure_neverDials(t *testing.T) {
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {

@@ -174,7 +174,7 @@ func (d *providerData) connectionFix(err error) (string, bool) {
 	case pveapi.IsEndpointUnreachable(err):
 		return fmt.Sprintf("Proxmox VE at %s does not answer: nothing was changed. Check the provider's endpoint (without a port it is %s), "+
 			"that the host is up and pveproxy runs on it (systemctl status pveproxy), and that no firewall or proxy is in between. "+
-			"The provider retried the connection a few times before giving up.", addr, "8006"), true
+			"The provider retried the connection a few times before giving up; once the endpoint answers, run the same command again.", addr, "8006"), true
 	case pveapi.IsTLSVerification(err):
 		return fmt.Sprintf("Retrying will not help. The certificate of %s did not verify against %s. Set ca_file (or ca_pem) to the cluster's CA, "+
 			"/etc/pve/pve-root-ca.pem on any node, and use an endpoint host that the certificate names; "+
