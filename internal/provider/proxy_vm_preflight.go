@@ -62,7 +62,11 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, pl
 	}
 	msg := r.redact(pe.Err.Err.Error())
 	attr, where := preflightAttribute(pe.Subject, config)
-	detail := fmt.Sprintf("%s: %s.\n\n%s %s", vmLabel(name, 0), trimEnd(msg), where, nothingTouched)
+	advice := where
+	if pe.Err.Class == pveapi.Permanent {
+		advice = "Retrying will not help. " + where
+	}
+	detail := fmt.Sprintf("%s: %s.\n\n%s %s", vmLabel(name, 0), trimEnd(msg), advice, nothingTouched)
 	tflog.Warn(ctx, "proxy VM preflight refused the configuration", map[string]any{
 		"name": name, "subject": string(pe.Subject), "error": msg})
 	if attr.Equal(path.Empty()) {
