@@ -234,6 +234,7 @@ type Backend struct {
 	locks    *keyedLock
 	// placements are the nodes automatic placement gave (placement.go).
 	placements placementBook
+	pre        *preflightCache // Preflight's verdicts, per provider instance
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
 }
@@ -273,6 +274,7 @@ func New(api pveapi.API, cfg Config) *Backend {
 		clock:     realClock{},
 		listings:  &listingCache{},
 		locks:     &keyedLock{},
+		pre:       &preflightCache{},
 		buildSeed: nocloud.Build,
 	}
 }
