@@ -294,6 +294,9 @@ func (s *Sim) hClone(c *call) *response {
 		if s.vms[newid] != nv {
 			return notExistMsg(targetNode, newid)
 		}
+		if s.listing.StaleAfterClone {
+			s.restartStatus(at)
+		}
 		conf := s.cloneConfig(srcConf, newid, storageID)
 		conf["name"] = name
 		if hasDesc {
@@ -302,7 +305,9 @@ func (s *Sim) hClone(c *call) *response {
 		nv.conf = conf
 		nv.lock = ""
 		nv.midClone = false
-		nv.freshUntil = at.Add(s.real(s.dur.FreshUnknown))
+		if !s.snapshotting() {
+			nv.freshUntil = at.Add(s.real(s.dur.FreshUnknown))
+		}
 		nv.guest = guest{agentInstalled: srcGuest.agentInstalled, instanceID: srcGuest.instanceID}
 		return ""
 	}
@@ -312,6 +317,9 @@ func (s *Sim) hClone(c *call) *response {
 		}
 	}
 	s.submitTask(t, c.now)
+	if s.listing.SnapshotAtCloneStart {
+		s.restartStatus(c.now)
+	}
 	return okData(t.upid)
 }
 

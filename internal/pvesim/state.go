@@ -228,10 +228,12 @@ func bootDiskSize(conf map[string]string) int64 {
 	return 0
 }
 
+// memoryMiB is the configured memory, 512 MiB when unset (qemu-server
+// src/PVE/QemuServer/Memory.pm, the memory property's default).
 func memoryMiB(conf map[string]string) int64 {
 	m := memoryRe.FindStringSubmatch(conf["memory"])
 	if m == nil {
-		return 2048
+		return 512
 	}
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n

@@ -1,0 +1,122 @@
+package pvesim_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// Conformance to what the PVE 9 sources say beyond the captures. Each test names the
+// fixture whose source field cites the repository, file, function and lines followed.
+
+// snapshotListing is the status snapshot model with a 10 s interval (at the default speed,
+// 10 ms of wall time) and a clone of 2 s.
+func snapshotListing(l pvesim.Listing) pvesim.Options {
+	return pvesim.Options{Listing: l, Durations: pvesim.Durations{StatusInterval: 10 * time.Second}}
+}
+
+// entryMatches compares a listing entry with a fixture entry: the same keys (tags aside,
+// they follow the VM) and the same identity, name, status, template and lock.
+func entryMatches(t *testing.T, what string, got, want map[string]any) {
+	t.Helper()
+	if got == nil {
+		t.Fatalf("%s: not listed", what)
+	}
+	strip := func(m map[string]any) []string {
+		return slices.DeleteFunc(keysOf(m), func(k string) bool { return k == "tags" })
+	}
+	if !slices.Equal(strip(got), strip(want)) {
+		t.Errorf("%s: keys %v, want %v", what, strip(got), strip(want))
+	}
+	for _, k := range []string{"name", "status", "template", "lock", "type", "maxmem", "maxdisk"} {
+		if got[k] != want[k] {
+			t.Errorf("%s: %s = %v, want %v", what, k, got[k], want[k])
+		}
+	}
+}
+
+func TestSource_listingLagsTheStatusSnapshotDuringAndAfterAClone(t *testing.T) {
+	// The worst case: sampled right when the clone starts, and the next sample a full
+	// interval after it ends.
+	opts := snapshotListing(pvesim.Listing{SnapshotAtCloneStart: true, StaleAfterClone: true})
+	opts.Durations.Clone = 100 * time.Second
+	opts.Durations.StatusInterval = 1000 * time.Second
+	tg := newTarget(t, opts)
+	tg.simOnly("the timing of pvestatd's snapshot cannot be chosen on a real host")
+	tg.parallel()
+	upid, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("lag\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := tg.resource(tg.vmid)
+	entryMatches(t, "mid-clone, sampled", got, fixtureEntry(t, "cluster_resources_clone_sampled", captureVMID))
+	tg.mustOK(upid, nil)
+	ended := time.Now() // the clone ended a little before this
+	stale := fixtureEntry(t, "cluster_resources_after_clone_stale", captureVMID)
+	got, _ = tg.resource(tg.vmid)
+	entryMatches(t, "right after the clone", got, stale)
+	// The config is the authority meanwhile.
+	conf, err := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err != nil || conf["name"] != captureName {
+		t.Errorf("config name %v (%v), want %s", conf["name"], err, captureName)
+	}
+	// Still stale most of an interval later (the next snapshot is due a full interval
+	// after the clone's end).
+	time.Sleep(time.Until(ended.Add(tg.sim.WallTime(700 * time.Second))))
+	got, _ = tg.resource(tg.vmid)
+	entryMatches(t, "0.7 interval after the clone", got, stale)
+	tg.eventually("the next snapshot", func() bool {
+		e, _ := tg.resource(tg.vmid)
+		return e["name"] == captureName && e["status"] == "stopped"
+	})
+}
+
+func TestSource_listingWithoutStatusDataIsNamelessUnknown(t *testing.T) {
+	// No snapshot during the clone: nothing sampled yet after it either.
+	opts := snapshotListing(pvesim.Listing{})
+	opts.Durations.StatusInterval = 100000 * time.Second
+	tg := newTarget(t, opts)
+	tg.simOnly("the timing of pvestatd's snapshot cannot be chosen on a real host")
+	tg.parallel()
+	tg.cloned()
+	got, _ := tg.resource(tg.vmid)
+	// The F8 entry, its clone lock gone (read live from the config).
+	entryMatches(t, "after the clone, never sampled", got, withoutKey(fixtureEntry(t, "cluster_resources_mid_clone", captureVMID), "lock"))
+	tg.sim.SnapshotStatus()
+	got, _ = tg.resource(tg.vmid)
+	if got["name"] != captureName || got["status"] != "stopped" {
+		t.Errorf("after a snapshot: %v", got)
+	}
+}
+
+func TestSource_listingReadsPausedOnceSampled(t *testing.T) {
+	opts := snapshotListing(pvesim.Listing{})
+	opts.Durations.StatusInterval = 100000 * time.Second
+	tg := newTarget(t, opts)
+	tg.simOnly("the timing of pvestatd's snapshot cannot be chosen on a real host")
+	tg.parallel()
+	tg.cloned()
+	tg.started()
+	tg.sim.SnapshotStatus()
+	tg.power("suspend", nil)
+	if got, _ := tg.resource(tg.vmid); got["status"] != "running" {
+		t.Errorf("paused, before the next snapshot: listed %v, want running (capture F14)", got["status"])
+	}
+	tg.sim.SnapshotStatus()
+	got, _ := tg.resource(tg.vmid)
+	entryMatches(t, "paused, sampled", got, fixtureEntry(t, "cluster_resources_paused_sampled", captureVMID))
+}
+
+func TestSource_listingPeriodFollowsTheSpeed(t *testing.T) {
+	// A 10 s interval at speed 1000 is 10 ms: a new clone is sampled within a few.
+	tg := newTarget(t, snapshotListing(pvesim.Listing{}))
+	tg.simOnly("the simulator's speed")
+	tg.parallel()
+	tg.cloned()
+	tg.eventually("a sample of the new VM", func() bool {
+		e, _ := tg.resource(tg.vmid)
+		return e["name"] == captureName
+	})
+}
