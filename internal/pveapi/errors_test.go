@@ -298,7 +298,7 @@ func TestTaskError_namesUPIDAndText(t *testing.T) {
 	upid := upidOf("resize_shrink_response")
 	exit := taskExit(t, "task_status_stopped_error")
 	msg := (&TaskError{UPID: upid, ExitStatus: exit}).Error()
-	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "qmresize") {
+	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "resize") {
 		t.Errorf("TaskError = %q", msg)
 	}
 }

@@ -151,7 +151,16 @@ func (s *Sim) handle(req *http.Request) *response {
 		denied := s.denied(rt.perms(c))
 		s.mu.Unlock()
 		if denied != nil {
-			return apiError(403, fmt.Sprintf("Permission check failed (%s, %s)", denied.Path, denied.Privilege))
+			msg := fmt.Sprintf("Permission check failed (%s, %s)", denied.Path, denied.Privilege)
+			if rt.tmpl == uploadTmpl {
+				// pveproxy checks an upload's privilege in its auth handler (pve-manager
+				// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
+				// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,
+				// the auth_handler error branch).
+				time.Sleep(s.real(3 * time.Second))
+				return &response{status: 403, reason: msg}
+			}
+			return apiError(403, msg)
 		}
 	}
 

@@ -237,11 +237,26 @@ func (s *Sim) hClone(c *call) *response {
 		return r
 	}
 	newid, _ := strconv.Atoi(c.params["newid"])
-	if _, taken := s.vms[newid]; taken {
-		return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+	// The synchronous check only looks at the conffile on the node asked (qemu-server
+	// src/PVE/API2/Qemu.pm clone_vm: -f config_file($newid)); a VMID another node holds
+	// fails inside the task, when pmxcfs refuses the temporary config (memdb.c
+	// vmlist_different_vm_exists; pve-common src/PVE/File.pm file_set_contents).
+	if other, taken := s.vms[newid]; taken {
+		if other.node == c.node {
+			return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+		}
+		if r := s.cloneSyncChecks(c, src); r != nil {
+			return r
+		}
+		t := s.newTask(c, c.node, "qmclone", strconv.Itoa(c.vmid), 0, false, s.dur.Clone)
+		t.begin = func(at time.Time) string {
+			return fmt.Sprintf("close (rename) atomic file '/etc/pve/nodes/%s/qemu-server/%d.conf' failed: File exists", c.node, newid)
+		}
+		s.submitTask(t, c.now)
+		return okData(t.upid)
 	}
-	if src.cloning() || (src.lock != "" && !src.isTemplate()) {
-		return apiError(500, lockedMsg(src.lock))
+	if r := s.cloneSyncChecks(c, src); r != nil {
+		return r
 	}
 	targetNode := c.node
 	if t := c.params["target"]; t != "" && t != c.node {
@@ -323,6 +338,19 @@ func (s *Sim) hClone(c *call) *response {
 	return okData(t.upid)
 }
 
+// cloneSyncChecks are clone_vm's checks before the task that do not depend on the new VMID.
+func (s *Sim) cloneSyncChecks(c *call, src *vm) *response {
+	if src.cloning() || (src.lock != "" && !src.isTemplate()) {
+		return apiError(500, lockedMsg(src.lock))
+	}
+	if sid := c.params["storage"]; sid != "" {
+		if st := s.storages[sid]; st != nil && !st.has("images") {
+			return paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", sid)})
+		}
+	}
+	return nil
+}
+
 // cloneConfig copies a config the way a full clone does: new disks, new MACs, new
 // smbios uuid and vmgenid, template flag dropped, meta and description kept (F10, F11).
 func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) map[string]string {
@@ -373,15 +401,26 @@ func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) ma
 	return conf
 }
 
+// missingVMTask answers a call whose checks all run inside its task (start, stop,
+// resize): a UPID whose task ends with exit.
+func (s *Sim) missingVMTask(c *call, typ, exit string) *response {
+	t := s.newTask(c, c.node, typ, strconv.Itoa(c.vmid), 0, false, 0)
+	t.begin = func(time.Time) string { return exit }
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// hResize: the task type is "resize" (qemu-server src/PVE/API2/Qemu.pm resize_vm:
+// fork_worker('resize', ...)); a missing VM fails in the task (load_config in the worker).
 func (s *Sim) hResize(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return s.missingVMTask(c, "resize", notExistMsg(c.node, c.vmid))
 	}
 	disk, size := c.params["disk"], c.params["size"]
 	skiplock := c.params["skiplock"] == "1"
 	var newSize, curSize int64
-	t := s.newTask(c, c.node, "qmresize", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Resize)
+	t := s.newTask(c, c.node, "resize", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Resize)
 	t.begin = func(at time.Time) string {
 		if s.vms[v.vmid] != v {
 			return notExistMsg(v.node, v.vmid)
@@ -466,10 +505,12 @@ func (s *Sim) hStatusCurrent(c *call) *response {
 	return okData(out)
 }
 
+// hStart: every check runs in the task (qemu-server src/PVE/API2/Qemu.pm vm_start forks
+// qmstart; vm_start's load_config fails there for a missing VM).
 func (s *Sim) hStart(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return s.missingVMTask(c, "qmstart", notExistMsg(c.node, c.vmid))
 	}
 	skiplock := c.params["skiplock"] == "1"
 	resuming := false
@@ -520,16 +561,28 @@ func (s *Sim) hStart(c *call) *response {
 	return okData(t.upid)
 }
 
+// stopMissingMsg is qemu-server src/PVE/QemuConfig.pm assert_config_exists_on_node, which
+// check_running calls first in _do_vm_stop.
+func stopMissingMsg(nodeName string, vmid int) string {
+	return fmt.Sprintf("unable to find configuration file for VM %d on node '%s'", vmid, nodeName)
+}
+
+// hStop: every check runs in the qmstop task (qemu-server src/PVE/QemuServer.pm
+// _do_vm_stop): a missing config fails there, a VM not running ends OK at once, before the
+// lock is checked.
 func (s *Sim) hStop(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return s.missingVMTask(c, "qmstop", stopMissingMsg(c.node, c.vmid))
 	}
 	skiplock := c.params["skiplock"] == "1"
 	t := s.newTask(c, c.node, "qmstop", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Stop)
 	t.begin = func(at time.Time) string {
 		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
+			return stopMissingMsg(v.node, v.vmid)
+		}
+		if v.status != "running" {
+			return ""
 		}
 		if v.lock != "" && !skiplock {
 			return lockedMsg(v.lock)
@@ -643,16 +696,17 @@ func (s *Sim) hDestroy(c *call) *response {
 	if r != nil {
 		return r
 	}
-	// A hibernated VM is destroyable (Phase 10); any other lock refuses.
-	if v.lock != "" && v.lock != "suspended" && c.params["skiplock"] != "1" {
-		return apiError(500, lockedMsg(v.lock))
-	}
+	skiplock := c.params["skiplock"] == "1"
 	if v.status == "running" {
 		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
 	}
 	if v.conf["protection"] == "1" {
 		return apiError(500, fmt.Sprintf("can't remove VM %d - protection mode enabled", v.vmid))
 	}
+	// The lock is checked in the task (qemu-server src/PVE/QemuServer.pm destroy_vm:
+	// check_lock unless skiplock or the lock is suspended; a hibernated VM is destroyable,
+	// Phase 10); before it only existence, protection and running (destroy_vm's
+	// $early_checks in src/PVE/API2/Qemu.pm).
 	t := s.newTask(c, c.node, "qmdestroy", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Destroy)
 	t.begin = func(at time.Time) string {
 		if s.vms[v.vmid] != v {
@@ -660,6 +714,9 @@ func (s *Sim) hDestroy(c *call) *response {
 		}
 		if v.status == "running" {
 			return fmt.Sprintf("VM %d is running - destroy failed", v.vmid)
+		}
+		if v.lock != "" && v.lock != "suspended" && !skiplock {
+			return lockedMsg(v.lock)
 		}
 		return ""
 	}

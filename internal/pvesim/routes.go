@@ -58,6 +58,7 @@ func init() {
 		"content": {}, "filename": {maxLen: 255}, "checksum": pStr, "tmpfilename": pStr,
 		"checksum-algorithm": {optional: true, enum: []string{"md5", "sha1", "sha224", "sha256", "sha384", "sha512"}},
 	}), storagePriv("Datastore.AllocateTemplate"), (*Sim).hUpload)
+	add("GET", "/nodes/{node}/storage/{storage}/content/{volume}", nil, storagePriv("Datastore.Audit"), (*Sim).hVolumeInfo)
 	add("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", fixed(map[string]pspec{"delay": {typ: tInt, optional: true, min: i64(1), max: i64(30)}}), storagePriv("Datastore.Allocate"), (*Sim).hVolumeDelete)
 
 	add("GET", "/nodes/{node}/qemu", fixed(map[string]pspec{"full": pBool}), nil, (*Sim).hQemuList)

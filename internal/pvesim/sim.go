@@ -86,7 +86,7 @@ type Durations struct {
 	Upload       time.Duration // imgcopy: 1 s
 	Start        time.Duration // qmstart: 1 s
 	Stop         time.Duration // qmstop: 1 s
-	Resize       time.Duration // qmresize: 1 s
+	Resize       time.Duration // resize: 1 s
 	Destroy      time.Duration // qmdestroy: 1 s
 	VolumeDelete time.Duration // imgdel: 0.5 s
 	Suspend      time.Duration // qmsuspend, qmresume, qmconfig: 1 s

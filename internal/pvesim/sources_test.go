@@ -120,3 +120,65 @@ func TestSource_listingPeriodFollowsTheSpeed(t *testing.T) {
 		return e["name"] == captureName
 	})
 }
+
+// wantTaskExit waits for upid and checks its type and exitstatus against a task status
+// fixture.
+func (tg *target) wantTaskExit(upid string, err error, name string) {
+	tg.t.Helper()
+	if err != nil {
+		tg.t.Fatalf("want a UPID whose task fails as %s, got %v", name, err)
+	}
+	want := fixtureData(tg.t, name)
+	st := tg.waitTask(upid)
+	if st.Type != want["type"] || st.ExitStatus != tg.subst(want["exitstatus"].(string)) {
+		tg.t.Errorf("task %s ended %q (type %s), want %q (type %v)", upid, st.ExitStatus, st.Type, want["exitstatus"], want["type"])
+	}
+}
+
+func TestSource_checksInsideTasks(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	upid, err := tg.api.Start(tg.ctx(), tg.node, captureMissing)
+	tg.wantTaskExit(upid, err, "task_status_start_missing")
+	upid, err = tg.api.Stop(tg.ctx(), tg.node, captureMissing)
+	tg.wantTaskExit(upid, err, "task_status_stop_missing")
+	upid, err = tg.api.Resize(tg.ctx(), tg.node, captureMissing, "scsi0", "10G")
+	tg.wantTaskExit(upid, err, "task_status_resize_missing")
+
+	sim := tg.simOnly("a lock cannot be set on a real host's VM from here")
+	tg.cloned()
+	lock := "backup"
+	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Lock: &lock}); err != nil {
+		t.Fatal(err)
+	}
+	// Stopping a stopped VM that holds a lock ends OK (_do_vm_stop returns before check_lock).
+	tg.mustOK(tg.api.Stop(tg.ctx(), tg.node, tg.vmid))
+	upid, err = tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.wantTaskExit(upid, err, "task_status_destroy_locked")
+	if _, ok := sim.VM(tg.vmid); !ok {
+		t.Error("the failed destroy removed the VM")
+	}
+}
+
+func TestSource_cloneOntoAVMIDAnotherNodeHoldsFailsInTheTask(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{Nodes: []string{captureNode, "pv1-2"}})
+	sim := tg.simOnly("a second node")
+	tg.parallel()
+	if err := sim.AddVM(pvesim.VMSpec{VMID: tg.vmid, Node: "pv1-2", Name: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
+	upid, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("other node\n"))
+	tg.wantTaskExit(upid, err, "task_status_clone_vmid_other_node")
+	if v, ok := sim.VM(tg.vmid); !ok || v.Node != "pv1-2" || v.Name != "someone-else" {
+		t.Errorf("the other node's VM after the failed clone: %+v %t", v, ok)
+	}
+	// On the node asked, the synchronous refusal (F4) stays.
+	if err := sim.DeleteVM(tg.vmid); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddVM(pvesim.VMSpec{VMID: tg.vmid, Node: tg.node, Name: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("same node\n"))
+	tg.wantAPIError(err, "err_clone_exists")
+}
