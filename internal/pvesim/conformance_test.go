@@ -150,7 +150,15 @@ func TestF05_agentAnswersItsThreeMessages(t *testing.T) {
 	if !pveapi.IsAgentNotRunning(err) {
 		t.Error("IsAgentNotRunning is false")
 	}
+	// agent: 0 is still an agent setting: the agent is "not running" (qemu-server
+	// src/PVE/QemuServer/Agent.pm assert_agent_available); only without the key is it
+	// "not configured".
 	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"agent": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_agent_not_running")
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"delete": "agent"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)

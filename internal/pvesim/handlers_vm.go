@@ -35,7 +35,14 @@ func (s *Sim) hConfigGet(c *call) *response {
 	if v.cloning() {
 		return okData(renderConfig(map[string]string{}, v.lock))
 	}
-	return okData(renderConfig(v.conf, v.lock))
+	// Pending values show unless current=1 (qemu-server src/PVE/API2/Qemu.pm vm_config).
+	conf := v.withPending()
+	if c.params["current"] == "1" {
+		conf = v.conf
+	}
+	out := renderConfig(conf, v.lock)
+	out["digest"] = digest(v.digestConf())
+	return okData(out)
 }
 
 func (s *Sim) hConfigPut(c *call) *response {
@@ -80,7 +87,7 @@ var newDiskRe = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(
 
 // applyConfig validates the semantic rules of a config write and applies it.
 func (s *Sim) applyConfig(c *call, v *vm) *response {
-	if d := c.params["digest"]; d != "" && d != digest(withLockKey(v.conf, v.lock)) {
+	if d := c.params["digest"]; d != "" && d != digest(v.digestConf()) {
 		return apiError(500, "detected modified configuration - file changed by other user? Try again.")
 	}
 	conf := maps.Clone(v.conf)
@@ -113,6 +120,10 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		switch {
 		case k == "tags":
 			val = normalizeTags(val)
+		case k == "description":
+			// parse_vm_config strips trailing whitespace (qemu-server
+			// src/PVE/QemuServer.pm, line 1971: $descr =~ s/\s+$//).
+			val = trimTrailingSpace(val)
 		case k == "lock":
 			v.lock = val
 			continue
@@ -137,8 +148,14 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 				if s.storages[sid] == nil {
 					return apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
 				}
-				// An ISO on a CD-ROM drive gets its size recorded (vm_config_after_seed).
-				if iso := s.volume(v.node, vol); iso != nil && isCDROM(val) {
+				// An existing volume must exist (qemu-server src/PVE/API2/Qemu.pm
+				// create_disks, lines 711-713: "volume $volid does not exist"); an ISO on a
+				// CD-ROM drive gets its size recorded (vm_config_after_seed).
+				iso := s.volume(v.node, vol)
+				if st := s.storages[sid]; st.hasPath && iso == nil {
+					return apiError(500, fmt.Sprintf("volume %s does not exist", vol))
+				}
+				if iso != nil && isCDROM(val) {
 					val = setOpt(val, "size", formatSize(int64(len(iso.data))))
 				}
 			} else if vol != "none" && vol != "cdrom" && !strings.HasPrefix(vol, "/") {
@@ -162,8 +179,18 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 				val += "," + rest
 			}
 		}
-		if _, existed := conf[k]; !existed && (driveKeyRe.MatchString(k) || netKeyRe.MatchString(k)) {
+		// Only a new CD-ROM drive joins an explicit boot order (update_vm_api, lines
+		// 2438-2451: "append new CD drives to bootorder"; drive_is_cdrom($drive, 1)
+		// excludes the cloud-init drive).
+		if _, existed := conf[k]; !existed && driveKeyRe.MatchString(k) && isCDROM(val) && !strings.Contains(val, "cloudinit") {
 			added = append(added, k)
+		}
+		if pendingKeys[k] && v.status == "running" {
+			if v.pending == nil {
+				v.pending = map[string]string{}
+			}
+			v.pending[k] = val
+			continue
 		}
 		conf[k] = val
 	}
@@ -172,7 +199,7 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		if order, ok := strings.CutPrefix(conf["boot"], "order="); ok {
 			devs := strings.Split(order, ";")
 			for _, k := range added {
-				if !slices.Contains(devs, k) && !strings.Contains(conf[k], "cloudinit") {
+				if !slices.Contains(devs, k) {
 					devs = append(devs, k)
 				}
 			}
@@ -188,6 +215,11 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 	}
 	v.conf = conf
 	return nil
+}
+
+// trimTrailingSpace is Perl's s/\s+$//.
+func trimTrailingSpace(v string) string {
+	return strings.TrimRight(v, " \t\n\r\f\v")
 }
 
 func withLockKey(conf map[string]string, lock string) map[string]string {
@@ -315,7 +347,7 @@ func (s *Sim) hClone(c *call) *response {
 		conf := s.cloneConfig(srcConf, newid, storageID)
 		conf["name"] = name
 		if hasDesc {
-			conf["description"] = desc
+			conf["description"] = trimTrailingSpace(desc)
 		}
 		nv.conf = conf
 		nv.lock = ""
@@ -539,6 +571,7 @@ func (s *Sim) hStart(c *call) *response {
 			}
 		}
 		resuming = v.lock == "suspended"
+		v.applyPending()
 		v.status, v.qmp = "running", "prelaunch"
 		return ""
 	}

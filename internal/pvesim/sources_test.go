@@ -1,7 +1,10 @@
 package pvesim_test
 
 import (
+	"fmt"
+	"net/url"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -181,4 +184,54 @@ func TestSource_cloneOntoAVMIDAnotherNodeHoldsFailsInTheTask(t *testing.T) {
 	}
 	_, err = tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("same node\n"))
 	tg.wantAPIError(err, "err_clone_exists")
+}
+
+func TestSource_configWrites(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	// The ISO named by ide2 must exist when the config is written.
+	err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"ide2": tg.seedVolID() + ",media=cdrom"})
+	tg.wantAPIError(err, "err_config_volume_missing")
+	// Only a new CD-ROM drive joins the boot order; a new NIC does not.
+	before, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"net1": "virtio,bridge=vmbr0"}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if after["boot"] != before["boot"] {
+		t.Errorf("a new NIC changed the boot order from %q to %q", before["boot"], after["boot"])
+	}
+	// The description loses trailing whitespace.
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"description": "a\nb \n\n"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); c["description"] != "a\nb" {
+		t.Errorf("description %q, want the trailing whitespace gone", c["description"])
+	}
+}
+
+func TestSource_coresAndMemoryOfARunningVMArePendingUntilTheNextStart(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	tg.started()
+	cur, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cores": "4", "memory": "4096"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); c["cores"] != "4" || c["memory"] != "4096" {
+		t.Errorf("config (pending shown) cores %q memory %q", c["cores"], c["memory"])
+	}
+	var current map[string]any
+	tg.rawJSON("GET", "/nodes/"+tg.node+"/qemu/"+strconv.Itoa(tg.vmid)+"/config", url.Values{"current": {"1"}}, &current)
+	if fmt.Sprint(current["cores"]) != cur["cores"] || current["memory"] != cur["memory"] {
+		t.Errorf("current=1: cores %v memory %v, want the running %s %s", current["cores"], current["memory"], cur["cores"], cur["memory"])
+	}
+	tg.power("stop", nil)
+	tg.started()
+	tg.rawJSON("GET", "/nodes/"+tg.node+"/qemu/"+strconv.Itoa(tg.vmid)+"/config", url.Values{"current": {"1"}}, &current)
+	if fmt.Sprint(current["cores"]) != "4" {
+		t.Errorf("after the restart current cores %v", current["cores"])
+	}
 }

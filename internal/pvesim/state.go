@@ -59,6 +59,39 @@ type vm struct {
 	lockUntil time.Time
 	// midClone: the clone task has not written the config yet (F8: nameless entry).
 	midClone bool
+	// pending holds config values written while the VM ran that apply at its next start
+	// (cores, memory... with the default hotplug "network,disk,usb").
+	pending map[string]string
+}
+
+// pendingKeys are the keys qemu-server cannot hotplug with the default hotplug setting
+// (src/PVE/QemuServer.pm vmconfig_hotplug_pending: cpu and memory hotplug are off), so a
+// write to a running VM leaves them pending.
+var pendingKeys = map[string]bool{"cores": true, "sockets": true, "vcpus": true, "memory": true, "cpu": true, "numa": true}
+
+// withPending is the config as GET .../config shows it without current=1.
+func (v *vm) withPending() map[string]string {
+	if len(v.pending) == 0 {
+		return v.conf
+	}
+	out := maps.Clone(v.conf)
+	maps.Copy(out, v.pending)
+	return out
+}
+
+// digestConf is the config the digest covers: the file, its pending section included.
+func (v *vm) digestConf() map[string]string {
+	out := withLockKey(v.conf, v.lock)
+	for k, val := range v.pending {
+		out["[PENDING] "+k] = val
+	}
+	return out
+}
+
+// applyPending applies the pending values (at a start).
+func (v *vm) applyPending() {
+	maps.Copy(v.conf, v.pending)
+	v.pending = nil
 }
 
 func (v *vm) cloning() bool { return v.midClone }
