@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -203,9 +204,19 @@ func splitPath(rel string) ([]string, bool) {
 	return out, true
 }
 
-func matchRoute(method string, segs []string) (*route, map[string]string) {
+func matchRoute(method string, path []string) (*route, map[string]string) {
 	for _, rt := range routes {
-		if rt.method != method || len(rt.segs) != len(segs) {
+		if rt.method != method {
+			continue
+		}
+		segs := path
+		// A volume id may hold a '/': the storage content handlers match the whole rest
+		// of the path (pve-storage src/PVE/API2/Storage/Status.pm registers the Content
+		// subclass with fragmentDelimiter '').
+		if n := len(rt.segs); rt.segs[n-1] == "{volume}" && len(segs) > n {
+			segs = append(slices.Clone(segs[:n-1]), strings.Join(segs[n-1:], "/"))
+		}
+		if len(rt.segs) != len(segs) {
 			continue
 		}
 		vars := map[string]string{}

@@ -165,34 +165,3 @@ func (s *Sim) hTaskLog(c *call) *response {
 	}
 	return okData(out)
 }
-
-func (s *Sim) hQemuList(c *call) *response {
-	out := []map[string]any{}
-	for _, id := range slices.Sorted(maps.Keys(s.vms)) {
-		v := s.vms[id]
-		if v.node != c.node || v.typ != "qemu" {
-			continue
-		}
-		e := map[string]any{
-			"vmid": v.vmid, "status": v.status, "maxmem": memoryMiB(v.conf) << 20,
-			"maxdisk": bootDiskSize(v.conf), "cpus": cpuCount(v.conf), "uptime": 0,
-		}
-		if n := v.name(); n != "" {
-			e["name"] = n
-		}
-		if v.lock != "" {
-			e["lock"] = v.lock
-		}
-		if v.isTemplate() {
-			e["template"] = 1
-		}
-		if t := v.conf["tags"]; t != "" {
-			e["tags"] = t
-		}
-		if v.status == "running" {
-			e["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
-		}
-		out = append(out, e)
-	}
-	return okData(out)
-}

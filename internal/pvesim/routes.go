@@ -89,6 +89,15 @@ func init() {
 	add("POST", "/nodes/{node}/qemu/{vmid}/status/resume", fixed(map[string]pspec{"skiplock": pBool, "nocheck": pBool}), vmPriv("VM.PowerMgmt"), (*Sim).hResume)
 	add("DELETE", "/nodes/{node}/qemu/{vmid}", fixed(map[string]pspec{"purge": pBool, "destroy-unreferenced-disks": pBool, "skiplock": pBool}), vmPriv("VM.Allocate"), (*Sim).hDestroy)
 	add("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentNetwork)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentOSInfo)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-host-name", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentHostName)
+	add("POST", "/nodes/{node}/qemu/{vmid}/status/shutdown", fixed(map[string]pspec{
+		"skiplock": pBool, "timeout": {typ: tInt, optional: true, min: i64(0)}, "forceStop": pBool, "keepActive": pBool,
+	}), vmPriv("VM.PowerMgmt"), (*Sim).hShutdown)
+	add("GET", "/cluster/status", nil, func(c *call) []Privilege { return []Privilege{{"/", "Sys.Audit"}} }, (*Sim).hClusterStatus)
+	add("GET", "/cluster/tasks", nil, nil, (*Sim).hClusterTasks)
+	add("GET", "/nodes/{node}/version", nil, nil, (*Sim).hNodeVersion)
+	add("GET", "/pools", fixed(map[string]pspec{"poolid": pStr, "type": {optional: true, enum: []string{"qemu", "lxc", "storage"}}}), nil, (*Sim).hPools)
 }
 
 func configPrivs(c *call) []Privilege {
