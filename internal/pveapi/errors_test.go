@@ -53,6 +53,7 @@ var classifyTable = map[string]classRow{
 	"err_bad_param":               {Permanent, Permanent, ""},
 	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
 	"err_clone_storage_no_images": {Permanent, Permanent, ""},
+	"err_config_volume_missing":   {Transient, Transient, ""},
 	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
 	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":            {Transient, Transient, "IsLocked"},

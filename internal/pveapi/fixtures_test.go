@@ -105,7 +105,13 @@ func checkErrorEnvelope(t *testing.T, f fixture.Fixture) {
 	if b.Data != nil {
 		t.Errorf("error body data = %s, want null", *b.Data)
 	}
-	if b.Message == nil || *b.Message != f.Reason+"\n" {
+	// A die'd error ends in a newline (F1); the 501 of an unknown path is set directly
+	// and has none (pve-manager PVE/HTTPServer.pm rest_handler).
+	wantMsg := f.Reason + "\n"
+	if f.Status == http.StatusNotImplemented {
+		wantMsg = f.Reason
+	}
+	if b.Message == nil || *b.Message != wantMsg {
 		t.Errorf("message must be the reason phrase plus \\n (F1): reason %q, body %s", f.Reason, f.Body)
 	}
 	if f.Status == http.StatusBadRequest {
@@ -113,7 +119,9 @@ func checkErrorEnvelope(t *testing.T, f fixture.Fixture) {
 			t.Errorf("a 400 carries Parameter verification failed. and field errors, got %q %v", f.Reason, b.Errors)
 		}
 		for k, v := range b.Errors {
-			if k == "" || v == "" || strings.HasSuffix(v, "\n") {
+			// A format error ends in the newline of the check's die (pve-common
+			// src/PVE/JSONSchema.pm check_format); other field errors have none.
+			if k == "" || v == "" || strings.HasSuffix(v, "\n") != strings.HasPrefix(v, "invalid format - ") {
 				t.Errorf("field error %q: %q", k, v)
 			}
 		}

@@ -295,8 +295,12 @@ func paramError(errs map[string]string) *response {
 	return &response{status: 400, reason: paramFailed, body: b}
 }
 
+// notImplemented is pve-manager PVE/HTTPServer.pm rest_handler's default answer (line
+// 150): a message set directly, so without the newline a die'd error carries.
 func notImplemented(method, path string) *response {
-	return apiError(501, fmt.Sprintf("Method '%s %s' not implemented", method, path))
+	msg := fmt.Sprintf("Method '%s %s' not implemented", method, path)
+	b, _ := json.Marshal(map[string]any{"data": nil, "message": msg})
+	return &response{status: 501, reason: msg, body: b}
 }
 
 func retryAfter(d time.Duration) *response {

@@ -816,7 +816,7 @@ func TestAPI_unknownPathIs501(t *testing.T) {
 	f := fixture.MustLoad("err_not_implemented")
 	resp, body := tg.raw("GET", "/nodes/"+tg.node+"/bogus", nil, nil)
 	want := strings.Replace(f.Message(), "/nodes/"+captureNode+"/", "/nodes/"+tg.node+"/", 1)
-	if resp.StatusCode != f.Status || resp.Status != fmt.Sprintf("%d %s", f.Status, want) || !strings.Contains(string(body), want+`\n`) {
+	if resp.StatusCode != f.Status || resp.Status != fmt.Sprintf("%d %s", f.Status, want) || !strings.Contains(string(body), `"`+want+`"`) {
 		t.Errorf("got %s %s", resp.Status, body)
 	}
 }

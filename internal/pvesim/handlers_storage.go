@@ -99,7 +99,7 @@ func (s *Sim) hStorageContent(c *call) *response {
 	}
 	want := c.params["content"]
 	if want != "" && !slices.Contains(contentTypes, want) {
-		return paramError(map[string]string{"content": fmt.Sprintf("invalid format - invalid content type '%s'", want)})
+		return paramError(map[string]string{"content": fmt.Sprintf("invalid format - invalid content type '%s'\n", want)})
 	}
 	wantVMID := c.params["vmid"]
 	type entry = map[string]any

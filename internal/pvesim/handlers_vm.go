@@ -95,7 +95,7 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 	if del := c.params["delete"]; del != "" {
 		for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
 			if _, ok := configSchema.lookup(k); !ok {
-				return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'", k)})
+				return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
 			}
 			if _, set := c.params[k]; set {
 				return paramError(map[string]string{k: "can't set and delete the same option"})

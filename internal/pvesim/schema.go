@@ -69,7 +69,14 @@ func (p pspec) check(v string) string {
 	}
 	if p.format != nil {
 		if e := p.format(v); e != "" {
-			return "invalid format - " + e
+			// A format check dies with its text and a newline, which add_error keeps
+			// (pve-common src/PVE/JSONSchema.pm check_format, line 1631).
+			if e == errPattern {
+				// A pattern is not a format: its error has neither prefix nor newline
+				// (check_type, the pattern branch after the format one).
+				return e
+			}
+			return "invalid format - " + e + "\n"
 		}
 	}
 	return ""
@@ -185,9 +192,11 @@ func splitTags(v string) []string {
 	return out
 }
 
+const errPattern = "value does not match the regex pattern"
+
 func fmtSize(v string) string {
 	if !sizeRe.MatchString(v) {
-		return "value does not match the regex pattern"
+		return errPattern
 	}
 	return ""
 }
