@@ -58,6 +58,8 @@ var classifyTable = map[string]classRow{
 	"err_shutdown_paused":         {Transient, Transient, ""},
 	"err_upload_forbidden":        {Permanent, Permanent, "IsForbidden"},
 	"err_volume_storage_mismatch": {Permanent, Permanent, ""},
+	"err_forbidden_agent":         {Permanent, Permanent, "IsForbidden"},
+	"err_forbidden_sdn_vlan":      {Permanent, Permanent, "IsForbidden"},
 	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":            {Transient, Transient, "IsLocked"},
 	"err_node_unknown":            {Transient, Transient, ""},

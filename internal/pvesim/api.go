@@ -32,6 +32,7 @@ type call struct {
 	taskFault *Fault
 	vmid      int
 	node      string
+	sim       *Sim // for privilege checks that read the state (called with mu held)
 }
 
 type handlerFunc func(s *Sim, c *call) *response
@@ -90,7 +91,7 @@ func (s *Sim) handle(req *http.Request) *response {
 	if rt == nil {
 		return notImplemented(method, unescaped)
 	}
-	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now()}
+	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now(), sim: s}
 
 	// Faults.
 	s.mu.Lock()
@@ -264,15 +265,32 @@ func (s *Sim) authenticate(req *http.Request) *response {
 	return nil
 }
 
+// denied returns the first needed privilege the token lacks. A privilege "A|B" is any of
+// them (pve-access-control src/PVE/RPCEnvironment.pm check_any, whose refusal names them
+// all joined by '|'). A denial on a path covers the paths below it.
 func (s *Sim) denied(need []Privilege) *Privilege {
 	for _, p := range need {
-		for d := range s.deny {
-			if d.Privilege == p.Privilege && (d.Path == "/" || d.Path == p.Path || strings.HasPrefix(p.Path, strings.TrimSuffix(d.Path, "/")+"/")) {
-				return &p
+		lacks := true
+		for _, alt := range strings.Split(p.Privilege, "|") {
+			if !s.deniedOne(Privilege{p.Path, alt}) {
+				lacks = false
+				break
 			}
+		}
+		if lacks {
+			return &p
 		}
 	}
 	return nil
+}
+
+func (s *Sim) deniedOne(p Privilege) bool {
+	for d := range s.deny {
+		if d.Privilege == p.Privilege && (d.Path == "/" || d.Path == p.Path || strings.HasPrefix(p.Path, strings.TrimSuffix(d.Path, "/")+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Responses.

@@ -2,6 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -88,9 +90,9 @@ func init() {
 	}), vmPriv("VM.PowerMgmt"), (*Sim).hSuspend)
 	add("POST", "/nodes/{node}/qemu/{vmid}/status/resume", fixed(map[string]pspec{"skiplock": pBool, "nocheck": pBool}), vmPriv("VM.PowerMgmt"), (*Sim).hResume)
 	add("DELETE", "/nodes/{node}/qemu/{vmid}", fixed(map[string]pspec{"purge": pBool, "destroy-unreferenced-disks": pBool, "skiplock": pBool}), vmPriv("VM.Allocate"), (*Sim).hDestroy)
-	add("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentNetwork)
-	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentOSInfo)
-	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-host-name", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentHostName)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", nil, agentPriv, (*Sim).hAgentNetwork)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", nil, agentPriv, (*Sim).hAgentOSInfo)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-host-name", nil, agentPriv, (*Sim).hAgentHostName)
 	add("POST", "/nodes/{node}/qemu/{vmid}/status/shutdown", fixed(map[string]pspec{
 		"skiplock": pBool, "timeout": {typ: tInt, optional: true, min: i64(0)}, "forceStop": pBool, "keepActive": pBool,
 	}), vmPriv("VM.PowerMgmt"), (*Sim).hShutdown)
@@ -118,9 +120,7 @@ func configPrivs(c *call) []Privilege {
 			addp("VM.Config.Memory")
 		case netKeyRe.MatchString(k):
 			addp("VM.Config.Network")
-			if optValue(v, "tag") != "" || optValue(v, "bridge") != "" {
-				out = append(out, Privilege{"/sdn/zones/localnetwork/" + optValue(v, "bridge"), "SDN.Use"})
-			}
+			out = append(out, bridgePrivs(v)...)
 		case driveKeyRe.MatchString(k):
 			if isCDROM(v) {
 				addp("VM.Config.CDROM")
@@ -135,8 +135,37 @@ func configPrivs(c *call) []Privilege {
 	return out
 }
 
+// agentPriv: an agent command accepts its own privilege or VM.GuestAgent.Unrestricted
+// (qemu-server src/PVE/API2/Qemu/Agent.pm register_command, line 184: any => 1).
+func agentPriv(c *call) []Privilege {
+	return []Privilege{{"/vms/" + c.vars["vmid"], "VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted"}}
+}
+
+// bridgePrivs is pve-guest-common src/PVE/GuestHelpers.pm check_vnet_access (lines
+// 397-421): SDN.Use on the VLAN of the bridge when a tag is set (a grant on the bridge
+// covers it), on the bridge itself otherwise.
+func bridgePrivs(net string) []Privilege {
+	bridge := optValue(net, "bridge")
+	if bridge == "" {
+		return nil
+	}
+	if tag := optValue(net, "tag"); tag != "" {
+		return []Privilege{{"/sdn/zones/localnetwork/" + bridge + "/" + tag, "SDN.Use"}}
+	}
+	return []Privilege{{"/sdn/zones/localnetwork/" + bridge, "SDN.Use"}}
+}
+
+// clonePrivs: a clone also checks the source's bridges (qemu-server src/PVE/API2/Qemu.pm
+// clone_vm, check_bridge_access on the old config, line 4494).
 func clonePrivs(c *call) []Privilege {
 	out := []Privilege{{"/vms/" + c.vars["vmid"], "VM.Clone"}}
+	if src := c.sim.vms[c.vmid]; src != nil {
+		for _, k := range slices.Sorted(maps.Keys(src.conf)) {
+			if netKeyRe.MatchString(k) {
+				out = append(out, bridgePrivs(src.conf[k])...)
+			}
+		}
+	}
 	if id := c.params["newid"]; id != "" {
 		out = append(out, Privilege{"/vms/" + id, "VM.Allocate"})
 	}

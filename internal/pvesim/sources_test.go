@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
@@ -234,4 +235,39 @@ func TestSource_coresAndMemoryOfARunningVMArePendingUntilTheNextStart(t *testing
 	if fmt.Sprint(current["cores"]) != "4" {
 		t.Errorf("after the restart current cores %v", current["cores"])
 	}
+}
+
+func TestSource_permissions(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{TemplateAgent: true})
+	sim := tg.simOnly("denying privileges")
+	tg.parallel()
+	tg.cloned()
+	// With a VLAN tag, SDN.Use is checked on the bridge's VLAN.
+	sim.Deny("/sdn/zones/localnetwork/vmbr0/4", "SDN.Use")
+	err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"net0": "virtio,bridge=vmbr0,tag=4"})
+	tg.wantAPIError(err, "err_forbidden_sdn_vlan")
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"net0": "virtio,bridge=vmbr0,tag=5"}); err != nil {
+		t.Errorf("another VLAN: %v", err)
+	}
+	// A clone checks the template's bridges.
+	sim.Deny("/sdn/zones/localnetwork/vmbr0", "SDN.Use")
+	p := tg.cloneParams("bridges\n")
+	p.NewID = tg.vmid + 1
+	if _, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, p); !pveapi.IsForbidden(err) {
+		t.Errorf("clone of a template on a denied bridge: %v", err)
+	}
+	sim.Allow("/sdn/zones/localnetwork/vmbr0", "SDN.Use")
+	// An agent call takes either privilege.
+	tg.started()
+	sim.Deny("/vms/"+strconv.Itoa(tg.vmid), "VM.GuestAgent.Audit")
+	tg.eventually("the agent", func() bool {
+		_, err := tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)
+		if pveapi.IsForbidden(err) {
+			t.Fatalf("refused with VM.GuestAgent.Unrestricted granted: %v", err)
+		}
+		return err == nil
+	})
+	sim.Deny("/vms/"+strconv.Itoa(tg.vmid), "VM.GuestAgent.Unrestricted")
+	_, err = tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_forbidden_agent")
 }
