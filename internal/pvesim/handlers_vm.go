@@ -250,7 +250,9 @@ func (s *Sim) nextDiskIndex(conf map[string]string, vmid int) int {
 	}
 }
 
-// normalizeTags folds case, drops duplicates and sorts, joined by ';' (F9).
+// normalizeTags folds case, drops duplicates and sorts, joined by ';' (F9): pve-guest-common
+// src/PVE/GuestHelpers.pm get_unique_tags with the default tag-style (ordering not
+// "config", case-sensitive off, lines 349-378).
 func normalizeTags(v string) string {
 	var out []string
 	for _, t := range splitTags(v) {
@@ -350,6 +352,7 @@ func (s *Sim) hClone(c *call) *response {
 			conf["description"] = trimTrailingSpace(desc)
 		}
 		nv.conf = conf
+		nv.recordVolumeSizes()
 		nv.lock = ""
 		nv.midClone = false
 		if !s.snapshotting() {
@@ -467,7 +470,9 @@ func (s *Sim) hResize(c *call) *response {
 		if isCDROM(val) {
 			return "you can't resize a cdrom"
 		}
-		curSize, _ = parseSize(optValue(val, "size"))
+		// The volume's real size, not the config's size= (qemu-server
+		// src/PVE/API2/Qemu.pm resize_vm: PVE::Storage::volume_size_info).
+		curSize = v.volumeSize(val)
 		m := sizeRe.FindStringSubmatch(size)
 		n, _ := parseSize(m[2] + m[3])
 		if m[1] == "+" {
@@ -486,6 +491,7 @@ func (s *Sim) hResize(c *call) *response {
 		}
 		if newSize != curSize {
 			v.conf[disk] = setOpt(v.conf[disk], "size", formatSize(newSize))
+			v.setVolumeSize(v.conf[disk], newSize)
 		}
 		return ""
 	}

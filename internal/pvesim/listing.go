@@ -150,7 +150,9 @@ func (s *Sim) vmEntry(v *vm, c *call) map[string]any {
 		return s.liveVMEntry(v, c)
 	}
 	e := map[string]any{"id": v.typ + "/" + strconv.Itoa(v.vmid), "vmid": v.vmid, "node": v.node, "type": v.typ, "status": "unknown"}
-	if d, ok := s.status.entries[v.vmid]; ok {
+	// Status data older than 5 minutes is dropped (pmxcfs status.c rrd_entry_is_old): the
+	// guests of a node down that long lose their name too.
+	if d, ok := s.status.entries[v.vmid]; ok && s.simSince(d.at, c.now) <= statusRetention {
 		e["uptime"], e["name"], e["status"], e["template"] = d.uptime, d.name, d.status, d.template
 		e["maxcpu"], e["maxmem"], e["maxdisk"] = d.maxcpu, d.maxmem, d.maxdisk
 		e["cpu"], e["mem"], e["disk"], e["netin"], e["netout"], e["diskread"], e["diskwrite"] = 0, 0, 0, 0, 0, 0, 0

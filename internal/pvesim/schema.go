@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Parameter checks with PVE::JSONSchema's wording. A failed check is a 400 with reason
@@ -182,9 +183,11 @@ func fmtTagList(v string) string {
 	return ""
 }
 
+// splitTags is pve-common src/PVE/ParseUtils.pm split_list: ',', ';' and whitespace
+// separate.
 func splitTags(v string) []string {
 	var out []string
-	for _, t := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' }) {
+	for _, t := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
 		if t != "" {
 			out = append(out, t)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,4 +271,61 @@ func TestSource_permissions(t *testing.T) {
 	sim.Deny("/vms/"+strconv.Itoa(tg.vmid), "VM.GuestAgent.Unrestricted")
 	_, err = tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)
 	tg.wantAPIError(err, "err_forbidden_agent")
+}
+
+func TestSource_tagsSplitOnWhitespaceToo(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"tags": "Zeta alpha;beta,alpha"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); c["tags"] != "alpha;beta;zeta" {
+		t.Errorf("tags %q, want alpha;beta;zeta", c["tags"])
+	}
+}
+
+func TestSource_resizeComparesWithTheVolumesRealSize(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	sim := tg.simOnly("editing a config out of band")
+	tg.parallel()
+	tg.cloned()
+	conf, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	real := optOf(conf["scsi0"], "size") // 3G
+	// Someone edits size= down in the config file; the volume keeps its size.
+	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Config: map[string]string{"scsi0": strings.Replace(conf["scsi0"], "size="+real, "size=1G", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	upid, err := tg.api.Resize(tg.ctx(), tg.node, tg.vmid, "scsi0", "2G")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := tg.waitTask(upid); st.ExitStatus != fixtureData(t, "task_status_stopped_error")["exitstatus"] {
+		t.Errorf("a resize below the real size (config says 1G, volume %s) ended %q", real, st.ExitStatus)
+	}
+}
+
+func TestSource_guestsOfANodeDownFiveMinutesLoseTheirName(t *testing.T) {
+	opts := snapshotListing(pvesim.Listing{})
+	opts.Nodes = []string{captureNode, "pv1-2"}
+	tg := newTarget(t, opts)
+	sim := tg.simOnly("taking a node down")
+	tg.parallel()
+	if err := sim.AddVM(pvesim.VMSpec{VMID: 4100, Node: "pv1-2", Name: "far-away"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetNodeDown("pv1-2", true); err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	if e, _ := tg.resource(4100); e["name"] != "far-away" || e["status"] != "unknown" {
+		t.Errorf("just after the node went down: %v", e)
+	}
+	tg.eventually("the name dropped", func() bool {
+		e, _ := tg.resource(4100)
+		return e["name"] == nil
+	})
+	if time.Since(down) < sim.WallTime(5*time.Minute) {
+		t.Errorf("the name went after %v, before 5 minutes (%v here)", time.Since(down), sim.WallTime(5*time.Minute))
+	}
 }

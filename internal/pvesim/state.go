@@ -59,6 +59,9 @@ type vm struct {
 	lockUntil time.Time
 	// midClone: the clone task has not written the config yet (F8: nameless entry).
 	midClone bool
+	// volSizes are the real sizes of the VM's disk volumes by volume id, as the storage
+	// has them (the config's size= is only what was last written there).
+	volSizes map[string]int64
 	// pending holds config values written while the VM ran that apply at its next start
 	// (cores, memory... with the default hotplug "network,disk,usb").
 	pending map[string]string
@@ -479,3 +482,30 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 }
 
 func volKey(nodeName, volid string) string { return nodeName + "/" + volid }
+
+// recordVolumeSizes takes the disks' sizes from the config, as a clone leaves them.
+func (v *vm) recordVolumeSizes() {
+	for k, val := range v.conf {
+		if driveKeyRe.MatchString(k) && !isCDROM(val) {
+			if n, ok := parseSize(optValue(val, "size")); ok {
+				v.setVolumeSize(val, n)
+			}
+		}
+	}
+}
+
+func (v *vm) setVolumeSize(drive string, n int64) {
+	if v.volSizes == nil {
+		v.volSizes = map[string]int64{}
+	}
+	v.volSizes[driveVolume(drive)] = n
+}
+
+// volumeSize is the real size of a drive's volume (the config's size= when unknown).
+func (v *vm) volumeSize(drive string) int64 {
+	if n, ok := v.volSizes[driveVolume(drive)]; ok {
+		return n
+	}
+	n, _ := parseSize(optValue(drive, "size"))
+	return n
+}
