@@ -228,7 +228,7 @@ func (c *creation) inspect(ctx context.Context, vmid int, node string) (verdict,
 			gone = true
 			return true, nil
 		case classify("create", err) == pveapi.Permanent:
-			return false, apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node)
+			return false, unreadableConfig(apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node))
 		default:
 			return false, nil // retried within the budget
 		}
@@ -291,6 +291,9 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	if slot, ok := cloudInitDrive(cfg); ok {
 		return "", Permanentf("template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; remove that drive from the template", s.TemplateVMID, slot)
 	}
+	if err := checkIDE2Free(s.TemplateVMID, cfg); err != nil {
+		return "", err
+	}
 	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
 		return "", Permanentf("template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template", s.TemplateVMID)
 	}
@@ -348,6 +351,9 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 		}
 		v, cfg, err := c.inspect(ctx, vmid, r.Node)
 		if err != nil {
+			if probePast(ctx, r, err) {
+				return false, nil
+			}
 			return false, err
 		}
 		switch v {
