@@ -42,23 +42,12 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			return false, nil
 		}
 		r, ok := findResource(res, id.VMID)
-		switch {
-		case !ok || r.Type != "qemu" || r.Template == 1:
+		if !ok || r.Type != "qemu" || r.Template == 1 {
 			out = settled{verdict: verdictGone, r: r}
 			return true, nil
-		case r.Name == "":
-			busy = fmt.Sprintf("a clone in progress, lock %q", r.Lock)
-			return false, nil
-		case r.Name != id.Name:
-			out = settled{verdict: verdictForeign, r: r}
-			return true, nil
-		case r.Lock != "" && r.Lock != "suspended":
-			busy = fmt.Sprintf("lock %q", r.Lock)
-			return false, nil
-		case r.Status == "unknown":
-			busy = "status unknown: its node " + r.Node + " is not answering, or the VM is too new to be reported yet"
-			return false, nil
 		}
+		// The listed name and lock are pvestatd's snapshot: the config decides, and a lock
+		// of a VM whose config names another VM is never waited on.
 		cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
 		switch {
 		case err == nil:
@@ -71,8 +60,13 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			last, busy = err, "its config could not be read"
 			return false, nil
 		}
+		name := cfg["name"]
+		if name == "" {
+			busy = fmt.Sprintf("a clone in progress, lock %q", cfg["lock"])
+			return false, nil
+		}
 		mark := ParseMark(cfg["description"])
-		if cfg["name"] != id.Name || !mark.Managed {
+		if name != id.Name || !mark.Managed {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg}
 			return true, nil
 		}
@@ -82,6 +76,10 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {
 			busy = fmt.Sprintf("lock %q", l)
+			return false, nil
+		}
+		if r.Status == "unknown" {
+			busy = "status unknown: its node " + r.Node + " is not answering, or the VM is too new to be reported yet"
 			return false, nil
 		}
 		out = settled{verdict: verdictOurs, r: r, cfg: cfg}
