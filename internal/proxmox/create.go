@@ -457,7 +457,8 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 			return VM{}, err
 		}
 	}
-	vm, err := b.get(ctx, id, GetOptions{FreshListing: true, UID: c.s.UID})
+	// Without the uid: the last step (finalize) judges ownership, and says "taken over".
+	vm, err := b.get(ctx, id, GetOptions{FreshListing: true})
 	if err != nil {
 		if ClassOf(err) != pveapi.Transient {
 			return VM{}, wrap("create", id.Name, id.VMID, err)

@@ -123,16 +123,16 @@ func TestOrphanSeeds_expiredContextReturnsPromptly(t *testing.T) {
 func TestSeedName_table(t *testing.T) {
 	t.Parallel()
 	for volid, want := range map[string]string{
-		"proxy-seeds:iso/proxy-a-seed.iso":  "proxy-a",
-		"local:iso/web-seed.iso":            "web",
-		"proxy-seeds:iso/proxy-a.iso":       "",
-		"proxy-seeds:iso/-seed.iso":         "",
-		"proxy-seeds:vztmpl/x-seed.iso":     "",
-		"proxy-seeds:iso/sub/x-seed.iso":    "",
-		"no-colon-seed.iso":                 "",
-		"proxy-seeds:iso/proxy-a-seed.iso2": "",
+		"proxy-seeds:iso/proxy-a-seed.iso":                 "proxy-a",
+		"local:iso/web-seed.iso":                           "web",
+		"proxy-seeds:iso/proxy-a.iso":                      "",
+		"proxy-seeds:iso/-seed.iso":                        "",
+		"proxy-seeds:vztmpl/x-seed.iso":                    "",
+		"proxy-seeds:iso/sub/x-seed.iso":                   "",
+		"no-colon-seed.iso":                                "",
+		"proxy-seeds:iso/proxy-a-seed.iso2":                "",
 		"proxy-seeds:iso/proxy-a-" + testUID + "-seed.iso": "proxy-a/" + testUID,
-		"proxy-seeds:iso/" + testUID + "-seed.iso":          testUID,
+		"proxy-seeds:iso/" + testUID + "-seed.iso":         testUID,
 	} {
 		name, uid, ok := seedName(volid)
 		got := name
