@@ -248,6 +248,22 @@ func (c *cluster) destroy(vmid int) {
 	}
 }
 
+// removeVolume deletes a volume (e.g. an orphan seed ISO) on every node.
+func (c *cluster) removeVolume(volid string) {
+	c.t.Helper()
+	for _, node := range c.env.Nodes {
+		ctx, cancel := c.ctx()
+		upid, err := c.api.DeleteVolume(ctx, node, c.env.ISOStorage, volid)
+		cancel()
+		if err == nil {
+			err = c.wait(node, upid)
+		}
+		if err != nil {
+			c.t.Errorf("deleting %s on %s: %v", volid, node, err)
+		}
+	}
+}
+
 // setConfig writes config keys out of band.
 func (c *cluster) setConfig(vmid int, params map[string]string) {
 	c.t.Helper()
@@ -729,13 +745,16 @@ func TestAccProxyVM_replace(t *testing.T) {
 }
 
 // TestAccProxyVM_driftDestroyed: a VM destroyed outside Terraform is planned for creation
-// again, and the apply recreates it.
+// again, and the apply recreates it, with a uid and seed ISO of its own. The destroyed VM's
+// seed is left (nothing in Terraform knows about that destroy): it is an orphan seed, as
+// proxy_vms reports, and is removed here as its operator would.
 func TestAccProxyVM_driftDestroyed(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
 	name := vmName("gone")
 	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
 	var vmid int
+	var oldSeed string
 
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -749,15 +768,31 @@ func TestAccProxyVM_driftDestroyed(t *testing.T) {
 				},
 			},
 			{
-				PreConfig: func() { c.destroy(vmid) },
-				Config:    cfg,
+				PreConfig: func() {
+					oldSeed, _, _ = strings.Cut(c.config(vmid)["ide2"], ",")
+					c.destroy(vmid)
+				},
+				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 				},
-				Check: c.checkOneVM(vmAddr, name),
+				Check: func(s *terraform.State) error {
+					if err := c.checkOneVM(vmAddr, name)(s); err != nil {
+						return err
+					}
+					seeds, err := c.seeds(name)
+					if err != nil {
+						return err
+					}
+					if len(seeds) != 2 || !slices.ContainsFunc(seeds, func(v string) bool { return strings.HasSuffix(v, "/"+oldSeed) }) {
+						return fmt.Errorf("seeds %v, want the new VM's and the destroyed one's %s", seeds, oldSeed)
+					}
+					c.removeVolume(oldSeed)
+					return nil
+				},
 			},
 		},
 	})
