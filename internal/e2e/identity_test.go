@@ -263,22 +263,12 @@ func buildOldRelease(t *testing.T) *tfrun.Provider {
 	src := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", oldRelease)
-	untar := exec.CommandContext(ctx, "tar", "-x", "-C", src)
-	pipe, err := archive.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	untar.Stdin = pipe
-	if err := untar.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := archive.CombinedOutput(); err != nil {
-		_ = untar.Wait()
+	tarball := filepath.Join(t.TempDir(), "old.tar")
+	if out, err := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", "-o", tarball, oldRelease).CombinedOutput(); err != nil {
 		t.Skipf("git archive %s: %v %s (not a clone with that history)", oldRelease, err, out)
 	}
-	if err := untar.Wait(); err != nil {
-		t.Fatal(err)
+	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", src).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
 	}
 	p, err := tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(t.TempDir(), "old"), RepoRoot: src})
 	if err != nil {
