@@ -149,6 +149,16 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 
 	createdAt := time.Now().UTC().Truncate(time.Second)
 	spec := specFor(plan, r.cfg(), createdAt)
+	// The VM's own uid, random per VM; where its VMID is looked for stays the name's
+	// (uidFor), so an interrupted create of this name is found and taken over.
+	uid, err := newUID()
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to create proxy VM", err.Error())
+		return
+	}
+	spec.UID = uid
+	spec.Namespace = r.cfg().UIDNamespace
+	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -166,6 +176,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
+		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, proxmox.SeedFile(spec.Name, spec.UID))...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	}
 	vm, err := r.data.backend.Create(ctx, spec, onAllocated)
@@ -194,6 +205,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
@@ -255,6 +267,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 }
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -359,9 +372,11 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 	node := state.Node.ValueString()
 	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
-	// A VM with this name and mark but another uid is another workspace's: left alone.
+	// A VM with this name and mark but another uid is another resource's: left alone. The
+	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
-	err = r.data.backend.DeleteOwned(ctx, id, node, state.UID.ValueString())
+	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private)}
+	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
 		// What the destroy skipped on purpose (a seed on a storage that does not exist).
 		resp.Diagnostics.AddWarning("Proxy VM destroy skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
@@ -396,6 +411,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	model, unread := importedModel(vm, r.cfg(), tmpl, nullTimeouts)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
 		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
 		"image": model.Image.ValueString(), "template_vmid": tmpl, "unread": fmt.Sprint(unread)})
