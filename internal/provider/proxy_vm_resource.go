@@ -116,6 +116,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 
 func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	ctx = r.data.withLogging(ctx)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() || !r.configured("create", &resp.Diagnostics) {
@@ -182,6 +183,9 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 
 func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx = r.data.withLogging(ctx)
+	// A state saved before identities (or by Terraform before 1.12) gets one on refresh.
+	resp.Diagnostics.Append(setIdentity(ctx, req.State, resp.Identity)...)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var state proxyVMModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() || !r.configured("read", &resp.Diagnostics) {
@@ -230,6 +234,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	ctx = r.data.withLogging(ctx)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan, prior proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
@@ -329,11 +334,23 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ctx = r.data.withLogging(ctx)
-	ref, err := parseImportID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
-		return
+	var ref importRef
+	if req.ID == "" && req.Identity != nil {
+		// An import block with identity = { vmid = ..., name = ... } (Terraform 1.12+).
+		var diags diag.Diagnostics
+		ref, diags = importRefFromIdentity(ctx, req.Identity)
+		resp.Diagnostics.Append(diags...)
+		if diags.HasError() {
+			return
+		}
+	} else {
+		var err error
+		if ref, err = parseImportID(req.ID); err != nil {
+			resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
+			return
+		}
 	}
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	if !r.configured("import", &resp.Diagnostics) {
 		return
 	}
