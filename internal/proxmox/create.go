@@ -358,7 +358,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
 	p := pveapi.CloneParams{
-		NewID: vmid, Name: s.Name, Description: FormatMark(s.UID, s.CreatedAt), Storage: b.cfg.Storage,
+		NewID: vmid, Name: s.Name, Description: FormatMark(s.UID, s.CreatedAt) + FormatMarkExtra(*s), Storage: b.cfg.Storage,
 	}
 	if s.Node != tmplNode {
 		p.Target = s.Node

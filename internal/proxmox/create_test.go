@@ -65,7 +65,7 @@ func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
 	}
 	a := clones[0].Args
 	if clones[0].VMID != 9001 || a["newid"] != "105967" || a["name"] != testName || a["full"] != "1" ||
-		a["target"] != "" || a["description"] != FormatMark(testUID, h.spec().CreatedAt) {
+		a["target"] != "" || a["description"] != FormatMark(testUID, h.spec().CreatedAt)+FormatMarkExtra(h.spec()) {
 		t.Errorf("clone call %+v", clones[0])
 	}
 	h.assertProvisioned(testVMID0)

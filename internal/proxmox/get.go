@@ -190,6 +190,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		AgentEnabled: agentEnabled(cfg["agent"]),
 		Tags:         splitTags(cfg["tags"]),
 		Meta:         cfg["meta"],
+		MarkExtra:    ParseMarkExtra(cfg["description"]),
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)
