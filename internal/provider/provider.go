@@ -95,6 +95,8 @@ type providerModel struct {
 	VendorData          types.String `tfsdk:"vendor_data"`
 	InstallGuestAgent   types.Bool   `tfsdk:"install_guest_agent"`
 	UIDNamespace        types.String `tfsdk:"uid_namespace"`
+	// The key of the cloud_init_wo digests (proxy_vm_cloudinit.go).
+	CloudInitDigestKey types.String `tfsdk:"cloud_init_digest_key"`
 }
 
 type vmidRangeModel struct {
@@ -251,6 +253,7 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. Default `true`.",
 				Optional:            true,
 			},
+			"cloud_init_digest_key": cloudInitDigestKeyAttribute(),
 			"uid_namespace": str(fmt.Sprintf("Mixed into the `uid` planned for each new `proxy_vm`, which is derived from the VM's name (and picks its VMID). "+
 				"Configurations (workspaces, repositories) that share a cluster and might reuse a VM name should each set their own value: "+
 				"then the second one to declare a name is refused with an error naming the VMID, both UIDs and the `terraform import` "+

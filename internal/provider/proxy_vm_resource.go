@@ -102,6 +102,14 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(diags...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
+	{
+		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (proxy_vm_cloudinit.go).
+		cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
+		resp.Diagnostics.Append(diags...)
+		ciReplace, diags := planCloudInitDigest(r.cfg(), config, &plan, prior, cloudInitUnread)
+		resp.Diagnostics.Append(diags...)
+		replace = append(replace, ciReplace...)
+	}
 	// A VM found stopped is started; without the IP wait its status after the start is
 	// running or provisioning, whichever the VM reaches first.
 	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
@@ -130,8 +138,15 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...) // cloud_init_wo is only in the config
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
 	createdAt := time.Now().UTC().Truncate(time.Second)
 	spec := specFor(plan, r.cfg(), createdAt)
+	applyCloudInitWO(&spec, config, r.cfg())
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -148,6 +163,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		defer mu.Unlock()
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
+		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	}
@@ -172,6 +188,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	final := vm
 	state := plan
 	applyVM(&state, final)
+	state.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to create proxy VM", vmLabel(spec.Name, final.ID.VMID)+": "+msg+
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
@@ -263,6 +280,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if v, ok := knownString(config.CloudInitWO); ok {
+		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
+	}
 	changes.UID = prior.UID.ValueString()
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}

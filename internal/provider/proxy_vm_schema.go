@@ -36,7 +36,7 @@ const (
 )
 
 func proxyVMSchema(ctx context.Context) schema.Schema {
-	return schema.Schema{
+	return withMarkdown(schema.Schema{
 		Version: 0,
 		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
@@ -134,8 +134,11 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
 					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
 					"an import (the text cannot be read back) the first value set is recorded without replacing it.",
-				PlanModifiers: []planmodifier.String{requiresReplaceUnlessUnreadString(unreadCloudInit)},
+				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
+			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
+			"cloud_init_wo":     cloudInitWOAttribute(),
+			"cloud_init_digest": cloudInitDigestAttribute(),
 			"bridge": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
@@ -223,7 +226,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
 			}),
 		},
-	}
+	})
 }
 
 const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
