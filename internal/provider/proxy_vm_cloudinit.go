@@ -147,7 +147,9 @@ func planCloudInitDigest(cfg *resolvedConfig, config proxyVMModel, plan *proxyVM
 	var same bool
 	switch {
 	case !set:
-		same = !hadText && !hadDigest
+		// None configured: nothing changes for a VM made without one, nor for a VM just
+		// imported (its cloud-init is simply not managed until a text is set).
+		same = (!hadText && !hadDigest) || (!hadText && cloudInitUnread)
 	case !known:
 		same = false
 	case hadDigest && haveDigest:

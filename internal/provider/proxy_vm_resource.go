@@ -51,7 +51,8 @@ func (r *proxyVMResource) Configure(_ context.Context, req resource.ConfigureReq
 
 func (r *proxyVMResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
+		// Both may be set when they agree (a generated configuration): checkTemplatePair.
+		resourcevalidator.AtLeastOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
 	}
 }
 
@@ -100,6 +101,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	templateUnread, diags := isUnread(ctx, req.Private, unreadTemplate)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
 	{

@@ -76,8 +76,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
-				Description: "A key of the provider's templates catalogue: the template to clone. Exactly one of image " +
-					"and template_vmid is set. Renaming the key to another key of the same template VMID changes " +
+				Description: "A key of the provider's templates catalogue: the template to clone. Set image or " +
+					"template_vmid; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
 					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
 					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
 					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
@@ -88,7 +88,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Description: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
-					"otherwise. Exactly one of image and template_vmid is set. Changing the effective template " +
+					"otherwise. Set image or template_vmid; both only when they name the same template. Changing the effective template " +
 					"replaces the VM, except for the first value set after an import that could not read it back.",
 				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
 				PlanModifiers: []planmodifier.Int64{
