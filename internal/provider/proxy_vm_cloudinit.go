@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
@@ -73,7 +74,10 @@ func cloudInitWOAttribute() schema.StringAttribute {
 		Sensitive:           true,
 		Description:         plain(md),
 		MarkdownDescription: md,
-		Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("cloud_init"))},
+		Validators: []validator.String{
+			stringvalidator.ConflictsWith(path.MatchRoot("cloud_init")),
+			validators.CloudInitFormat(), // as cloud_init: not empty, a cloud-init format
+		},
 	}
 }
 

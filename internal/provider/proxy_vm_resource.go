@@ -112,12 +112,21 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(diags...)
 		replace = append(replace, ciReplace...)
 	}
+	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	planNodeDrift(config, &plan, prior, recorded, hasRecord)
 	// A VM found stopped is started; without the IP wait its status after the start is
 	// running or provisioning, whichever the VM reaches first.
 	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
 		plan.Status = types.StringUnknown()
 	}
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	// A create: check at plan time what the cluster must provide (node, storages, template,
+	// bridge, disk size), once per provider instance, so that a mistake fails the plan on
+	// its attribute instead of a clone at apply.
+	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", config, plan, &resp.Diagnostics) {
 		return
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
@@ -140,9 +149,12 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// The same checks as at plan time (cached when this provider instance planned too):
+	// a configuration mistake fails here, before anything exists and before any state is
+	// saved, so nothing is tainted.
 	var config proxyVMModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...) // cloud_init_wo is only in the config
-	if resp.Diagnostics.HasError() {
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", config, plan, &resp.Diagnostics) {
 		return
 	}
 
@@ -181,7 +193,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
 		}
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
-		addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
+		r.addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
 		return
 	}
 
@@ -196,6 +208,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
 }
@@ -212,7 +225,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
 		return
 	}
@@ -233,17 +246,27 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
-	case err != nil && proxmox.ClassOf(err) == pveapi.Transient:
-		// A task holding the VM (a backup, a clone), a listing that does not know the
-		// status yet: report what the last apply saved, never fail the plan.
+	case err != nil && keepsPriorValues(err):
+		// A task holding the VM (a clone in progress, a lock), or its node not answering
+		// behind the endpoint: report what the last apply saved, with a warning. A status
+		// the listing does not know yet is not an error (vm.StatusUnknown, below).
 		tflog.Warn(ctx, "proxy VM refresh incomplete, keeping the prior values", map[string]any{
 			"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
-			vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
+			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
 		return
 	case err != nil:
-		addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, "")
+		// The plan could not look (no answer, TLS, 401/403, a node or an answer that
+		// failed): it must fail, never report "No changes".
+		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err,
+			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed.")
 		return
+	}
+	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
+	if vm.StatusUnknown {
+		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
+			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
+				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
 	applyVM(&state, vm)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
@@ -262,7 +285,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	id, err := proxmox.ParseID(prior.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
 		return
 	}
@@ -289,6 +312,13 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	changes.UID = prior.UID.ValueString()
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
+	changes.WaitForIP = waitIP
+	if waitIP && changes.Start && !changes.UserDataKnown && !restarts(prior.Status, changes) {
+		resp.Diagnostics.AddWarning("Guest agent of the imported proxy VM not known",
+			vmLabel(id.Name, id.VMID)+": the VM is started and its address waited for, but its cloud-init is not known (it was imported), "+
+				"so nothing says its guest has qemu-guest-agent: a start is not a first boot and installs nothing. If the agent does not answer "+
+				"within a few minutes of the start, the update fails saying so. Set wait_for_ip = false for a VM without the agent.")
+	}
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
 	if changed {
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
@@ -299,7 +329,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 			}
-			addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
+			r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
 			return
 		}
 	}
@@ -311,8 +341,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID})
 	}
 	if err != nil {
-		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err,
-			"The changes were applied, but the VM could not be read back; the next plan shows what remains.")
+		note := "The changes were applied, but the VM could not be read back; the next plan shows what remains."
+		if changes.Start || restarts(prior.Status, changes) {
+			note = "The changes were applied, but the VM did not come up after its start; the next plan shows what remains."
+		}
+		r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
 		return
 	}
 	state := plan
@@ -321,6 +354,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
 }
@@ -334,7 +368,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state (terraform state rm) and delete the VM in Proxmox if it exists.")
 		return
 	}
@@ -349,8 +383,14 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	node := state.Node.ValueString()
 	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	// A VM with this name and mark but another uid is another workspace's: left alone.
-	if err := r.data.backend.DeleteOwned(ctx, id, node, state.UID.ValueString()); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
-		addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
+	ctx, notes := proxmox.WithNotes(ctx)
+	err = r.data.backend.DeleteOwned(ctx, id, node, state.UID.ValueString())
+	for _, n := range notes.Lines() {
+		// What the destroy skipped on purpose (a seed on a storage that does not exist).
+		resp.Diagnostics.AddWarning("Proxy VM destroy skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
+	}
+	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+		r.addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
 		return
 	}
 	tflog.Info(ctx, "proxy VM deleted", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
@@ -416,7 +456,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		id, err = r.data.backend.FindByName(ctx, ref.Name)
 	}
 	if err != nil {
-		addVMError(&diags, "import", ref.Name, ref.VMID, err,
+		r.addVMError(&diags, "import", ref.Name, ref.VMID, err,
 			"Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are "+importForms+".")
 		return proxmox.VM{}, 0, diags
 	}
@@ -425,7 +465,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}) // the agent is optional here
 	}
 	if err != nil {
-		addVMError(&diags, "import", id.Name, id.VMID, err, "")
+		r.addVMError(&diags, "import", id.Name, id.VMID, err, "")
 		return proxmox.VM{}, 0, diags
 	}
 	tmpl, ok, err := r.data.backend.TemplateOf(ctx, vm, templateCandidates(r.cfg()))
@@ -433,7 +473,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 	case err != nil:
 		tflog.Warn(ctx, "proxy VM template not identified", map[string]any{"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		diags.AddWarning("Template of the imported proxy VM not identified",
-			vmErrorDetail("import", id.Name, id.VMID, err,
+			r.vmErrorDetail("import", id.Name, id.VMID, err,
 				"The VM is imported without image and template_vmid: the first value the configuration sets is recorded without replacing the VM."))
 		tmpl = 0
 	case !ok:
@@ -443,48 +483,11 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 }
 
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with
-// waitIP, until its agent reports an address. Without waitIP a VM that runs without its
-// network up yet (provisioning) is settled too. Transient failures are retried. uid is
-// the state's (GetOptions.UID).
-//
-// The polls use the shared listing: Update has just invalidated it, so the first poll
-// lists afresh, and the later ones (status/current and the agent decide, not the listing)
-// share one listing per ListingTTL with every other VM being updated.
+// waitIP, until its agent reports an address (proxmox.Backend.WaitReady: a VM found
+// stopped, gone or without its agent ends the wait at once with the reason). uid is the
+// state's (GetOptions.UID).
 func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid string, waitIP bool) (proxmox.VM, error) {
-	delay := 50 * time.Millisecond
-	var last error
-	for {
-		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP, UID: uid})
-		switch {
-		case err == nil && vm.StatusUnknown:
-			// the node has not reported the VM yet: poll again
-		case err == nil && waitIP && vm.State == proxmox.StateRunning && vm.IP != "":
-			return vm, nil
-		case err == nil && !waitIP && (vm.State == proxmox.StateRunning || vm.State == proxmox.StateProvisioning):
-			return vm, nil
-		case err != nil && proxmox.ClassOf(err) != pveapi.Transient:
-			return vm, err
-		case err != nil:
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				// last is quoted, not wrapped: its class must not hide the deadline's.
-				return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w (last: %s)", ipSuffix(waitIP), ctx.Err(), last.Error())
-			}
-			return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w", ipSuffix(waitIP), ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, time.Second)
-	}
-}
-
-func ipSuffix(waitIP bool) string {
-	if waitIP {
-		return " and report an IPv4 address (set wait_for_ip = false not to wait)"
-	}
-	return ""
+	return r.data.backend.WaitReady(ctx, id, proxmox.ReadyOptions{UID: uid, Address: waitIP})
 }
 
 // mismatch names the planned values the VM does not have after an apply, with what to
@@ -570,4 +573,13 @@ func mustDuration(s string) time.Duration {
 		panic(err)
 	}
 	return d
+}
+
+// keepsPriorValues reports a refresh failure that keeps the values the last apply saved
+// (with a warning): a task holds the VM (a clone in progress, a lock), or the endpoint
+// answered but the VM's node did not (595/596: the listing shows the VM's status as unknown,
+// a status it does not know yet). Every other failure (the endpoint not answering, TLS,
+// 401/403, any permanent error) fails the plan.
+func keepsPriorValues(err error) bool {
+	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err) || pveapi.IsProxyFailure(err)
 }

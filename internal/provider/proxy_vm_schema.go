@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 )
 
 // vmNameRE is a DNS label: the VM name is also the guest's hostname (meta-data
@@ -42,8 +44,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
 			"the proxy operator). Create blocks until the VM runs and, unless wait_for_ip is false, " +
 			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib, a larger " +
-			"disk_gib, bridge, vlan_tag and start_on_boot are made in place; name, node, the template " +
-			"and cloud_init replace the VM.",
+			"disk_gib, bridge, vlan_tag and start_on_boot are made in place, and a node change migrates the VM; " +
+			"name, the template and cloud_init replace the VM.",
 		MarkdownDescription: proxyVMMarkdown,
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -65,14 +67,23 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"node": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				Description: "The Proxmox VE node the VM is cloned onto: one of the provider's nodes. Optional when the " +
-					"provider lists exactly one node (then that node). Changing it replaces the VM. After a " +
-					"migration outside Terraform the VM's current node is read back.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-				PlanModifiers: []planmodifier.String{
-					stringplanmodifier.UseStateForUnknown(),
-					stringplanmodifier.RequiresReplace(),
-				},
+				Description: "The Proxmox VE node the VM runs on: one of the provider's nodes. Without it the VM is placed " +
+					"at create on the node with the fewest proxy VMs among the provider's nodes that answer (ties: the " +
+					"most free memory), known after apply and kept from then on (never moved to rebalance). Changing it " +
+					"migrates the VM in place (online when it runs, with its disks, MAC, VMID and seed ISO), never " +
+					"replaces it. A VM found on another node (an HA or maintenance migration) shows as a change of node " +
+					"and is migrated back, unless migrate_back is false.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"migrate_back": schema.BoolAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+				Description: "Whether a VM found on another node than the configured node (moved outside Terraform, say by " +
+					"the HA manager or for node maintenance) is migrated back to it. Default true. With false, the node " +
+					"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
+					"still migrates the VM. Changing it changes nothing on the VM.",
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
@@ -133,7 +144,12 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Sensitive: true,
 				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
 					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
-					"an import (the text cannot be read back) the first value set is recorded without replacing it.",
+					"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
+					"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
+					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
+					"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
+					"at plan time, since cloud-init would ignore it.",
+				Validators: []validator.String{validators.CloudInitFormat()},
 				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
 			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
@@ -170,7 +186,10 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Default:  booldefault.StaticBool(true),
 				Description: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
 					"reports an IPv4 address. Default true. With false, ip_address may stay empty until a later " +
-					"apply. Changing it changes nothing on the VM.",
+					"apply. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
+					"after a start that is not a first boot, an agent that has not answered in 3 minutes of running; " +
+					"a restart of a VM whose agent does not answer is refused before anything is changed. " +
+					"Changing it changes nothing on the VM.",
 			},
 			"vmid": schema.Int64Attribute{
 				Computed:      true,
@@ -218,13 +237,13 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{
+			"timeouts": positiveTimeouts(timeouts.Block(ctx, timeouts.Opts{
 				Create: true, Read: true, Update: true, Delete: true,
 				CreateDescription: "How long create may take, clone to IP address (default " + defaultCreateTimeout + ").",
 				ReadDescription:   "How long a refresh may take (default " + defaultReadTimeout + ").",
 				UpdateDescription: "How long an in-place update may take, restart and IP wait included (default " + defaultUpdateTimeout + ").",
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
-			}),
+			})),
 		},
 	})
 }
@@ -239,9 +258,12 @@ create leaves a tainted resource that the next apply replaces, never an untracke
 
 **In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a restart of a running VM), a larger
 ` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
-` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again.
+` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again. A ` + "`node`" + ` change
+migrates the VM (online when it runs: its address, MAC, VMID and disks stay), and so does a VM found on another
+node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
+at create and stays where it is.
 
-**Replacement:** ` + "`name`, `node`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
+**Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
 a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
 
 **Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+, the identity
@@ -253,3 +275,23 @@ catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it 
 the first value you set after the import is recorded without replacing the VM (later changes replace it as
 usual).
 `
+
+// positiveTimeouts adds a duration-above-zero check to every timeouts attribute: the
+// timeouts package accepts "-5m" and "0s", which would end the operation at once.
+func positiveTimeouts(b schema.Block) schema.Block {
+	nb, ok := b.(schema.SingleNestedBlock)
+	if !ok {
+		return b
+	}
+	attrs := make(map[string]schema.Attribute, len(nb.Attributes))
+	for k, a := range nb.Attributes {
+		if sa, ok := a.(schema.StringAttribute); ok {
+			sa.Validators = append(append([]validator.String(nil), sa.Validators...), validators.Duration())
+			sa.Description += " A duration above zero."
+			a = sa
+		}
+		attrs[k] = a
+	}
+	nb.Attributes = attrs
+	return nb
+}

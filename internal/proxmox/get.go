@@ -64,7 +64,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	case r.Type != "qemu" || r.Template == 1:
 		return VM{}, notFoundf("VMID %d now holds a %s, not this VM", id.VMID, guestKind(r))
 	case r.Name == "":
-		return VM{}, Transientf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, r.Lock)
+		return VM{}, busyf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, r.Lock)
 	case r.Name != id.Name:
 		b.logReused(ctx, id, r.Node, r.Name)
 		return VM{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, r.Name)

@@ -64,7 +64,7 @@ func contractCases(t *testing.T) []contractCase {
 	seedVol := tStorage + ":iso/" + tName + "-seed.iso"
 	taskUPID := upidOf("clone_response")
 	isoBytes := strings.Repeat("ISO-BODY-", 100)
-	return []contractCase{
+	return append([]contractCase{migrateContractCase()}, []contractCase{
 		{name: "Version", fixture: "version", method: "GET", path: "/version",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.Version(ctx) },
 			check: func(t *testing.T, got any) {
@@ -96,6 +96,15 @@ func contractCases(t *testing.T) []contractCase {
 			check: func(t *testing.T, got any) {
 				v := got.([]StorageVolume)
 				if len(v) != 2 || v[1].VolID != seedVol || v[1].Size <= 0 {
+					t.Errorf("got %+v", v)
+				}
+			}},
+		{name: "NodeNetwork", fixture: "node_network_bridges", method: "GET", path: "/nodes/pv1-1/network",
+			query: url.Values{"type": {"any_bridge"}},
+			call:  func(ctx context.Context, c *Client) (any, error) { return c.NodeNetwork(ctx, tNode, "any_bridge") },
+			check: func(t *testing.T, got any) {
+				v := got.([]NodeInterface)
+				if len(v) != 2 || v[0].Iface != "vmbr0" || v[0].Type != "bridge" || !bool(v[0].Active) || v[1].Iface != "vmbr1" {
 					t.Errorf("got %+v", v)
 				}
 			}},
@@ -208,7 +217,7 @@ func contractCases(t *testing.T) []contractCase {
 				return c.DeleteVolume(ctx, tNode, tStorage, seedVol)
 			},
 			check: wantUPID("content_delete_response")},
-	}
+	}...)
 }
 
 // TestClient_contractPerSeamMethod checks the method, escaped path, query, form, headers and
@@ -268,8 +277,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 17 {
-		t.Errorf("API has %d methods, the contract covers 17", api.NumMethod())
+	if api.NumMethod() != 19 {
+		t.Errorf("API has %d methods, the contract covers 19", api.NumMethod())
 	}
 }
 
