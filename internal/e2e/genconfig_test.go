@@ -79,7 +79,7 @@ func fillCloudInit(t *testing.T, gen string, texts map[string]string) (string, i
 	edited := 0
 	out := resourceBlockRE.ReplaceAllStringFunc(gen, func(block string) string {
 		for name, text := range texts {
-			if text == "" || !strings.Contains(block, fmt.Sprintf("name          = %q", name)) && !regexp.MustCompile(`(?m)^\s*name\s*=\s*"`+regexp.QuoteMeta(name)+`"$`).MatchString(block) {
+			if text == "" || !regexp.MustCompile(`(?m)^\s*name\s*=\s*"`+regexp.QuoteMeta(name)+`"$`).MatchString(block) {
 				continue
 			}
 			re := regexp.MustCompile(`(?m)^(\s*)cloud_init_wo\s*=\s*null.*$`)
