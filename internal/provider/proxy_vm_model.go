@@ -15,29 +15,32 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	ID           types.String   `tfsdk:"id"`
-	Name         types.String   `tfsdk:"name"`
-	Node         types.String   `tfsdk:"node"`
-	Image        types.String   `tfsdk:"image"`
-	TemplateVMID types.Int64    `tfsdk:"template_vmid"`
-	MachineType  types.String   `tfsdk:"machine_type"`
-	Cores        types.Int64    `tfsdk:"cores"`
-	MemoryMiB    types.Int64    `tfsdk:"memory_mib"`
-	DiskGiB      types.Int64    `tfsdk:"disk_gib"`
-	CloudInit    types.String   `tfsdk:"cloud_init"`
-	Bridge       types.String   `tfsdk:"bridge"`
-	VLANTag      types.Int64    `tfsdk:"vlan_tag"`
-	StartOnBoot  types.Bool     `tfsdk:"start_on_boot"`
-	WaitForIP    types.Bool     `tfsdk:"wait_for_ip"`
-	MigrateBack  types.Bool     `tfsdk:"migrate_back"`
-	VMID         types.Int64    `tfsdk:"vmid"`
-	UID          types.String   `tfsdk:"uid"`
-	CreatedAt    types.String   `tfsdk:"created_at"`
-	IPAddress    types.String   `tfsdk:"ip_address"`
-	MACAddress   types.String   `tfsdk:"mac_address"`
-	Status       types.String   `tfsdk:"status"`
-	AgentEnabled types.Bool     `tfsdk:"agent_enabled"`
-	Timeouts     timeouts.Value `tfsdk:"timeouts"`
+	ID           types.String `tfsdk:"id"`
+	Name         types.String `tfsdk:"name"`
+	Node         types.String `tfsdk:"node"`
+	Image        types.String `tfsdk:"image"`
+	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
+	MachineType  types.String `tfsdk:"machine_type"`
+	Cores        types.Int64  `tfsdk:"cores"`
+	MemoryMiB    types.Int64  `tfsdk:"memory_mib"`
+	DiskGiB      types.Int64  `tfsdk:"disk_gib"`
+	CloudInit    types.String `tfsdk:"cloud_init"`
+	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
+	CloudInitWO     types.String   `tfsdk:"cloud_init_wo"`
+	CloudInitDigest types.String   `tfsdk:"cloud_init_digest"`
+	Bridge          types.String   `tfsdk:"bridge"`
+	VLANTag         types.Int64    `tfsdk:"vlan_tag"`
+	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
+	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
+	MigrateBack     types.Bool     `tfsdk:"migrate_back"`
+	VMID            types.Int64    `tfsdk:"vmid"`
+	UID             types.String   `tfsdk:"uid"`
+	CreatedAt       types.String   `tfsdk:"created_at"`
+	IPAddress       types.String   `tfsdk:"ip_address"`
+	MACAddress      types.String   `tfsdk:"mac_address"`
+	Status          types.String   `tfsdk:"status"`
+	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
+	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -45,27 +48,24 @@ var uidNamespace = [16]byte{
 	0x97, 0xf2, 0xa1, 0x8c, 0x28, 0x0b, 0x47, 0xd9, 0xb6, 0xb4, 0x54, 0xc4, 0xae, 0x21, 0xa2, 0x31,
 }
 
-// uidFor is the UID planned for a new VM called name by a provider whose uid_namespace
-// is namespace: the version 5 UUID (RFC 9562, section 5.5) of name in uidNamespace when
+// uidFor is the allocation key of a VM called name by a provider whose uid_namespace is
+// namespace: the version 5 UUID (RFC 9562, section 5.5) of name in uidNamespace when
 // namespace is empty, and otherwise of name in the version 5 UUID of namespace in
-// uidNamespace. The empty namespace thus keeps the UIDs of the provider's first releases,
-// and each other namespace has its own, independent UIDs.
-//
-// It is deterministic on purpose. Terraform plans every change twice (at plan and again at
-// apply) and refuses a second plan whose known values differ from the first, so a random
-// UUID chosen at plan time cannot survive to apply (Terraform 1.11 has no way to carry it
-// over). A name-based UUID is the same in both plans, and also in a fresh plan after a
-// crash that lost the state: the VMID function then lands on the same VMID and adopts the
-// half-made VM, which is what a planned UID is for. The namespace is what tells apart two
-// configurations that declare the same name on one cluster: with different namespaces
-// their UIDs differ, so the second is refused by the ownership check instead of adopting
-// the first one's VM.
+// uidNamespace. It picks the VMID probe sequence (the same for every create of this name
+// in this namespace, so an interrupted create is found again) and, in earlier releases,
+// was the VM's uid itself; a VM's uid is now random per VM (newUID). A VM of an earlier
+// release carries uidFor(namespace, name) in its mark, which is how a create tells it from
+// a VM the operator made.
 func uidFor(namespace, name string) string {
 	ns := uidNamespace
 	if namespace != "" {
 		ns = uuidV5(ns, namespace)
 	}
-	u := uuidV5(ns, name)
+	return formatUUID(uuidV5(ns, name))
+}
+
+// formatUUID writes u in the 8-4-4-4-12 form.
+func formatUUID(u [16]byte) string {
 	var buf [36]byte
 	hex.Encode(buf[0:8], u[0:4])
 	buf[8] = '-'
@@ -196,7 +196,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.Bridge,
+	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
 		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
@@ -235,10 +235,13 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		TemplateVMID: types.Int64Null(),
 		MachineType:  types.StringNull(),
 		CloudInit:    types.StringNull(),
-		WaitForIP:    types.BoolValue(true),
-		MigrateBack:  types.BoolValue(true),
-		IPAddress:    types.StringNull(),
-		Timeouts:     nullTimeouts,
+		CloudInitWO:  types.StringNull(),
+		// The digest the VM was made with, from its mark: a matching cloud_init_wo plans nothing.
+		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
+		WaitForIP:       types.BoolValue(true),
+		MigrateBack:     types.BoolValue(true),
+		IPAddress:       types.StringNull(),
+		Timeouts:        nullTimeouts,
 	}
 	applyVM(&m, vm)
 	unread := []unreadAttr{unreadCloudInit}

@@ -38,7 +38,7 @@ const (
 )
 
 func proxyVMSchema(ctx context.Context) schema.Schema {
-	return schema.Schema{
+	return withMarkdown(schema.Schema{
 		Version: 0,
 		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
@@ -56,10 +56,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"name": schema.StringAttribute{
 				Required: true,
 				Description: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
-					"hyphens, 1 to 63 characters, starting and ending with a letter or digit), unique in the " +
-					"cluster. Changing it replaces the VM. The name is the VM's identity in the cluster (it also " +
-					"derives the uid), so create_before_destroy needs a new name: with the same one the new " +
-					"object would adopt the old VM.",
+					"hyphens, 1 to 63 characters, starting and ending with a letter or digit). " +
+					"Changing it replaces the VM. VMs of the same name may coexist (a create_before_destroy " +
+					"replacement and the VM it replaces, or another workspace's VM): each has its own uid, VMID and seed ISO.",
 				Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
 					"must be a DNS label: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit")},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
@@ -87,8 +86,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
-				Description: "A key of the provider's templates catalogue: the template to clone. Exactly one of image " +
-					"and template_vmid is set. Renaming the key to another key of the same template VMID changes " +
+				Description: "A key of the provider's templates catalogue: the template to clone. Set image or " +
+					"template_vmid; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
 					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
 					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
 					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
@@ -99,7 +98,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Description: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
-					"otherwise. Exactly one of image and template_vmid is set. Changing the effective template " +
+					"otherwise. Set image or template_vmid; both only when they name the same template. Changing the effective template " +
 					"replaces the VM, except for the first value set after an import that could not read it back.",
 				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
 				PlanModifiers: []planmodifier.Int64{
@@ -149,9 +148,12 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
 					"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
 					"at plan time, since cloud-init would ignore it.",
-				Validators:    []validator.String{validators.CloudInitFormat()},
-				PlanModifiers: []planmodifier.String{requiresReplaceUnlessUnreadString(unreadCloudInit)},
+				Validators: []validator.String{validators.CloudInitFormat()},
+				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
+			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
+			"cloud_init_wo":     cloudInitWOAttribute(),
+			"cloud_init_digest": cloudInitDigestAttribute(),
 			"bridge": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
@@ -195,12 +197,11 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"uid": schema.StringAttribute{
 				Computed: true,
-				Description: "The VM's UID, written into its description mark at clone time and the input of the VMID " +
-					"allocation. Known at plan time: a UUID (version 5) of the name in the provider's uid_namespace, so " +
-					"a create interrupted before Terraform saved any state lands on the same VMID and adopts the " +
-					"half-made VM instead of cloning a second one, while another configuration with another " +
-					"uid_namespace declaring the same name is refused. Kept in the state: changing uid_namespace does " +
-					"not change it. An imported VM keeps the UID of its mark.",
+				Description: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
+					"written into its description mark and its seed ISO's name, and kept in the state. Refresh, update and destroy " +
+					"act on the VM at vmid only while its mark carries this UID: a VM with another UID is another resource's and is " +
+					"never changed or destroyed. An imported VM keeps the UID of its mark (a VM of an earlier release: the UUID " +
+					"version 5 of its name that those releases used).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"created_at": schema.StringAttribute{
@@ -242,7 +243,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
 			})),
 		},
-	}
+	})
 }
 
 const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
@@ -263,8 +264,9 @@ at create and stays where it is.
 **Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
 a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
 
-**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` and only VMs carrying the mark.
-` + "`cloud_init`" + ` cannot be read back. The template is identified among the catalogue's templates by
+**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+, the identity
+` + "`{ vmid, name }`" + `) and only VMs carrying the mark. ` + "`cloud_init`" + ` cannot be read back; the digest of
+` + "`cloud_init_wo`" + ` is, so the same text plans nothing. The template is identified among the catalogue's templates by
 the creation time a full clone copies from its template (` + "`meta`" + `), which costs one config read per
 catalogue template at import and nothing in a plan; when no single template matches (a template outside the
 catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it is left unset. For values left unset

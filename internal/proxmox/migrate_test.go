@@ -72,12 +72,12 @@ func TestCreate_localTemplateClonesOnItsNodeThenMigrates(t *testing.T) {
 }
 
 // TestCreate_adoptedCloneOnTemplateNodeIsMigrated: an interruption between the clone and
-// the migration leaves our stopped VM on the template's node; the retry adopts it and
-// migrates it before provisioning.
+// the migration leaves the stopped VM, still marked "creating", on the template's node;
+// the retry takes it over and migrates it before provisioning.
 func TestCreate_adoptedCloneOnTemplateNodeIsMigrated(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	localStorage(h.f)
-	h.f.addOurVM(testVMID0, testName, testUID)
+	h.addInterrupted(testVMID0, testName, prevUID)
 	s := h.spec()
 	s.Node = "pv1-2"
 	vm := h.create(s)
@@ -141,13 +141,13 @@ func TestUpdate_nodeChangeMigratesWithTheSeed(t *testing.T) {
 		t.Fatalf("migrations %+v", m)
 	}
 	v := h.f.vm(testVMID0)
-	if v.Node != "pv1-2" || v.Config["net0"] != mac || !strings.HasPrefix(v.Config["ide2"], "proxy-seeds:iso/"+testName+"-seed.iso") {
+	if v.Node != "pv1-2" || v.Config["net0"] != mac || !strings.HasPrefix(v.Config["ide2"], "proxy-seeds:iso/"+seedFile(testName, testUID)) {
 		t.Errorf("after the migration: node %s net0 %q ide2 %q", v.Node, v.Config["net0"], v.Config["ide2"])
 	}
-	if _, ok := h.f.iso("pv1-2", fakeISOStorage, testName+"-seed.iso"); !ok {
+	if _, ok := h.f.iso("pv1-2", fakeISOStorage, seedFile(testName, testUID)); !ok {
 		t.Error("the seed is not on the target")
 	}
-	if _, ok := h.f.iso("pv1-1", fakeISOStorage, testName+"-seed.iso"); ok {
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
 		t.Error("the seed is still on the source")
 	}
 	var ejected bool
@@ -178,10 +178,10 @@ func TestUpdate_failedMigrationRestoresTheSeed(t *testing.T) {
 	if v.Node != "pv1-1" || v.Config["ide2"] != ide2 {
 		t.Errorf("after the failure: node %s ide2 %q (was %q)", v.Node, v.Config["ide2"], ide2)
 	}
-	if _, ok := h.f.iso("pv1-2", fakeISOStorage, testName+"-seed.iso"); ok {
+	if _, ok := h.f.iso("pv1-2", fakeISOStorage, seedFile(testName, testUID)); ok {
 		t.Error("the seed copy on the target was left")
 	}
-	if _, ok := h.f.iso("pv1-1", fakeISOStorage, testName+"-seed.iso"); !ok {
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); !ok {
 		t.Error("the seed on the source was lost")
 	}
 }

@@ -232,7 +232,7 @@ func TestDelete_seedOnAMissingStorageIsSkippedWithANote(t *testing.T) {
 		t.Error("the VM was not destroyed")
 	}
 	lines := notes.Lines()
-	if len(lines) != 1 || !strings.Contains(lines[0], "seeds-typo:iso/"+testName+"-seed.iso was not deleted on node pv1-1") {
+	if len(lines) != 1 || !strings.Contains(lines[0], "seeds-typo:iso/"+seedFile(testName, testUID)+" was not deleted on node pv1-1") {
 		t.Errorf("notes %q", lines)
 	}
 	// Gone VM, every node: the same skip, no failure.

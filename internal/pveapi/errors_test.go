@@ -19,6 +19,7 @@ import (
 var matchers = map[string]func(error) bool{
 	"IsNotExist":             IsNotExist,
 	"IsAlreadyExists":        IsAlreadyExists,
+	"IsConfigModified":       IsConfigModified,
 	"IsAgentNotRunning":      IsAgentNotRunning,
 	"IsNoAgentConfigured":    IsNoAgentConfigured,
 	"IsVMNotRunning":         IsVMNotRunning,
@@ -56,6 +57,7 @@ var classifyTable = map[string]classRow{
 	"err_no_ticket":               {Permanent, Permanent, "IsUnauthorized"},
 	"err_bad_param":               {Permanent, Permanent, ""},
 	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
+	"err_config_modified":         {Transient, Transient, "IsConfigModified"},
 	"err_clone_local_storage":     {Transient, Transient, ""},
 	"err_migrate_running_offline": {Transient, Transient, ""},
 	"err_migrate_target_local":    {Permanent, Permanent, ""},
