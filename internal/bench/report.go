@@ -40,7 +40,7 @@ func (r Report) Write(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "results.png"), img, 0o644)
 }
 
-// Target is one of issue 8's targets as measured.
+// Target is one of the benchmark's targets as measured.
 type Target struct {
 	Name     string
 	Scenario string // which run measured it
@@ -73,7 +73,7 @@ func (r Report) maxInFlightLimit() int {
 	return pveapi.DefaultMaxInFlight
 }
 
-// Targets evaluates issue 8's targets on the results.
+// Targets evaluates the benchmark's targets on the results.
 func (r Report) Targets() []Target {
 	var ts []Target
 	notRun := func(name, scen, limit string) Target {
@@ -204,7 +204,7 @@ var endpointNames = []struct{ key, name string }{
 // checks, and how it was measured.
 func (r Report) Markdown() string {
 	var b strings.Builder
-	b.WriteString("# Benchmark results (issue 8)\n\n")
+	b.WriteString("# Benchmark results\n\n")
 	if !r.Date.IsZero() {
 		fmt.Fprintf(&b, "Run %s", r.Date.UTC().Format("2006-01-02 15:04 MST"))
 	} else {

@@ -54,7 +54,7 @@ func (f *figureSet) table() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var b strings.Builder
-	b.WriteString("\n=== reliability figures (issue 7) ===\n")
+	b.WriteString("\n=== reliability figures ===\n")
 	fmt.Fprintf(&b, "%-28s %5s %9s %7s %8s %6s %9s\n", "category", "run", "converged", "orphans", "wrong-ws", "leaks", "diag-ok")
 	var tot figureRow
 	cats := append([]string(nil), f.order...)

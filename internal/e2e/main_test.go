@@ -1,4 +1,4 @@
-// Package e2e is the reliability suite (issue 7): the real terraform CLI driving the real
+// Package e2e is the reliability suite: the real terraform CLI driving the real
 // provider binary against an in-process Proxmox simulator, under faults, interrupts,
 // crashes, concurrency, bad input, and with sentinel secrets. It runs when TF_ACC is set
 // (make test, make reliability); E2E_SOAK=1 runs many more trials. The figures table is

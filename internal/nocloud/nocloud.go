@@ -1,4 +1,4 @@
-// Package nocloud builds NoCloud seed ISOs (seed entry 5) and reads them back.
+// Package nocloud builds NoCloud seed ISOs (decision: seed-iso) and reads them back.
 //
 // A seed is an ISO9660 image with the volume label "cidata" holding three files in its root:
 // user-data (written byte for byte, never parsed), meta-data (instance-id and local-hostname)

@@ -25,8 +25,8 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
-// The resource examples of the documentation, applied as written (issue 6: no example
-// that was never run). They name node pv1-1 and fixed VMIDs, so they run against the
+// The resource examples of the documentation, applied as written, so that no
+// example in the documentation was never run. They name node pv1-1 and fixed VMIDs, so they run against the
 // simulator only.
 
 // proxyVMExamples is the folder of the proxy_vm examples.

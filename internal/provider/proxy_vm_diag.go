@@ -13,7 +13,7 @@ import (
 )
 
 // vmErrorDetail renders a backend failure for a diagnostic: which VM (name and VMID), what
-// happened, and what to do, worded by the error's class (seed entry 13). note, when set,
+// happened, and what to do, worded by the error's class (decision: error-classes). note, when set,
 // is appended (e.g. what happened to the state). The backend's messages never carry the
 // cloud-init text or the token.
 func vmErrorDetail(op, name string, vmid int, err error, note string) string {

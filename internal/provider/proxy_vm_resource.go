@@ -31,7 +31,8 @@ var (
 )
 
 // proxyVMResource is proxy_vm: Terraform's plan/apply/destroy/import mapped onto the
-// backend's Create (seed entry 10), Get (entry 9), Update and Delete (entry 11).
+// backend's Create (decision: create-steps), Get (decision: state-mapping), Update and Delete
+// (decision: delete-steps).
 type proxyVMResource struct{ data *providerData }
 
 // NewProxyVMResource is the proxy_vm resource factory.
@@ -201,7 +202,8 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		vmid, note := 0, ""
 		if id != nil {
 			vmid = id.VMID
-			// The clone may have been refused or lost (D3): say what is known, not that a VM exists.
+			// The clone may have been refused or lost (the VMID is saved before the clone request,
+			// decision: create-steps): say what is known, not that a VM exists.
 			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
 		}
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})

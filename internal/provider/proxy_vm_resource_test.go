@@ -987,7 +987,7 @@ func TestAccProxyVM_interruptedCreate(t *testing.T) {
 }
 
 // TestAccProxyVM_refusedCloneNote: a clone Proxmox refuses leaves no VM, only the VMID
-// saved before the request (D3): the diagnostic must not claim a VM exists, and the next
+// saved before the request (decision: create-steps): the diagnostic must not claim a VM exists, and the next
 // apply creates it.
 func TestAccProxyVM_refusedCloneNote(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})

@@ -22,7 +22,7 @@ import (
 // local-hostname) and part of the seed ISO's file name.
 var vmNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// Default operation timeouts (the budgets of seed entry 18 fit inside them).
+// Default operation timeouts (the backend's budgets fit inside them, decision: poll-schedule).
 const (
 	defaultCreateTimeout = "20m"
 	defaultReadTimeout   = "5m"

@@ -87,7 +87,7 @@ func vmsCluster(t *testing.T, sim *pvesim.Sim) {
 			t.Fatal(err)
 		}
 	}
-	// A clone that never ends: listed without a name, lock clone, status unknown (F8).
+	// A clone that never ends: listed without a name, lock clone, status unknown (fact: nameless-mid-clone).
 	sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone", TaskHang: true})
 	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
 	if err != nil {

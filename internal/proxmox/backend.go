@@ -1,5 +1,5 @@
-// Package proxmox is the backend: the seed's Create, Get, Delete, ListByTag and Checker
-// (entries 2 to 16) over the pveapi seam. It knows nothing of Terraform.
+// Package proxmox is the backend: create, get, update, delete, list, orphan seeds and the
+// health check (docs/design/operations.md) over the pveapi seam. It knows nothing of Terraform.
 //
 // NOTE(skeleton): the types and method signatures in this file are the contract the
 // Terraform glue in internal/provider codes against. Implementations may add fields and
@@ -29,7 +29,7 @@ type Config struct {
 	Budgets Budgets
 }
 
-// Budgets bound every wait (seed entry 18). Tests shrink them.
+// Budgets bound every wait (decision: poll-schedule). Tests shrink them.
 type Budgets struct {
 	Clone, Upload, Resize, Start, Stop, Destroy, SeedDelete, Running time.Duration
 	// PollMin is the first poll interval; it grows by half (x1.5) up to PollMax, so a
@@ -46,7 +46,8 @@ type Budgets struct {
 	ListingTTL time.Duration
 }
 
-// DefaultBudgets are entry 18's budgets, with polls backing off from 50 ms to 1 s.
+// DefaultBudgets are the budgets the provider runs with (decision: poll-schedule), polls
+// backing off from 50 ms to 1 s.
 func DefaultBudgets() Budgets {
 	return Budgets{
 		Clone: 10 * time.Minute, Upload: 2 * time.Minute, Resize: 2 * time.Minute,
@@ -58,13 +59,13 @@ func DefaultBudgets() Budgets {
 	}
 }
 
-// ID is vms/<vmid>/<name> (entry 1).
+// ID is vms/<vmid>/<name> (decision: id-format).
 type ID struct {
 	VMID int
 	Name string
 }
 
-// State is the mapped VM state (entry 9).
+// State is the mapped VM state (decision: state-mapping).
 type State string
 
 // The states Get maps a VM to.
@@ -125,7 +126,7 @@ type VM struct {
 	// Lock is the lock the listing, config or status reports ("backup", "clone",
 	// "suspended", ...); empty when none. Get reports a locked VM instead of failing.
 	Lock string
-	// Meta is the config's meta value, copied from the template by the clone (F11); its
+	// Meta is the config's meta value, copied from the template by the clone (fact: meta-copied); its
 	// ctime identifies the template (TemplateOf).
 	Meta string
 	// Creating is set while the mark still says "creating" (a Create has not finished).
@@ -173,8 +174,8 @@ type Changes struct {
 	// empty when none was set), and UserDataKnown says it is known (false for an imported
 	// VM whose cloud_init was never set). Before any start (Start, or the restart a core or
 	// memory change makes), Update checks that the seed ISO the VM's ide2 names is on the
-	// ISO storage: a destroy that failed after deleting it (the seed goes first, review
-	// finding CR1) leaves a VM Proxmox cannot start. A missing seed is rebuilt from
+	// ISO storage: a destroy that failed after deleting it (the seed goes first,
+	// decision: seed-before-destroy) leaves a VM Proxmox cannot start. A missing seed is rebuilt from
 	// UserData (with the provider's vendor-data) when it is known; otherwise ide2 is
 	// removed, since cloud-init reads the seed at first boot only. Neither field is a change
 	// by itself.
@@ -189,7 +190,7 @@ type Changes struct {
 	UID string
 }
 
-// Instance is one marked VM listed by List (entry 12).
+// Instance is one marked VM listed by List (decision: list-marked).
 type Instance struct {
 	ID        ID
 	Node      string
@@ -209,7 +210,7 @@ type Seed struct {
 	Size  int64
 }
 
-// Reason is a health verdict's reason (entry 16).
+// Reason is a health verdict's reason (decision: health-check).
 type Reason string
 
 // The reasons of a node's verdict; ReasonReachable is the only one of a ready node.
@@ -260,7 +261,7 @@ type Backend struct {
 	buildSeed func(nocloud.Seed) ([]byte, error)
 }
 
-// Default VMID range (DESIGN.md).
+// Default VMID range (decision: vmid-function).
 const (
 	DefaultVMIDMin = 100000
 	DefaultVMIDMax = 199999
@@ -303,5 +304,5 @@ func New(api pveapi.API, cfg Config) *Backend {
 // Create, Get, Update, Delete, FindByName and FindByVMID live in create.go, get.go,
 // update.go, delete.go and find.go.
 
-// List (entry 12), OrphanSeeds and Check (entry 16) live in list.go, orphans.go and
+// List, OrphanSeeds and Check live in list.go, orphans.go and
 // check.go, written by another engineer.

@@ -25,7 +25,7 @@ type NodeCheck struct {
 	StorageAnswered bool
 }
 
-// Check runs entry 16: one verdict per configured node, in config order.
+// Check is the health check (decision: health-check): one verdict per configured node, in config order.
 func (b *Backend) Check(ctx context.Context) []NodeHealth {
 	checks := b.CheckDetailed(ctx)
 	out := make([]NodeHealth, len(checks))
@@ -42,7 +42,7 @@ func (b *Backend) Check(ctx context.Context) []NodeHealth {
 // unhealthy node is a verdict, not an error.
 func (b *Backend) CheckDetailed(ctx context.Context) []NodeCheck {
 	out := make([]NodeCheck, len(b.cfg.Nodes))
-	// The token file is read once, before any request (entry 16): a missing or malformed
+	// The token file is read once, before any request: a missing or malformed
 	// one answers CredentialsUnavailable on every node without a request.
 	tokenID, tokenErr := "", error(nil)
 	if b.cfg.TokenID != nil {
@@ -193,7 +193,7 @@ func checkTemplates(catalogue map[string]int, res []pveapi.Resource) (found int,
 	return found, missing
 }
 
-// checkReason maps a failed request to a reason (entry 16). The caller handles the round's
+// checkReason maps a failed request to a reason. The caller handles the round's
 // ctx ending first.
 func checkReason(step checkStep, err error) Reason {
 	switch {

@@ -539,7 +539,7 @@ func TestCheck_expiredContextReturnsPromptly(t *testing.T) {
 	}
 }
 
-// templates counts catalogue entries, not unique VMIDs (Phase 7).
+// templates counts catalogue entries, not unique VMIDs.
 func TestCheck_templatesCountCatalogueEntries(t *testing.T) {
 	t.Parallel()
 	f := newCheckFake(t)

@@ -17,8 +17,9 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Create runs entry 10 under the per-name lock: the by-name lookup, the template checks
-// (entry 4), the VMID allocation with the ownership check (entry 2, findings P2/CR3),
+// Create runs the create steps (decision: create-steps) under the per-name lock: the by-name
+// lookup, the template checks, the VMID allocation with the ownership check
+// (decision: vmid-function, decision: identity-and-adoption),
 // the clone with the mark, then seed upload, config, resize, start and the wait for
 // running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
 // only by ctx (the Terraform create timeout).
@@ -27,9 +28,9 @@ import (
 // is sent (so that a request whose answer is lost, or a Ctrl-C while it is in flight,
 // never leaves a VM that no state tracks), again if the allocator then moves to another
 // VMID, and when an existing VM of ours is adopted. The last call names the VM Create
-// works on. An earlier VMID whose clone Proxmox refused (taken meanwhile, F4) or never
+// works on. An earlier VMID whose clone Proxmox refused (taken meanwhile, fact: clone-vmid-taken) or never
 // made holds no VM of ours: Get answers ErrNotFound for it and Delete leaves whatever is
-// there alone. Every step resumes after an interruption as entry 10's retry table says; a
+// there alone. Every step resumes after an interruption (decision: create-steps); a
 // repeat Create of a running VM makes no change. A does-not-exist inside Create is
 // Transient, never NotFound.
 func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
@@ -180,7 +181,7 @@ func (c *creation) notify() {
 	c.onAllocated(id, c.node)
 }
 
-// checkTemplate is entry 4: refuse, before anything exists, a template the later steps
+// checkTemplate refuses (decision: template-checks), before anything exists, a template the later steps
 // could not use. It returns the template's node.
 func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (string, error) {
 	s := &c.s
@@ -218,7 +219,7 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	return r.Node, nil
 }
 
-// allocate probes vmidFor(AllocKey, 0..) (entry 2 step 2) until a clone lands or an
+// allocate probes vmidFor(AllocKey, 0..) (decision: vmid-function) until a clone lands or an
 // interrupted create of this name is taken over; at most 32 distinct VMIDs.
 func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode string) error {
 	lo, hi := c.b.cfg.VMIDMin, c.b.cfg.VMIDMax
@@ -236,7 +237,8 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 }
 
 // probe tries one VMID: clone onto it when free, else judge it by its config unless the
-// entry is plainly another guest (a container, a template, another real listed name: P2/CR3).
+// entry is plainly another guest (a container, a template, another real listed name:
+// waiting on its lock would hold every retry, decision: identity-and-adoption).
 // A nameless or "VM <vmid>" entry (a clone in progress, or pvestatd's stale snapshot of
 // one) is waited on within the clone budget: it may be an interrupted create of ours.
 func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (bool, error) {
@@ -247,7 +249,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 			if err != nil || cloned {
 				return cloned, err
 			}
-			// F4: someone took it between the listing and the clone.
+			// Someone took it between the listing and the clone (fact: clone-vmid-taken).
 			if *res, err = c.b.listing(ctx, true); err != nil {
 				return false, apiErrorf("create", err, "listing the cluster's VMs")
 			}
@@ -301,8 +303,8 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 	return false, nil
 }
 
-// clone is entry 10 step 4, the mark written with the namespace and "creating" lines. It
-// reports false without error when the VMID was taken meanwhile (F4).
+// clone clones with the mark (decision: mark-format) written with the namespace and "creating" lines. It
+// reports false without error when the VMID was taken meanwhile (fact: clone-vmid-taken).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
 	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
@@ -319,7 +321,7 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	upid, err := b.api.Clone(ctx, tmplNode, s.TemplateVMID, p)
 	if err != nil {
 		if isAlreadyExists(err) {
-			return false, nil // F4: taken meanwhile; the probe judges who holds it
+			return false, nil // taken meanwhile (fact: clone-vmid-taken); the probe judges who holds it
 		}
 		var ae *pveapi.APIError
 		if errors.As(err, &ae) {
@@ -343,10 +345,10 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	return true, nil
 }
 
-// provision is entry 10 steps 5 to 9; each step is repeatable.
+// provision is seed, config, resize, start and running; each step is repeatable.
 func (c *creation) provision(ctx context.Context) error {
 	b, s := c.b, &c.s
-	// 5. The seed, uploaded over any previous one (F12): no delete first.
+	// 5. The seed, uploaded over any previous one (fact: upload-overwrites): no delete first.
 	iso, err := b.buildSeed(nocloud.Seed{
 		Name: s.Name, UserData: s.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
 	})
@@ -365,7 +367,7 @@ func (c *creation) provision(ctx context.Context) error {
 	if err := c.writeConfig(ctx, configParams(*s, c.cfg, b.cfg.ISOStorage)); err != nil {
 		return err
 	}
-	// 7. Resize, only when larger (entry 6).
+	// 7. Resize, only when larger (decision: boot-disk).
 	if s.DiskGiB > 0 {
 		disk, cur, ok := bootDiskSize(c.cfg)
 		if !ok {
@@ -529,7 +531,7 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec) (s
 	return b.waitAddress(ctx, a)
 }
 
-// configParams is entry 10 step 6: cores, memory, agent=1, the tag (other tags kept), the
+// configParams is the create's config write: cores, memory, agent=1, the tag (other tags kept), the
 // seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set.
 func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]string {
 	p := map[string]string{

@@ -121,7 +121,8 @@ func TestCreate_secondCreateOfTheNameMakesItsOwnVM(t *testing.T) {
 	}
 }
 
-// TestCreate_retryTable is entry 10's "what a retry finds" table under the identity rule:
+// TestCreate_retryTable is the create's "what a retry finds" table (decision: create-steps) under the
+// identity rule (decision: identity-and-adoption):
 // the retry is a new Create with a new uid; it finds the interrupted create's VM on the
 // name's probe sequence (still marked "creating"), takes it over, and finishes it.
 func TestCreate_retryTable(t *testing.T) {
@@ -199,7 +200,8 @@ func TestCreate_retryTable(t *testing.T) {
 	}
 }
 
-// TestCreate_allocationTable is entry 2 with review findings P2/CR3.
+// TestCreate_allocationTable is the VMID allocation with its ownership check
+// (decision: vmid-function, decision: identity-and-adoption).
 func TestCreate_allocationTable(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -214,7 +216,7 @@ func TestCreate_allocationTable(t *testing.T) {
 		{name: "foreign VM at attempt 0 is probed past without a config read", setup: func(h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01"})
 		}, vmid: testVMID1, configs: 1},
-		{name: "foreign VM under a lock is probed past without waiting (P2)", setup: func(h *harness) {
+		{name: "foreign VM under a lock is probed past without waiting", setup: func(h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01", Lock: "snapshot-delete"})
 		}, vmid: testVMID1, configs: 1},
 		{name: "container at attempt 0 is foreign", setup: func(h *harness) {
@@ -281,7 +283,7 @@ func TestCreate_allocationTable(t *testing.T) {
 				return nil
 			})
 		}, class: pveapi.Permanent, msg: []string{otherUID}, configs: 1},
-		{name: "clone race lost to a foreign VM probes on (F4)", setup: func(h *harness) {
+		{name: "clone race lost to a foreign VM probes on", setup: func(h *harness) {
 			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
 				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
 					h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01"})
@@ -289,7 +291,7 @@ func TestCreate_allocationTable(t *testing.T) {
 				return nil
 			})
 		}, vmid: testVMID1, configs: 1},
-		{name: "clone race lost to an interrupted create of this name: taken over (F4)", setup: func(h *harness) {
+		{name: "clone race lost to an interrupted create of this name: taken over", setup: func(h *harness) {
 			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
 				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
 					h.addInterrupted(testVMID0, testName, prevUID)
@@ -656,7 +658,7 @@ func TestCreate_addressWaitAsksTheAgentOnly(t *testing.T) {
 	}
 }
 
-// TestCreate_addressWaitChecksTheStatusWhenTheAgentSaysVMNotRunning keeps entry 7's
+// TestCreate_addressWaitChecksTheStatusWhenTheAgentSaysVMNotRunning keeps the address wait's
 // mapping: "VM <vmid> not running" is checked against status/current; stopped is Transient
 // at once, running (the answer raced a start) goes on waiting.
 func TestCreate_addressWaitChecksTheStatusWhenTheAgentSaysVMNotRunning(t *testing.T) {
@@ -900,7 +902,7 @@ func mustList(t *testing.T, h *harness) []pveapi.Resource {
 }
 
 // TestCreate_vmidSavedBeforeTheCloneRequest: onAllocated has the VMID before the clone
-// request leaves (D3): a lost answer must not leave a VM no state tracks.
+// request leaves (decision: create-steps): a lost answer must not leave a VM no state tracks.
 func TestCreate_vmidSavedBeforeTheCloneRequest(t *testing.T) {
 	h := newHarness(t)
 	var allocated []ID
@@ -972,7 +974,7 @@ func TestCreate_cloneAnswerLost(t *testing.T) {
 }
 
 // TestCreate_staleAllocationsAreHarmless: VMIDs handed to onAllocated that end up holding
-// no VM of ours (the clone refused, or the VMID taken by a foreign VM meanwhile, F4) are
+// no VM of ours (the clone refused, or the VMID taken by a foreign VM meanwhile, fact: clone-vmid-taken) are
 // ErrNotFound for Get, and Delete succeeds on them without touching the foreign VM.
 func TestCreate_staleAllocationsAreHarmless(t *testing.T) {
 	h := newHarness(t)
@@ -981,7 +983,7 @@ func TestCreate_staleAllocationsAreHarmless(t *testing.T) {
 	first, second := vmidFor(testUID, 0, lo, lo+1), vmidFor(testUID, 1, lo, lo+1)
 	h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
 		switch c.Args["newid"] {
-		case strconv.Itoa(first): // F4: a foreign VM takes it between the listing and the clone
+		case strconv.Itoa(first): // A foreign VM takes it between the listing and the clone
 			if h.f.vm(first) == nil {
 				h.f.addVM(&fakeVM{VMID: first, Name: "web01", Status: "running", Config: map[string]string{"description": "db"}})
 			}

@@ -9,7 +9,8 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Delete runs entry 11 with review findings CR1, CR2 and P1, under the per-name lock:
+// Delete runs the delete steps (decision: delete-steps, decision: seed-before-destroy) under
+// the per-name lock:
 // stop (a paused VM too), delete the seed ISO the VM's ide2 names on the VM's node, then
 // destroy with purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now
 // holds a VM that is not ours (another name, no mark, a container, another uid), is success
@@ -19,7 +20,7 @@ import (
 // before the destroy, so nothing leaks; on the every-node path a node's failure is logged
 // and skipped unless it is Permanent (a 403) or ctx ended. A task lock other than
 // suspended, a clone in progress or a listing status "unknown" is waited on within
-// Budgets.Destroy. A hibernated VM of ours is destroyed (Phase 10).
+// Budgets.Destroy. A hibernated VM of ours is destroyed (fact: hibernated-vm).
 func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
 	return b.DeleteVM(ctx, id, DeleteOptions{Node: node})
 }
@@ -91,8 +92,8 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	}
 	node := st.r.Node
 	seeds := ownSeeds(b.cfg.ISOStorage, id.Name, st.cfg, opts)
-	// 5. Stop unless stopped; status/current, since the listing may lag (P6) and shows a
-	// paused VM as running (F14).
+	// 5. Stop unless stopped; status/current, since the listing may lag (fact: listing-lag) and
+	// shows a paused VM as running (fact: paused-listed-running).
 	vs, err := b.api.VMStatus(ctx, node, id.VMID)
 	switch {
 	case err == nil:
@@ -109,7 +110,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 			return false, node, err
 		}
 	}
-	// 6. The seed before the destroy (CR1): a failure leaves the VM for the next Delete.
+	// 6. The seed before the destroy (decision: seed-before-destroy): a failure leaves the VM for the next Delete.
 	if err := b.deleteSeeds(ctx, node, seeds); err != nil {
 		return false, node, err
 	}
@@ -211,7 +212,7 @@ func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
 }
 
 // deleteSeed deletes the seed ISO file on node's ISO storage and waits for the task; a
-// missing volume is still a successful task (F13).
+// missing volume is still a successful task (fact: volume-delete-task).
 func (b *Backend) deleteSeed(ctx context.Context, node, file string) error {
 	if b.cfg.ISOStorage == "" {
 		return nil
@@ -233,7 +234,7 @@ func (b *Backend) deleteSeed(ctx context.Context, node, file string) error {
 
 // deleteSeedEverywhere deletes the seed on every configured node (the VM's node is not
 // known), skipping a node whose request or task fails unless the failure is Permanent
-// (other than a storage the node lacks) or ctx ended (P1).
+// (other than a storage the node lacks) or ctx ended, so a missing privilege is never hidden.
 func (b *Backend) deleteSeedEverywhere(ctx context.Context, file, hint string) error {
 	nodes := slices.Clone(b.cfg.Nodes)
 	if hint != "" && !slices.Contains(nodes, hint) {

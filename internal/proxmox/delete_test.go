@@ -34,8 +34,8 @@ func mutating(f *fakeAPI) []string {
 	return out
 }
 
-// TestDelete_stepsTable is entry 11 steps 2 to 7 with CR1 (stop, seed, destroy) and the
-// Phase 10 answers (a paused VM stops, a hibernated VM is destroyed).
+// TestDelete_stepsTable is the delete steps (stop, seed, destroy; decision: delete-steps), a
+// paused VM stopping (fact: paused-stop) and a hibernated VM destroyed (fact: hibernated-vm).
 func TestDelete_stepsTable(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -49,16 +49,16 @@ func TestDelete_stepsTable(t *testing.T) {
 			[]string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
 		{"stopped: no stop", func(h *harness) { h.f.addOurVM(testVMID0, testName, testUID) },
 			[]string{"DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
-		{"paused: stopped first (Phase 10)", func(h *harness) {
+		{"paused: stopped first", func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
 			st := capturedStatus(h.t, "status_current_paused")
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = st.Status, st.QMPStatus })
 		}, []string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
-		{"hibernated ours: destroyed like a stopped one (Phase 10)", func(h *harness) {
+		{"hibernated ours: destroyed like a stopped one", func(h *harness) {
 			h.f.addOurVM(testVMID0, testName, testUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
 		}, []string{"DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
-		{"listing lags: running VM listed stopped is still stopped (P6)", func(h *harness) {
+		{"listing lags: running VM listed stopped is still stopped", func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.ListedStatus = "stopped" })
 		}, []string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
@@ -132,7 +132,7 @@ func TestDelete_twiceSucceeds(t *testing.T) {
 	}
 }
 
-// CR1 and CR2: a seed delete that fails on the VM's node fails the call before the destroy;
+// decision: seed-before-destroy: a seed delete that fails on the VM's node fails the call before the destroy;
 // the VM stays (stopped) for the next Delete, which removes both once the fault clears.
 func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
 	for _, tc := range []struct {
@@ -141,10 +141,10 @@ func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
 		class  pveapi.Class
 		msg    string
 	}{
-		{"403 Datastore.Allocate (CR2)", func(f *fakeAPI) { f.failNext("DeleteVolume", fixtureErr("err_forbidden_volume_delete")) },
+		{"403 Datastore.Allocate", func(f *fakeAPI) { f.failNext("DeleteVolume", fixtureErr("err_forbidden_volume_delete")) },
 			pveapi.Permanent, "Datastore.Allocate"},
 		{"596", func(f *fakeAPI) { f.failNext("DeleteVolume", fixtureErr("err_596")) }, pveapi.Transient, "596"},
-		{"failed task (CR1)", func(f *fakeAPI) { f.failTask("imgdel", "unable to delete volume") }, pveapi.Transient, "unable to delete volume"},
+		{"failed task", func(f *fakeAPI) { f.failTask("imgdel", "unable to delete volume") }, pveapi.Transient, "unable to delete volume"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -170,7 +170,7 @@ func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
 	}
 }
 
-// P1: on the every-node path a node's failure is skipped, unless it is Permanent or ctx ended.
+// On the every-node path a node's failure is skipped, unless it is Permanent or ctx ended.
 func TestDelete_everyNodePathSkipsNodeFailuresButNotPermanent(t *testing.T) {
 	t.Run("596 on one node is skipped", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")

@@ -16,7 +16,7 @@ func isDiskKey(k string) bool { return diskKeyRE.MatchString(k) }
 // isCDROM reports whether a drive value is a CD-ROM.
 func isCDROM(v string) bool { return getOption(v, "media") == "cdrom" }
 
-// bootDisk finds the boot disk key (entry 6): the first entry of boot's order= that is a
+// bootDisk finds the boot disk key (decision: boot-disk): the first entry of boot's order= that is a
 // present drive and not a CD-ROM, else bootdisk, else the first present of scsi0,
 // virtio0, sata0, ide0.
 func bootDisk(cfg map[string]string) (string, bool) {
@@ -92,7 +92,7 @@ func parseSizeBytes(s string) (int64, bool) {
 // ceilGiB rounds bytes up to whole GiB.
 func ceilGiB(n int64) int { return int((n + gib - 1) / gib) }
 
-// cloudInitDrive returns the slot of a Proxmox cloud-init drive, if any (entry 4).
+// cloudInitDrive returns the slot of a Proxmox cloud-init drive, if any (decision: template-checks).
 func cloudInitDrive(cfg map[string]string) (string, bool) {
 	var found []string
 	for k, v := range cfg {

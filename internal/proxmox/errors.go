@@ -14,7 +14,7 @@ import (
 // gone, or its VMID now holds a VM that is not ours.
 var ErrNotFound = errors.New("VM not found")
 
-// Error is the backend's error: a class (entry 13), the operation, the VM it concerns
+// Error is the backend's error: a class (decision: error-classes), the operation, the VM it concerns
 // when known, and a message that says what happened and what the admin can do. Its text
 // never carries cloud-init content or the API token.
 type Error struct {
@@ -94,7 +94,7 @@ func ClassOf(err error) pveapi.Class {
 
 // wrap gives err the operation and VM: an *Error at the top gets its empty fields filled,
 // anything else becomes an *Error classified for op. A does-not-exist inside Create is
-// Transient (entry 13), which classify("create", ...) already says.
+// Transient, which classify("create", ...) already says.
 func wrap(op string, name string, vmid int, err error) error {
 	if err == nil {
 		return nil
@@ -125,7 +125,7 @@ func wrap(op string, name string, vmid int, err error) error {
 }
 
 // apiErrorf wraps a seam failure with what we were doing, keeping the failure's class for
-// op (entry 13). The caller's message says what was attempted.
+// op (decision: error-classes). The caller's message says what was attempted.
 func apiErrorf(op string, err error, format string, args ...any) *Error {
 	return &Error{Class: classify(op, err), Err: fmt.Errorf(format+": %w", append(args, err)...)}
 }

@@ -25,7 +25,7 @@ package proxmox
 // A start fails, as Proxmox's does, when a drive names a volume on the ISO storage that
 // the node's storage does not hold (the seed deleted by a destroy that then failed).
 // Behaviour: a clone creates the VM at once, listed nameless with lock "clone" and status
-// "unknown" (F8) and with a config holding only the lock, until its task completes. Locked
+// "unknown" (fact: nameless-mid-clone) and with a config holding only the lock, until its task completes. Locked
 // VMs refuse config writes, resizes, starts, stops and destroys with err_locked_clone's
 // text (lock name substituted). Tasks complete when polled (after taskPolls "running"
 // answers); their effect applies then.
@@ -610,7 +610,7 @@ func (f *fakeAPI) SetVMConfig(ctx context.Context, node string, vmid int, params
 		v.Name = n
 	}
 	if strings.HasPrefix(params["ide2"], fakeISOStorage+":iso/") && !strings.Contains(v.Config["boot"], "ide2") && v.Config["boot"] != "" {
-		v.Config["boot"] += ";ide2" // Proxmox appends the new CD-ROM to the boot order (F19)
+		v.Config["boot"] += ";ide2" // Proxmox appends the new CD-ROM to the boot order (fact: ide2-boot-order)
 	}
 	return nil
 }
@@ -739,7 +739,7 @@ func (f *fakeAPI) Stop(ctx context.Context, node string, vmid int) (string, erro
 		return "", errLocked(v.Lock)
 	}
 	return f.newTask(node, "qmstop", strconv.Itoa(vmid), func() {
-		v.Status, v.QMP = "stopped", "" // a paused VM stops too (Phase 10)
+		v.Status, v.QMP = "stopped", "" // a paused VM stops too (fact: paused-stop)
 	}), nil
 }
 
@@ -777,7 +777,7 @@ func (f *fakeAPI) Destroy(ctx context.Context, node string, vmid int) (string, e
 	if err != nil {
 		return "", err
 	}
-	if v.Lock != "" && v.Lock != "suspended" { // a hibernated VM is destroyable (Phase 10)
+	if v.Lock != "" && v.Lock != "suspended" { // a hibernated VM is destroyable (fact: hibernated-vm)
 		return "", errLocked(v.Lock)
 	}
 	if v.Status == "running" {
@@ -863,7 +863,7 @@ func (f *fakeAPI) DeleteVolume(ctx context.Context, node, storage, volid string)
 		return "", fixtureErr("storage_status_missing")
 	}
 	key := node + "/" + storage + "/" + volid
-	return f.newTask(node, "imgdel", "", func() { delete(f.isos, key) }), nil // missing: still OK (F13)
+	return f.newTask(node, "imgdel", "", func() { delete(f.isos, key) }), nil // missing: still OK (fact: volume-delete-task)
 }
 
 // --- the fake's own tests ---

@@ -10,7 +10,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Get runs entry 9 with the Terraform mapping (DESIGN.md "Read"):
+// Get maps a VM's state (decision: state-mapping) for Terraform's Read:
 //
 //   - ErrNotFound (errors.Is) when the VMID is absent from the listing or holds a container
 //     or a template, or when its config names another VM, carries no mark, or (opts.UID
@@ -18,7 +18,7 @@ import (
 //     was reused. A listed name alone never makes a NotFound: the listing is pvestatd's
 //     snapshot (up to 10 s old), so a name that differs, "VM <vmid>" or none is checked
 //     against the config, the authority.
-//   - Transient when the config has no name yet and a lock (a clone in progress, F8).
+//   - Transient when the config has no name yet and a lock (a clone in progress, fact: nameless-mid-clone).
 //   - A lock never fails Get: VM.Lock carries it ("backup", "clone", ...), and the rest is
 //     read as usual. Lock "suspended" (hibernated) is StateStopped with Hibernated set;
 //     status/current and the agent are skipped for it.
@@ -28,7 +28,7 @@ import (
 //   - Paused (and any qmpstatus other than running or prelaunch) is StateStopped with
 //     QMPStatus set; prelaunch is StateProvisioning.
 //   - Without opts.Agent a running guest is StateRunning with no IP (Read keeps the IP it
-//     has); with opts.Agent the agent decides (entry 7).
+//     has); with opts.Agent the agent decides (decision: address-discovery).
 //
 // A Get with opts.Agent false makes at most three requests: the shared listing (one per
 // Budgets.ListingTTL for all reads), the config and status/current.
@@ -128,13 +128,13 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		vm.State, vm.AgentEnabled = StateStopped, false // can never report an address
 	case isVMNotRunning(err):
 		return VM{}, Transientf("VM stopped while its guest agent was queried")
-	default: // anything else: cannot tell (entry 7)
+	default: // anything else: cannot tell
 		return VM{}, &Error{Class: pveapi.Transient, Err: wrapMsg("querying the guest agent", err)}
 	}
 	return vm, nil
 }
 
-// owned applies the name and mark checks (entry 9) to a config read at id's VMID: another
+// owned applies the name and mark checks to a config read at id's VMID: another
 // name, no mark, or (uid set) a mark of another uid is NotFound, logged. A mark without a
 // uid line matches any uid, as Create adopts such a VM (creation.inspect).
 func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, uid string) (Mark, error) {
@@ -167,13 +167,13 @@ func (b *Backend) logReused(ctx context.Context, id ID, node, other string) {
 	})
 }
 
-// guestRunning is the one rule for "the guest runs" (review finding CR9): status running
+// guestRunning is the one rule for "the guest runs": status running
 // with qmpstatus running (or not reported).
 func guestRunning(status, qmp string) bool {
 	return status == "running" && (qmp == "running" || qmp == "")
 }
 
-// mapState maps status/current (entry 9), the agent aside.
+// mapState maps status/current (decision: state-mapping), the agent aside.
 func mapState(status, qmp string) State {
 	switch {
 	case guestRunning(status, qmp):

@@ -14,7 +14,7 @@ import (
 
 var testID = ID{VMID: testVMID0, Name: testName}
 
-// capturedIfaces is agent_network_get_interfaces' result (F21).
+// capturedIfaces is agent_network_get_interfaces' result (fact: agent-interfaces).
 func capturedIfaces(t testing.TB) []pveapi.NetworkInterface {
 	t.Helper()
 	var r struct {
@@ -58,7 +58,7 @@ type getRow struct {
 	check func(t *testing.T, vm VM)
 }
 
-// TestGet_stateTable walks entry 9's table in its order, with DESIGN.md's Read mapping.
+// TestGet_stateTable walks the state mapping in its order (decision: state-mapping).
 func TestGet_stateTable(t *testing.T) {
 	ours := func(t *testing.T, h *harness) { h.ourRunningVM(testVMID0, testName) }
 	listOnly := []string{"ClusterResources"}
@@ -155,7 +155,7 @@ func TestGet_stateTable(t *testing.T) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.QMP = capturedStatus(t, "status_current_prelaunch").QMPStatus })
 		}, opts: GetOptions{Agent: true}, state: StateProvisioning, calls: three},
-		{name: "paused (F14) is stopped with its qmpstatus", setup: func(t *testing.T, h *harness) {
+		{name: "paused is stopped with its qmpstatus", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			st := capturedStatus(t, "status_current_paused")
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = st.Status, st.QMPStatus })
@@ -173,7 +173,7 @@ func TestGet_stateTable(t *testing.T) {
 				t.Error("not Hibernated")
 			}
 		}},
-		// Entry 7: the agent decides for a running guest when asked.
+		// The agent decides for a running guest when asked.
 		{name: "agent: routable IPv4", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })

@@ -16,7 +16,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Test values: the DESIGN.md vector UID lands on 105967, 105968, 105969 in the default range.
+// Test values: the test vector key of decision: vmid-function lands on 105967, 105968, 105969 in the default range.
 const (
 	testUID   = "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"
 	testName  = "proxy-a"

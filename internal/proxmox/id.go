@@ -5,13 +5,13 @@ import (
 	"strings"
 )
 
-// VMID bounds of an ID (entry 1): Proxmox's own limits for a guest id.
+// VMID bounds of an ID (decision: id-format): Proxmox's own limits for a guest id.
 const (
 	minVMID = 100
 	maxVMID = 999999999
 )
 
-// ParseID parses "vms/<vmid>/<name>" strictly (entry 1): exactly three segments, the
+// ParseID parses "vms/<vmid>/<name>" strictly: exactly three segments, the
 // literal "vms", a decimal VMID without sign or leading zeros between 100 and 999999999,
 // and a non-empty name. Anything else is a Permanent error.
 func ParseID(s string) (ID, error) {

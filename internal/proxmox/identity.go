@@ -120,7 +120,7 @@ func (c *creation) judge(vmid int, cfg map[string]string) (verdict, error) {
 		vmid, s.Name, uid, vmid, s.Name)
 }
 
-// refuseForeignByName is entry 2 step 1 under the identity rule: a VM listed under our name
+// refuseForeignByName is the by-name lookup under the identity rule (decision: identity-and-adoption): a VM listed under our name
 // anywhere that this provider did not create (the operator's, or unmarked) is refused
 // before anything is touched, with the import command; the config decides, not the
 // listing. Same-name VMs of this provider (a create_before_destroy predecessor, another

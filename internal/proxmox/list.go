@@ -14,7 +14,7 @@ import (
 // listConfigReads caps the config reads List runs at once.
 const listConfigReads = 4
 
-// List runs entry 12: every marked VM in the cluster, sorted by VMID, from one listing
+// List returns every marked VM (decision: list-marked) in the cluster, sorted by VMID, from one listing
 // (shared with other reads within Budgets.ListingTTL) plus one config read per candidate.
 // Candidates are QEMU VMs that are not templates, have a name (a clone in progress has
 // none) and carry the tag proxy_operator or a name starting with "proxy-"; the mark in the

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
-// keyedLock is a one-slot semaphore per key (entry 19), waitable with a ctx; a key's
+// keyedLock is a one-slot semaphore per key (decision: per-name-lock), waitable with a ctx; a key's
 // entry is removed from the map once nobody holds or waits for it. A lock that must wait
 // says so at INFO.
 type keyedLock struct {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The description mark (entry 8), shared with the Kubernetes operator: three key=value
+// The description mark (decision: mark-format), shared with the Kubernetes operator: three key=value
 // lines written in the clone call. This provider adds lines of its own after them, which
 // the operator's parser ignores (it reads only its three keys):
 //

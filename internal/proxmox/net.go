@@ -53,7 +53,7 @@ func parseNet0(v string) net0Info {
 
 // rewriteNet0 replaces or appends bridge= (when bridge is set) and tag= (when tag is
 // set; a tag of 0 removes it), keeping the model, MAC and every other option in order
-// (entry 7).
+// (decision: address-discovery).
 func rewriteNet0(v string, bridge *string, tag *int) string {
 	if bridge != nil && *bridge != "" {
 		v = setOption(v, "bridge", *bridge)
@@ -68,7 +68,7 @@ func rewriteNet0(v string, bridge *string, tag *int) string {
 	return v
 }
 
-// firstIPv4 is entry 7's address: the first IPv4, in the agent's order, of the first
+// firstIPv4 is the reported address (decision: address-discovery): the first IPv4, in the agent's order, of the first
 // non-loopback interface that has one, that is not loopback, link-local or unspecified.
 func firstIPv4(ifaces []pveapi.NetworkInterface) string {
 	for _, i := range ifaces {

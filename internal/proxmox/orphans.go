@@ -12,7 +12,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// seedSuffix ends every seed ISO's file name: <name>-seed.iso (entry 8).
+// seedSuffix ends every seed ISO's file name: <name>-seed.iso (decision: seed-iso).
 const seedSuffix = "-seed.iso"
 
 // NodeError is one node that could not be read.
@@ -38,7 +38,7 @@ func (e *SkippedNodesError) Error() string {
 // OrphanSeeds lists seed ISO volumes on each node's ISO storage that no VM references.
 //
 // These are the seeds of VMs destroyed outside the provider, which nothing else ever
-// deletes (entry 24). Each configured node's ISO storage is listed (GET
+// deletes (decision: known-limits). Each configured node's ISO storage is listed (GET
 // .../storage/{iso}/content?content=iso, concurrently), then the cluster's VMs. A
 // <name>-<uid>-seed.iso (this provider's, one per VM) is an orphan when no VM named <name>
 // has it on ide2 or carries <uid> in its mark (a create between its clone and its config

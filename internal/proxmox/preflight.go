@@ -121,7 +121,7 @@ func definitive(err error) bool {
 }
 
 // Preflight checks, before anything is touched, that the cluster has what a create of s
-// needs (DESIGN.md "Errors"): the node exists and answers; the ISO storage and the clone
+// needs (decision: preflight): the node exists and answers; the ISO storage and the clone
 // storage (when set) exist on it, are enabled and active and hold iso and images content;
 // the template exists, is a template and passes Create's template checks; the bridge (when
 // set) is one of the node's bridges; disk_gib is not below the template's boot disk. A

@@ -14,7 +14,7 @@ var (
 	isNoAgentConfigured = pveapi.IsNoAgentConfigured
 	isVMNotRunning      = pveapi.IsVMNotRunning
 	isNoSuchStorage     = pveapi.IsNoSuchStorage
-	// isRunningDestroyFailed: the listing lagged behind a start (review finding P6).
+	// isRunningDestroyFailed: the listing lagged behind a start (fact: listing-lag).
 	isRunningDestroyFailed = pveapi.IsRunningDestroyFailed
 	taskSucceeded          = pveapi.TaskSucceeded
 )
@@ -28,7 +28,7 @@ func upidNode(upid string) (string, bool) {
 	return u.Node, true
 }
 
-// classify is entry 13's class of a failure: an *Error keeps its class, anything else is
+// classify is the class of a failure (decision: error-classes): an *Error keeps its class, anything else is
 // classified by the seam for op.
 func classify(op string, err error) pveapi.Class {
 	var e *Error

@@ -24,7 +24,7 @@ type settled struct {
 
 // settle reads the listing (fresh) and the config at id's VMID until no task holds the VM
 // and the listing reports its status, within budget (Terraform has no requeue, so a task
-// lock is waited on rather than failed at once; entry 11 steps 2 to 4). A suspended lock
+// lock is waited on rather than failed at once; decision: delete-steps). A suspended lock
 // is not a task and never clears by itself: it is not waited on (Update and Delete handle
 // a hibernated VM). A listing that reports the VM's status "unknown" (its node not
 // answering) for longer than Budgets.NodeGrace ends the wait (wait). uid, when set, is

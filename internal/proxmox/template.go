@@ -5,7 +5,7 @@ import (
 )
 
 // TemplateOf tells which of the candidate template VMIDs vm was cloned from, for import:
-// a full clone copies the template's meta value, ctime included (F11), so the one
+// a full clone copies the template's meta value, ctime included (fact: meta-copied), so the one
 // candidate template whose meta ctime equals vm's is its source. ok is false when vm has
 // no meta ctime, or when no candidate or more than one matches; candidates that are
 // missing or are not templates are skipped. It reads the shared listing and one config

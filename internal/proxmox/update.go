@@ -12,7 +12,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 )
 
-// Update applies in-place changes under the per-name lock (DESIGN.md "Update"):
+// Update applies in-place changes under the per-name lock (decision: update-in-place):
 //
 //   - one config write for cores, memory, onboot and net0 (bridge and tag rewritten in
 //     place, model, MAC and other options kept; VLANTag 0 removes the tag); only values
@@ -146,7 +146,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		})
 	}
 	// Every volume must exist before a start, the seed ISO too: a destroy that failed after
-	// deleting the seed (CR1's order) leaves the VM stopped with ide2 naming it.
+	// deleting the seed (decision: seed-before-destroy) leaves the VM stopped with ide2 naming it.
 	if willStart := (running && (restart || (ch.Start && paused))) || (!running && ch.Start); willStart {
 		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, hibernated)
 		if err != nil {
@@ -210,7 +210,7 @@ const (
 
 // ensureSeed runs before a start in Update. When the VM's ide2 names its seed ISO on the
 // ISO storage and the storage on node does not hold it (a destroy that failed after the
-// seed delete, review finding CR1), the seed is rebuilt from ch.UserData with the provider's
+// seed delete, decision: seed-before-destroy), the seed is rebuilt from ch.UserData with the provider's
 // vendor-data and uploaded; without known user-data (an imported VM) the caller removes
 // ide2 instead, since cloud-init reads the seed at first boot only. A hibernated VM refuses
 // config writes, so without user-data it is Permanent.

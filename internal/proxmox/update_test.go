@@ -128,8 +128,8 @@ func TestUpdate_refusals(t *testing.T) {
 	}
 }
 
-// failedDestroy leaves what a destroy that fails after the seed delete leaves (CR1's
-// order): our VM stopped, its ide2 naming a seed ISO the storage no longer holds.
+// failedDestroy leaves what a destroy that fails after the seed delete leaves (the order of
+// decision: seed-before-destroy): our VM stopped, its ide2 naming a seed ISO the storage no longer holds.
 func failedDestroy(h *harness) {
 	h.t.Helper()
 	h.ourRunningVM(testVMID0, testName)

@@ -2,11 +2,11 @@ package proxmox
 
 import "hash/fnv"
 
-// maxProbes is how many VMIDs Create probes before the range counts as exhausted (entry 2).
+// maxProbes is how many VMIDs Create probes before the range counts as exhausted (decision: vmid-function).
 const maxProbes = 32
 
 // vmidFor is min + (fnv1a64(uid) + attempt) mod (max - min + 1), the operator's function
-// (entry 2), computed without overflow.
+// (decision: vmid-function), computed without overflow.
 func vmidFor(uid string, attempt, lo, hi int) int {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(uid))

@@ -1,6 +1,6 @@
 // Package pveapi is the seam between the provider and Proxmox VE: one Go method per REST
-// endpoint the product uses (seed entry 17), the net/http adapter that implements it, the
-// apiError type and the classification of failures (seed entry 13). Proxmox's wording lives
+// endpoint the product uses (decision: seam), the net/http adapter that implements it, the
+// apiError type and the classification of failures (decision: error-classes). Proxmox's wording lives
 // here and nowhere above this package.
 package pveapi
 
@@ -98,7 +98,7 @@ type StorageVolume struct {
 }
 
 // Resource is one entry of GET /cluster/resources?type=vm. A clone in progress has no
-// name, lock "clone" and status "unknown" (F8).
+// name, lock "clone" and status "unknown" (fact: nameless-mid-clone).
 type Resource struct {
 	ID       string  `json:"id"`
 	VMID     int     `json:"vmid"`
@@ -135,7 +135,7 @@ type VMStatus struct {
 }
 
 // TaskStatus is GET /nodes/{node}/tasks/{upid}/status. ExitStatus is set only when
-// Status is "stopped": "OK", "WARNINGS: <n>" or the error text (F16).
+// Status is "stopped": "OK", "WARNINGS: <n>" or the error text (fact: task-status).
 type TaskStatus struct {
 	UPID       string `json:"upid"`
 	Node       string `json:"node"`
@@ -150,7 +150,7 @@ type TaskStatus struct {
 	ExitStatus string `json:"exitstatus"`
 }
 
-// NetworkInterface is one entry of the agent's network-get-interfaces result (F21).
+// NetworkInterface is one entry of the agent's network-get-interfaces result (fact: agent-interfaces).
 type NetworkInterface struct {
 	Name            string      `json:"name"`
 	HardwareAddress string      `json:"hardware-address"`

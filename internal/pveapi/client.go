@@ -22,7 +22,7 @@ import (
 	"time"
 )
 
-// Defaults and fixed budgets of the adapter (seed entry 18).
+// Defaults and fixed budgets of the adapter (decision: http1-only).
 const (
 	// DefaultRequestTimeout bounds one request, response included, when Options leave it 0.
 	DefaultRequestTimeout = 30 * time.Second
@@ -497,7 +497,7 @@ func transportError(r request, err error) error {
 	return fmt.Errorf("proxmox API %s %s: %w", r.method, r.path, err)
 }
 
-// readAPIError builds the APIError of a non-2xx answer (F1), redacting the token.
+// readAPIError builds the APIError of a non-2xx answer (fact: error-envelope), redacting the token.
 func readAPIError(resp *http.Response, tok apiToken) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	reason := strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))

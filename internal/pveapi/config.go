@@ -8,7 +8,7 @@ import (
 
 // decodeConfig turns the "data" of GET .../config into a map of strings, whatever JSON type
 // Proxmox used for each scalar: cores arrives as a number, memory as a string, template as
-// 0/1 (seed entry 17). Numbers keep their literal text, booleans become "1"/"0", null is
+// 0/1 (fact: config-value-types). Numbers keep their literal text, booleans become "1"/"0", null is
 // dropped. A nested object or array is an error: the config is a flat map.
 func decodeConfig(data []byte) (map[string]string, error) {
 	var raw map[string]json.RawMessage

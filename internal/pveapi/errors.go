@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// APIError is a non-2xx answer (F1). Message is the body's message with the trailing
+// APIError is a non-2xx answer (fact: error-envelope). Message is the body's message with the trailing
 // newline trimmed, or the reason phrase when the body has none (a 401, 595, 596). Errors is
 // the 400 body's per-parameter map. Its Error() never carries headers, URLs or the token:
 // the client redacts the token and its secret from Message and Errors when it builds the
@@ -49,7 +49,7 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("proxmox API %d: %s: %s", e.Status, strings.TrimSuffix(msg, "."), strings.Join(parts, "; "))
 }
 
-// Class is the error class of seed entry 13.
+// Class is an error's class (decision: error-classes).
 type Class int
 
 const (
@@ -109,7 +109,7 @@ func ClassOf(err error) (Class, bool) {
 }
 
 // Classify maps an error of op ("create", "get", "update", "delete", "list", "check") to its
-// class, exactly as seed entry 13's table says:
+// class (decision: error-classes):
 //   - a class attached with WithClass wins;
 //   - 401, 403, 400 and any other 4xx: Permanent;
 //   - 500 "Configuration file '...' does not exist": NotFound, but Transient when op is
@@ -182,35 +182,35 @@ func is500(err error, match func(string) bool) bool {
 	return ok && ae.Status == http.StatusInternalServerError && match(ae.Message)
 }
 
-// IsNotExist reports whether err says the VM is gone (F2): 500 "Configuration file 'nodes/<node>/qemu-server/<vmid>.conf'
+// IsNotExist reports whether err says the VM is gone (fact: missing-config-500): 500 "Configuration file 'nodes/<node>/qemu-server/<vmid>.conf'
 // does not exist", answered by config, status/current and destroy alike.
 func IsNotExist(err error) bool { return is500(err, reNotExist.MatchString) }
 
-// IsAlreadyExists reports whether err refuses a clone onto a taken VMID (F4): 500 "unable to create VM <vmid>: config
+// IsAlreadyExists reports whether err refuses a clone onto a taken VMID (fact: clone-vmid-taken): 500 "unable to create VM <vmid>: config
 // file already exists".
 func IsAlreadyExists(err error) bool { return is500(err, reAlreadyExists.MatchString) }
 
-// IsAgentNotRunning reports whether err says the agent is enabled but not answering yet (F5),
+// IsAgentNotRunning reports whether err says the agent is enabled but not answering yet (fact: agent-answers),
 // matching the whole message.
 func IsAgentNotRunning(err error) bool {
 	return is500(err, func(m string) bool { return m == msgAgentNotRunning })
 }
 
-// IsNoAgentConfigured reports whether err says agent=1 is not in the VM's config (F5),
+// IsNoAgentConfigured reports whether err says agent=1 is not in the VM's config (fact: agent-answers),
 // matching the whole message.
 func IsNoAgentConfigured(err error) bool {
 	return is500(err, func(m string) bool { return m == msgNoAgentConfigured })
 }
 
-// IsVMNotRunning reports whether err says the VM is stopped (F5), the whole message "VM <vmid> is not running" (its
-// tail is a suffix of the agent answer, so it is matched whole; review finding CR5).
+// IsVMNotRunning reports whether err says the VM is stopped (fact: agent-answers), the whole message "VM <vmid> is not running" (its
+// tail is a suffix of the agent answer, so it is matched whole).
 func IsVMNotRunning(err error) bool { return is500(err, reVMNotRunning.MatchString) }
 
-// IsLocked reports whether err says a task holds the VM (F7): 500 "VM is locked (<lock>)".
+// IsLocked reports whether err says a task holds the VM (fact: clone-lock): 500 "VM is locked (<lock>)".
 func IsLocked(err error) bool { return is500(err, reLocked.MatchString) }
 
 // IsRunningDestroyFailed reports whether err refuses a destroy because the VM runs: 500 "VM <vmid> is running -
-// destroy failed" (err_destroy_running; the listing lagged behind a start, review finding P6), the whole message.
+// destroy failed" (err_destroy_running; the listing lagged behind a start, fact: listing-lag), the whole message.
 func IsRunningDestroyFailed(err error) bool { return is500(err, reRunningDestroy.MatchString) }
 
 // LockOf returns the lock named by an IsLocked error ("clone", "backup", ...).
@@ -227,20 +227,20 @@ func LockOf(err error) (string, bool) {
 }
 
 // IsNoSuchStorage reports whether err says the storage does not exist in the cluster: a 400 whose field error for
-// "storage" is exactly "No such storage." (Phase 10 capture). A clone onto a storage without
+// "storage" is exactly "No such storage." (fact: missing-storage-400). A clone onto a storage without
 // image support has another storage field error and does not match.
 func IsNoSuchStorage(err error) bool {
 	ae, ok := apiError(err)
 	return ok && ae.Status == http.StatusBadRequest && ae.Errors["storage"] == msgNoSuchStorage
 }
 
-// IsUnauthorized reports whether err is a 401 (F22: wrong secret, unknown token, or no credentials).
+// IsUnauthorized reports whether err is a 401 (fact: auth-401-texts: wrong secret, unknown token, or no credentials).
 func IsUnauthorized(err error) bool {
 	ae, ok := apiError(err)
 	return ok && ae.Status == http.StatusUnauthorized
 }
 
-// IsForbidden reports whether err is a 403; the message names the path and the missing privilege (F13).
+// IsForbidden reports whether err is a 403; the message names the path and the missing privilege (fact: permission-403).
 func IsForbidden(err error) bool {
 	ae, ok := apiError(err)
 	return ok && ae.Status == http.StatusForbidden
@@ -354,7 +354,7 @@ func IsMissingStorage(err error) bool {
 func IsUnknownNode(err error) bool { return anyMessage(err, reUnknownNode) }
 
 // IsContentUnsupported reports whether err says a storage does not hold the content a
-// request needs: "storage '<id>' does not support vm images" (a clone, F15) or "storage
+// request needs: "storage '<id>' does not support vm images" (a clone, fact: clone-storage-no-images) or "storage
 // '<id>' does not support '<content>' content" (an upload).
 func IsContentUnsupported(err error) bool {
 	return anyMessage(err, reImagesUnsupported) || anyMessage(err, reContentUnsupported)

@@ -15,7 +15,7 @@ import (
 )
 
 // matchers are every exported predicate; each error answer matches exactly the ones its
-// row in the classify table names (the seed's matcher matrix, review finding CR5).
+// row in the classify table names (a matcher matrix: no matcher fires on another's fixture).
 var matchers = map[string]func(error) bool{
 	"IsNotExist":             IsNotExist,
 	"IsAlreadyExists":        IsAlreadyExists,
@@ -47,7 +47,7 @@ type classRow struct {
 	matchers string // space-separated matcher names
 }
 
-// classifyTable is seed entry 13's table over every non-2xx fixture in testdata.
+// classifyTable is the class table (decision: error-classes) over every non-2xx fixture in testdata.
 var classifyTable = map[string]classRow{
 	"err_595":                     {Transient, Transient, "IsProxyFailure IsUnreachable"},
 	"err_596":                     {Transient, Transient, "IsProxyFailure IsUnreachable"},
@@ -172,7 +172,7 @@ func TestMatchers_anchoredToStatus(t *testing.T) {
 	if IsNoSuchStorage(&APIError{Status: http.StatusInternalServerError, Message: missing.Message(), Errors: missing.Errors()}) {
 		t.Error("IsNoSuchStorage matched a 500")
 	}
-	// The agent answer's tail must not pass for the stopped-VM answer (CR5).
+	// The agent answer's tail must not pass for the stopped-VM answer (fact: agent-answers).
 	agent := fixture.MustLoad("err_agent_not_running").Message()
 	if IsVMNotRunning(&APIError{Status: http.StatusInternalServerError, Message: agent}) {
 		t.Error("IsVMNotRunning matched the agent answer")
@@ -204,7 +204,7 @@ func TestLockOf_namesTheLock(t *testing.T) {
 	}
 }
 
-// TestClassify_nonAPIErrors covers the rows of entry 13 that are not HTTP answers.
+// TestClassify_nonAPIErrors covers the classes of failures that are not HTTP answers.
 func TestClassify_nonAPIErrors(t *testing.T) {
 	exit := taskExit(t, "task_status_stopped_error")
 	notExist := fixture.MustLoad("err_not_exist")

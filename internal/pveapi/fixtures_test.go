@@ -17,7 +17,7 @@ import (
 const fixtureNode = "pv1-1"
 
 // TestFixtures_formatInvariants loads every testdata/*.json and checks the rules of
-// testdata/README.md: a labeled source, Proxmox's error envelope (F1), empty bodies where
+// testdata/README.md: a labeled source, Proxmox's error envelope (fact: error-envelope), empty bodies where
 // Proxmox sends none, no token anywhere, and data that decodes into the seam's types.
 func TestFixtures_formatInvariants(t *testing.T) {
 	names, err := fixture.All()
@@ -45,7 +45,7 @@ func TestFixtures_formatInvariants(t *testing.T) {
 			switch {
 			case f.Status == http.StatusUnauthorized || f.Status == 595 || f.Status == 596 || bareForbidden(f):
 				if len(f.Body) != 0 {
-					t.Errorf("status %d must have an empty body (F1, PVE-API.md), got %s", f.Status, f.Body)
+					t.Errorf("status %d must have an empty body (fact: error-envelope), got %s", f.Status, f.Body)
 				}
 				if f.Reason == "" || f.Message() != f.Reason {
 					t.Errorf("status %d: reason %q must carry the message", f.Status, f.Reason)
@@ -105,14 +105,14 @@ func checkErrorEnvelope(t *testing.T, f fixture.Fixture) {
 	if b.Data != nil {
 		t.Errorf("error body data = %s, want null", *b.Data)
 	}
-	// A die'd error ends in a newline (F1); the 501 of an unknown path is set directly
+	// A die'd error ends in a newline (fact: field-error-newline); the 501 of an unknown path is set directly
 	// and has none (pve-manager PVE/HTTPServer.pm rest_handler).
 	wantMsg := f.Reason + "\n"
 	if f.Status == http.StatusNotImplemented {
 		wantMsg = f.Reason
 	}
 	if b.Message == nil || *b.Message != wantMsg {
-		t.Errorf("message must be the reason phrase plus \\n (F1): reason %q, body %s", f.Reason, f.Body)
+		t.Errorf("message must be the reason phrase plus \\n (fact: error-envelope): reason %q, body %s", f.Reason, f.Body)
 	}
 	if f.Status == http.StatusBadRequest {
 		if f.Reason != "Parameter verification failed." || len(b.Errors) == 0 {
@@ -194,7 +194,7 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("resource id/vmid mismatch: %+v", r)
 			}
 			if r.Name == "" && (r.Lock != "clone" || r.Status != "unknown") {
-				t.Errorf("only a clone in progress is nameless (F8): %+v", r)
+				t.Errorf("only a clone in progress is nameless (fact: nameless-mid-clone): %+v", r)
 			}
 		}
 	case method == http.MethodGet && strings.HasSuffix(path, "/config"):

@@ -169,7 +169,7 @@ func (c *Client) Clone(ctx context.Context, node string, vmid int, p CloneParams
 }
 
 // Resize is PUT /nodes/{node}/qemu/{vmid}/resize with an absolute size such as "8G"; it
-// returns the resize task's UPID (F20).
+// returns the resize task's UPID (fact: resize-task).
 func (c *Client) Resize(ctx context.Context, node string, vmid int, disk, size string) (string, error) {
 	if err := checkArgs("Resize", node, vmid, disk, size); err != nil {
 		return "", err
@@ -240,7 +240,7 @@ func (c *Client) TaskStatus(ctx context.Context, node, upid string) (TaskStatus,
 }
 
 // AgentNetworkInterfaces is GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces: the
-// "result" list (F21).
+// "result" list (fact: agent-interfaces).
 func (c *Client) AgentNetworkInterfaces(ctx context.Context, node string, vmid int) ([]NetworkInterface, error) {
 	if err := checkArgs("AgentNetworkInterfaces", node, vmid); err != nil {
 		return nil, err
@@ -277,7 +277,7 @@ func (c *Client) UploadISO(ctx context.Context, node, storage, filename string, 
 }
 
 // DeleteVolume is DELETE /nodes/{node}/storage/{storage}/content/{volid}, the volid
-// path-escaped ("/" as %2F); it returns the imgdel UPID. A missing volume still ends OK (F13).
+// path-escaped ("/" as %2F); it returns the imgdel UPID. A missing volume still ends OK (fact: volume-delete-task).
 func (c *Client) DeleteVolume(ctx context.Context, node, storage, volid string) (string, error) {
 	if err := checkArgs("DeleteVolume", node, 0, storage, volid); err != nil {
 		return "", err

@@ -9,7 +9,7 @@ import (
 )
 
 // UPID is a decoded Proxmox task id:
-// UPID:<node>:<pid %08X>:<pstart %08X>:<starttime %08X>:<type>:<id>:<user>: (PVE-API.md).
+// UPID:<node>:<pid %08X>:<pstart %08X>:<starttime %08X>:<type>:<id>:<user>: (fact: upid-format).
 type UPID struct {
 	Node      string
 	PID       int64
@@ -57,7 +57,7 @@ func (u UPID) String() string {
 }
 
 // TaskSucceeded reports whether a stopped task's exitstatus means success: "OK", or
-// "WARNINGS: <n>" (the task finished with warnings, F16). Anything else is the error text.
+// "WARNINGS: <n>" (the task finished with warnings, fact: task-status). Anything else is the error text.
 func TaskSucceeded(exitStatus string) bool {
 	if exitStatus == "OK" {
 		return true

@@ -8,7 +8,7 @@ import (
 // multipartFrame renders the framing of a two-part multipart/form-data body around a
 // streamed file: head holds the field part and the file part's header, tail the closing
 // boundary. The file bytes go between them, so the body is never held in memory and its
-// length is known exactly (Phase 0's curl -F upload sent a Content-Length too).
+// length is known exactly (the curl -F upload of the recon captures sent a Content-Length too).
 func multipartFrame(field, value, fileField, fileName string) (head, tail, boundary string) {
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)

@@ -177,7 +177,7 @@ func TestAddVM_foreignGuests(t *testing.T) {
 	if !ok {
 		t.Errorf("container not listed: %+v", res)
 	}
-	// A container is not a qemu VM: its qemu config does not exist (F2's text).
+	// A container is not a qemu VM: its qemu config does not exist (fact: missing-config-500).
 	_, err = tg.api.VMConfig(tg.ctx(), tg.node, 102)
 	tg.wantNotExist(err, 102)
 }

@@ -238,7 +238,8 @@ func (s *Sim) hAgentHostName(c *call) *response {
 	return okData(map[string]any{"result": map[string]any{"host-name": name}})
 }
 
-// hAgentNetwork answers the three F5 texts, in PVE's order, or the F21 shape.
+// hAgentNetwork answers the three agent texts, in PVE's order (fact: agent-answers), or the
+// interfaces (fact: agent-interfaces).
 func (s *Sim) hAgentNetwork(c *call) *response {
 	v, r := s.vmOrErr(c)
 	if r != nil {

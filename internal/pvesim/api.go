@@ -242,8 +242,8 @@ var pathSpecs = map[string]pspec{
 	"upid": {maxLen: 256}, "volume": {},
 }
 
-// authenticate checks the PVEAPIToken header (F22): none gives 401 No ticket, a wrong
-// secret or unknown token 401 Authentication failed!. A 401 has an empty body (F1).
+// authenticate checks the PVEAPIToken header (fact: auth-401-texts): none gives 401 No ticket, a wrong
+// secret or unknown token 401 Authentication failed!. A 401 has an empty body (fact: error-envelope).
 func (s *Sim) authenticate(req *http.Request) *response {
 	h := req.Header.Get("Authorization")
 	v, ok := strings.CutPrefix(h, "PVEAPIToken=")

@@ -18,7 +18,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
-// One test per fact F1 to F23 of seed 003 Phase 0, and per Phase 10 capture. Wording comes
+// One test per captured fact of docs/design/facts.md, named TestConformance_<fact id>. Wording comes
 // from testdata/ through internal/fixture, never from literals here.
 
 // slowClone makes a clone last about half a second of wall time, so that the mid-clone
@@ -38,7 +38,7 @@ func optOf(v, key string) string {
 	return ""
 }
 
-func TestF01_errorTextInReasonPhraseAndBody(t *testing.T) {
+func TestConformance_errorEnvelope(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	f := fixture.MustLoad("err_not_exist")
@@ -72,7 +72,7 @@ func TestF01_errorTextInReasonPhraseAndBody(t *testing.T) {
 	}
 }
 
-func TestF02_missingVMSameForConfigStatusAndDelete(t *testing.T) {
+func TestConformance_missingConfig500(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	_, err := tg.api.VMConfig(tg.ctx(), tg.node, captureMissing)
@@ -82,11 +82,11 @@ func TestF02_missingVMSameForConfigStatusAndDelete(t *testing.T) {
 	_, err = tg.api.Destroy(tg.ctx(), tg.node, captureMissing)
 	tg.wantAPIError(err, "err_not_exist")
 	if !pveapi.IsNotExist(err) {
-		t.Error("IsNotExist is false for the F2 answer")
+		t.Error("IsNotExist is false for the missing-VM answer")
 	}
 }
 
-func TestF03_startWhileCloneLockedQueuesBehindTheClone(t *testing.T) {
+func TestConformance_startQueuesBehindLock(t *testing.T) {
 	tg := newTarget(t, slowClone())
 	tg.parallel()
 	cloneUPID, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("f3\n"))
@@ -123,18 +123,18 @@ func TestF03_startWhileCloneLockedQueuesBehindTheClone(t *testing.T) {
 	}
 }
 
-func TestF04_cloneOntoTakenVMIDFailsSynchronously(t *testing.T) {
+func TestConformance_cloneVMIDTaken(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
 	_, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("again\n"))
 	tg.wantAPIError(err, "err_clone_exists")
 	if !pveapi.IsAlreadyExists(err) {
-		t.Error("IsAlreadyExists is false for the F4 answer")
+		t.Error("IsAlreadyExists is false for the taken-VMID answer")
 	}
 }
 
-func TestF05_agentAnswersItsThreeMessages(t *testing.T) {
+func TestConformance_agentAnswers(t *testing.T) {
 	// The agent install takes about 45 s on a real host; here an hour, so it never comes.
 	tg := newTarget(t, pvesim.Options{Durations: pvesim.Durations{AgentInstall: time.Hour}})
 	tg.parallel()
@@ -168,12 +168,12 @@ func TestF05_agentAnswersItsThreeMessages(t *testing.T) {
 	}
 }
 
-func TestF06_outOfSpaceIsNotObservable(t *testing.T) {
-	t.Skip("F6: no out-of-space answer was produced on the real host (thin local-lvm overprovisions, quota: absent); " +
-		"the simulator has no quota either, so there is nothing to conform to")
+func TestConformance_noQuotaAnswer(t *testing.T) {
+	t.Skip("fact: no-quota-answer: no out-of-space answer was produced on the real host (thin local-lvm overprovisions, " +
+		"quota: absent); the simulator has no quota either, so there is nothing to conform to")
 }
 
-func TestF07_configWriteWhileCloneLockedIsRefused(t *testing.T) {
+func TestConformance_cloneLock(t *testing.T) {
 	tg := newTarget(t, slowClone())
 	tg.parallel()
 	upid, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("f7\n"))
@@ -191,7 +191,7 @@ func TestF07_configWriteWhileCloneLockedIsRefused(t *testing.T) {
 	}
 }
 
-func TestF08_midCloneEntryIsNamelessLockedUnknown(t *testing.T) {
+func TestConformance_namelessMidClone(t *testing.T) {
 	tg := newTarget(t, slowClone())
 	tg.parallel()
 	upid, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("f8\n"))
@@ -226,7 +226,7 @@ func TestF08_midCloneEntryIsNamelessLockedUnknown(t *testing.T) {
 	}
 }
 
-func TestF09_tagsFoldedHyphensKeptBadCharactersRefused(t *testing.T) {
+func TestConformance_tagRules(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
@@ -247,7 +247,7 @@ func TestF09_tagsFoldedHyphensKeptBadCharactersRefused(t *testing.T) {
 	tg.wantAPIError(err, "err_tag_invalid")
 }
 
-func TestF10_descriptionSurvivesCloneVerbatim(t *testing.T) {
+func TestConformance_descriptionVerbatim(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	desc, _ := fixtureData(t, "vm_config_clone")["description"].(string)
@@ -262,7 +262,7 @@ func TestF10_descriptionSurvivesCloneVerbatim(t *testing.T) {
 	}
 }
 
-func TestF11_cloneMetaIsTheTemplates(t *testing.T) {
+func TestConformance_metaCopied(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
@@ -282,7 +282,7 @@ func TestF11_cloneMetaIsTheTemplates(t *testing.T) {
 	}
 }
 
-func TestF12_uploadIsATaskOverwritesAndNeedsIsoExtension(t *testing.T) {
+func TestConformance_uploadOverwrites(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	name := captureName + "-seed.iso"
@@ -331,7 +331,7 @@ func TestF12_uploadIsATaskOverwritesAndNeedsIsoExtension(t *testing.T) {
 	}
 }
 
-func TestF13_volumeDeleteIsATaskIdempotentAndNeedsAllocate(t *testing.T) {
+func TestConformance_volumeDeleteTask(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.mustOK(tg.upload(captureName+"-seed.iso", tg.seed("x")))
@@ -373,7 +373,7 @@ func TestF13_volumeDeleteIsATaskIdempotentAndNeedsAllocate(t *testing.T) {
 	}
 }
 
-func TestF14_pausedIsRunningInTheListingPausedInStatusCurrent(t *testing.T) {
+func TestConformance_pausedListedRunning(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
@@ -394,7 +394,7 @@ func TestF14_pausedIsRunningInTheListingPausedInStatusCurrent(t *testing.T) {
 	}
 }
 
-func TestF15_cloneOntoStorageWithoutImagesRefusedUpFront(t *testing.T) {
+func TestConformance_cloneStorageNoImages(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	p := tg.cloneParams("f15\n")
@@ -410,7 +410,7 @@ func TestF15_cloneOntoStorageWithoutImagesRefusedUpFront(t *testing.T) {
 	}
 }
 
-func TestF16_taskStatusFields(t *testing.T) {
+func TestConformance_taskStatus(t *testing.T) {
 	tg := newTarget(t, slowClone())
 	tg.parallel()
 	upid, err := tg.api.Clone(tg.ctx(), tg.node, tg.template, tg.cloneParams("f16\n"))
@@ -439,7 +439,7 @@ func TestF16_taskStatusFields(t *testing.T) {
 	}
 }
 
-func TestF17_minimumRoleWithoutDatastoreAllocateOnlyFailsTheSeedDelete(t *testing.T) {
+func TestConformance_privileges(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	sim := tg.simOnly("denying a privilege")
@@ -461,7 +461,7 @@ func TestF17_minimumRoleWithoutDatastoreAllocateOnlyFailsTheSeedDelete(t *testin
 	tg.mustOK(tg.api.Destroy(tg.ctx(), tg.node, tg.vmid))
 }
 
-func TestF18_http11Only(t *testing.T) {
+func TestConformance_http1Only(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	u, _ := url.Parse(tg.endpoint)
@@ -482,7 +482,7 @@ func TestF18_http11Only(t *testing.T) {
 	}
 }
 
-func TestF19_templatesAndIDE2AppendedToBootOrder(t *testing.T) {
+func TestConformance_ide2BootOrder(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	want := fixtureData(t, "vm_config_template_9001")
@@ -532,7 +532,7 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-func TestF20_resizeIsATaskSameSizeNoOpShrinkFails(t *testing.T) {
+func TestConformance_resizeTask(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
@@ -578,7 +578,7 @@ func fixtureTaskType(t *testing.T, name string) string {
 	return u.Type
 }
 
-func TestF21_agentReportsAnAddressAfterTheSeedInstallsIt(t *testing.T) {
+func TestConformance_agentInterfaces(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	userData := "#cloud-config\nruncmd:\n  - echo sentinel-8c1f\n"
@@ -634,7 +634,7 @@ func TestF21_agentReportsAnAddressAfterTheSeedInstallsIt(t *testing.T) {
 	}
 }
 
-func TestF22_authenticationFailures(t *testing.T) {
+func TestConformance_auth401Texts(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	id, secret, _ := strings.Cut(tg.token, "=")
@@ -656,14 +656,14 @@ func TestF22_authenticationFailures(t *testing.T) {
 	}
 }
 
-func TestF23_uploadStagingIsNotObservable(t *testing.T) {
-	t.Skip("F23: uploads are staged in /var/tmp/pveupload-* on the node; nothing in the API shows it, " +
+func TestConformance_uploadStaging(t *testing.T) {
+	t.Skip("fact: upload-staging: uploads are staged in /var/tmp/pveupload-* on the node; nothing in the API shows it, " +
 		"and the simulator keeps uploads in memory")
 }
 
-// Phase 10 captures.
+// The validation captures (fact: missing-storage-400, fact: hibernated-vm, fact: paused-stop).
 
-func TestPhase10_missingStorageIs400NoSuchStorage(t *testing.T) {
+func TestConformance_missingStorage400(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	_, err := tg.api.StorageStatus(tg.ctx(), tg.node, "proxy-missing")
@@ -673,7 +673,7 @@ func TestPhase10_missingStorageIs400NoSuchStorage(t *testing.T) {
 	}
 }
 
-func TestPhase10_stopOfAPausedVMEndsOKStopped(t *testing.T) {
+func TestConformance_pausedStop(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
@@ -693,7 +693,7 @@ func TestPhase10_stopOfAPausedVMEndsOKStopped(t *testing.T) {
 	}
 }
 
-func TestPhase10_hibernatedVMIsDestroyable(t *testing.T) {
+func TestConformance_hibernatedVM(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})
 	tg.parallel()
 	tg.cloned()
@@ -724,7 +724,7 @@ func TestPhase10_hibernatedVMIsDestroyable(t *testing.T) {
 	tg.wantNotExist(err, tg.vmid)
 }
 
-func TestPhase10_freshVMListedUnknownForAShortWhile(t *testing.T) {
+func TestConformance_listingLag(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{Durations: pvesim.Durations{FreshUnknown: 400 * time.Second}})
 	tg.simOnly("pvestatd's first sample of a new VM cannot be timed on a real host")
 	tg.parallel()
@@ -739,7 +739,7 @@ func TestPhase10_freshVMListedUnknownForAShortWhile(t *testing.T) {
 	})
 }
 
-// PVE-API.md behaviours beyond the facts.
+// Behaviours read in the PVE sources, beyond the captures.
 
 func TestDestroy_runningVMRefused(t *testing.T) {
 	tg := newTarget(t, pvesim.Options{})

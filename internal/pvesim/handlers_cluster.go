@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// PVE version the simulator claims (the seed's host).
+// PVE version the simulator claims (the recon host's, docs/design/facts.md).
 const (
 	pveVersion = "9.2.20"
 	pveRelease = "9.2"

@@ -76,7 +76,7 @@ func (s *Sim) hStorageList(c *call) *response {
 	return okData(out)
 }
 
-// hStorageStatus: a missing storage is a 400 with errors.storage (Phase 10 capture).
+// hStorageStatus: a missing storage is a 400 with errors.storage (fact: missing-storage-400).
 func (s *Sim) hStorageStatus(c *call) *response {
 	st := s.storages[c.vars["storage"]]
 	if st == nil {
@@ -147,7 +147,7 @@ var (
 	vmDiskRe    = regexp.MustCompile(`^(?:vm|base)-(\d+)-`)
 )
 
-// hUpload: multipart, content field first, the file part last (F12). Fields after the
+// hUpload: multipart, content field first, the file part last (fact: upload-overwrites). Fields after the
 // file part are not seen, as with pveproxy, which streams the file to disk.
 func (s *Sim) hUpload(c *call) *response {
 	sid := c.vars["storage"]
@@ -306,7 +306,7 @@ func (s *Sim) hVolumeInfo(c *call) *response {
 	return apiError(500, fmt.Sprintf("volume_size_info on '%s' failed - no format", volid))
 }
 
-// hVolumeDelete: an imgdel task that ends OK even when the volume is missing (F13); the
+// hVolumeDelete: an imgdel task that ends OK even when the volume is missing (fact: volume-delete-task); the
 // route needs Datastore.Allocate on the storage.
 func (s *Sim) hVolumeDelete(c *call) *response {
 	sid := c.vars["storage"]

@@ -56,10 +56,10 @@ func (s *Sim) hConfigPut(c *call) *response {
 	return okData(nil)
 }
 
-// writeConfig is the part of a config write PUT and POST share: F7's lock refusal, the
+// writeConfig is the part of a config write PUT and POST share: the lock refusal (fact: clone-lock), the
 // wait behind a task holding the config file lock, and the write itself.
 func (s *Sim) writeConfig(c *call, v *vm) *response {
-	// F7: a locked VM is refused at once (clone, backup, suspended...).
+	// A locked VM (clone, backup, suspended...) is refused at once (fact: clone-lock).
 	if v.lock != "" && c.params["skiplock"] != "1" {
 		return apiError(500, lockedMsg(v.lock))
 	}
@@ -194,7 +194,7 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		}
 		conf[k] = val
 	}
-	// F19: a new device is appended to an explicit boot order.
+	// A new device is appended (fact: ide2-boot-order) to an explicit boot order.
 	if _, bootSet := c.params["boot"]; !bootSet {
 		if order, ok := strings.CutPrefix(conf["boot"], "order="); ok {
 			devs := strings.Split(order, ";")
@@ -250,7 +250,7 @@ func (s *Sim) nextDiskIndex(conf map[string]string, vmid int) int {
 	}
 }
 
-// normalizeTags folds case, drops duplicates and sorts, joined by ';' (F9): pve-guest-common
+// normalizeTags folds case, drops duplicates and sorts, joined by ';' (fact: tag-rules): pve-guest-common
 // src/PVE/GuestHelpers.pm get_unique_tags with the default tag-style (ordering not
 // "config", case-sensitive off, lines 349-378).
 func normalizeTags(v string) string {
@@ -306,7 +306,7 @@ func (s *Sim) hClone(c *call) *response {
 			return apiError(500, fmt.Sprintf("storage '%s' does not exist", storageID))
 		}
 		if !st.has("images") {
-			// F15: refused up front, no VM left.
+			// Refused up front, no VM left (fact: clone-storage-no-images).
 			return paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", storageID)})
 		}
 	}
@@ -375,7 +375,7 @@ func (s *Sim) cloneSyncChecks(c *call, src *vm) *response {
 }
 
 // cloneConfig copies a config the way a full clone does: new disks, new MACs, new
-// smbios uuid and vmgenid, template flag dropped, meta and description kept (F10, F11).
+// smbios uuid and vmgenid, template flag dropped, meta and description kept (fact: description-verbatim, fact: meta-copied).
 func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) map[string]string {
 	conf := map[string]string{}
 	disk := 0
@@ -674,7 +674,7 @@ func (s *Sim) hSuspend(c *call) *response {
 	return okData(t.upid)
 }
 
-// hibernate: stopped, lock suspended, a state volume in vmstate (Phase 10).
+// hibernate: stopped, lock suspended, a state volume in vmstate (fact: hibernated-vm).
 func (s *Sim) hibernate(v *vm, at time.Time) {
 	agentUp := !v.guest.agentAt.IsZero() && !at.Before(v.guest.agentAt)
 	s.powerOff(v)
@@ -732,7 +732,7 @@ func (s *Sim) hDestroy(c *call) *response {
 	}
 	// The lock is checked in the task (qemu-server src/PVE/QemuServer.pm destroy_vm:
 	// check_lock unless skiplock or the lock is suspended; a hibernated VM is destroyable,
-	// Phase 10); before it only existence, protection and running (destroy_vm's
+	// fact: hibernated-vm); before it only existence, protection and running (destroy_vm's
 	// $early_checks in src/PVE/API2/Qemu.pm).
 	t := s.newTask(c, c.node, "qmdestroy", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Destroy)
 	t.begin = func(at time.Time) string {

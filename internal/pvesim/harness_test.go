@@ -194,7 +194,7 @@ func (tg *target) wantAPIError(err error, name string) {
 	}
 }
 
-// wantNotExist asserts err is F2's answer for vmid.
+// wantNotExist asserts err is the missing-VM answer for vmid (fact: missing-config-500).
 func (tg *target) wantNotExist(err error, vmid int) {
 	tg.t.Helper()
 	f := fixture.MustLoad("err_not_exist")

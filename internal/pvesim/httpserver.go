@@ -17,7 +17,7 @@ import (
 )
 
 // response is what the API pipeline answers. The reason phrase is free text: Proxmox puts
-// the error message there (F1), which net/http's ResponseWriter cannot do, so the simulator
+// the error message there (fact: error-envelope), which net/http's ResponseWriter cannot do, so the simulator
 // runs its own small HTTP/1.1 connection loop.
 type response struct {
 	status int

@@ -170,7 +170,7 @@ func (s *Sim) DeleteVM(vmid int) error {
 
 // VMPatch changes a guest's state at once (admin function; nil/empty fields unchanged).
 type VMPatch struct {
-	// Power: running, stopped, paused (status running, qmpstatus paused; F14) or
+	// Power: running, stopped, paused (status running, qmpstatus paused; fact: paused-listed-running) or
 	// hibernated (stopped, lock suspended, a vmstate volume).
 	Power string `json:"power,omitempty"`
 	// Lock sets the lock ("" clears it), e.g. "backup".
@@ -290,7 +290,7 @@ func (s *Sim) ISO(nodeName, volid string) ([]byte, bool) {
 }
 
 // Deny removes a privilege from the token on an ACL path (and everything below it), e.g.
-// Deny("/storage/proxy-seeds", "Datastore.Allocate") makes a seed delete a 403 (F13).
+// Deny("/storage/proxy-seeds", "Datastore.Allocate") makes a seed delete a 403 (fact: volume-delete-task).
 func (s *Sim) Deny(aclPath, privilege string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -175,7 +175,7 @@ func (s *Sim) vmEntry(v *vm, c *call) map[string]any {
 }
 
 // liveVMEntry is the entry of the Live listing model. Mid-clone: only type, vmid, id, node,
-// lock and status unknown (F8). A VM seconds old, or on an unreachable node: status unknown.
+// lock and status unknown (fact: nameless-mid-clone). A VM seconds old, or on an unreachable node: status unknown.
 func (s *Sim) liveVMEntry(v *vm, c *call) map[string]any {
 	id := v.typ + "/" + strconv.Itoa(v.vmid)
 	if v.cloning() {

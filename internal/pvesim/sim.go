@@ -1,8 +1,8 @@
 // Package pvesim simulates the Proxmox VE 9 API for tests, the demo and benchmarks.
 //
 // It serves HTTPS with a generated CA, HTTP/1.1 only, PVEAPIToken auth, the endpoints of
-// PVE-API.md "Endpoints the product uses" (plus suspend, resume, nextid and a few listings)
-// with the field types and error texts of the facts F1 to F23, tasks in simulated time, a
+// the endpoints the product uses (plus suspend, resume, nextid and a few listings)
+// with the field types and error texts of docs/design/facts.md, tasks in simulated time, a
 // guest agent that reads the NoCloud seed on ide2, fault injection and inspection (Go API
 // here, HTTP under /pvesim/ behind the same token).
 //
@@ -82,7 +82,7 @@ type Listing struct {
 
 // Durations are simulated durations; the wall time is each divided by the speed.
 type Durations struct {
-	Clone        time.Duration // full clone of the 3 GiB template (F16): 2 s
+	Clone        time.Duration // full clone of the 3 GiB template (fact: task-durations): 2 s
 	Upload       time.Duration // imgcopy: 1 s
 	Start        time.Duration // qmstart: 1 s
 	Stop         time.Duration // qmstop: 1 s
@@ -91,8 +91,8 @@ type Durations struct {
 	VolumeDelete time.Duration // imgdel: 0.5 s
 	Suspend      time.Duration // qmsuspend, qmresume, qmconfig: 1 s
 	// AgentInstall: from the end of the start to the agent answering, on the boot where
-	// cloud-init installs it from the seed's vendor-data (about 42 s; with DHCP about 45 s,
-	// F21 saw about 50 s).
+	// cloud-init installs it from the seed ISO's vendor-data (about 42 s; with DHCP about 45 s,
+	// the recon saw about 50 s, fact: task-durations).
 	AgentInstall time.Duration
 	// AgentBoot: from the end of the start to the agent answering when it is already
 	// installed (template ships it, or installed on an earlier boot): 8 s.
@@ -100,7 +100,7 @@ type Durations struct {
 	// DHCP: from the agent answering to ens18 having an IPv4 (before: link-local only): 3 s.
 	DHCP time.Duration
 	// FreshUnknown: how long /cluster/resources still lists a just-cloned VM with
-	// status unknown after its clone ended (Phase 10): 5 s.
+	// status unknown after its clone ended (fact: listing-lag): 5 s.
 	FreshUnknown time.Duration
 	// LockWait: how long a task or a config write waits for a VM's config lock before
 	// "can't lock file ... got timeout": 10 s.
@@ -113,7 +113,7 @@ type Durations struct {
 	Shutdown time.Duration
 }
 
-// DefaultDurations are the simulated durations at speed 1, close to the seed's host.
+// DefaultDurations are the simulated durations at speed 1, close to the recon host's (fact: task-durations).
 var DefaultDurations = Durations{
 	Clone: 2 * time.Second, Upload: time.Second, Start: time.Second, Stop: time.Second,
 	Resize: time.Second, Destroy: time.Second, VolumeDelete: 500 * time.Millisecond,

@@ -41,6 +41,6 @@ func TestStart_servesVersionWithTokenOverTLS(t *testing.T) {
 		t.Fatalf("status %d body %s err %v", resp.StatusCode, body, err)
 	}
 	if resp.Proto != "HTTP/1.1" {
-		t.Errorf("proto %s, want HTTP/1.1 (F18)", resp.Proto)
+		t.Errorf("proto %s, want HTTP/1.1 (fact: http1-only)", resp.Proto)
 	}
 }

@@ -90,7 +90,7 @@ func TestSource_listingWithoutStatusDataIsNamelessUnknown(t *testing.T) {
 	tg.parallel()
 	tg.cloned()
 	got, _ := tg.resource(tg.vmid)
-	// The F8 entry, its clone lock gone (read live from the config).
+	// The nameless entry (fact: nameless-mid-clone), its clone lock gone (read live from the config).
 	entryMatches(t, "after the clone, never sampled", got, withoutKey(fixtureEntry(t, "cluster_resources_mid_clone", captureVMID), "lock"))
 	tg.sim.SnapshotStatus()
 	got, _ = tg.resource(tg.vmid)
@@ -110,7 +110,7 @@ func TestSource_listingReadsPausedOnceSampled(t *testing.T) {
 	tg.sim.SnapshotStatus()
 	tg.power("suspend", nil)
 	if got, _ := tg.resource(tg.vmid); got["status"] != "running" {
-		t.Errorf("paused, before the next snapshot: listed %v, want running (capture F14)", got["status"])
+		t.Errorf("paused, before the next snapshot: listed %v, want running (fact: paused-listed-running)", got["status"])
 	}
 	tg.sim.SnapshotStatus()
 	got, _ := tg.resource(tg.vmid)
@@ -180,7 +180,7 @@ func TestSource_cloneOntoAVMIDAnotherNodeHoldsFailsInTheTask(t *testing.T) {
 	if v, ok := sim.VM(tg.vmid); !ok || v.Node != "pv1-2" || v.Name != "someone-else" {
 		t.Errorf("the other node's VM after the failed clone: %+v %t", v, ok)
 	}
-	// On the node asked, the synchronous refusal (F4) stays.
+	// On the node asked, the synchronous refusal (fact: clone-vmid-taken) stays.
 	if err := sim.DeleteVM(tg.vmid); err != nil {
 		t.Fatal(err)
 	}

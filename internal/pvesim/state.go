@@ -49,15 +49,15 @@ type vm struct {
 	qmp    string // running, paused, prelaunch, stopped
 	bootAt time.Time
 	// freshUntil: /cluster/resources lists the VM as status unknown until then (a VM
-	// seconds old, Phase 10).
+	// seconds old, fact: listing-lag).
 	freshUntil time.Time
-	// flock is the task holding the VM's config file lock; waiters queue behind it (F3).
+	// flock is the task holding the VM's config file lock; waiters queue behind it (fact: start-queues-behind-lock).
 	flock   *task
 	waiters []*task
 	guest   guest
 	// lockUntil clears an injected lock at that time (zero: stays).
 	lockUntil time.Time
-	// midClone: the clone task has not written the config yet (F8: nameless entry).
+	// midClone: the clone task has not written the config yet (fact: nameless-mid-clone).
 	midClone bool
 	// volSizes are the real sizes of the VM's disk volumes by volume id, as the storage
 	// has them (the config's size= is only what was last written there).

@@ -14,7 +14,7 @@ import (
 type taskState int
 
 const (
-	taskWaiting taskState = iota // queued behind a VM's config lock (F3)
+	taskWaiting taskState = iota // queued behind a VM's config lock (fact: start-queues-behind-lock)
 	taskRunning
 	taskDone
 )

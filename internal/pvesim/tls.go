@@ -94,7 +94,7 @@ func randSerial() *big.Int {
 	return n
 }
 
-// tlsConfig serves HTTP/1.1 only (F18): no h2 in ALPN.
+// tlsConfig serves HTTP/1.1 only (fact: http1-only): no h2 in ALPN.
 func (c *certs) tlsConfig() *tls.Config {
 	return &tls.Config{
 		Certificates: []tls.Certificate{c.leaf},

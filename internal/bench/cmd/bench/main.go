@@ -1,4 +1,4 @@
-// Command bench runs the provider's scale benchmark (issue 8) and writes a markdown table
+// Command bench runs the provider's scale benchmark and writes a markdown table
 // and a PNG plot.
 //
 //	go run ./internal/bench/cmd/bench                 # what `make bench` runs
