@@ -123,9 +123,11 @@ type form struct {
 	skip func(line string, start, end int) bool
 }
 
-// hexNeighbour: a fact-like token between colons is a byte of a MAC address or a UPID, not a fact.
+// hexNeighbour: a fact-like token after a colon, or before a colon and a hex digit, is a byte
+// of a MAC address or a UPID, not a fact (one followed by a colon and a word is still a fact).
 func hexNeighbour(line string, start, end int) bool {
-	return (start > 0 && line[start-1] == ':') || (end < len(line) && line[end] == ':')
+	return (start > 0 && line[start-1] == ':') ||
+		(end+1 < len(line) && line[end] == ':' && strings.ContainsRune("0123456789abcdefABCDEF", rune(line[end+1])))
 }
 
 var forms = []form{

@@ -128,6 +128,14 @@ func TestScan_macAddressIsNotAFact(t *testing.T) {
 	}
 }
 
+func TestScan_factBeforeAColonIsAFact(t *testing.T) {
+	fact := "F" + "6" // split, so that this file does not cite it
+	fs := ScanFile(fakeRepo, "x.go", []byte("\tt.Skip(\""+fact+": no answer\") // virtio=F1:48:83:AA:BB:CC\n"), Record{})
+	if len(fs) != 1 || !strings.Contains(fs[0].Msg, `"`+fact+`"`) {
+		t.Errorf("findings %v, want one, for the numbered fact before a colon", fs)
+	}
+}
+
 func TestScan_ignoreMarkerSkipsTheLine(t *testing.T) {
 	content := []byte("TOOLS ?= ../shared/tools # reporefs:ignore (a path beside the clone)\nX ?= ../shared/x\n")
 	fs := ScanFile(fakeRepo, "GNUmakefile", content, Record{})
@@ -151,12 +159,8 @@ func TestScan_captureFixtureMustNameItsFact(t *testing.T) {
 }
 
 // TestRepository_referencesResolve is the repository's check: every reference resolves
-// inside the repository and no forbidden form remains. It is skipped until the sweep of
-// the old references is done; REPOREFS_STRICT=1 runs it.
+// inside the repository and no forbidden form remains.
 func TestRepository_referencesResolve(t *testing.T) {
-	if os.Getenv("REPOREFS_STRICT") != "1" {
-		t.Skip("the reference sweep has not been done yet; REPOREFS_STRICT=1 runs the check")
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
