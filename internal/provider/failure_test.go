@@ -72,8 +72,8 @@ func TestCheckFiles(t *testing.T) {
 }
 
 // TestAccProvider_filesCheckedAtConfigure: a missing api_token_file or ca_file fails the
-// plan on its attribute before any request (it used to be "does not exist yet ... This may
-// succeed if retried" at the first call).
+// plan on its attribute before any request, not as "does not exist yet ... This may succeed
+// if retried" at the first call.
 func TestAccProvider_filesCheckedAtConfigure(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	if env.Sim == nil {
@@ -163,8 +163,8 @@ func TestConnectionFix(t *testing.T) {
 }
 
 // TestRead_failsWhenTheEndpointDoesNotAnswer: Read against an endpoint nothing listens on
-// is an error naming the address (it used to be a warning keeping the saved values, so the
-// plan said "No changes").
+// is an error naming the address, not a warning that keeps the saved values (after which the
+// plan would say "No changes").
 func TestRead_failsWhenTheEndpointDoesNotAnswer(t *testing.T) {
 	e := newDirectEnv(t, pvesim.Options{TemplateAgent: true})
 	vm := e.create(t, "down-1", directUID)

@@ -52,10 +52,9 @@ var uidNamespace = [16]byte{
 // namespace: the version 5 UUID (RFC 9562, section 5.5) of name in uidNamespace when
 // namespace is empty, and otherwise of name in the version 5 UUID of namespace in
 // uidNamespace. It picks the VMID probe sequence (the same for every create of this name
-// in this namespace, so an interrupted create is found again) and, in earlier releases,
-// was the VM's uid itself; a VM's uid is now random per VM (newUID). A VM of an earlier
-// release carries uidFor(namespace, name) in its mark, which is how a create tells it from
-// a VM the operator made.
+// in this namespace, so an interrupted create is found again). It is not a VM's uid, which
+// is random per VM (newUID), but VMs of earlier releases carry uidFor(namespace, name) as
+// the uid in their mark, which is how a create tells them from a VM the operator made.
 func uidFor(namespace, name string) string {
 	ns := uidNamespace
 	if namespace != "" {
