@@ -304,5 +304,4 @@ func New(api pveapi.API, cfg Config) *Backend {
 // Create, Get, Update, Delete, FindByName and FindByVMID live in create.go, get.go,
 // update.go, delete.go and find.go.
 
-// List, OrphanSeeds and Check live in list.go, orphans.go and
-// check.go, written by another engineer.
+// List, OrphanSeeds and Check live in list.go, orphans.go and check.go.
