@@ -415,7 +415,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ctx = r.data.withLogging(ctx)
 	var ref importRef
-	if req.ID == "" && req.Identity != nil {
+	if req.ID == "" && req.Identity != nil && !req.Identity.Raw.IsNull() {
 		// An import block with identity = { vmid = ..., name = ... } (Terraform 1.12+).
 		var diags diag.Diagnostics
 		ref, diags = importRefFromIdentity(ctx, req.Identity)
