@@ -152,3 +152,55 @@ func TestOrphanSeeds_perVMSeedsByReference(t *testing.T) {
 		t.Errorf("%d config reads, want one per VM of a name a per-VM seed carries (2)", n)
 	}
 }
+
+// cancelAfterFinalRead is the seam with a context cancelled right after the config read
+// that precedes the last step (the second read of the running VM still marked creating:
+// the first is the read-back): Terraform killed while the create was about to finish its
+// mark.
+type cancelAfterFinalRead struct {
+	*fakeAPI
+	cancel context.CancelFunc
+	reads  int
+	fired  bool
+}
+
+func (a *cancelAfterFinalRead) VMConfig(ctx context.Context, node string, vmid int) (map[string]string, error) {
+	cfg, err := a.fakeAPI.VMConfig(ctx, node, vmid)
+	if err == nil && !a.fired && cfg["ide2"] != "" && ParseMark(cfg["description"]).Creating {
+		if v := a.fakeAPI.vm(vmid); v != nil && v.Status == "running" {
+			if a.reads++; a.reads == 2 {
+				a.fired = true
+				a.cancel()
+			}
+		}
+	}
+	return cfg, err
+}
+
+// A create cancelled between the last config read and the last step never sends the
+// finished mark: the VM stays marked creating, so the next create of its name takes it
+// over instead of leaving it untracked.
+func TestCreate_cancelledBeforeTheLastStepLeavesTheMarkCreating(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	api := &cancelAfterFinalRead{fakeAPI: h.f, cancel: cancel}
+	h.b.api = api
+	_, err := h.b.Create(ctx, h.spec(), nil)
+	if err == nil {
+		t.Fatal("Create succeeded after its context was cancelled")
+	}
+	if !api.fired {
+		t.Fatal("the context was never cancelled: the test did not reach the last step")
+	}
+	assertContains(t, err.Error(), "cancelled before its last step", MarkKeyState+"="+MarkStateCreating)
+	writes := h.f.callsOf("SetVMConfig")
+	for _, w := range writes {
+		if w.Args["description"] != "" && !strings.Contains(w.Args["description"], MarkKeyState+"="+MarkStateCreating) {
+			t.Errorf("the finished mark was sent after the cancel: %v", w.Args)
+		}
+	}
+	if m := ParseMark(h.f.vm(testVMID0).Config["description"]); !m.Creating || m.UID != testUID {
+		t.Errorf("mark %+v, want this create's uid, still creating", m)
+	}
+}
