@@ -207,6 +207,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
+	warnRecentPassed(&resp.Diagnostics, spec.Name, final, createdAt, timeout)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
 }

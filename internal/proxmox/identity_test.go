@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -202,5 +203,41 @@ func TestCreate_cancelledBeforeTheLastStepLeavesTheMarkCreating(t *testing.T) {
 	}
 	if m := ParseMark(h.f.vm(testVMID0).Config["description"]); !m.Creating || m.UID != testUID {
 		t.Errorf("mark %+v, want this create's uid, still creating", m)
+	}
+}
+
+// A finished VM of this name and namespace on the probe sequence is skipped and reported
+// (it may be a create a crash left untracked: the provider warns when it is recent); one
+// being created in another namespace is skipped and not reported.
+func TestCreate_reportsTheFinishedSameNameVMsItPassed(t *testing.T) {
+	h := newHarness(t)
+	h.addFinished(testVMID0, testName, otherUID)
+	h.addInterrupted(testVMID1, testName, prevUID)
+	h.f.mutate(testVMID1, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: prevUID, Namespace: "team-b", Creating: true}.Format()
+	})
+	vm := h.create(h.spec())
+	if vm.ID.VMID == testVMID0 || vm.ID.VMID == testVMID1 {
+		t.Fatalf("created onto VMID %d, which holds another VM", vm.ID.VMID)
+	}
+	want := []PassedVM{{VMID: testVMID0, Node: "pv1-1", CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC)}}
+	if !slices.Equal(vm.Passed, want) {
+		t.Errorf("Passed %+v, want %+v", vm.Passed, want)
+	}
+}
+
+// A same-name VM this backend created itself (two resources of one name in one apply) is
+// not reported: its answer went back to Terraform.
+func TestCreate_doesNotReportTheSameNameVMItFinishedItself(t *testing.T) {
+	h := newHarness(t)
+	first := h.create(h.spec())
+	s := h.spec()
+	s.UID = otherUID
+	second := h.create(s)
+	if second.ID.VMID == first.ID.VMID {
+		t.Fatalf("both creates landed on VMID %d", first.ID.VMID)
+	}
+	if len(second.Passed) != 0 {
+		t.Errorf("Passed %+v, want none: VMID %d is this backend's own", second.Passed, first.ID.VMID)
 	}
 }
