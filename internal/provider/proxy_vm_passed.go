@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -36,3 +37,13 @@ func warnRecentPassed(diags *diag.Diagnostics, name string, vm proxmox.VM, creat
 				vmLabel(name, vm.ID.VMID), p.VMID, p.Node, name, ago, timeout, p.VMID, p.VMID, name))
 	}
 }
+
+// startedBy is the process that started this provider: Terraform (or, in debug mode, the
+// developer's shell). When it dies, the kernel re-parents the provider at once, before
+// the gRPC connection's close reaches the request's context.
+var startedBy = os.Getppid()
+
+// parentGone reports that the process that started the provider (pid) is gone: the
+// provider has been re-parented. A create whose Terraform is gone skips its last step
+// (Spec.Abandoned), so that the VM stays "creating" and the next apply takes it over.
+func parentGone(pid int) bool { return os.Getppid() != pid }

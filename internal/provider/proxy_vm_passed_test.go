@@ -34,3 +34,13 @@ func TestWarnRecentPassed(t *testing.T) {
 		t.Errorf("warning names an old or undated VM: %q", detail)
 	}
 }
+
+// The provider's parent is this test process while it runs: not gone; any other pid is.
+func TestParentGone(t *testing.T) {
+	if parentGone(startedBy) {
+		t.Error("the parent that started this process is reported gone")
+	}
+	if !parentGone(startedBy + 1) {
+		t.Error("a parent other than this process's is not reported gone")
+	}
+}

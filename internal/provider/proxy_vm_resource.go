@@ -159,6 +159,9 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	spec.UID = uid
 	spec.Namespace = r.cfg().UIDNamespace
 	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
+	// Terraform killed (kill -9): its answer would never be saved, so the mark is left
+	// "creating" for the next apply, even before the closed connection cancels ctx.
+	spec.Abandoned = func() bool { return parentGone(startedBy) }
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,

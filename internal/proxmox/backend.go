@@ -88,7 +88,12 @@ type Spec struct {
 	AllocKey string
 	// Namespace is the provider's uid_namespace, written in the mark: an interrupted create
 	// is resumed only by a Create of the same name in the same namespace.
-	Namespace    string
+	Namespace string
+	// Abandoned, when set, reports that nobody waits for this Create's answer any more
+	// (the process that asked for it is gone). It is asked right before the last step: an
+	// abandoned Create leaves the mark "creating", for the next Create of its name to take
+	// over, instead of finishing a VM that no state would track.
+	Abandoned    func() bool
 	Node         string
 	TemplateVMID int
 	Cores        int

@@ -275,6 +275,9 @@ func (c *creation) finalize(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return Transientf("the create was cancelled before its last step; the VM is left marked %q for the next apply to take over: %w", MarkKeyState+"="+MarkStateCreating, err)
 		}
+		if s.Abandoned != nil && s.Abandoned() {
+			return Transientf("the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over", MarkKeyState+"="+MarkStateCreating)
+		}
 		desc := MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format()
 		err = b.api.SetVMConfig(ctx, c.node, c.vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
 		switch {

@@ -241,3 +241,24 @@ func TestCreate_doesNotReportTheSameNameVMItFinishedItself(t *testing.T) {
 		t.Errorf("Passed %+v, want none: VMID %d is this backend's own", second.Passed, first.ID.VMID)
 	}
 }
+
+// A create whose requester is gone (Spec.Abandoned) skips the last step: the mark stays
+// creating and the finished description is never sent.
+func TestCreate_abandonedBeforeTheLastStepLeavesTheMarkCreating(t *testing.T) {
+	h := newHarness(t)
+	s := h.spec()
+	s.Abandoned = func() bool { return true }
+	err := h.createFails(s)
+	assertContains(t, err.Error(), "abandoned before its last step", MarkKeyState+"="+MarkStateCreating)
+	for _, w := range h.f.callsOf("SetVMConfig") {
+		if w.Args["description"] != "" && !strings.Contains(w.Args["description"], MarkKeyState+"="+MarkStateCreating) {
+			t.Errorf("the finished mark was sent by an abandoned create: %v", w.Args)
+		}
+	}
+	if m := ParseMark(h.f.vm(testVMID0).Config["description"]); !m.Creating || m.UID != testUID {
+		t.Errorf("mark %+v, want this create's uid, still creating", m)
+	}
+	if h.f.vm(testVMID0).Status != "running" {
+		t.Error("the abandoned create did not get as far as the last step")
+	}
+}
