@@ -66,6 +66,8 @@ type creation struct {
 	cloned  bool
 	// notified is the ID last handed to onAllocated.
 	notified ID
+	// passed are the finished VMs of this name and namespace the probe skipped.
+	passed []PassedVM
 }
 
 type verdict int
@@ -280,6 +282,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid holds another resource's vm", map[string]any{
 					"vmid": vmid, "name": c.s.Name, "other_name": cfg["name"],
 				})
+				c.notePassed(vmid, r.Node, cfg)
 				return false, nil
 			case verdictOurs:
 				return false, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
@@ -499,7 +502,22 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		return VM{}, err
 	}
 	vm.Creating = false
+	vm.Passed = c.passed
+	b.finished.Store(c.s.UID, true)
 	return vm, nil
+}
+
+// notePassed records a skipped VM that is a finished create of this name in this
+// namespace (not one being created, not another namespace's).
+func (c *creation) notePassed(vmid int, node string, cfg map[string]string) {
+	m := ParseMark(cfg["description"])
+	if cfg["name"] != c.s.Name || !m.Managed || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
+		return
+	}
+	if _, ours := c.b.finished.Load(m.UID); ours {
+		return // a VM of this provider process's own, already answered to Terraform
+	}
+	c.passed = append(c.passed, PassedVM{VMID: vmid, Node: node, CreatedAt: m.CreatedAt})
 }
 
 // written is the VM as Create left it, from the spec and the cloned config.
