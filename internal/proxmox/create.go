@@ -1,7 +1,6 @@
 package proxmox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,14 +12,14 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Create runs entry 10 under the per-name lock: the by-name lookup, the template checks
 // (entry 4), the VMID allocation with the ownership check (entry 2, findings P2/CR3),
-// the clone with the mark, then seed upload, config, resize, start and the wait for
-// running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
+// the clone with the mark and, while its task runs, the seed upload (a failed clone
+// deletes the seed again; a failed upload fails the create once the clone task ended, the
+// VM tracked), then config, resize, start and the wait for running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
 // only by ctx (the Terraform create timeout).
 //
 // onAllocated is called as soon as a VMID and node are chosen: before each clone request
@@ -63,6 +62,8 @@ type creation struct {
 	cfg     map[string]string // the VM's config after the clone or at adoption
 	adopted bool
 	cloned  bool
+	// upload is the seed upload started beside the clone task, until provision joins it.
+	upload *seedUpload
 	// notified is the ID last handed to onAllocated.
 	notified ID
 }
@@ -91,6 +92,13 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 		return VM{}, Transientf("waiting for another operation on this VM to finish: %w", err)
 	}
 	defer unlock()
+	defer func() {
+		// No upload outlives Create (provision joins it; this is a guard).
+		if u := c.upload; u != nil {
+			u.cancel()
+			_ = u.join()
+		}
+	}()
 
 	res, err := c.b.listing(ctx, true)
 	if err != nil {
@@ -383,37 +391,46 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm clone started", map[string]any{
 		"vmid": vmid, "name": s.Name, "node": s.Node, "upid": upid, "template_vmid": s.TemplateVMID,
 	})
-	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Clone); err != nil {
+	// The seed upload does not depend on the clone: it runs while the clone task does.
+	c.upload = c.startSeedUpload(ctx)
+	if err := c.awaitClone(ctx, vmid, upid); err != nil {
+		err = c.abandonSeedUpload(ctx, c.upload, err)
+		c.upload = nil
 		return true, err
+	}
+	return true, nil
+}
+
+// awaitClone waits for the clone task, then judges the VMID it made.
+func (c *creation) awaitClone(ctx context.Context, vmid int, upid string) error {
+	b, s := c.b, &c.s
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Clone); err != nil {
+		return err
 	}
 	v, cfg, err := c.inspect(ctx, vmid, s.Node)
 	switch {
 	case err != nil:
-		return true, err
+		return err
 	case v == verdictGone:
-		return true, Transientf("the clone task ended but VMID %d does not exist on node %s; apply again", vmid, s.Node)
+		return Transientf("the clone task ended but VMID %d does not exist on node %s; apply again", vmid, s.Node)
 	case v == verdictForeign:
-		return true, Transientf("VMID %d holds another VM after the clone; apply again", vmid)
+		return Transientf("VMID %d holds another VM after the clone; apply again", vmid)
 	}
 	c.cfg = cfg
-	return true, nil
+	return nil
 }
 
 // provision is entry 10 steps 5 to 9; each step is repeatable.
 func (c *creation) provision(ctx context.Context) error {
 	b, s := c.b, &c.s
-	// 5. The seed, uploaded over any previous one (F12): no delete first.
-	iso, err := b.buildSeed(nocloud.Seed{
-		Name: s.Name, UserData: s.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
-	})
-	if err != nil {
-		return Permanentf("building the seed ISO failed: %w", err)
-	}
-	upid, err := b.api.UploadISO(ctx, c.node, b.cfg.ISOStorage, seedFile(s.Name), bytes.NewReader(iso), int64(len(iso)))
-	if err != nil {
-		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seedFile(s.Name), b.cfg.ISOStorage, c.node)
-	}
-	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
+	// 5. The seed, uploaded over any previous one (F12): no delete first. After a clone of
+	// ours it was started with the clone task; an adopted VM uploads it now.
+	if u := c.upload; u != nil {
+		c.upload = nil
+		if err := u.join(); err != nil {
+			return err
+		}
+	} else if err := b.uploadSeed(ctx, c.node, *s); err != nil {
 		return err
 	}
 	// 6. The config.
