@@ -10,7 +10,8 @@ import (
 )
 
 // Delete runs entry 11 with review findings CR1, CR2 and P1, under the per-name lock:
-// stop (a paused VM too), delete the seed ISO on the VM's node, then destroy with
+// stop (a paused VM too) and, at the same time, delete the seed ISO on the VM's node;
+// once both ended, destroy with
 // purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now holds a
 // VM that is not ours (another name, no mark, a container), is success without touching
 // it, and the seed is deleted on every configured node (plus node, the one the caller
@@ -88,26 +89,19 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 		return false, "", b.deleteSeedEverywhere(ctx, id.Name, hint)
 	}
 	node := st.r.Node
+	// 6. The seed before the destroy (CR1), deleted while the VM stops: it does not depend
+	// on the stop. A failure leaves the VM for the next Delete.
+	seed := b.startSeedDelete(ctx, node, id.Name)
 	// 5. Stop unless stopped; status/current, since the listing may lag (P6) and shows a
 	// paused VM as running (F14).
-	vs, err := b.api.VMStatus(ctx, node, id.VMID)
-	switch {
-	case err == nil:
-	case isNotExist(err):
-		return false, node, b.deleteSeed(ctx, node, id.Name)
-	default:
-		return false, node, apiErrorf("delete", err, "reading the status on node %s", node)
-	}
-	if vs.Status != "stopped" {
-		if err := b.stopAndWait(ctx, "delete", node, id.VMID); err != nil {
-			if isNotExist(err) {
-				return false, node, b.deleteSeed(ctx, node, id.Name)
-			}
-			return false, node, err
+	if gone, err := b.stopForDelete(ctx, node, id.VMID); gone || err != nil {
+		serr := seed.join()
+		if gone {
+			return false, node, serr
 		}
+		return false, node, err
 	}
-	// 6. The seed before the destroy (CR1): a failure leaves the VM for the next Delete.
-	if err := b.deleteSeed(ctx, node, id.Name); err != nil {
+	if err := seed.join(); err != nil {
 		return false, node, err
 	}
 	// 7. Destroy with purge.
@@ -125,6 +119,29 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 		return false, node, err
 	}
 	return true, node, nil
+}
+
+// stopForDelete stops the VM unless status/current says it is stopped; gone reports a VM
+// that vanished meanwhile.
+func (b *Backend) stopForDelete(ctx context.Context, node string, vmid int) (gone bool, err error) {
+	vs, err := b.api.VMStatus(ctx, node, vmid)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return true, nil
+	default:
+		return false, apiErrorf("delete", err, "reading the status on node %s", node)
+	}
+	if vs.Status == "stopped" {
+		return false, nil
+	}
+	if err := b.stopAndWait(ctx, "delete", node, vmid); err != nil {
+		if isNotExist(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
 }
 
 // sameNameElsewhere returns a qemu, non-template entry named id.Name at a VMID other than

@@ -180,3 +180,54 @@ func TestCreate_cancelledDuringCloneAndUpload(t *testing.T) {
 	}
 	h.assertProvisioned(testVMID0)
 }
+
+// The seed delete runs while the stop task runs, and the destroy comes after both ended.
+func TestDelete_seedDeleteOverlapsTheStopAndPrecedesTheDestroy(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.taskPolls = 1
+	overlapped := holdTaskUntil(h, "qmstop", func() bool { return !h.seedUploaded() })
+	var atDestroy struct{ seedGone, stopped bool }
+	h.f.onCall("Destroy", func(context.Context, fakeCall) error {
+		atDestroy.seedGone = !h.seedUploaded()
+		atDestroy.stopped = h.f.vm(testVMID0).Status == "stopped"
+		return nil
+	})
+	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if !overlapped.Load() {
+		t.Error("the seed was not deleted while the stop task ran")
+	}
+	if !atDestroy.seedGone || !atDestroy.stopped {
+		t.Errorf("at the destroy: seed gone %v, VM stopped %v; want both", atDestroy.seedGone, atDestroy.stopped)
+	}
+	if h.f.vm(testVMID0) != nil || h.seedUploaded() {
+		t.Error("the VM or its seed is left")
+	}
+}
+
+// A stop that fails while the seed delete succeeds fails the call without a destroy: the
+// VM stays for the next Delete, which finishes (the missing seed is no error).
+func TestDelete_failedStopBesideTheSeedDeleteLeavesTheVM(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.failTask("qmstop", fixtureExit("task_status_stopped_error"))
+	err := h.b.Delete(h.ctx, testID, "pv1-1")
+	assertClass(t, err, pveapi.Transient)
+	if h.f.calls("Destroy") != 0 {
+		t.Fatal("destroyed after a failed stop")
+	}
+	if h.f.vm(testVMID0) == nil {
+		t.Fatal("the VM is gone")
+	}
+	if h.f.calls("DeleteVolume") != 1 {
+		t.Errorf("%d seed deletes, want 1 (beside the stop)", h.f.calls("DeleteVolume"))
+	}
+	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.f.vm(testVMID0) != nil || h.seedUploaded() {
+		t.Error("the second Delete left the VM or the seed")
+	}
+}

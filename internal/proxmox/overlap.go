@@ -76,3 +76,27 @@ func (c *creation) abandonSeedUpload(ctx context.Context, u *seedUpload, cloneEr
 	}
 	return cloneErr
 }
+
+// seedDelete is a seed ISO delete running beside the stop: the seed must be gone before
+// the destroy (so that a failure leaves the VM, and the next Delete, to retry it), not
+// before the stop, so Delete sends both at once and joins the delete before the destroy.
+type seedDelete struct {
+	done chan struct{}
+	err  error
+}
+
+// startSeedDelete deletes name's seed on node in a goroutine.
+func (b *Backend) startSeedDelete(ctx context.Context, node, name string) *seedDelete {
+	d := &seedDelete{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.err = b.deleteSeed(ctx, node, name)
+	}()
+	return d
+}
+
+// join waits for the delete and returns its error.
+func (d *seedDelete) join() error {
+	<-d.done
+	return d.err
+}
