@@ -1,0 +1,103 @@
+package proxmox
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAgentPollDelay_table(t *testing.T) {
+	s, ms := time.Second, time.Millisecond
+	for _, c := range []struct {
+		elapsed, expected, want time.Duration
+	}{
+		{0, 45 * s, 250 * ms},                 // the first wait: expected/180
+		{250 * ms, 45 * s, 250 * ms},          // doubling: the next poll at 0.5 s
+		{4 * s, 45 * s, 4 * s},                // still doubling
+		{16 * s, 45 * s, 14500 * ms},          // capped at half the time left
+		{43 * s, 45 * s, 1125 * ms},           // near the expected time: expected/40
+		{45 * s, 45 * s, 1125 * ms},           // at it
+		{49 * s, 45 * s, 2 * s},               // past it: half the time past
+		{5 * time.Minute, 45 * s, 11250 * ms}, // long past: at most expected/4
+		{0, 11 * s, 61111111},                 // a boot with the agent installed: 11 s/180
+		{-s, 45 * s, 250 * ms},                // a clock that went back counts as 0
+		{0, 0, 250 * ms},                      // no expectation: a first boot's
+		{0, 100 * ms, minAgentPoll},           // a fast simulator: never below the minimum
+	} {
+		if got := agentPollDelay(c.elapsed, c.expected); got != c.want {
+			t.Errorf("agentPollDelay(%s, %s) = %s, want %s", c.elapsed, c.expected, got, c.want)
+		}
+	}
+}
+
+// schedule replays the address wait against an address that appears at ready: the polls
+// made and when the address was seen.
+func schedule(ready, expected time.Duration) (polls int, seen, lastMiss time.Duration) {
+	var t time.Duration
+	for {
+		polls++
+		if t >= ready {
+			return polls, t, lastMiss
+		}
+		lastMiss = t
+		t += agentPollDelay(t, expected)
+	}
+}
+
+// The schedule's cost and lag: at most 20 agent requests for a real host's first boot
+// (and for one a little slower), the address seen within about a second; a boot that
+// comes much sooner or later than expected is still seen within a bounded lag.
+func TestAgentPollDelay_costAndLag(t *testing.T) {
+	s := time.Second
+	for _, c := range []struct {
+		name            string
+		ready, expected time.Duration
+		maxPolls        int
+		maxLag          time.Duration
+	}{
+		{"first boot on time", 45 * s, 45 * s, 20, 1200 * time.Millisecond},
+		{"first boot 5 s late (a slow mirror)", 50 * s, 45 * s, 20, 2500 * time.Millisecond},
+		{"first boot early", 30 * s, 45 * s, 20, 8 * s},
+		{"a boot with the agent installed", 11 * s, 11 * s, 20, 300 * time.Millisecond},
+		{"a fast guest while a first boot is expected", 2 * s, 45 * s, 10, 2 * s},
+		{"five times faster than expected (a simulator at speed 5)", 9 * s, 45 * s, 10, 7 * s},
+		{"learned: the next wave", 9 * s, 9500 * time.Millisecond, 20, 500 * time.Millisecond},
+	} {
+		polls, seen, _ := schedule(c.ready, c.expected)
+		t.Logf("%s: %d polls, address seen %s after it appeared", c.name, polls, seen-c.ready)
+		if polls > c.maxPolls || seen-c.ready > c.maxLag {
+			t.Errorf("%s: %d polls, seen %s after the address (at %s); want at most %d polls and %s", c.name, polls, seen-c.ready, seen, c.maxPolls, c.maxLag)
+		}
+	}
+}
+
+func TestAgentDelays_learnTheLeastMidpoint(t *testing.T) {
+	var a agentDelays
+	key := agentDelayKey(true, 9001)
+	if got := a.expected(key, firstBootAgentDelay); got != firstBootAgentDelay {
+		t.Errorf("nothing seen: %s, want the default", got)
+	}
+	// A first wave at speed 5 while 45 s is expected: seen at 16 s, missed at 8 s.
+	_, seen, miss := schedule(9*time.Second, firstBootAgentDelay)
+	a.observe(key, miss, seen)
+	first := a.expected(key, firstBootAgentDelay)
+	if first != 12*time.Second {
+		t.Errorf("after the first wave: %s, want 12s (between 8 s and 16 s)", first)
+	}
+	_, seen, miss = schedule(9*time.Second, first)
+	a.observe(key, miss, seen)
+	second := a.expected(key, firstBootAgentDelay)
+	if second >= first || second < 9*time.Second-time.Second {
+		t.Errorf("after the second wave: %s, want closer to 9 s than %s", second, first)
+	}
+	a.observe(key, 20*time.Second, 30*time.Second) // a slower VM does not raise it
+	if got := a.expected(key, firstBootAgentDelay); got != second {
+		t.Errorf("a slower VM moved the estimate to %s", got)
+	}
+	a.observe(key, 5*time.Second, 2*time.Second) // nonsense is ignored
+	if got := a.expected(agentDelayKey(true, 9000), firstBootAgentDelay); got != firstBootAgentDelay {
+		t.Errorf("another template: %s, want the default", got)
+	}
+	if agentDelayKey(false, 9001) == key {
+		t.Error("a later boot shares the first boot's key")
+	}
+}
