@@ -260,6 +260,13 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
 	changes.UID = prior.UID.ValueString()
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
+	changes.WaitForIP = waitIP
+	if waitIP && changes.Start && !changes.UserDataKnown && !restarts(prior.Status, changes) {
+		resp.Diagnostics.AddWarning("Guest agent of the imported proxy VM not known",
+			vmLabel(id.Name, id.VMID)+": the VM is started and its address waited for, but its cloud-init is not known (it was imported), "+
+				"so nothing says its guest has qemu-guest-agent: a start is not a first boot and installs nothing. If the agent does not answer "+
+				"within a few minutes of the start, the update fails saying so. Set wait_for_ip = false for a VM without the agent.")
+	}
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
 	if changed {
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
@@ -282,8 +289,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID})
 	}
 	if err != nil {
-		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err,
-			"The changes were applied, but the VM could not be read back; the next plan shows what remains.")
+		note := "The changes were applied, but the VM could not be read back; the next plan shows what remains."
+		if changes.Start || restarts(prior.Status, changes) {
+			note = "The changes were applied, but the VM did not come up after its start; the next plan shows what remains."
+		}
+		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
 		return
 	}
 	state := plan
@@ -402,48 +412,11 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 }
 
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with
-// waitIP, until its agent reports an address. Without waitIP a VM that runs without its
-// network up yet (provisioning) is settled too. Transient failures are retried. uid is
-// the state's (GetOptions.UID).
-//
-// The polls use the shared listing: Update has just invalidated it, so the first poll
-// lists afresh, and the later ones (status/current and the agent decide, not the listing)
-// share one listing per ListingTTL with every other VM being updated.
+// waitIP, until its agent reports an address (proxmox.Backend.WaitReady: a VM found
+// stopped, gone or without its agent ends the wait at once with the reason). uid is the
+// state's (GetOptions.UID).
 func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid string, waitIP bool) (proxmox.VM, error) {
-	delay := 50 * time.Millisecond
-	var last error
-	for {
-		vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: waitIP, UID: uid})
-		switch {
-		case err == nil && vm.StatusUnknown:
-			// the node has not reported the VM yet: poll again
-		case err == nil && waitIP && vm.State == proxmox.StateRunning && vm.IP != "":
-			return vm, nil
-		case err == nil && !waitIP && (vm.State == proxmox.StateRunning || vm.State == proxmox.StateProvisioning):
-			return vm, nil
-		case err != nil && proxmox.ClassOf(err) != pveapi.Transient:
-			return vm, err
-		case err != nil:
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				// last is quoted, not wrapped: its class must not hide the deadline's.
-				return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w (last: %s)", ipSuffix(waitIP), ctx.Err(), last.Error())
-			}
-			return proxmox.VM{}, fmt.Errorf("waiting for the VM to run%s: %w", ipSuffix(waitIP), ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, time.Second)
-	}
-}
-
-func ipSuffix(waitIP bool) string {
-	if waitIP {
-		return " and report an IPv4 address (set wait_for_ip = false not to wait)"
-	}
-	return ""
+	return r.data.backend.WaitReady(ctx, id, proxmox.ReadyOptions{UID: uid, Address: waitIP})
 }
 
 // mismatch names the planned values the VM does not have after an apply, with what to

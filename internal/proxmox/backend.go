@@ -35,6 +35,13 @@ type Budgets struct {
 	// PollMin is the first poll interval; it grows by half (x1.5) up to PollMax, so a
 	// task of 1 to 2 s is seen within about 0.3 s of its end.
 	PollMin, PollMax time.Duration
+	// NodeGrace is how long a wait goes on while the node it polls does not answer (no
+	// connection, pveproxy's 595/596, its VMs listed status "unknown") before it fails.
+	NodeGrace time.Duration
+	// AgentStart is how long, after a start that is not a first boot the seed installs the
+	// agent in, the address wait lets the guest agent answer "not running" before it
+	// fails: a guest that has the agent answers within seconds of booting.
+	AgentStart time.Duration
 	// ListingTTL is how long one /cluster/resources listing serves reads.
 	ListingTTL time.Duration
 }
@@ -46,6 +53,7 @@ func DefaultBudgets() Budgets {
 		Start: 2 * time.Minute, Stop: 2 * time.Minute, Destroy: 5 * time.Minute,
 		SeedDelete: time.Minute, Running: 60 * time.Second,
 		PollMin: 50 * time.Millisecond, PollMax: time.Second,
+		NodeGrace: 30 * time.Second, AgentStart: 3 * time.Minute,
 		ListingTTL: 2 * time.Second,
 	}
 }
@@ -151,6 +159,10 @@ type Changes struct {
 	// by itself.
 	UserData      []byte
 	UserDataKnown bool
+	// WaitForIP says the caller waits for the agent's address after a start or restart
+	// (WaitReady): a restart of a running VM whose agent cannot answer after it is then
+	// refused before anything is changed (see Update).
+	WaitForIP bool
 	// UID, when set, is the uid the VM's mark must carry, as in GetOptions.UID: a VM of
 	// another uid is not ours and Update answers ErrNotFound without touching it.
 	UID string
@@ -239,7 +251,7 @@ func New(api pveapi.API, cfg Config) *Backend {
 		{&bd.Clone, d.Clone}, {&bd.Upload, d.Upload}, {&bd.Resize, d.Resize}, {&bd.Start, d.Start},
 		{&bd.Stop, d.Stop}, {&bd.Destroy, d.Destroy}, {&bd.SeedDelete, d.SeedDelete},
 		{&bd.Running, d.Running}, {&bd.PollMin, d.PollMin}, {&bd.PollMax, d.PollMax},
-		{&bd.ListingTTL, d.ListingTTL},
+		{&bd.ListingTTL, d.ListingTTL}, {&bd.NodeGrace, d.NodeGrace}, {&bd.AgentStart, d.AgentStart},
 	} {
 		if *p.v <= 0 {
 			*p.v = p.def

@@ -299,6 +299,9 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 			return "", Permanentf("template %d has no boot disk with a readable size=, so disk_gib cannot be applied; give the template a boot disk or unset disk_gib", s.TemplateVMID)
 		}
 	}
+	if err := c.b.agentPreflight(s, cfg); err != nil {
+		return "", err
+	}
 	return r.Node, nil
 }
 
@@ -506,34 +509,36 @@ func (b *Backend) stopAndWait(ctx context.Context, op, node string, vmid int) er
 	return b.waitTask(ctx, upid, b.cfg.Budgets.Stop)
 }
 
-// waitRunning polls status/current until running/running within the running budget; a
-// stopped status after the start is Transient at once (entry 10 step 9).
+// waitRunning polls status/current until running/running within the running budget. A
+// VM found stopped, hibernated or gone after the start cannot get there by waiting: it is
+// Transient at once (the next apply starts it again), with what to look at.
 func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) error {
 	var last pveapi.VMStatus
-	err := b.pollUntil(ctx, b.cfg.Budgets.Running, func(ctx context.Context) (bool, error) {
+	spec := waitSpec{kind: "running", what: "the VM to run after its start", vmid: vmid, node: node, budget: b.cfg.Budgets.Running,
+		onBudget: func(_ string, _ error) error {
+			return Transientf("the VM did not reach running within %s (status %q, qmpstatus %q)", b.cfg.Budgets.Running, last.Status, last.QMPStatus)
+		}}
+	return b.wait(ctx, spec, func(ctx context.Context) observation {
 		st, err := b.api.VMStatus(ctx, node, vmid)
 		switch {
 		case err == nil:
 		case isNotExist(err):
-			return false, Transientf("the VM vanished after its start")
-		case classify(op, err) == pveapi.Permanent:
-			return false, apiErrorf(op, err, "reading the status on node %s", node)
+			return cannot("the VM is gone", Transientf("the VM vanished after its start: something outside Terraform destroyed it; apply again to create it anew"))
 		default:
-			return false, nil
+			return pollFailed(op, err, "its status could not be read", "reading the status on node %s", node)
 		}
 		last = st
+		seen := fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus)
 		switch {
 		case st.Status == "running" && st.QMPStatus == "running":
-			return true, nil
+			return done(seen)
+		case st.Lock == "suspended":
+			return cannot(seen, Transientf("the VM was hibernated right after it was started; resume it with `qm start %d`, then apply again", vmid))
 		case st.Status == "stopped":
-			return false, Transientf("the VM stopped right after it was started; check its console and boot log in Proxmox")
+			return cannot(seen, Transientf("the VM stopped right after it was started; check its console and boot log in Proxmox, then apply again"))
 		}
-		return false, nil
+		return keep(seen)
 	})
-	if errors.Is(err, errBudget) {
-		return Transientf("the VM did not reach running within %s (status %q, qmpstatus %q)", b.cfg.Budgets.Running, last.Status, last.QMPStatus)
-	}
-	return budgetErr(err, "waiting for the VM to run")
 }
 
 // finish waits for the address when asked, then reads the VM back.
@@ -542,7 +547,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	var ip string
 	if c.s.WaitForIP {
 		var err error
-		if ip, err = b.waitIP(ctx, c.node, c.vmid); err != nil {
+		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s); err != nil {
 			return VM{}, err
 		}
 	}
@@ -579,65 +584,17 @@ func (c *creation) written() VM {
 	return vm
 }
 
-// waitIP polls the guest agent until it reports an IPv4 (entry 7), bounded only by ctx.
-// The agent is asked first: while it answers "QEMU guest agent is not running" (the guest
-// is booting, or installing the agent) that is all a poll costs. Any other answer (the VM
-// is not running, no agent configured, a timeout of a paused guest, anything unknown) is
-// checked against status/current: a VM found stopped, paused or hibernated is Transient
-// at once, a disabled agent Permanent, and otherwise the wait goes on.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int) (string, error) {
-	var ip string
-	var last error
-	err := b.pollUntil(ctx, 0, func(ctx context.Context) (bool, error) {
-		ifaces, err := b.api.AgentNetworkInterfaces(ctx, node, vmid)
-		switch {
-		case err == nil:
-			ip = firstIPv4(ifaces)
-			last = nil
-			return ip != "", nil // no IPv4 yet: the network is still coming up
-		case isAgentNotRunning(err):
-			if ctx.Err() == nil {
-				last = err
-			}
-			return false, nil
-		case isNoAgentConfigured(err):
-			return false, Permanentf("the VM's guest agent is disabled in its config, so no address can be read; set agent=1 or set wait_for_ip = false")
-		case isNotExist(err):
-			return false, Transientf("the VM vanished while waiting for its address")
-		}
-		if ctx.Err() == nil {
-			last = err
-		}
-		// The VM not running, or an answer that cannot tell: status/current decides.
-		st, serr := b.api.VMStatus(ctx, node, vmid)
-		switch {
-		case serr == nil:
-		case isNotExist(serr):
-			return false, Transientf("the VM vanished while waiting for its address")
-		case classify("create", serr) == pveapi.Permanent:
-			return false, apiErrorf("create", serr, "reading the status on node %s", node)
-		default:
-			return false, nil
-		}
-		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
-			return false, Transientf("the VM stopped (status %q, qmpstatus %q) while waiting for its address", st.Status, st.QMPStatus)
-		}
-		return false, nil // running or starting: the agent's answer was a passing one
-	})
-	if err == nil {
-		return ip, nil
+// waitIP is Create's address wait (waitAddress): when the seed installs the agent (or the
+// user-data installs it), it waits for as long as ctx allows (a first boot installs it in
+// about 50 s on a real host); otherwise the template must ship it, and an agent that does
+// not answer within Budgets.AgentStart of the start ends the wait.
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec) (string, error) {
+	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot}
+	if !b.seedInstallsAgent(s.UserData) {
+		a.expect = agentInstalled
+		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"
 	}
-	var e *Error
-	if errors.As(err, &e) {
-		return "", err
-	}
-	why := "the guest agent reported no routable IPv4 address"
-	if last != nil {
-		why = "last answer: " + last.Error()
-	}
-	return "", Transientf("no IPv4 address from the guest agent before the create timeout (%s); the guest must run qemu-guest-agent "+
-		"(installed at first boot unless install_guest_agent is off, which needs a package mirror) and get an address; "+
-		"set wait_for_ip = false to skip this wait: %w", why, err)
+	return b.waitAddress(ctx, a)
 }
 
 // seedFile is the seed ISO's file name (entry 5).

@@ -234,9 +234,8 @@ func TestDelete_waitsForATaskLockWithinTheDestroyBudget(t *testing.T) {
 
 func TestDelete_lockThatNeverClearsIsTransientAfterTheBudget(t *testing.T) {
 	for name, mut := range map[string]func(v *fakeVM){
-		"backup lock":    func(v *fakeVM) { v.Lock = "backup" },
-		"mid-clone":      func(v *fakeVM) { v.Lock, v.cloning = "clone", true },
-		"status unknown": func(v *fakeVM) { v.ListedStatus = "unknown" },
+		"backup lock": func(v *fakeVM) { v.Lock = "backup" },
+		"mid-clone":   func(v *fakeVM) { v.Lock, v.cloning = "clone", true },
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)

@@ -131,6 +131,8 @@ type fakeVM struct {
 	Agent []pveapi.NetworkInterface
 	// AgentErr, when set, is answered instead.
 	AgentErr error
+	// Uptime is the seconds status/current reports while the VM runs.
+	Uptime int64
 
 	cloning bool // nameless in the listing until the clone task completes
 }
@@ -752,6 +754,7 @@ func (f *fakeAPI) VMStatus(ctx context.Context, node string, vmid int) (pveapi.V
 		if st.QMPStatus == "" {
 			st.QMPStatus = "running"
 		}
+		st.Uptime = v.Uptime
 	}
 	if v.Config["agent"] != "" && v.Config["agent"][0] == '1' {
 		st.Agent = 1

@@ -3,10 +3,13 @@ package proxmox
 import (
 	"context"
 	"sync"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 )
 
 // keyedLock is a one-slot semaphore per key (entry 19), waitable with a ctx; a key's
-// entry is removed from the map once nobody holds or waits for it.
+// entry is removed from the map once nobody holds or waits for it. A lock that must wait
+// says so at INFO.
 type keyedLock struct {
 	mu sync.Mutex
 	m  map[string]*keyedSlot
@@ -40,6 +43,17 @@ func (k *keyedLock) lock(ctx context.Context, key string) (func(), error) {
 		}
 		k.mu.Unlock()
 	}
+	select {
+	case s.ch <- struct{}{}:
+		return func() { <-s.ch; release() }, nil
+	default:
+	}
+	// Another operation of this provider holds the name (a create_before_destroy pair, or a
+	// replacement's destroy and create): say so, since nothing else would while it lasts.
+	tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait started", map[string]any{
+		"wait": "name lock", "what": "another operation on a VM of this name in this provider to finish", "name": key,
+		"budget": "the operation's timeout",
+	})
 	select {
 	case s.ch <- struct{}{}:
 		return func() { <-s.ch; release() }, nil

@@ -59,48 +59,42 @@ func (b *Backend) pollUntil(ctx context.Context, budget time.Duration, step func
 	}
 }
 
-// waitTask polls a task (entry 10) until it stops: exitstatus OK or "WARNINGS: <n>" is
-// success, anything else a Transient error carrying the text. The node comes from the
-// UPID. A budget that runs out is Transient naming the UPID (the task keeps running on
-// Proxmox). Transient failures of the status call itself are retried within the budget.
+// waitTask polls a task until it stops: exitstatus OK or "WARNINGS: <n>" is success,
+// anything else a Transient error carrying the text. The node comes from the UPID. A
+// budget that runs out is Transient naming the UPID (the task keeps running on Proxmox).
+// Transient failures of the status call are retried within the budget, except that a
+// node not answering for Budgets.NodeGrace ends the wait (wait); a Permanent one (a 403
+// on the task) ends it at once.
 func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duration) error {
-	node, ok := upidNode(upid)
-	if !ok {
+	u, perr := pveapi.ParseUPID(upid)
+	if perr != nil {
 		return Transientf("Proxmox returned a malformed task id %q", upid)
 	}
+	node := u.Node
 	start := b.clock.Now()
 	var exit string
-	var lastErr error
-	err := b.pollUntil(ctx, budget, func(ctx context.Context) (bool, error) {
+	spec := waitSpec{kind: "task", what: taskWhat(u) + " " + upid, node: node, vmid: taskVMID(u), budget: budget,
+		onBudget: func(_ string, last error) error {
+			if last != nil {
+				return Transientf("task %s did not finish within %s (it may still be running on Proxmox; last poll failed: %w)", upid, budget, last)
+			}
+			return Transientf("task %s did not finish within %s; it may still be running on Proxmox", upid, budget)
+		}}
+	err := b.wait(ctx, spec, func(ctx context.Context) observation {
 		st, err := b.api.TaskStatus(ctx, node, upid)
 		if err != nil {
-			if ctx.Err() == nil && classify("", err) == pveapi.Permanent {
-				return false, apiErrorf("", err, "reading task %s", upid)
-			}
-			lastErr = err
-			return false, nil
+			return pollFailed("", err, "the task status could not be read", "reading task %s", upid)
 		}
-		lastErr = nil
 		if st.Status != "stopped" {
-			return false, nil
+			return keep("task running")
 		}
 		exit = st.ExitStatus
-		return true, nil
+		return done("task stopped")
 	})
-	fields := map[string]any{"upid": upid, "node": node, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
-	switch {
-	case errors.Is(err, errBudget):
-		if lastErr != nil {
-			return Transientf("task %s did not finish within %s (it may still be running on Proxmox; last poll failed: %w)", upid, budget, lastErr)
-		}
-		return Transientf("task %s did not finish within %s; it may still be running on Proxmox", upid, budget)
-	case err != nil:
-		var e *Error
-		if errors.As(err, &e) {
-			return err
-		}
-		return Transientf("waiting for task %s: %w", upid, err)
+	if err != nil {
+		return err
 	}
+	fields := map[string]any{"upid": upid, "node": node, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if !taskSucceeded(exit) {
 		fields["exitstatus"] = exit
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox task failed", fields)
@@ -113,6 +107,30 @@ func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duratio
 	}
 	tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox task finished", fields)
 	return nil
+}
+
+// taskWhat names a task by its type, for the waits' messages and logs.
+func taskWhat(u pveapi.UPID) string {
+	what := map[string]string{
+		"qmclone": "the clone task", "qmstart": "the start task", "qmstop": "the stop task", "qmshutdown": "the shutdown task",
+		"qmresize": "the disk resize task", "qmdestroy": "the destroy task", "imgcopy": "the seed ISO upload task",
+		"imgdel": "the volume delete task", "qmigrate": "the migration task", "qmresume": "the resume task",
+	}[u.Type]
+	if what == "" {
+		what = "the " + u.Type + " task"
+	}
+	if u.ID != "" {
+		what += " (" + u.ID + ")"
+	}
+	return what
+}
+
+// taskVMID is the VM a task acts on, 0 when its id is none (a clone's id is its source).
+func taskVMID(u pveapi.UPID) int {
+	if u.Type == "qmclone" {
+		return 0
+	}
+	return atoiDefault(u.ID, 0)
 }
 
 // budgetErr turns pollUntil's result into the operation's error.

@@ -2,9 +2,10 @@ package proxmox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -22,82 +23,161 @@ type settled struct {
 }
 
 // settle reads the listing (fresh) and the config at id's VMID until no task holds the VM
-// and the listing reports its status, within budget (Terraform has no requeue, so a lock
-// is waited on rather than failed at once; entry 11 steps 2 to 4). A suspended lock is
-// not a task: it is not waited on. uid, when set, is the uid the mark must carry: a VM of
-// another uid is foreign (see GetOptions.UID); a mark without a uid matches any.
+// and the listing reports its status, within budget (Terraform has no requeue, so a task
+// lock is waited on rather than failed at once; entry 11 steps 2 to 4). A suspended lock
+// is not a task and never clears by itself: it is not waited on (Update and Delete handle
+// a hibernated VM). A listing that reports the VM's status "unknown" (its node not
+// answering) for longer than Budgets.NodeGrace ends the wait (wait). uid, when set, is
+// the uid the mark must carry: a VM of another uid is foreign (see GetOptions.UID); a mark
+// without a uid matches any.
 func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budget time.Duration) (settled, error) {
 	var out settled
-	var busy string
-	var last error
 	var listed []pveapi.Resource
-	err := b.pollUntil(ctx, budget, func(ctx context.Context) (bool, error) {
+	spec := waitSpec{kind: "lock", what: "no task to hold the VM", vmid: id.VMID, budget: budget,
+		onBudget: func(busy string, last error) error {
+			if last != nil {
+				return Transientf("the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again: %w",
+					busy, budget, id.VMID, last)
+			}
+			return Transientf("the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again",
+				busy, budget, id.VMID)
+		}}
+	err := b.wait(ctx, spec, func(ctx context.Context) observation {
 		res, err := b.listing(ctx, true)
 		listed = res
 		if err != nil {
-			if classify(op, err) == pveapi.Permanent {
-				return false, apiErrorf(op, err, "listing the cluster's VMs")
-			}
-			last, busy = err, "the cluster listing failed"
-			return false, nil
+			return pollFailed(op, err, "the cluster listing failed", "listing the cluster's VMs")
 		}
 		r, ok := findResource(res, id.VMID)
 		switch {
 		case !ok || r.Type != "qemu" || r.Template == 1:
 			out = settled{verdict: verdictGone, r: r}
-			return true, nil
+			return done("gone")
 		case r.Name == "":
-			busy = fmt.Sprintf("a clone in progress, lock %q", r.Lock)
-			return false, nil
+			return keep(fmt.Sprintf("a clone in progress, lock %q", r.Lock))
 		case r.Name != id.Name:
 			out = settled{verdict: verdictForeign, r: r}
-			return true, nil
+			return done("another VM")
 		case r.Lock != "" && r.Lock != "suspended":
-			busy = fmt.Sprintf("lock %q", r.Lock)
-			return false, nil
+			return keep(fmt.Sprintf("lock %q", r.Lock))
 		case r.Status == "unknown":
-			busy = "status unknown: its node " + r.Node + " is not answering, or the VM is too new to be reported yet"
-			return false, nil
+			return observation{verdict: keepWaiting, nodeDown: true,
+				seen: "status unknown: its node " + r.Node + " is not answering, or the VM is too new to be reported yet"}
 		}
 		cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
 		switch {
 		case err == nil:
 		case isNotExist(err):
 			out = settled{verdict: verdictGone, r: r}
-			return true, nil
-		case classify(op, err) == pveapi.Permanent:
-			return false, apiErrorf(op, err, "reading the config on node %s", r.Node)
+			return done("gone")
 		default:
-			last, busy = err, "its config could not be read"
-			return false, nil
+			return pollFailed(op, err, "its config could not be read", "reading the config on node %s", r.Node)
 		}
 		mark := ParseMark(cfg["description"])
 		if cfg["name"] != id.Name || !mark.Managed {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg}
-			return true, nil
+			return done("another VM")
 		}
 		if uid != "" && mark.UID != "" && mark.UID != uid {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg, otherUID: mark.UID}
-			return true, nil
+			return done("another uid")
 		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {
-			busy = fmt.Sprintf("lock %q", l)
-			return false, nil
+			return keep(fmt.Sprintf("lock %q", l))
 		}
 		out = settled{verdict: verdictOurs, r: r, cfg: cfg}
-		return true, nil
+		return done("no task holds it")
 	})
-	if errors.Is(err, errBudget) {
-		if last != nil {
-			return settled{}, Transientf("the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again: %w",
-				busy, budget, id.VMID, last)
-		}
-		return settled{}, Transientf("the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again",
-			busy, budget, id.VMID)
-	}
 	if err != nil {
-		return settled{}, budgetErr(err, "waiting for the VM (%s)", busy)
+		return settled{}, err
 	}
 	out.res = listed
 	return out, nil
+}
+
+// ReadyOptions tune WaitReady.
+type ReadyOptions struct {
+	// UID is the uid the mark must carry (GetOptions.UID).
+	UID string
+	// Address waits for the guest agent's IPv4 too (wait_for_ip).
+	Address bool
+	// FirstBoot says the seed installs the agent at this start (never so for an update:
+	// cloud-init runs the seed at the first boot only); false bounds the agent's "not
+	// running" by Budgets.AgentStart of uptime.
+	FirstBoot bool
+}
+
+// WaitReady waits, within ctx, until a VM that was just started or restarted runs (within
+// Budgets.Running) and, with o.Address, until its agent reports an IPv4 (waitAddress, ctx
+// only), then returns it as Get would (with the address). Each poll reads the VM as Get
+// does, so a VM found gone or no longer ours is NotFound at once, and one found stopped,
+// paused or hibernated (stopped out of band, or shut down by its guest) is Transient at
+// once; a node not answering is waited on for Budgets.NodeGrace. Without o.Address a VM
+// that runs in prelaunch (provisioning) is ready too.
+func (b *Backend) WaitReady(ctx context.Context, id ID, o ReadyOptions) (VM, error) {
+	start := b.clock.Now()
+	vm, err := b.waitReady(ctx, id, o)
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "address": o.Address, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
+	if err != nil {
+		err = wrap("update", id.Name, id.VMID, err)
+		fields["class"], fields["error"] = ClassOf(err).String(), err.Error()
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ready", fields)
+		return VM{}, err
+	}
+	fields["node"], fields["state"], fields["ip"] = vm.Node, string(vm.State), vm.IP
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm ready", fields)
+	return vm, nil
+}
+
+func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, error) {
+	if err := id.Validate(); err != nil {
+		return VM{}, err
+	}
+	var vm VM
+	fresh := true
+	spec := waitSpec{kind: "settle", what: "the VM to run after the update", vmid: id.VMID, budget: b.cfg.Budgets.Running}
+	err := b.wait(ctx, spec, func(ctx context.Context) observation {
+		got, err := b.get(ctx, id, GetOptions{UID: o.UID, FreshListing: fresh})
+		fresh = false
+		switch {
+		case err != nil && ClassOf(err) == pveapi.NotFound:
+			return cannot("gone or not ours", err)
+		case err != nil && ClassOf(err) == pveapi.Permanent:
+			return cannot("it could not be read", err)
+		case err != nil:
+			return keepAfter("it could not be read", err)
+		}
+		vm = got
+		seen := fmt.Sprintf("%s (qmpstatus %q)", got.State, got.QMPStatus)
+		switch {
+		case got.StatusUnknown:
+			return observation{verdict: keepWaiting, nodeDown: true, seen: "status unknown: node " + got.Node + " is not answering"}
+		case got.Hibernated:
+			return cannot("hibernated", Transientf("the VM was hibernated (lock suspended) outside Terraform right after the update started it; "+
+				"resume it with `qm start %d` or apply again to start it", id.VMID))
+		case got.State == StateStopped:
+			return cannot(seen, Transientf("the VM is not running after the update started it (status %s, qmpstatus %q): something outside Terraform stopped or paused it, "+
+				"or the guest shut itself down; check its console, then apply again to start it", got.State, got.QMPStatus))
+		case got.State == StateRunning, got.State == StateProvisioning && !o.Address:
+			return done(seen)
+		}
+		return keep(seen)
+	})
+	if err != nil {
+		return VM{}, err
+	}
+	if !o.Address {
+		return vm, nil
+	}
+	a := addressWait{op: "update", node: vm.Node, vmid: id.VMID, expect: agentInstalled,
+		why: "this start is not a first boot, so no seed installs the agent now (cloud-init runs the seed once)"}
+	if o.FirstBoot {
+		a.expect, a.why = agentAtFirstBoot, ""
+	}
+	ip, err := b.waitAddress(ctx, a)
+	if err != nil {
+		return VM{}, err
+	}
+	vm.IP, vm.State = ip, StateRunning
+	return vm, nil
 }

@@ -26,7 +26,9 @@ import (
 //     and a paused VM with a stop then a start.
 //
 // A hibernated VM refuses config writes and resizes, so with such changes it is resumed
-// first when Start is set, and Update is Permanent otherwise. Gone or reused VMIDs are
+// first when Start is set, and Update is Permanent otherwise. With WaitForIP, a restart of a
+// running VM whose guest agent has not answered in Budgets.AgentStart of uptime, or whose
+// agent option is off, is refused (Permanent) before anything is written. Gone or reused VMIDs are
 // ErrNotFound. A task lock is waited on within Budgets.Destroy.
 func (b *Backend) Update(ctx context.Context, id ID, ch Changes) error {
 	start := b.clock.Now()
@@ -125,6 +127,18 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
 	if hibernated && len(did) > 0 && !ch.Start {
 		return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
+	}
+	// A restart is not a first boot: a guest whose agent does not answer now will not
+	// answer after it, and the address wait would last until the timeout.
+	if ch.WaitForIP && running && !paused && restart {
+		if err := b.agentBeforeRestart(ctx, node, id.VMID, cfg, vs); err != nil {
+			return node, nil, err
+		}
+	}
+	if ch.WaitForIP && !running && ch.Start && !ch.UserDataKnown {
+		tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox start of an imported VM: its guest agent is not known to be installed", map[string]any{
+			"vmid": id.VMID, "name": id.Name, "node": node, "agent_start": b.cfg.Budgets.AgentStart.String(),
+		})
 	}
 	// Every volume must exist before a start, the seed ISO too: a destroy that failed after
 	// deleting the seed (CR1's order) leaves the VM stopped with ide2 naming it.

@@ -1,0 +1,449 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Every wait of the backend (a task, a lock, a VM reaching running, the guest agent's
+// address, a VM settling after an update) runs through wait: the caller says what it waits
+// for and classifies each poll; wait schedules the polls (pollUntil's schedule), bounds
+// them by the budget and ctx, logs progress at INFO, and turns a poll's "cannot succeed"
+// into an error at once, naming what was waited for and for how long.
+
+// pollVerdict is one poll's reading of the thing waited for.
+type pollVerdict int
+
+const (
+	// keepWaiting: not there yet, and nothing says it cannot come.
+	keepWaiting pollVerdict = iota
+	// waitDone: what was waited for happened.
+	waitDone
+	// cannotSucceed: what was waited for will not happen by waiting (the VM stopped or is
+	// gone, no agent configured, a lock that never clears by itself, a failed request
+	// that retrying will not fix): wait fails at once with obs.err.
+	cannotSucceed
+)
+
+// observation is what one poll saw.
+type observation struct {
+	verdict pollVerdict
+	// seen says in a few words what the poll saw ("task running", "agent not running
+	// yet", "link-local address only", `lock "backup"`): the progress lines and the
+	// budget's error report it.
+	seen string
+	// err is, with cannotSucceed, the reason (an *Error whose class and message say what
+	// to do); with keepWaiting, the request that failed, if any (quoted when the budget
+	// runs out, and its node's answering tracked: see nodeDown).
+	err error
+	// nodeDown says the VM's node did not answer this poll although no request failed (a
+	// listing that reports the VM's status "unknown"). A request that failed with a
+	// transport failure (nodeUnreachable) counts the same.
+	nodeDown bool
+}
+
+func keep(seen string) observation { return observation{verdict: keepWaiting, seen: seen} }
+
+func keepAfter(seen string, err error) observation {
+	return observation{verdict: keepWaiting, seen: seen, err: err}
+}
+
+func done(seen string) observation { return observation{verdict: waitDone, seen: seen} }
+
+func cannot(seen string, err error) observation {
+	return observation{verdict: cannotSucceed, seen: seen, err: err}
+}
+
+// waitSpec says what a wait waits for.
+type waitSpec struct {
+	// kind is the wait's family for the logs: task, lock, running, address, settle.
+	kind string
+	// what is what is waited for, as a sentence fragment: "the start task UPID:...",
+	// "the VM to run", "an IPv4 address from the guest agent".
+	what string
+	vmid int
+	node string
+	// budget bounds the wait; 0: only ctx (the Terraform timeout).
+	budget time.Duration
+	// note is said on the first progress line (e.g. how long a first boot takes).
+	note string
+	// onBudget builds the error when the budget runs out; nil: a Transient error naming
+	// what, the budget and what was seen last.
+	onBudget func(seen string, last error) error
+}
+
+// progressEvery is how often a long wait says at INFO what it has seen so far.
+const progressEvery = 30 * time.Second
+
+// wait polls until poll says done (nil) or cannot succeed (its error, at once), the budget
+// runs out (spec.onBudget), or ctx ends (Transient, naming what was waited for). A node
+// that does not answer (observation.nodeDown, or a poll whose request failed with a
+// transport failure) is waited on for Budgets.NodeGrace, then the wait fails at once:
+// its VM and tasks cannot be seen, so waiting for the whole budget would only hide that.
+func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Context) observation) error {
+	start := b.clock.Now()
+	fields := map[string]any{"wait": spec.kind, "what": spec.what}
+	if spec.vmid != 0 {
+		fields["vmid"] = spec.vmid
+	}
+	if spec.node != "" {
+		fields["node"] = spec.node
+	}
+	if spec.budget > 0 {
+		fields["budget"] = spec.budget.String()
+	} else {
+		fields["budget"] = "the operation's timeout"
+	}
+	if spec.note != "" {
+		fields["note"] = spec.note
+	}
+	tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait started", fields)
+
+	var (
+		last      observation
+		seenSoFar []string
+		polls     int
+		downSince time.Time
+		nextLog   = start.Add(progressEvery)
+		failure   error
+	)
+	elapsed := func() time.Duration { return b.clock.Now().Sub(start).Round(time.Millisecond) }
+	err := b.pollUntil(ctx, spec.budget, func(ctx context.Context) (bool, error) {
+		obs := poll(ctx)
+		polls++
+		if ctx.Err() != nil && obs.verdict != waitDone {
+			return false, ctx.Err()
+		}
+		last = obs
+		if obs.seen != "" && !slices.Contains(seenSoFar, obs.seen) {
+			seenSoFar = append(seenSoFar, obs.seen)
+		}
+		now := b.clock.Now()
+		switch obs.verdict {
+		case waitDone:
+			return true, nil
+		case cannotSucceed:
+			failure = obs.err
+			return false, errStop
+		}
+		if obs.nodeDown || (obs.err != nil && nodeUnreachable(obs.err)) {
+			if downSince.IsZero() {
+				downSince = now
+			}
+			if down := now.Sub(downSince); down >= b.cfg.Budgets.NodeGrace {
+				failure = nodeDownErr(spec, down, obs)
+				return false, errStop
+			}
+		} else {
+			downSince = time.Time{}
+		}
+		if !now.Before(nextLog) {
+			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait in progress", withWaitFields(fields, map[string]any{
+				"elapsed": elapsed().String(), "seen": obs.seen, "seen_so_far": strings.Join(seenSoFar, "; "), "polls": polls,
+			}))
+			nextLog = now.Add(progressEvery)
+		}
+		return false, nil
+	})
+	end := withWaitFields(fields, map[string]any{"elapsed": elapsed().String(), "polls": polls, "seen": last.seen})
+	switch {
+	case err == nil:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox wait done", end)
+		return nil
+	case errors.Is(err, errStop):
+		end["error"] = failure.Error()
+		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait cannot succeed", end)
+		return waitFailed(spec, elapsed(), failure)
+	case errors.Is(err, errBudget):
+		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait ran out of budget", end)
+		if spec.onBudget != nil {
+			return spec.onBudget(last.seen, last.err)
+		}
+		if last.err != nil {
+			return Transientf("still waiting for %s after %s (last seen: %s; last poll failed: %w)", spec.what, spec.budget, orNothing(last.seen), last.err)
+		}
+		return Transientf("still waiting for %s after %s (last seen: %s)", spec.what, spec.budget, orNothing(last.seen))
+	default:
+		end["error"] = err.Error()
+		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait ended by the operation's timeout or an interrupt", end)
+		if last.seen != "" {
+			return Transientf("waiting for %s (last seen after %s: %s): %w", spec.what, elapsed(), last.seen, err)
+		}
+		return Transientf("waiting for %s: %w", spec.what, err)
+	}
+}
+
+// errStop ends pollUntil when a poll said cannot succeed (wait keeps the reason).
+var errStop = errors.New("the wait cannot succeed")
+
+// waitFailed renders a poll's "cannot succeed": what was waited for, after how long, and
+// the reason (which says what to do), keeping the reason's class.
+func waitFailed(spec waitSpec, after time.Duration, reason error) error {
+	class := ClassOf(reason)
+	var e *Error
+	if errors.As(reason, &e) && e.Err != nil {
+		reason = e.Err
+	}
+	return &Error{Class: class, Err: fmt.Errorf("waiting for %s, given up after %s: %w", spec.what, after, reason)}
+}
+
+func nodeDownErr(spec waitSpec, down time.Duration, obs observation) error {
+	node := spec.node
+	if node == "" {
+		node = "the VM's node"
+	} else {
+		node = "node " + node
+	}
+	why := obs.seen
+	if obs.err != nil {
+		why = obs.err.Error()
+	}
+	return Transientf("%s has not answered for %s (%s); check that the node is up and reachable from this machine, then apply again "+
+		"(a task already started there may still finish)", node, down.Round(time.Second), why)
+}
+
+func withWaitFields(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing yet"
+	}
+	return s
+}
+
+// nodeUnreachable reports whether a request failed because the node could not be talked
+// to (no connection, the connection lost, pveproxy unable to reach the node, a request
+// that timed out): the one place the waits tell a node that is down from an answer. A
+// failure of ctx itself (the operation's timeout) is not one.
+func nodeUnreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	if pveapi.IsUnreachable(err) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// pollFailed classifies a failed request inside a poll: Permanent (a 4xx: retrying will
+// not help) cannot succeed, with what the request was; anything else is waited on.
+func pollFailed(op string, err error, seen string, format string, args ...any) observation {
+	if classify(op, err) == pveapi.Permanent {
+		return cannot(seen, apiErrorf(op, err, format, args...))
+	}
+	return keepAfter(seen, err)
+}
+
+// agentExpect says when the guest agent should answer after a start.
+type agentExpect int
+
+const (
+	// agentAtFirstBoot: the seed installs the agent at this first boot (about 50 s on a
+	// real host, longer on a slow package mirror): "not running" is waited on until ctx.
+	agentAtFirstBoot agentExpect = iota
+	// agentInstalled: nothing installs the agent now (not a first boot, or neither the
+	// seed nor the cloud-init installs it), so the guest has it or never will: "not
+	// running" for longer than Budgets.AgentStart of uptime cannot succeed.
+	agentInstalled
+)
+
+// firstBootNote is the address wait's first progress line when the seed installs the agent.
+const firstBootNote = "a first boot installs qemu-guest-agent from the seed before the address can be read: " +
+	"about 50 s on a real host, more with a slow package mirror; a template with the agent baked in " +
+	"(install_guest_agent = false) removes that wait"
+
+// addressWait is one wait for the guest agent's IPv4.
+type addressWait struct {
+	op, node string
+	vmid     int
+	expect   agentExpect
+	// why says, with agentInstalled, why nothing will install the agent (for the error).
+	why string
+	// budget bounds the wait; 0: ctx only.
+	budget time.Duration
+}
+
+// agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
+// makes the address wait read the VM's uptime.
+const agentStatusEvery = 10 * time.Second
+
+// waitAddress polls the guest agent until it reports an IPv4. The agent is asked first:
+// while it answers "QEMU guest agent is not running" (the guest is booting, or installing
+// the agent) that is all a poll costs, but with agentInstalled the VM's uptime is read
+// every agentStatusEvery and an uptime past Budgets.AgentStart ends the wait. Any other
+// answer (the VM is not running, a timeout of a paused guest, anything unknown) is checked
+// against status/current. Cannot succeed: the VM stopped, paused, hibernated or gone (Transient:
+// the next apply starts it), the agent disabled in the config (Permanent), the agent
+// missing from a guest that nothing installs it in (Permanent), the node down past
+// Budgets.NodeGrace.
+func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error) {
+	var ip string
+	spec := waitSpec{kind: "address", what: "an IPv4 address from the guest agent", vmid: a.vmid, node: a.node, budget: a.budget}
+	if a.expect == agentAtFirstBoot {
+		spec.note = firstBootNote
+	} else {
+		spec.note = fmt.Sprintf("no seed installs the agent at this start, so it must answer within %s of the boot", b.cfg.Budgets.AgentStart)
+	}
+	var lastStatus time.Time
+	var lastAnswer error
+	err := b.wait(ctx, spec, func(ctx context.Context) observation {
+		ifaces, err := b.api.AgentNetworkInterfaces(ctx, a.node, a.vmid)
+		if ctx.Err() == nil {
+			lastAnswer = err
+		}
+		switch {
+		case err == nil:
+			if ip = firstIPv4(ifaces); ip != "" {
+				return done("address " + ip)
+			}
+			return keep(addressSeen(ifaces)) // the network is still coming up
+		case isAgentNotRunning(err):
+			if a.expect != agentInstalled || (!lastStatus.IsZero() && b.clock.Now().Sub(lastStatus) < agentStatusEvery) {
+				return keep("agent not running yet")
+			}
+			lastStatus = b.clock.Now()
+			st, serr := b.api.VMStatus(ctx, a.node, a.vmid)
+			if serr != nil || st.Status != "running" {
+				return keep("agent not running yet") // the next answer of the agent tells
+			}
+			if up := time.Duration(st.Uptime) * time.Second; up >= b.cfg.Budgets.AgentStart {
+				return cannot("agent not running", Permanentf("the guest agent has not answered in the %s the VM has been running (%s): %s; "+
+					"install qemu-guest-agent in the guest or bake it into the template (or set install_guest_agent = true for new VMs), "+
+					"or set wait_for_ip = false, then apply again", up, err, a.why))
+			}
+			return keep("agent not running yet")
+		case isNoAgentConfigured(err):
+			return cannot("no agent configured", Permanentf("the VM's guest agent option is off in its config, so no address can be read; "+
+				"set it with `qm set %d --agent 1` or set wait_for_ip = false", a.vmid))
+		case isNotExist(err):
+			return cannot("the VM is gone", Transientf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
+		}
+		seen := "agent answered: " + err.Error()
+		// The VM not running, or an answer that cannot tell: status/current decides.
+		st, serr := b.api.VMStatus(ctx, a.node, a.vmid)
+		switch {
+		case serr == nil:
+		case isNotExist(serr):
+			return cannot("the VM is gone", Transientf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
+		default:
+			o := pollFailed(a.op, serr, "its status could not be read", "reading the status on node %s", a.node)
+			if o.verdict == keepWaiting && nodeUnreachable(err) {
+				o.err = err
+			}
+			return o
+		}
+		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
+			return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), Transientf(
+				"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside Terraform stopped, paused or hibernated it, "+
+					"or the guest shut itself down; check its console, then apply again, which starts it again", st.Status, st.QMPStatus, st.Lock))
+		}
+		return keepAfter(seen, err) // running or starting: the agent's answer was a passing one
+	})
+	if err == nil {
+		return ip, nil
+	}
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return "", err // cannot succeed, or the budget
+	}
+	why := "the guest agent reported no routable IPv4 address"
+	if lastAnswer != nil {
+		why = "last answer: " + lastAnswer.Error()
+	}
+	return "", Transientf("no IPv4 address from the guest agent before the timeout (%s); the guest must run qemu-guest-agent "+
+		"(installed at first boot unless install_guest_agent is off, which needs a package mirror) and get an address; "+
+		"set wait_for_ip = false to skip this wait: %w", why, err)
+}
+
+// addressSeen says what an agent answer without a routable IPv4 holds.
+func addressSeen(ifaces []pveapi.NetworkInterface) string {
+	for _, i := range ifaces {
+		for _, a := range i.IPAddresses {
+			if i.Name != "lo" && a.Type == "ipv4" && strings.HasPrefix(a.Address, "169.254.") {
+				return "link-local address only"
+			}
+		}
+	}
+	return "agent running, no IPv4 address yet"
+}
+
+// seedInstallsAgent reports whether this VM's first boot installs the guest agent: the
+// seed's vendor-data does with install_guest_agent, and a cloud-init (user-data or the
+// provider's vendor_data) naming the qemu-guest-agent package is taken to. Only whether
+// the text names the package is looked at; the text itself is never logged.
+func (b *Backend) seedInstallsAgent(userData []byte) bool {
+	return b.cfg.InstallGuestAgent || mentionsAgent(string(userData)) || mentionsAgent(b.cfg.VendorData)
+}
+
+func mentionsAgent(cloudInit string) bool {
+	return strings.Contains(strings.ToLower(cloudInit), "qemu-guest-agent")
+}
+
+// agentPreflight refuses, before anything is made, a create that waits for the address of
+// a guest that cannot get an agent: no seed installs it (seedInstallsAgent) and the
+// template's config does not enable the agent option. A template with the agent baked in
+// has the option on (Proxmox talks to the agent only through that device), so an option
+// that is off is how the provider knows the template lacks it.
+func (b *Backend) agentPreflight(s *Spec, tmplCfg map[string]string) error {
+	if !s.WaitForIP || b.seedInstallsAgent(s.UserData) || agentEnabled(tmplCfg["agent"]) {
+		return nil
+	}
+	return Permanentf("install_guest_agent is off, the cloud-init does not install qemu-guest-agent, and template %d's agent option is off, "+
+		"so the VM would never report an address and the create would wait until its timeout; bake qemu-guest-agent into the template "+
+		"and enable its agent option (`qm set %d --agent 1`), set install_guest_agent = true, or set wait_for_ip = false",
+		s.TemplateVMID, s.TemplateVMID)
+}
+
+// agentBeforeRestart runs before an update restarts a running VM whose address the caller
+// then waits for (Changes.WaitForIP): a restart is not a first boot, so no seed installs
+// the agent, and a guest that has run past Budgets.AgentStart without its agent
+// answering will not answer after the restart either. Such an update is refused before
+// anything is changed (Permanent), as is one of a VM whose agent option is off. Any other
+// answer (an address, the agent booting, an answer that cannot tell) lets it go on.
+func (b *Backend) agentBeforeRestart(ctx context.Context, node string, vmid int, cfg map[string]string, vs pveapi.VMStatus) error {
+	refuseOff := func() error {
+		return Permanentf("the VM's guest agent option is off in its config, so after the restart no address could be read; nothing was changed: "+
+			"set it with `qm set %d --agent 1` or set wait_for_ip = false, then apply again", vmid)
+	}
+	if !agentEnabled(cfg["agent"]) {
+		return refuseOff()
+	}
+	_, err := b.api.AgentNetworkInterfaces(ctx, node, vmid)
+	switch {
+	case err == nil:
+		return nil
+	case isNoAgentConfigured(err):
+		return refuseOff()
+	case isAgentNotRunning(err):
+		up := time.Duration(vs.Uptime) * time.Second
+		if up < b.cfg.Budgets.AgentStart {
+			return nil // maybe still at its first boot
+		}
+		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox restart refused: the guest agent does not answer", map[string]any{
+			"vmid": vmid, "node": node, "uptime": up.String(),
+		})
+		return Permanentf("the VM has been running for %s and its guest agent does not answer (%s); the restart the cores or memory change needs "+
+			"is not a first boot, so no seed installs the agent and no address could be read after it: the update would wait until its timeout. "+
+			"Nothing was changed: install qemu-guest-agent in the guest (or bake it into the template), or set wait_for_ip = false, then apply again",
+			up, err)
+	}
+	return nil
+}
