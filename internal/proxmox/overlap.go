@@ -48,9 +48,10 @@ func (b *Backend) uploadSeed(ctx context.Context, node string, s Spec) error {
 	if err != nil {
 		return Permanentf("building the seed ISO failed: %w", err)
 	}
-	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, seedFile(s.Name), bytes.NewReader(iso), int64(len(iso)))
+	seed := seedFile(s.Name, s.UID)
+	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, seed, bytes.NewReader(iso), int64(len(iso)))
 	if err != nil {
-		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seedFile(s.Name), b.cfg.ISOStorage, node)
+		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seed, b.cfg.ISOStorage, node)
 	}
 	return b.waitTask(ctx, upid, b.cfg.Budgets.Upload)
 }
@@ -67,12 +68,13 @@ func (c *creation) abandonSeedUpload(ctx context.Context, u *seedUpload, cloneEr
 	if ctx.Err() != nil {
 		return cloneErr
 	}
-	if err := c.b.deleteSeed(ctx, c.node, c.s.Name); err != nil {
+	seed := seedFile(c.s.Name, c.s.UID)
+	if err := c.b.deleteSeed(ctx, c.node, seed); err != nil {
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete after a failed clone failed", map[string]any{
 			"vmid": c.vmid, "name": c.s.Name, "node": c.node, "error": err.Error(),
 		})
 		return &Error{Class: ClassOf(cloneErr), Err: fmt.Errorf("%w; the seed ISO %s uploaded meanwhile could not be deleted (%s): remove it from storage %s on node %s "+
-			"(the proxy_vms data source lists it under orphan_seeds)", cloneErr, seedFile(c.s.Name), err.Error(), c.b.cfg.ISOStorage, c.node)}
+			"(the proxy_vms data source lists it under orphan_seeds)", cloneErr, seed, err.Error(), c.b.cfg.ISOStorage, c.node)}
 	}
 	return cloneErr
 }
@@ -85,12 +87,12 @@ type seedDelete struct {
 	err  error
 }
 
-// startSeedDelete deletes name's seed on node in a goroutine.
-func (b *Backend) startSeedDelete(ctx context.Context, node, name string) *seedDelete {
+// startSeedDelete deletes the seed files on node in a goroutine.
+func (b *Backend) startSeedDelete(ctx context.Context, node string, files []string) *seedDelete {
 	d := &seedDelete{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		d.err = b.deleteSeed(ctx, node, name)
+		d.err = b.deleteSeeds(ctx, node, files)
 	}()
 	return d
 }

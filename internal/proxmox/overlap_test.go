@@ -99,7 +99,7 @@ func TestCreate_failedCloneSeedDeleteFailureIsReported(t *testing.T) {
 	h.f.failNext("DeleteVolume", fixtureErr("err_595"))
 	err := h.createFails(h.spec())
 	assertClass(t, err, pveapi.Transient)
-	assertContains(t, err.Error(), "no space left on device", seedFile(testName), "could not be deleted", "orphan_seeds")
+	assertContains(t, err.Error(), "no space left on device", seedFile(testName, testUID), "could not be deleted", "orphan_seeds")
 }
 
 // An upload that fails while the clone succeeds fails the create after the clone task
@@ -117,8 +117,10 @@ func TestCreate_failedUploadAfterTheCloneLeavesTheTrackedVM(t *testing.T) {
 			h := newHarness(t)
 			h.f.taskPolls = 1
 			tc.fail(h)
+			first := h.spec()
+			first.AllocKey, first.UID = testUID, prevUID // the retry is a new create with a uid of its own, on the same probe sequence
 			var allocated []ID
-			_, err := h.b.Create(h.ctx, h.spec(), func(id ID, _ string) { allocated = append(allocated, id) })
+			_, err := h.b.Create(h.ctx, first, func(id ID, _ string) { allocated = append(allocated, id) })
 			if err == nil {
 				t.Fatal("Create succeeded, want the upload's error")
 			}
@@ -143,7 +145,10 @@ func TestCreate_failedUploadAfterTheCloneLeavesTheTrackedVM(t *testing.T) {
 			h.f.calllog = nil
 			h.create(h.spec())
 			if h.f.calls("Clone") != 0 {
-				t.Error("the retry cloned again instead of adopting")
+				t.Error("the retry cloned again instead of taking the VM over")
+			}
+			if s := h.f.seeds(); len(s) != 1 || !strings.Contains(s[0], seedFile(testName, testUID)) {
+				t.Errorf("seed ISOs after the retry %v, want only the retry's", s)
 			}
 			if n := h.f.vmCount(); n != 1 {
 				t.Errorf("%d VMs after the retry, want 1", n)
@@ -165,7 +170,9 @@ func TestCreate_cancelledDuringCloneAndUpload(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	_, err := h.b.Create(ctx, h.spec(), nil)
+	first := h.spec()
+	first.AllocKey, first.UID = testUID, prevUID
+	_, err := h.b.Create(ctx, first, nil)
 	if err == nil {
 		t.Fatal("Create succeeded after its context ended")
 	}
