@@ -246,6 +246,8 @@ type Backend struct {
 	locks    *keyedLock
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
+	// agentSeen is the agent delay the address waits have seen (pollschedule.go).
+	agentSeen agentDelays
 }
 
 // Default VMID range (DESIGN.md).

@@ -62,6 +62,8 @@ type creation struct {
 	cfg     map[string]string // the VM's config after the clone or at adoption
 	adopted bool
 	cloned  bool
+	// started: this call started the VM (its address wait measures a boot).
+	started bool
 	// upload is the seed upload started beside the clone task, until provision joins it.
 	upload *seedUpload
 	// notified is the ID last handed to onAllocated.
@@ -382,7 +384,11 @@ func (c *creation) provision(ctx context.Context) error {
 		}
 	}
 	// 8. Start; 9. wait for running/running.
-	return b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg)
+	if err := b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg); err != nil {
+		return err
+	}
+	c.started = true
+	return nil
 }
 
 // startAndWait starts a VM, waits for the task, then for running/running. cfg, the VM's
@@ -474,7 +480,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	var ip string
 	if c.s.WaitForIP {
 		var err error
-		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s); err != nil {
+		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, c.started); err != nil {
 			return VM{}, err
 		}
 	}
@@ -520,10 +526,11 @@ func (c *creation) written() VM {
 // user-data installs it), it waits for as long as ctx allows (a first boot installs it in
 // about 50 s on a real host); otherwise the template must ship it, and an agent that does
 // not answer within Budgets.AgentStart of the start ends the wait.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec) (string, error) {
-	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot}
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool) (string, error) {
+	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot,
+		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started}
 	if !b.seedInstallsAgent(s.UserData) {
-		a.expect = agentInstalled
+		a.expect, a.delayKey = agentInstalled, agentDelayKey(false, 0)
 		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"
 	}
 	return b.waitAddress(ctx, a)

@@ -1,6 +1,8 @@
 package proxmox
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -99,5 +101,71 @@ func TestAgentDelays_learnTheLeastMidpoint(t *testing.T) {
 	}
 	if agentDelayKey(false, 9001) == key {
 		t.Error("a later boot shares the first boot's key")
+	}
+}
+
+// agentReadyAfter makes every VM's agent report its address once ready has passed on the
+// fake clock since that VM's first agent poll; it returns, per VMID, when the address was
+// first seen after it appeared.
+func agentReadyAfter(t *testing.T, h *harness, ready time.Duration) map[int]time.Duration {
+	first := map[int]time.Time{}
+	lag := map[int]time.Duration{}
+	h.f.onCall("AgentNetworkInterfaces", func(_ context.Context, c fakeCall) error {
+		now := h.clock.Now()
+		if _, ok := first[c.VMID]; !ok {
+			first[c.VMID] = now
+		}
+		if at := first[c.VMID].Add(ready); !now.Before(at) {
+			if _, ok := lag[c.VMID]; !ok {
+				lag[c.VMID] = now.Sub(at)
+			}
+			h.f.mutate(c.VMID, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	return lag
+}
+
+// A create whose agent answers after a real host's first boot (45 s) asks the agent at
+// most 20 times and sees the address within about a second.
+func TestCreate_addressWaitFollowsTheExpectedFirstBoot(t *testing.T) {
+	h := newHarness(t)
+	h.f.taskPolls = 1
+	lag := agentReadyAfter(t, h, 45*time.Second)
+	s := h.spec()
+	s.WaitForIP = true
+	vm := h.create(s)
+	if vm.IP == "" {
+		t.Fatal("no address")
+	}
+	n := h.f.calls("AgentNetworkInterfaces")
+	t.Logf("%d agent requests, address seen %s after it appeared", n, lag[vm.ID.VMID])
+	if n > 20 || n < 5 {
+		t.Errorf("%d agent requests, want 5 to 20", n)
+	}
+	if lag[vm.ID.VMID] > 1500*time.Millisecond {
+		t.Errorf("address seen %s after it appeared, want within 1.5 s", lag[vm.ID.VMID])
+	}
+}
+
+// The next VM of the same template polls around the delay the first one showed: a host
+// five times faster than a real one (a simulator at speed 5) costs the first VM its lag,
+// not every VM.
+func TestCreate_addressWaitLearnsTheTemplatesBoot(t *testing.T) {
+	h := newHarness(t)
+	lag := agentReadyAfter(t, h, 9*time.Second)
+	var lags []time.Duration
+	for i, uid := range []string{testUID, otherUID, prevUID} {
+		s := h.spec()
+		s.Name, s.UID, s.WaitForIP = fmt.Sprintf("proxy-%c", 'a'+i), uid, true
+		vm := h.create(s)
+		lags = append(lags, lag[vm.ID.VMID])
+	}
+	t.Logf("address seen after it appeared: %v", lags)
+	if lags[0] < 2*time.Second {
+		t.Errorf("the first VM saw its address %s after it appeared; want the real host's expectation (45 s) to make it late", lags[0])
+	}
+	if last := lags[len(lags)-1]; last > 500*time.Millisecond || last >= lags[0] {
+		t.Errorf("the third VM saw its address %s after it appeared, want within 0.5 s (the first: %s)", last, lags[0])
 	}
 }
