@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,6 +52,7 @@ func TestE2E_ImportedVMWithoutAgentRestart(t *testing.T) {
 	if !strings.Contains(out, "guest agent does not answer") || !strings.Contains(out, "wait_for_ip = false") {
 		t.Errorf("the error does not name the guest agent and what to do:\n%s", r)
 	}
+	t.Logf("the refused apply took %s", r.Duration)
 	if r.Duration > updateTimeout/3 {
 		t.Errorf("the update failed after %s: it waited instead of refusing (timeout %s)", r.Duration, updateTimeout)
 	}
@@ -123,6 +126,7 @@ func TestE2E_StoppedOutOfBandDuringUpdateSettle(t *testing.T) {
 	stopped := time.Now()
 	r := p.Wait()
 	took := time.Since(stopped)
+	t.Logf("the apply ended %s after the out-of-band stop", took)
 	if r.OK() {
 		t.Fatalf("the apply succeeded with the VM stopped:\n%s", r)
 	}
@@ -158,7 +162,7 @@ func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const updateTimeout = 90 * time.Second
+	const updateTimeout = 60 * time.Second
 	v := s.vm("cold")
 	v.Timeouts = map[string]string{"update": updateTimeout.String()}
 	s.vms = []tfrun.VM{v}
@@ -166,9 +170,28 @@ func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
 	if r := s.ws.Import(s.ctx, v.Addr(), strconv.Itoa(vmid)); !r.OK() {
 		t.Fatalf("import:\n%s", r)
 	}
+	// TF_LOG=INFO alone must explain the wait.
+	logFile := filepath.Join(t.TempDir(), "info.log")
+	s.ws.Env = append(s.ws.Env, "TF_LOG=INFO", "TF_LOG_PATH="+logFile)
 	r := s.apply()
+	s.ws.Env = nil
 	if r.OK() {
 		t.Fatalf("the start of a VM whose agent never answers succeeded:\n%s", r)
+	}
+	logs, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(logs), "\n") {
+		if strings.Contains(l, "proxmox wait") {
+			t.Log(l)
+		}
+	}
+	for _, want := range []string{"proxmox wait started", "an IPv4 address from the guest agent", "must answer within 3m0s of the boot",
+		"proxmox wait cannot succeed", "agent not running"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("the TF_LOG=INFO log lacks %q", want)
+		}
 	}
 	out := strings.Join(strings.Fields(r.Output()), " ")
 	for _, want := range []string{"Guest agent of the imported proxy VM not known", "guest agent has not answered", "wait_for_ip = false"} {
@@ -176,6 +199,7 @@ func TestE2E_ImportedStoppedVMWithoutAgentStart(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", want, r)
 		}
 	}
+	t.Logf("the failed start took %s", r.Duration)
 	if r.Duration > updateTimeout/3 {
 		t.Errorf("the update failed after %s (timeout %s)", r.Duration, updateTimeout)
 	}

@@ -247,8 +247,8 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				"Changing it affects VMs created afterwards only.",
 				false, true),
 			"install_guest_agent": schema.BoolAttribute{
-				Description:         "Add a vendor-data script that installs and starts qemu-guest-agent (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. Default true.",
-				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. Default `true`.",
+				Description:         "Add a vendor-data script that installs and starts qemu-guest-agent (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With false, a create that waits for the address needs a template with the agent baked in and its agent option on (qm set <template> --agent 1), or a cloud-init that installs qemu-guest-agent; otherwise it is refused before the clone. Default true.",
+				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With `false`, a create that waits for the address needs a template with the agent baked in and its agent option on (`qm set <template> --agent 1`), or a cloud-init that installs `qemu-guest-agent`; otherwise it is refused before the clone. Default `true`.",
 				Optional:            true,
 			},
 			"uid_namespace": str(fmt.Sprintf("The scope within which an interrupted create is resumed. Each new `proxy_vm` gets a random `uid` of its own, "+

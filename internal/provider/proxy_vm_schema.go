@@ -166,7 +166,10 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Default:  booldefault.StaticBool(true),
 				Description: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
 					"reports an IPv4 address. Default true. With false, ip_address may stay empty until a later " +
-					"apply. Changing it changes nothing on the VM.",
+					"apply. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
+					"after a start that is not a first boot, an agent that has not answered in 3 minutes of running; " +
+					"a restart of a VM whose agent does not answer is refused before anything is changed. " +
+					"Changing it changes nothing on the VM.",
 			},
 			"vmid": schema.Int64Attribute{
 				Computed:      true,

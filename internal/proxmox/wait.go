@@ -88,7 +88,9 @@ type waitSpec struct {
 const progressEvery = 30 * time.Second
 
 // wait polls until poll says done (nil) or cannot succeed (its error, at once), the budget
-// runs out (spec.onBudget), or ctx ends (Transient, naming what was waited for). A node
+// runs out (spec.onBudget), or ctx ends (Transient, naming what was waited for). It says
+// at INFO that it waits (what, budget, spec.note) once a poll says keep waiting, then
+// every progressEvery what it has seen so far, and how it ended. A node
 // that does not answer (observation.nodeDown, or a poll whose request failed with a
 // transport failure) is waited on for Budgets.NodeGrace, then the wait fails at once:
 // its VM and tasks cannot be seen, so waiting for the whole budget would only hide that.
@@ -109,7 +111,6 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 	if spec.note != "" {
 		fields["note"] = spec.note
 	}
-	tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait started", fields)
 
 	var (
 		last      observation
@@ -144,6 +145,10 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 			failure = obs.err
 			return false, errStop
 		}
+		if polls == 1 {
+			// Said once the wait has to wait: a wait its first poll ends is no wait.
+			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait started", withWaitFields(fields, map[string]any{"seen": obs.seen}))
+		}
 		if obs.nodeDown || (obs.err != nil && nodeUnreachable(obs.err)) {
 			if downSince.IsZero() {
 				downSince = now
@@ -169,7 +174,7 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox wait done", end)
 		return nil
 	case errors.Is(err, errStop):
-		end["error"] = failure.Error()
+		end["error"] = errText(failure)
 		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait cannot succeed", end)
 		return waitFailed(spec, elapsed(), failure)
 	case errors.Is(err, errBudget):
@@ -229,6 +234,15 @@ func withWaitFields(a, b map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// errText is an error's message without the "VM: " an *Error without its VM renders.
+func errText(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Op == "" && e.Name == "" && e.VMID == 0 && e.Err != nil {
+		return e.Err.Error()
+	}
+	return err.Error()
 }
 
 func orNothing(s string) string {
