@@ -1,4 +1,4 @@
-// Package bench measures the provider at scale (issue 8): it drives the real terraform
+// Package bench measures the provider at scale: it drives the real terraform
 // binary with the built provider against an in-process simulator (pvesim) and, for N VMs
 // at a given terraform parallelism, times create, a no-op plan, an in-place memory update
 // and destroy against their lower bound, counts the API requests per VM by endpoint, the
