@@ -12,17 +12,17 @@ func TestAgentPollDelay_table(t *testing.T) {
 	for _, c := range []struct {
 		elapsed, expected, want time.Duration
 	}{
-		{0, 45 * s, 250 * ms},                 // the first wait: expected/180
-		{250 * ms, 45 * s, 250 * ms},          // doubling: the next poll at 0.5 s
-		{4 * s, 45 * s, 4 * s},                // still doubling
-		{16 * s, 45 * s, 14500 * ms},          // capped at half the time left
-		{43 * s, 45 * s, 1125 * ms},           // near the expected time: expected/40
+		{0, 45 * s, 500 * ms},                 // the first wait: expected/90
+		{500 * ms, 45 * s, 500 * ms},          // still the first wait
+		{4 * s, 45 * s, 2 * s},                // half the time elapsed: 1.5x growth
+		{28 * s, 45 * s, 8500 * ms},           // capped at half the time left
+		{44 * s, 45 * s, 1125 * ms},           // near the expected time: expected/40
 		{45 * s, 45 * s, 1125 * ms},           // at it
-		{49 * s, 45 * s, 2 * s},               // past it: half the time past
+		{49 * s, 45 * s, 4 * s},               // past it: the time past it
 		{5 * time.Minute, 45 * s, 11250 * ms}, // long past: at most expected/4
-		{0, 11 * s, 61111111},                 // a boot with the agent installed: 11 s/180
-		{-s, 45 * s, 250 * ms},                // a clock that went back counts as 0
-		{0, 0, 250 * ms},                      // no expectation: a first boot's
+		{0, 11 * s, 122222222},                // a boot with the agent installed: 11 s/90
+		{-s, 45 * s, 500 * ms},                // a clock that went back counts as 0
+		{0, 0, 500 * ms},                      // no expectation: a first boot's
 		{0, 100 * ms, minAgentPoll},           // a fast simulator: never below the minimum
 	} {
 		if got := agentPollDelay(c.elapsed, c.expected); got != c.want {
@@ -57,7 +57,7 @@ func TestAgentPollDelay_costAndLag(t *testing.T) {
 		maxLag          time.Duration
 	}{
 		{"first boot on time", 45 * s, 45 * s, 20, 1200 * time.Millisecond},
-		{"first boot 5 s late (a slow mirror)", 50 * s, 45 * s, 20, 2500 * time.Millisecond},
+		{"first boot 5 s late (a slow mirror)", 50 * s, 45 * s, 20, 4 * s},
 		{"first boot early", 30 * s, 45 * s, 20, 8 * s},
 		{"a boot with the agent installed", 11 * s, 11 * s, 20, 300 * time.Millisecond},
 		{"a fast guest while a first boot is expected", 2 * s, 45 * s, 10, 2 * s},
@@ -78,12 +78,12 @@ func TestAgentDelays_learnTheLeastMidpoint(t *testing.T) {
 	if got := a.expected(key, firstBootAgentDelay); got != firstBootAgentDelay {
 		t.Errorf("nothing seen: %s, want the default", got)
 	}
-	// A first wave at speed 5 while 45 s is expected: seen at 16 s, missed at 8 s.
+	// A first wave at speed 5 while 45 s is expected: the address at 9 s, seen a little later.
 	_, seen, miss := schedule(9*time.Second, firstBootAgentDelay)
 	a.observe(key, miss, seen)
 	first := a.expected(key, firstBootAgentDelay)
-	if first != 12*time.Second {
-		t.Errorf("after the first wave: %s, want 12s (between 8 s and 16 s)", first)
+	if first != miss+(seen-miss)/2 || first < 9*time.Second-(seen-miss) || first > seen {
+		t.Errorf("after the first wave: %s, want the middle of %s and %s", first, miss, seen)
 	}
 	_, seen, miss = schedule(9*time.Second, first)
 	a.observe(key, miss, seen)

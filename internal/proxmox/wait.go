@@ -123,7 +123,16 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 	elapsed := func() time.Duration { return b.clock.Now().Sub(start).Round(time.Millisecond) }
 	schedule := func(ctx context.Context, step func(context.Context) (bool, error)) error {
 		if spec.delay != nil {
-			return b.pollEvery(ctx, spec.budget, spec.delay, step)
+			// A node that stopped answering is polled again when its grace ends, not on
+			// the wait's own, sparser schedule.
+			delay := func(elapsed time.Duration) time.Duration {
+				d := spec.delay(elapsed)
+				if !downSince.IsZero() {
+					d = min(d, max(downSince.Add(b.cfg.Budgets.NodeGrace).Sub(b.clock.Now()), minAgentPoll))
+				}
+				return d
+			}
+			return b.pollEvery(ctx, spec.budget, delay, step)
 		}
 		return b.pollUntil(ctx, spec.budget, step)
 	}

@@ -101,7 +101,7 @@ func TestWait_everyWaitEndsAtOnceWhenItCannotSucceed(t *testing.T) {
 			running(h)
 			h.always("AgentNetworkInterfaces", unreachable)
 			h.always("VMStatus", unreachable)
-		}, run: address(agentAtFirstBoot), class: pveapi.Transient, msg: []string{"node pv1-1 has not answered for 3"}, after: grace + 2*time.Second},
+		}, run: address(agentAtFirstBoot), class: pveapi.Transient, msg: []string{"node pv1-1 has not answered for 30s"}, after: grace + 2*time.Second},
 
 		// The lock wait of Update and Delete.
 		{name: "lock/node not answering", setup: vm(func(v *fakeVM) { v.ListedStatus = "unknown" }), run: lockWait,
