@@ -39,6 +39,9 @@ type Options struct {
 	Out         string
 	WorkDir     string
 	Seed        uint64
+	// UpdateShutdown: the update restarts with a graceful shutdown of this simulated
+	// duration (speed 1) instead of a stop; its bound follows (Config.UpdateShutdown).
+	UpdateShutdown time.Duration
 	// Note is printed in bold at the top of results.md (e.g. "noisy: a shared machine").
 	Note string
 }
@@ -74,6 +77,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "directory for results.md and results.png")
 	fs.StringVar(&o.WorkDir, "work", o.WorkDir, "directory for the terraform workspaces, kept (default: a temporary directory, removed)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "simulator seed (0: random)")
+	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the update's graceful shutdown time at a real host's pace, once the update restarts with a shutdown (0: it stops; the bound is stop + start + agent)")
 	fs.StringVar(&o.Note, "note", o.Note, "a line printed in bold at the top of results.md, e.g. that the machine was busy (also BENCH_NOTE)")
 }
 
@@ -84,6 +88,9 @@ func (o Options) CommandLine() string {
 		joinInts(o.Ns), joinInts(o.Ps), joinInts(o.RealNs), o.Speed, o.SingleSpeed, o.Latency, o.DiskGiB, o.MemoryMiB)
 	if o.MaxInFlight != 0 {
 		fmt.Fprintf(&b, " -max-in-flight %d", o.MaxInFlight)
+	}
+	if o.UpdateShutdown != 0 {
+		fmt.Fprintf(&b, " -update-shutdown %s", o.UpdateShutdown)
 	}
 	if o.Full {
 		b.WriteString(" -full")
@@ -106,7 +113,8 @@ func (o Options) Config() (Config, error) {
 	if o.Speed <= 0 || o.SingleSpeed <= 0 {
 		return Config{}, errors.New("-speed and -single-speed must be positive")
 	}
-	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed}
+	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed,
+		UpdateShutdown: o.UpdateShutdown}
 	for i, p := range o.Ps {
 		for _, n := range o.Ns {
 			if n <= 0 || p <= 0 {

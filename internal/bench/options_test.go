@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestOptions_defaultScenarios(t *testing.T) {
@@ -62,15 +63,15 @@ func TestOptions_flags(t *testing.T) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	o.Register(fs)
-	if err := fs.Parse([]string{"-n", "1,20", "-p", "5", "-speed", "40", "-single-speed", "2", "-max-in-flight", "4"}); err != nil {
+	if err := fs.Parse([]string{"-n", "1,20", "-p", "5", "-speed", "40", "-single-speed", "2", "-max-in-flight", "4", "-update-shutdown", "4s"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := o.Config()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Scenario{{1, 5, 2}, {20, 5, 40}}; !slices.Equal(cfg.Scenarios, want) || cfg.MaxInFlight != 4 {
-		t.Errorf("scenarios %v max in flight %d, want %v and 4", cfg.Scenarios, cfg.MaxInFlight, want)
+	if want := []Scenario{{1, 5, 2}, {20, 5, 40}}; !slices.Equal(cfg.Scenarios, want) || cfg.MaxInFlight != 4 || cfg.UpdateShutdown != 4*time.Second {
+		t.Errorf("scenarios %v max in flight %d update shutdown %s, want %v, 4 and 4s", cfg.Scenarios, cfg.MaxInFlight, cfg.UpdateShutdown, want)
 	}
 	for _, bad := range [][]string{{"-n", "0"}, {"-p", "x"}, {"-n", "1,,2"}} {
 		fs := flag.NewFlagSet("bench", flag.ContinueOnError)

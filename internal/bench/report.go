@@ -340,7 +340,7 @@ func (r Report) Markdown() string {
 		"(for the plan: the refreshes), without terraform's start-up, plan and state writes. " +
 		"The bound is ceil(N/P) waves of one VM's critical path, steps that run side by side counting as the longer one: " +
 		"create = max(clone, seed upload) + config (a synchronous write, no task) + resize + start + agent install + DHCP, " +
-		"update = stop + start + agent boot + DHCP, destroy = max(stop, seed delete) + destroy.\n\n")
+		"update = stop (or the graceful shutdown, -update-shutdown) + start + agent boot + DHCP, destroy = max(stop, seed delete) + destroy.\n\n")
 	b.WriteString("| N | P | speed | op | wall s | span s | bound s | wall / bound | span / bound | requests / VM | listings | max in flight | peak RSS MiB | provider CPU s | terraform CPU s | exit |\n")
 	b.WriteString("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
