@@ -234,7 +234,7 @@ func (r Report) Targets() []Target {
 			}
 		}
 		ok := dup == 0 && res.VMs == res.N && inflight <= limit && failed == 0 && len(res.Leftovers) == 0
-		ratio := 0.0
+		ratio := float64(inflight) / float64(limit)
 		if !ok {
 			ratio = 1 + float64(dup+failed+len(res.Leftovers))/float64(res.N)
 			if inflight > limit {
