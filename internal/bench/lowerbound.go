@@ -35,6 +35,9 @@ func Waves(n, p int) int {
 type PathOptions struct {
 	// Resize: the machine type's disk is larger than the template's, so a create resizes.
 	Resize bool
+	// Migrate: every create needs a migration (its VM goes to another node than the
+	// template's, which is on node-local storage): Migration is added after the clone.
+	Migrate bool
 	// Shutdown, when set, is the guest's graceful shutdown time: an update restarts the VM
 	// with a shutdown instead of a stop. The provider stops today; set it (from the
 	// simulator's shutdown duration) once the update restarts gracefully.
@@ -61,6 +64,9 @@ func Path(op Op, d pvesim.Durations, o PathOptions) time.Duration {
 		if o.Resize {
 			t += d.Resize
 		}
+		if o.Migrate {
+			t += Migration(d)
+		}
 		return t
 	case OpUpdate:
 		halt := d.Stop
@@ -73,6 +79,12 @@ func Path(op Op, d pvesim.Durations, o PathOptions) time.Duration {
 	}
 	return 0
 }
+
+// Migration is what a create adds when its VM goes to another node than the template's
+// and the template is on node-local storage: the clone lands on the template's node and
+// migrates, stopped, before the seed upload (the simulator's qmigrate task lasts the
+// clone's duration).
+func Migration(d pvesim.Durations) time.Duration { return d.Clone }
 
 // LowerBound is the least wall time an operation on n VMs at parallelism p can take
 // against a simulator running speed times faster than a real host: ceil(n/p) waves of

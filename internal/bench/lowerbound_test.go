@@ -64,3 +64,17 @@ func TestLowerBound_wavesOverSpeed(t *testing.T) {
 		t.Errorf("plan: %s, want 0", got)
 	}
 }
+
+// TestLowerBound_createWithMigration: a create that clones on the template's node and
+// migrates waits through the migration too (as long as a clone in the simulator); other
+// operations do not change.
+func TestLowerBound_createWithMigration(t *testing.T) {
+	d := pvesim.DefaultDurations
+	mig := PathOptions{Resize: true, Migrate: true}
+	if got := LowerBound(OpCreate, 1, 10, d, mig, 1); got != 51*time.Second {
+		t.Errorf("create with a migration: %s, want 51s (49s + the 2s migration)", got)
+	}
+	if got := LowerBound(OpUpdate, 1, 10, d, mig, 1); got != 13*time.Second {
+		t.Errorf("update: %s, want 13s", got)
+	}
+}

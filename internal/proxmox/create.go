@@ -109,6 +109,9 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 	if err := c.refuseForeignByName(ctx, res); err != nil {
 		return VM{}, err
 	}
+	if err := c.placeSpec(ctx, res); err != nil {
+		return VM{}, err
+	}
 	tmplNode, err := c.checkTemplate(ctx, res)
 	if err != nil {
 		return VM{}, err
@@ -129,6 +132,9 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 			}
 		}
 	}
+	if err := c.moveToTarget(ctx); err != nil {
+		return VM{}, err
+	}
 	if err := c.provision(ctx); err != nil {
 		return VM{}, err
 	}
@@ -142,7 +148,7 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	case s.Name == "" || strings.Contains(s.Name, "/"):
 		return Permanentf("the name %q must be non-empty and contain no /", s.Name)
 	case s.UID == "":
-		return Permanentf("no uid was planned for this VM (a provider bug: the uid is set at plan time)")
+		return Permanentf("no uid was given for this VM (a provider bug: Create mints one)")
 	case s.TemplateVMID <= 0:
 		return Permanentf("no template VMID: set image or template_vmid")
 	case s.Cores < 0 || s.MemoryMiB < 0 || s.DiskGiB < 0:
@@ -155,12 +161,14 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 		return Permanentf("the VMID range %d to %d is invalid (it must lie within %d to %d)", b.cfg.VMIDMin, b.cfg.VMIDMax, minVMID, maxVMID)
 	}
 	if s.Node == "" {
-		if len(b.cfg.Nodes) != 1 {
-			return Permanentf("node is required when the provider configures %d nodes", len(b.cfg.Nodes))
-		}
-		s.Node = b.cfg.Nodes[0]
+		switch len(b.cfg.Nodes) {
+		case 0:
+			return Permanentf("node is required when the provider configures no nodes")
+		case 1:
+			s.Node = b.cfg.Nodes[0]
+		} // several: placed at create (placement.go)
 	}
-	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
+	if s.Node != "" && len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
 		return Permanentf("node %q is not one of the provider's nodes (%s)", s.Node, strings.Join(b.cfg.Nodes, ", "))
 	}
 	if s.CreatedAt.IsZero() {
@@ -303,12 +311,14 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	b, s := c.b, &c.s
 	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()
 	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
-	if s.Node != tmplNode {
-		p.Target = s.Node
+	target, lands, err := c.cloneTarget(ctx, tmplNode)
+	if err != nil {
+		return false, err
 	}
+	p.Target = target
 	// The VMID goes to the state before the request: if its answer is lost (a timeout, a
 	// Ctrl-C while it is in flight) the VM may exist, and must not be left untracked.
-	c.vmid, c.node = vmid, s.Node
+	c.vmid, c.node = vmid, lands
 	c.notify()
 	upid, err := b.api.Clone(ctx, tmplNode, s.TemplateVMID, p)
 	if err != nil {
@@ -326,11 +336,17 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm clone started", map[string]any{
 		"vmid": vmid, "name": s.Name, "node": s.Node, "upid": upid, "template_vmid": s.TemplateVMID,
 	})
-	// The seed upload does not depend on the clone: it runs while the clone task does.
-	c.upload = c.startSeedUpload(ctx)
+	// The seed upload does not depend on the clone: it runs while the clone task does, when
+	// the clone lands where the VM will run (a clone that migrates afterwards uploads its
+	// seed once it has moved, so that a failed migration leaves no seed on another node).
+	if lands == s.Node {
+		c.upload = c.startSeedUpload(ctx)
+	}
 	if err := c.awaitClone(ctx, upid); err != nil {
-		err = c.abandonSeedUpload(ctx, c.upload, err)
-		c.upload = nil
+		if c.upload != nil {
+			err = c.abandonSeedUpload(ctx, c.upload, err)
+			c.upload = nil
+		}
 		return true, err
 	}
 	return true, nil

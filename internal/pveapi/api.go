@@ -47,6 +47,8 @@ type API interface {
 	UploadISO(ctx context.Context, node, storage, filename string, r io.Reader, size int64) (string, error)
 	// DeleteVolume is DELETE /nodes/{node}/storage/{storage}/content/{volid}.
 	DeleteVolume(ctx context.Context, node, storage, volid string) (string, error)
+	// Migrate is POST /nodes/{node}/qemu/{vmid}/migrate (migrate.go).
+	Migrate(ctx context.Context, node string, vmid int, p MigrateParams) (string, error)
 }
 
 // VersionInfo is the answer of GET /version.
@@ -61,6 +63,15 @@ type NodeStatus struct {
 	KVersion   string `json:"kversion"`
 	PVEVersion string `json:"pveversion"`
 	Uptime     int64  `json:"uptime"`
+	// Memory is the node's RAM in bytes; automatic placement breaks ties by Free.
+	Memory NodeMemory `json:"memory"`
+}
+
+// NodeMemory is the memory object of GET /nodes/{node}/status.
+type NodeMemory struct {
+	Total int64 `json:"total"`
+	Used  int64 `json:"used"`
+	Free  int64 `json:"free"`
 }
 
 // StorageStatus is GET /nodes/{node}/storage/{storage}/status.
