@@ -31,8 +31,8 @@ const (
 //
 //   - before expected: half the time elapsed (the polls grow 1.5x) from expected/90 (0.5 s
 //     for 45 s), but never more than half the time left to expected, nor less than
-//     expected/40 (1.1 s for 45 s) once near it;
-//   - after expected: the time past it (the polls back off 2x), at least expected/40, at
+//     expected/60 (0.75 s for 45 s) once near it;
+//   - after expected: the time past it (the polls back off 2x), at least expected/30, at
 //     most expected/4.
 //
 // A first boot of 45 s costs about 17 polls and is seen within about half a second of its
@@ -45,11 +45,11 @@ func agentPollDelay(elapsed, expected time.Duration) time.Duration {
 	}
 	elapsed = max(elapsed, 0)
 	first := max(expected/90, minAgentPoll)
-	near := max(expected/40, minAgentPoll)
+	near := max(expected/60, minAgentPoll)
 	if elapsed < expected {
 		return min(max(elapsed/2, first), max((expected-elapsed)/2, near))
 	}
-	return min(max(elapsed-expected, near), max(expected/4, near))
+	return min(max(elapsed-expected, 2*near), max(expected/4, near))
 }
 
 // agentDelays remembers, per kind of boot, the agent delay this backend has seen, so that

@@ -16,8 +16,8 @@ func TestAgentPollDelay_table(t *testing.T) {
 		{500 * ms, 45 * s, 500 * ms},          // still the first wait
 		{4 * s, 45 * s, 2 * s},                // half the time elapsed: 1.5x growth
 		{28 * s, 45 * s, 8500 * ms},           // capped at half the time left
-		{44 * s, 45 * s, 1125 * ms},           // near the expected time: expected/40
-		{45 * s, 45 * s, 1125 * ms},           // at it
+		{44 * s, 45 * s, 750 * ms},            // near the expected time: expected/60
+		{45 * s, 45 * s, 1500 * ms},           // at it: backing off from expected/30
 		{49 * s, 45 * s, 4 * s},               // past it: the time past it
 		{5 * time.Minute, 45 * s, 11250 * ms}, // long past: at most expected/4
 		{0, 11 * s, 122222222},                // a boot with the agent installed: 11 s/90
