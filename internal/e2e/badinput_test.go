@@ -85,7 +85,7 @@ var badResourceAttrs = []badAttr{
 	{name: "node-unknown", attr: "node", vm: func(v *tfrun.VM) { v.Node = "pve9" }},
 	{name: "image-empty", attr: "image", vm: func(v *tfrun.VM) { v.Image = ""; v.Extra = `image = ""` }},
 	{name: "image-unknown-key", attr: "image", vm: func(v *tfrun.VM) { v.Image = "windows-95" }},
-	{name: "image-and-template_vmid", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Extra = "template_vmid = 9001" }},
+	{name: "image-and-another-template_vmid", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Extra = "template_vmid = 9002" }},
 	{name: "no-image-no-template", attr: "image", vm: func(v *tfrun.VM) { v.Image = "" }},
 	{name: "template_vmid-low", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Image = ""; v.Extra = "template_vmid = 99" }},
 	{name: "machine_type-empty", attr: "machine_type", vm: func(v *tfrun.VM) { v.MachineType = ""; v.Extra = `machine_type = ""` }},
@@ -101,6 +101,11 @@ var badResourceAttrs = []badAttr{
 	{name: "vlan_tag-high", attr: "vlan_tag", vm: func(v *tfrun.VM) { v.VLANTag = 4095 }},
 	{name: "timeouts-create", attr: "create", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"create": "soon"} }},
 	{name: "timeouts-delete", attr: "delete", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"delete": "5 minutes"} }},
+	{name: "timeouts-create-negative", attr: "create", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"create": "-5m"} }},
+	{name: "timeouts-read-negative", attr: "read", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"read": "-1s"} }},
+	{name: "timeouts-update-zero", attr: "update", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"update": "0s"} }},
+	{name: "timeouts-delete-zero", attr: "delete", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"delete": "0m"} }},
+	{name: "cloud_init-empty", attr: "cloud_init", vm: func(v *tfrun.VM) { v.Extra = `cloud_init = ""` }},
 }
 
 func TestE2E_BadInput_Attributes(t *testing.T) {

@@ -95,6 +95,8 @@ type providerModel struct {
 	VendorData          types.String `tfsdk:"vendor_data"`
 	InstallGuestAgent   types.Bool   `tfsdk:"install_guest_agent"`
 	UIDNamespace        types.String `tfsdk:"uid_namespace"`
+	// The key of the cloud_init_wo digests (proxy_vm_cloudinit.go).
+	CloudInitDigestKey types.String `tfsdk:"cloud_init_digest_key"`
 }
 
 type vmidRangeModel struct {
@@ -127,10 +129,10 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 		Description: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
 			"Configuring the provider makes no request: problems with the endpoint, token or TLS show when a resource or data source first calls the API.",
 		MarkdownDescription: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
-			"Configuring the provider makes no request: problems with the endpoint, token or TLS show when a resource or data source first calls the API " +
-			"(the `proxy_health` data source reports them per node).",
+			"Configuring the provider makes no request (it reads `ca_file` and `api_token_file`): problems with the endpoint, token or TLS show when a resource or data source first calls the API, " +
+			"which is at plan time for a refresh or a create (the `proxy_health` data source reports them per node).",
 		Attributes: map[string]schema.Attribute{
-			"endpoint": str("Proxmox VE API URL, `https://<host>:8006` (a trailing `/` or `/api2/json` is accepted). "+
+			"endpoint": str("Proxmox VE API URL, `https://<host>:8006` (a trailing `/` or `/api2/json` is accepted). Without a port, `8006` (where Proxmox VE's API listens) is used, not https's 443; write `:443` for a reverse proxy on that port. "+
 				"The host must be a name or address in the node certificate. Falls back to the `"+envEndpoint+"` environment variable; one of the two is required.",
 				false, false, validators.HTTPSURL()),
 			"api_token": str("API token `<user>@<realm>!<tokenid>=<secret>`, sent as `Authorization: PVEAPIToken=...`. "+
@@ -138,11 +140,11 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				"Exactly one of `api_token` and `api_token_file` (or the environment variable) must provide the token.",
 				false, true, validators.APIToken()),
 			"api_token_file": str("Path of a file holding the API token on one line. The file is read on every request, so a rotated token "+
-				"takes effect without restarting Terraform; a missing file is reported by the first call that needs it, not at configuration. "+
+				"takes effect without restarting Terraform; a missing or unreadable file, or one that does not hold a token, is a configuration error on this attribute when the provider is configured (at plan time). "+
 				"Conflicts with `api_token`.",
 				false, false, stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(path.MatchRoot("api_token"))),
 			"ca_file": str("Path of a PEM bundle to verify the server certificate with, typically a copy of the node's `/etc/pve/pve-root-ca.pem`. "+
-				"Read on first use and cached. Without `ca_file` and `ca_pem` the system roots are used. Conflicts with `ca_pem`.",
+				"Read when the provider is configured (a missing or unreadable file, or one without a certificate, is an error on this attribute at plan time) and cached. Without `ca_file` and `ca_pem` the system roots are used. Conflicts with `ca_pem`.",
 				false, false, stringvalidator.LengthAtLeast(1)),
 			"ca_pem": str("PEM-encoded CA certificates to verify the server certificate with (the content of `pve-root-ca.pem`). "+
 				"Conflicts with `ca_file`.",
@@ -251,6 +253,7 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With `false`, a create that waits for the address needs a template with the agent baked in and its agent option on (`qm set <template> --agent 1`), or a cloud-init that installs `qemu-guest-agent`; otherwise it is refused before the clone. Default `true`.",
 				Optional:            true,
 			},
+			"cloud_init_digest_key": cloudInitDigestKeyAttribute(),
 			"uid_namespace": str(fmt.Sprintf("The scope within which an interrupted create is resumed. Each new `proxy_vm` gets a random `uid` of its own, "+
 				"and a resource only ever manages the VM it created or was given by `terraform import`, so configurations (workspaces, repositories) "+
 				"that share a cluster and reuse a VM name each get VMs of their own whatever this says. What it does decide: where a create looks for a "+
@@ -330,15 +333,15 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	if cfg.TokenFile != "" {
 		if b, err := os.ReadFile(cfg.TokenFile); err == nil {
 			secrets = tokenSecrets(string(b))
-		} else {
-			// Not an error: the file may be mounted later; the first call that needs it
-			// reports it.
-			tflog.Warn(ctx, "api_token_file cannot be read now; calls will fail until it can", map[string]any{
-				"api_token_file": cfg.TokenFile, "error": err.Error(),
-			})
 		}
 	}
 	ctx = maskContext(ctx, secrets...)
+	// The files are read now: Terraform runs once, so a file that is not there is a
+	// configuration mistake to report on its attribute before any plan is made.
+	resp.Diagnostics.Append(checkFiles(cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 
 	if cfg.Insecure {
 		tflog.Warn(ctx, "TLS certificate verification is disabled (insecure)", map[string]any{"endpoint": cfg.Endpoint})
@@ -363,6 +366,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		resp.Diagnostics.AddError("Unable to configure the Proxmox API client", redact(err.Error(), secrets)+".")
 		return
 	}
+	cfg.Endpoint = client.Address() // the port filled in, for messages and proxy_vms' id
 	data := &providerData{
 		client:    client,
 		cfg:       cfg,
@@ -372,6 +376,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	}
 	resp.ResourceData = data
 	resp.DataSourceData = data
+	resp.ListResourceData = data // the proxy_vm list resource (proxy_vm_list.go)
 
 	tflog.Debug(ctx, "provider configured", map[string]any{
 		"endpoint":               cfg.Endpoint,

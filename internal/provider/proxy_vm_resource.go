@@ -51,7 +51,8 @@ func (r *proxyVMResource) Configure(_ context.Context, req resource.ConfigureReq
 
 func (r *proxyVMResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
+		// Both may be set when they agree (a generated configuration): checkTemplatePair.
+		resourcevalidator.AtLeastOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
 	}
 }
 
@@ -100,8 +101,17 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	templateUnread, diags := isUnread(ctx, req.Private, unreadTemplate)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
+	{
+		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (proxy_vm_cloudinit.go).
+		cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
+		resp.Diagnostics.Append(diags...)
+		ciReplace, diags := planCloudInitDigest(r.cfg(), config, &plan, prior, cloudInitUnread)
+		resp.Diagnostics.Append(diags...)
+		replace = append(replace, ciReplace...)
+	}
 	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	planNodeDrift(config, &plan, prior, recorded, hasRecord)
@@ -113,12 +123,19 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// A create: check at plan time what the cluster must provide (node, storages, template,
+	// bridge, disk size), once per provider instance, so that a mistake fails the plan on
+	// its attribute instead of a clone at apply.
+	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", config, plan, &resp.Diagnostics) {
+		return
+	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
 
 func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	ctx = r.data.withLogging(ctx)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() || !r.configured("create", &resp.Diagnostics) {
@@ -132,6 +149,15 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// The same checks as at plan time (cached when this provider instance planned too):
+	// a configuration mistake fails here, before anything exists and before any state is
+	// saved, so nothing is tainted.
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", config, plan, &resp.Diagnostics) {
+		return
+	}
+
 	createdAt := time.Now().UTC().Truncate(time.Second)
 	spec := specFor(plan, r.cfg(), createdAt)
 	// The VM's own uid, random per VM; where its VMID is looked for stays the name's
@@ -144,6 +170,11 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	spec.UID = uid
 	spec.Namespace = r.cfg().UIDNamespace
 	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
+	// The digest of a write-only cloud-init is keyed by the uid: after it is minted.
+	applyCloudInitWO(&spec, config, r.cfg())
+	// Terraform killed (kill -9): its answer would never be saved, so the mark is left
+	// "creating" for the next apply, even before the closed connection cancels ctx.
+	spec.Abandoned = func() bool { return parentGone(startedBy) }
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -160,6 +191,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		defer mu.Unlock()
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
+		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
 		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, proxmox.SeedFile(spec.Name, spec.UID))...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
@@ -176,7 +208,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
 		}
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
-		addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
+		r.addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
 		return
 	}
 
@@ -185,6 +217,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	final := vm
 	state := plan
 	applyVM(&state, final)
+	state.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to create proxy VM", vmLabel(spec.Name, final.ID.VMID)+": "+msg+
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
@@ -192,12 +225,16 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
+	warnRecentPassed(&resp.Diagnostics, spec.Name, final, createdAt, timeout)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
 }
 
 func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx = r.data.withLogging(ctx)
+	// A state saved before identities (or by Terraform before 1.12) gets one on refresh.
+	resp.Diagnostics.Append(setIdentity(ctx, req.State, resp.Identity)...)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var state proxyVMModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() || !r.configured("read", &resp.Diagnostics) {
@@ -205,7 +242,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
 		return
 	}
@@ -226,19 +263,28 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
-	case err != nil && proxmox.ClassOf(err) == pveapi.Transient:
-		// A task holding the VM (a backup, a clone), a listing that does not know the
-		// status yet: report what the last apply saved, never fail the plan.
+	case err != nil && keepsPriorValues(err):
+		// A task holding the VM (a clone in progress, a lock), or its node not answering
+		// behind the endpoint: report what the last apply saved, with a warning. A status
+		// the listing does not know yet is not an error (vm.StatusUnknown, below).
 		tflog.Warn(ctx, "proxy VM refresh incomplete, keeping the prior values", map[string]any{
 			"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
-			vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
+			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
 		return
 	case err != nil:
-		addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, "")
+		// The plan could not look (no answer, TLS, 401/403, a node or an answer that
+		// failed): it must fail, never report "No changes".
+		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err,
+			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed.")
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
+	if vm.StatusUnknown {
+		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
+			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
+				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
+	}
 	applyVM(&state, vm)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
@@ -248,6 +294,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	ctx = r.data.withLogging(ctx)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan, prior proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
@@ -256,7 +303,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	id, err := proxmox.ParseID(prior.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
 		return
 	}
@@ -276,6 +323,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if v, ok := knownString(config.CloudInitWO); ok {
+		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
+	}
 	changes.UID = prior.UID.ValueString()
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP
@@ -295,7 +347,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 			}
-			addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
+			r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
 			return
 		}
 	}
@@ -311,7 +363,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		if changes.Start || restarts(prior.Status, changes) {
 			note = "The changes were applied, but the VM did not come up after its start; the next plan shows what remains."
 		}
-		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
+		r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
 		return
 	}
 	state := plan
@@ -334,7 +386,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state (terraform state rm) and delete the VM in Proxmox if it exists.")
 		return
 	}
@@ -350,9 +402,15 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
+	ctx, notes := proxmox.WithNotes(ctx)
 	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private)}
-	if err := r.data.backend.DeleteVM(ctx, id, opts); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
-		addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
+	err = r.data.backend.DeleteVM(ctx, id, opts)
+	for _, n := range notes.Lines() {
+		// What the destroy skipped on purpose (a seed on a storage that does not exist).
+		resp.Diagnostics.AddWarning("Proxy VM destroy skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
+	}
+	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+		r.addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
 		return
 	}
 	tflog.Info(ctx, "proxy VM deleted", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
@@ -360,11 +418,23 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ctx = r.data.withLogging(ctx)
-	ref, err := parseImportID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
-		return
+	var ref importRef
+	if req.ID == "" && req.Identity != nil && !req.Identity.Raw.IsNull() {
+		// An import block with identity = { vmid = ..., name = ... } (Terraform 1.12+).
+		var diags diag.Diagnostics
+		ref, diags = importRefFromIdentity(ctx, req.Identity)
+		resp.Diagnostics.Append(diags...)
+		if diags.HasError() {
+			return
+		}
+	} else {
+		var err error
+		if ref, err = parseImportID(req.ID); err != nil {
+			resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
+			return
+		}
 	}
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	if !r.configured("import", &resp.Diagnostics) {
 		return
 	}
@@ -407,7 +477,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		id, err = r.data.backend.FindByName(ctx, ref.Name)
 	}
 	if err != nil {
-		addVMError(&diags, "import", ref.Name, ref.VMID, err,
+		r.addVMError(&diags, "import", ref.Name, ref.VMID, err,
 			"Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are "+importForms+".")
 		return proxmox.VM{}, 0, diags
 	}
@@ -416,7 +486,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}) // the agent is optional here
 	}
 	if err != nil {
-		addVMError(&diags, "import", id.Name, id.VMID, err, "")
+		r.addVMError(&diags, "import", id.Name, id.VMID, err, "")
 		return proxmox.VM{}, 0, diags
 	}
 	tmpl, ok, err := r.data.backend.TemplateOf(ctx, vm, templateCandidates(r.cfg()))
@@ -424,7 +494,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 	case err != nil:
 		tflog.Warn(ctx, "proxy VM template not identified", map[string]any{"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		diags.AddWarning("Template of the imported proxy VM not identified",
-			vmErrorDetail("import", id.Name, id.VMID, err,
+			r.vmErrorDetail("import", id.Name, id.VMID, err,
 				"The VM is imported without image and template_vmid: the first value the configuration sets is recorded without replacing the VM."))
 		tmpl = 0
 	case !ok:
@@ -524,4 +594,13 @@ func mustDuration(s string) time.Duration {
 		panic(err)
 	}
 	return d
+}
+
+// keepsPriorValues reports a refresh failure that keeps the values the last apply saved
+// (with a warning): a task holds the VM (a clone in progress, a lock), or the endpoint
+// answered but the VM's node did not (595/596: the listing shows the VM's status as unknown,
+// a status it does not know yet). Every other failure (the endpoint not answering, TLS,
+// 401/403, any permanent error) fails the plan.
+func keepsPriorValues(err error) bool {
+	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err) || pveapi.IsProxyFailure(err)
 }

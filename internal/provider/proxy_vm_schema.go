@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 )
 
 // vmNameRE is a DNS label: the VM name is also the guest's hostname (meta-data
@@ -36,7 +38,7 @@ const (
 )
 
 func proxyVMSchema(ctx context.Context) schema.Schema {
-	return schema.Schema{
+	return withMarkdown(schema.Schema{
 		Version: 0,
 		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
@@ -84,8 +86,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
-				Description: "A key of the provider's templates catalogue: the template to clone. Exactly one of image " +
-					"and template_vmid is set. Renaming the key to another key of the same template VMID changes " +
+				Description: "A key of the provider's templates catalogue: the template to clone. Set image or " +
+					"template_vmid; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
 					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
 					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
 					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
@@ -96,7 +98,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Description: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
-					"otherwise. Exactly one of image and template_vmid is set. Changing the effective template " +
+					"otherwise. Set image or template_vmid; both only when they name the same template. Changing the effective template " +
 					"replaces the VM, except for the first value set after an import that could not read it back.",
 				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
 				PlanModifiers: []planmodifier.Int64{
@@ -141,9 +143,17 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Sensitive: true,
 				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
 					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
-					"an import (the text cannot be read back) the first value set is recorded without replacing it.",
-				PlanModifiers: []planmodifier.String{requiresReplaceUnlessUnreadString(unreadCloudInit)},
+					"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
+					"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
+					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
+					"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
+					"at plan time, since cloud-init would ignore it.",
+				Validators: []validator.String{validators.CloudInitFormat()},
+				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
+			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
+			"cloud_init_wo":     cloudInitWOAttribute(),
+			"cloud_init_digest": cloudInitDigestAttribute(),
 			"bridge": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
@@ -225,15 +235,15 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{
+			"timeouts": positiveTimeouts(timeouts.Block(ctx, timeouts.Opts{
 				Create: true, Read: true, Update: true, Delete: true,
 				CreateDescription: "How long create may take, clone to IP address (default " + defaultCreateTimeout + ").",
 				ReadDescription:   "How long a refresh may take (default " + defaultReadTimeout + ").",
 				UpdateDescription: "How long an in-place update may take, restart and IP wait included (default " + defaultUpdateTimeout + ").",
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
-			}),
+			})),
 		},
-	}
+	})
 }
 
 const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
@@ -254,11 +264,32 @@ at create and stays where it is.
 **Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
 a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
 
-**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` and only VMs carrying the mark.
-` + "`cloud_init`" + ` cannot be read back. The template is identified among the catalogue's templates by
+**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+, the identity
+` + "`{ vmid, name }`" + `) and only VMs carrying the mark. ` + "`cloud_init`" + ` cannot be read back; the digest of
+` + "`cloud_init_wo`" + ` is, so the same text plans nothing. The template is identified among the catalogue's templates by
 the creation time a full clone copies from its template (` + "`meta`" + `), which costs one config read per
 catalogue template at import and nothing in a plan; when no single template matches (a template outside the
 catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it is left unset. For values left unset
 the first value you set after the import is recorded without replacing the VM (later changes replace it as
 usual).
 `
+
+// positiveTimeouts adds a duration-above-zero check to every timeouts attribute: the
+// timeouts package accepts "-5m" and "0s", which would end the operation at once.
+func positiveTimeouts(b schema.Block) schema.Block {
+	nb, ok := b.(schema.SingleNestedBlock)
+	if !ok {
+		return b
+	}
+	attrs := make(map[string]schema.Attribute, len(nb.Attributes))
+	for k, a := range nb.Attributes {
+		if sa, ok := a.(schema.StringAttribute); ok {
+			sa.Validators = append(append([]validator.String(nil), sa.Validators...), validators.Duration())
+			sa.Description += " A duration above zero."
+			a = sa
+		}
+		attrs[k] = a
+	}
+	nb.Attributes = attrs
+	return nb
+}

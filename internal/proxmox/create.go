@@ -68,6 +68,8 @@ type creation struct {
 	upload *seedUpload
 	// notified is the ID last handed to onAllocated.
 	notified ID
+	// passed are the finished VMs of this name and namespace the probe skipped.
+	passed []PassedVM
 }
 
 type verdict int
@@ -211,6 +213,9 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	if slot, ok := cloudInitDrive(cfg); ok {
 		return "", Permanentf("template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; remove that drive from the template", s.TemplateVMID, slot)
 	}
+	if err := checkIDE2Free(s.TemplateVMID, cfg); err != nil {
+		return "", err
+	}
 	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
 		return "", Permanentf("template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template", s.TemplateVMID)
 	}
@@ -270,6 +275,9 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 		}
 		cfg, gone, err := c.b.settledConfig(ctx, vmid, r.Node, c.s.Name)
 		if err != nil {
+			if probePast(ctx, r, err) {
+				return false, nil
+			}
 			return false, err
 		}
 		if !gone {
@@ -282,6 +290,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid holds another resource's vm", map[string]any{
 					"vmid": vmid, "name": c.s.Name, "other_name": cfg["name"],
 				})
+				c.notePassed(vmid, r.Node, cfg)
 				return false, nil
 			case verdictOurs:
 				return false, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
@@ -309,7 +318,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (F4).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()
+	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
 	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
@@ -519,7 +528,22 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		return VM{}, err
 	}
 	vm.Creating = false
+	vm.Passed = c.passed
+	b.finished.Store(c.s.UID, true)
 	return vm, nil
+}
+
+// notePassed records a skipped VM that is a finished create of this name in this
+// namespace (not one being created, not another namespace's).
+func (c *creation) notePassed(vmid int, node string, cfg map[string]string) {
+	m := ParseMark(cfg["description"])
+	if cfg["name"] != c.s.Name || !m.Managed || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
+		return
+	}
+	if _, ours := c.b.finished.Load(m.UID); ours {
+		return // a VM of this provider process's own, already answered to Terraform
+	}
+	c.passed = append(c.passed, PassedVM{VMID: vmid, Node: node, CreatedAt: m.CreatedAt})
 }
 
 // written is the VM as Create left it, from the spec and the cloned config.

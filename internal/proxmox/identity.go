@@ -50,7 +50,7 @@ func (b *Backend) settledConfig(ctx context.Context, vmid int, node, name string
 			gone = true
 			return true, nil
 		case classify("create", err) == pveapi.Permanent:
-			return false, apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node)
+			return false, unreadableConfig(apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node))
 		default:
 			return false, nil // retried within the budget
 		}
@@ -154,7 +154,7 @@ func (c *creation) refuseForeignByName(ctx context.Context, res []pveapi.Resourc
 func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[string]string) (rebuilt, ok bool, err error) {
 	b, s := c.b, &c.s
 	prev := ParseMark(cfg["description"]).UID
-	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()
+	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
 	c.vmid, c.node = vmid, node
 	c.notify()
 	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
@@ -267,7 +267,18 @@ func (c *creation) finalize(ctx context.Context) error {
 		if !m.Creating {
 			return nil
 		}
-		desc := MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format()
+		// A create whose context is done (Terraform was killed or interrupted, or the
+		// create timeout passed) never finishes the mark: nobody would save this VM in a
+		// state, and a VM left "creating" is taken over by the next create of its name,
+		// while a finished one would be left untracked. The HTTP client refuses a request
+		// whose context is done too; this check is the rule, stated where it matters.
+		if err := ctx.Err(); err != nil {
+			return Transientf("the create was cancelled before its last step; the VM is left marked %q for the next apply to take over: %w", MarkKeyState+"="+MarkStateCreating, err)
+		}
+		if s.Abandoned != nil && s.Abandoned() {
+			return Transientf("the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over", MarkKeyState+"="+MarkStateCreating)
+		}
+		desc := MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format() + FormatMarkExtra(*s)
 		err = b.api.SetVMConfig(ctx, c.node, c.vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
 		switch {
 		case err == nil:

@@ -49,6 +49,8 @@ type API interface {
 	DeleteVolume(ctx context.Context, node, storage, volid string) (string, error)
 	// Migrate is POST /nodes/{node}/qemu/{vmid}/migrate (migrate.go).
 	Migrate(ctx context.Context, node string, vmid int, p MigrateParams) (string, error)
+	// NodeNetwork is GET /nodes/{node}/network?type={ifaceType}.
+	NodeNetwork(ctx context.Context, node, ifaceType string) ([]NodeInterface, error)
 }
 
 // VersionInfo is the answer of GET /version.

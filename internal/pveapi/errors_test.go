@@ -35,6 +35,10 @@ var matchers = map[string]func(error) bool{
 	"IsDialFailure":          IsDialFailure,
 	"IsConnectionLost":       IsConnectionLost,
 	"IsCredentials":          IsCredentials,
+	"IsMissingStorage":       IsMissingStorage,
+	"IsUnknownNode":          IsUnknownNode,
+	"IsContentUnsupported":   IsContentUnsupported,
+	"IsEndpointUnreachable":  IsEndpointUnreachable,
 }
 
 type classRow struct {
@@ -54,21 +58,29 @@ var classifyTable = map[string]classRow{
 	"err_bad_param":               {Permanent, Permanent, ""},
 	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
 	"err_config_modified":         {Transient, Transient, "IsConfigModified"},
-	"err_clone_storage_no_images": {Permanent, Permanent, ""},
 	"err_clone_local_storage":     {Transient, Transient, ""},
 	"err_migrate_running_offline": {Transient, Transient, ""},
 	"err_migrate_target_local":    {Permanent, Permanent, ""},
+	"err_clone_storage_no_images": {Permanent, Permanent, "IsContentUnsupported"},
+	"err_config_volume_missing":   {Transient, Transient, ""},
 	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
+	"err_shutdown_paused":         {Transient, Transient, ""},
+	"err_upload_forbidden":        {Permanent, Permanent, "IsForbidden"},
+	"err_volume_storage_mismatch": {Permanent, Permanent, ""},
+	"err_forbidden_agent":         {Permanent, Permanent, "IsForbidden"},
+	"err_forbidden_sdn_vlan":      {Permanent, Permanent, "IsForbidden"},
 	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":            {Transient, Transient, "IsLocked"},
-	"err_node_unknown":            {Transient, Transient, ""},
+	"err_node_unknown":            {Permanent, Permanent, "IsUnknownNode"},
 	"err_not_exist":               {NotFound, Transient, "IsNotExist"},
+	"err_storage_not_exist":       {Permanent, Permanent, "IsMissingStorage"},
+	"err_no_such_cluster_node":    {Permanent, Permanent, "IsUnknownNode"},
 	"err_not_implemented":         {Transient, Transient, ""},
 	"err_tag_invalid":             {Permanent, Permanent, ""},
 	"err_upload_bad_name":         {Permanent, Permanent, ""},
-	"err_upload_no_iso_content":   {Transient, Transient, ""},
+	"err_upload_no_iso_content":   {Permanent, Permanent, "IsContentUnsupported"},
 	"err_vm_not_running":          {Transient, Transient, "IsVMNotRunning"},
-	"storage_status_missing":      {Permanent, Permanent, "IsNoSuchStorage"},
+	"storage_status_missing":      {Permanent, Permanent, "IsMissingStorage IsNoSuchStorage"},
 }
 
 // TestClassify_everyErrorFixture replays every non-2xx fixture through the client and checks
@@ -303,7 +315,7 @@ func TestTaskError_namesUPIDAndText(t *testing.T) {
 	upid := upidOf("resize_shrink_response")
 	exit := taskExit(t, "task_status_stopped_error")
 	msg := (&TaskError{UPID: upid, ExitStatus: exit}).Error()
-	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "qmresize") {
+	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "resize") {
 		t.Errorf("TaskError = %q", msg)
 	}
 }
