@@ -180,11 +180,16 @@ func TestAccExamples_proxyVMImportCommands(t *testing.T) {
 	env := exampleEnv(t)
 	c := newCluster(t, env)
 	cfg := env.ProviderConfig("") + example
-	// proxy-a's uid derives another VMID from the default range: made beforehand at the
-	// VMID the lines name, with resource.tf's user-data, the apply adopts it (a VM of
-	// ours, found by name) instead of cloning.
+	// The VM the lines name, made beforehand at their VMID with resource.tf's user-data,
+	// is imported first (an apply never adopts an existing VM: it would make its own).
 	createExampleVM(t, env, "proxy-a", exampleVMIDA, []byte(exampleUserData))
 	steps := []resource.TestStep{{
+		Config:             cfg,
+		ResourceName:       "proxy_vm.egress",
+		ImportState:        true,
+		ImportStateId:      fmt.Sprintf("vms/%d/proxy-a", exampleVMIDA),
+		ImportStatePersist: true,
+	}, {
 		Config: cfg,
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue("proxy_vm.egress", tfjsonpath.New("id"), knownvalue.StringExact(fmt.Sprintf("vms/%d/proxy-a", exampleVMIDA))),

@@ -180,8 +180,8 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Validators:          []validator.Int64{int64validator.Between(1, 4094)},
 			},
 			"vmid_range": schema.SingleNestedAttribute{
-				Description:         fmt.Sprintf("VMIDs new VMs are allocated from (derived from each VM's uid, so a retried create lands on the same VMID). Default %d to %d. min at least %d, max at most %d, min below max.", defaultVMIDMin, defaultVMIDMax, minVMID, maxVMID),
-				MarkdownDescription: fmt.Sprintf("VMIDs new VMs are allocated from (derived from each VM's uid, so a retried create lands on the same VMID). Default `%d` to `%d`. `min` at least `%d`, `max` at most `%d`, `min` below `max`.", defaultVMIDMin, defaultVMIDMax, minVMID, maxVMID),
+				Description:         fmt.Sprintf("VMIDs new VMs are allocated from (probed in an order derived from each VM's name and the uid_namespace, so a retried create finds its VM again). Default %d to %d. min at least %d, max at most %d, min below max.", defaultVMIDMin, defaultVMIDMax, minVMID, maxVMID),
+				MarkdownDescription: fmt.Sprintf("VMIDs new VMs are allocated from (probed in an order derived from each VM's name and the uid_namespace, so a retried create finds its VM again). Default `%d` to `%d`. `min` at least `%d`, `max` at most `%d`, `min` below `max`.", defaultVMIDMin, defaultVMIDMax, minVMID, maxVMID),
 				Optional:            true,
 				Attributes: map[string]schema.Attribute{
 					"min": schema.Int64Attribute{
@@ -251,13 +251,14 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With `false`, a create that waits for the address needs a template with the agent baked in and its agent option on (`qm set <template> --agent 1`), or a cloud-init that installs `qemu-guest-agent`; otherwise it is refused before the clone. Default `true`.",
 				Optional:            true,
 			},
-			"uid_namespace": str(fmt.Sprintf("Mixed into the `uid` planned for each new `proxy_vm`, which is derived from the VM's name (and picks its VMID). "+
-				"Configurations (workspaces, repositories) that share a cluster and might reuse a VM name should each set their own value: "+
-				"then the second one to declare a name is refused with an error naming the VMID, both UIDs and the `terraform import` "+
-				"command to take that VM over deliberately, instead of adopting "+
-				"the first one's VM as its own. Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`, which keeps the UIDs "+
-				"of earlier releases. Changing it does not touch existing VMs: their `uid` is kept in the state; only VMs created "+
-				"(or replaced) afterwards get UIDs in the new namespace.", maxUIDNamespace),
+			"uid_namespace": str(fmt.Sprintf("The scope within which an interrupted create is resumed. Each new `proxy_vm` gets a random `uid` of its own, "+
+				"and a resource only ever manages the VM it created or was given by `terraform import`, so configurations (workspaces, repositories) "+
+				"that share a cluster and reuse a VM name each get VMs of their own whatever this says. What it does decide: where a create looks for a "+
+				"VMID (derived from the name and this value, so a create killed before Terraform saved any state is found again by the next apply), and "+
+				"which half-made VMs a create may take over: one left by an interrupted create of the same name with the same `uid_namespace`. "+
+				"Set a value of its own per configuration when two of them might create the same name at the same moment (then neither can take over the "+
+				"other's VM in progress). Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`, the namespace of earlier releases. Changing it "+
+				"does not touch existing VMs.", maxUIDNamespace),
 				false, false,
 				stringvalidator.LengthAtMost(maxUIDNamespace),
 				stringvalidator.RegexMatches(uidNSRE, "must be letters, digits, '_', '.' or '-'")),

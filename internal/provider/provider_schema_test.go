@@ -30,9 +30,9 @@ func TestProviderSchema_descriptionsNameRealThings(t *testing.T) {
 	}
 	ns := attrs["uid_namespace"]
 	for _, d := range []string{ns.GetDescription(), ns.GetMarkdownDescription()} {
-		for _, want := range []string{"VMID", "both UIDs", "terraform import"} {
+		for _, want := range []string{"VMID", "random", "interrupted create", "terraform import"} {
 			if !strings.Contains(d, want) {
-				t.Errorf("uid_namespace description %q: want the refusal's contents, including %q", d, want)
+				t.Errorf("uid_namespace description %q: want what it decides, including %q", d, want)
 			}
 		}
 	}

@@ -44,27 +44,24 @@ var uidNamespace = [16]byte{
 	0x97, 0xf2, 0xa1, 0x8c, 0x28, 0x0b, 0x47, 0xd9, 0xb6, 0xb4, 0x54, 0xc4, 0xae, 0x21, 0xa2, 0x31,
 }
 
-// uidFor is the UID planned for a new VM called name by a provider whose uid_namespace
-// is namespace: the version 5 UUID (RFC 9562, section 5.5) of name in uidNamespace when
+// uidFor is the allocation key of a VM called name by a provider whose uid_namespace is
+// namespace: the version 5 UUID (RFC 9562, section 5.5) of name in uidNamespace when
 // namespace is empty, and otherwise of name in the version 5 UUID of namespace in
-// uidNamespace. The empty namespace thus keeps the UIDs of the provider's first releases,
-// and each other namespace has its own, independent UIDs.
-//
-// It is deterministic on purpose. Terraform plans every change twice (at plan and again at
-// apply) and refuses a second plan whose known values differ from the first, so a random
-// UUID chosen at plan time cannot survive to apply (Terraform 1.11 has no way to carry it
-// over). A name-based UUID is the same in both plans, and also in a fresh plan after a
-// crash that lost the state: the VMID function then lands on the same VMID and adopts the
-// half-made VM, which is what a planned UID is for. The namespace is what tells apart two
-// configurations that declare the same name on one cluster: with different namespaces
-// their UIDs differ, so the second is refused by the ownership check instead of adopting
-// the first one's VM.
+// uidNamespace. It picks the VMID probe sequence (the same for every create of this name
+// in this namespace, so an interrupted create is found again) and, in earlier releases,
+// was the VM's uid itself; a VM's uid is now random per VM (newUID). A VM of an earlier
+// release carries uidFor(namespace, name) in its mark, which is how a create tells it from
+// a VM the operator made.
 func uidFor(namespace, name string) string {
 	ns := uidNamespace
 	if namespace != "" {
 		ns = uuidV5(ns, namespace)
 	}
-	u := uuidV5(ns, name)
+	return formatUUID(uuidV5(ns, name))
+}
+
+// formatUUID writes u in the 8-4-4-4-12 form.
+func formatUUID(u [16]byte) string {
 	var buf [36]byte
 	hex.Encode(buf[0:8], u[0:4])
 	buf[8] = '-'

@@ -9,14 +9,13 @@ import (
 const summaryInvalidConfig = "Invalid proxy VM configuration"
 
 // planProxyVM completes a plan from the provider's catalogue and defaults, without any
-// backend call: the UID of a new VM, its node, the template VMID an image resolves to, the
+// backend call: a new VM's node, the template VMID an image resolves to, the
 // sizes a machine type gives, the provider's network defaults, and the address that a
 // start or restart makes unknown. Catalogue keys and node names are checked here, with
 // the attribute's path; unknown values are tolerated until apply.
 //
 // prior is nil for a create. cfg is nil when the provider is not configured yet (its own
-// configuration holds unknown values): then nothing is planned, the UID included (it
-// depends on the provider's uid_namespace). templateUnread says an import left the
+// configuration holds unknown values): then nothing is planned. templateUnread says an import left the
 // template unread (no replacement for the first value set). It returns the paths whose
 // change replaces the VM, beyond the attributes' own plan modifiers.
 func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
@@ -25,14 +24,9 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 	creating := prior == nil
 
 	if cfg == nil {
-		// The UID depends on the provider's uid_namespace: known once it is configured.
 		return nil, nil
 	}
-	if creating {
-		if name, ok := knownString(plan.Name); ok {
-			plan.UID = types.StringValue(uidFor(cfg.UIDNamespace, name))
-		}
-	}
+	// The uid of a new VM stays unknown: Create mints a random one (newUID).
 
 	// Node.
 	switch {

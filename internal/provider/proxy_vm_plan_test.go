@@ -92,8 +92,8 @@ func TestPlanProxyVM_createResolvesCatalogue(t *testing.T) {
 	if d.HasError() || len(replace) != 0 {
 		t.Fatalf("diags %v replace %v", d, replace)
 	}
-	if plan.UID.ValueString() != uidFor("", "proxy-a") {
-		t.Errorf("uid = %v, want the name's UUID", plan.UID)
+	if !plan.UID.IsUnknown() {
+		t.Errorf("uid = %v, want unknown until Create mints it", plan.UID)
 	}
 	if plan.Node.ValueString() != "pve1" || plan.TemplateVMID.ValueInt64() != 9001 || plan.Cores.ValueInt64() != 1 || plan.MemoryMiB.ValueInt64() != 512 {
 		t.Errorf("plan: node %v template %v cores %v memory %v", plan.Node, plan.TemplateVMID, plan.Cores, plan.MemoryMiB)
@@ -192,8 +192,11 @@ func TestPlanProxyVM_uidNamespace(t *testing.T) {
 	if _, d := planProxyVM(cfg, config, &plan, nil, false); d.HasError() {
 		t.Fatal(d)
 	}
-	if got := plan.UID.ValueString(); got != "e6987faf-1b26-558d-bad8-20d373479c4c" || got != uidFor("team-x.prod_1", "proxy-a") {
-		t.Errorf("uid = %s, want the namespace's", got)
+	if !plan.UID.IsUnknown() {
+		t.Errorf("uid = %v, want unknown whatever the namespace (Create mints it)", plan.UID)
+	}
+	if got := uidFor("team-x.prod_1", "proxy-a"); got != "e6987faf-1b26-558d-bad8-20d373479c4c" {
+		t.Errorf("allocation key %s, want the namespace's", got)
 	}
 	// An existing VM keeps the uid in its state whatever the namespace becomes.
 	prior := priorState()

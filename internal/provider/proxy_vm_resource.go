@@ -131,6 +131,16 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 
 	createdAt := time.Now().UTC().Truncate(time.Second)
 	spec := specFor(plan, r.cfg(), createdAt)
+	// The VM's own uid, random per VM; where its VMID is looked for stays the name's
+	// (uidFor), so an interrupted create of this name is found and taken over.
+	uid, err := newUID()
+	if err != nil {
+		resp.Diagnostics.AddError("Unable to create proxy VM", err.Error())
+		return
+	}
+	spec.UID = uid
+	spec.Namespace = r.cfg().UIDNamespace
+	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -148,6 +158,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
+		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, proxmox.SeedFile(spec.Name, spec.UID))...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	}
 	vm, err := r.data.backend.Create(ctx, spec, onAllocated)
@@ -176,6 +187,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
 }
@@ -226,6 +238,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 }
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -329,8 +342,10 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 	node := state.Node.ValueString()
 	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
-	// A VM with this name and mark but another uid is another workspace's: left alone.
-	if err := r.data.backend.DeleteOwned(ctx, id, node, state.UID.ValueString()); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+	// A VM with this name and mark but another uid is another resource's: left alone. The
+	// seed recorded at the last read is the one deleted when the VM is gone.
+	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private)}
+	if err := r.data.backend.DeleteVM(ctx, id, opts); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
 		addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
 		return
 	}
@@ -360,6 +375,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	model, unread := importedModel(vm, r.cfg(), tmpl, nullTimeouts)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
 		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
 		"image": model.Image.ValueString(), "template_vmid": tmpl, "unread": fmt.Sprint(unread)})

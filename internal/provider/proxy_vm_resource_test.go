@@ -152,6 +152,23 @@ func (c *cluster) vmsNamed(name string) ([]int, error) {
 }
 
 // seeds returns the seed ISO volumes of name on every node.
+// uuidV4RE matches a random (version 4) UUID.
+var uuidV4RE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// isSeedOf reports whether volid is a seed ISO of VM name: <name>-<uid>-seed.iso (one per
+// VM) or <name>-seed.iso (earlier releases, the operator).
+func isSeedOf(volid, name string) bool {
+	_, file, ok := strings.Cut(volid, ":iso/")
+	if !ok {
+		return false
+	}
+	return file == name+"-seed.iso" || seedOfRE.MatchString(file) && strings.HasPrefix(file, name+"-") &&
+		len(file) == len(name)+1+36+len("-seed.iso")
+}
+
+var seedOfRE = regexp.MustCompile(`-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-seed\.iso$`)
+
+// seeds lists the seed ISOs of VM name on every node.
 func (c *cluster) seeds(name string) ([]string, error) {
 	var out []string
 	for _, node := range c.env.Nodes {
@@ -162,7 +179,7 @@ func (c *cluster) seeds(name string) ([]string, error) {
 			return nil, err
 		}
 		for _, v := range vols {
-			if strings.HasSuffix(v.VolID, "iso/"+name+"-seed.iso") {
+			if isSeedOf(v.VolID, name) {
 				out = append(out, node+"/"+v.VolID)
 			}
 		}
@@ -228,6 +245,22 @@ func (c *cluster) destroy(vmid int) {
 	}
 	if err != nil {
 		c.t.Fatalf("destroying VMID %d: %v", vmid, err)
+	}
+}
+
+// removeVolume deletes a volume (e.g. an orphan seed ISO) on every node.
+func (c *cluster) removeVolume(volid string) {
+	c.t.Helper()
+	for _, node := range c.env.Nodes {
+		ctx, cancel := c.ctx()
+		upid, err := c.api.DeleteVolume(ctx, node, c.env.ISOStorage, volid)
+		cancel()
+		if err == nil {
+			err = c.wait(node, upid)
+		}
+		if err != nil {
+			c.t.Errorf("deleting %s on %s: %v", volid, node, err)
+		}
 	}
 }
 
@@ -391,7 +424,7 @@ func TestAccProxyVM_basic(t *testing.T) {
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor("", name))),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("uid")),
 					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("node"), knownvalue.StringExact(env.Nodes[0])),
 					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
 					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("vmid")),
@@ -399,7 +432,7 @@ func TestAccProxyVM_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile(`^vms/[1-9][0-9]{2,8}/`+name+`$`))),
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidFor("", name))),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringRegexp(uuidV4RE)),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringRegexp(regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`))),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("mac_address"), knownvalue.StringRegexp(regexp.MustCompile(`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`))),
@@ -712,13 +745,16 @@ func TestAccProxyVM_replace(t *testing.T) {
 }
 
 // TestAccProxyVM_driftDestroyed: a VM destroyed outside Terraform is planned for creation
-// again, and the apply recreates it.
+// again, and the apply recreates it, with a uid and seed ISO of its own. The destroyed VM's
+// seed is left (nothing in Terraform knows about that destroy): it is an orphan seed, as
+// proxy_vms reports, and is removed here as its operator would.
 func TestAccProxyVM_driftDestroyed(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
 	name := vmName("gone")
 	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
 	var vmid int
+	var oldSeed string
 
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -732,15 +768,31 @@ func TestAccProxyVM_driftDestroyed(t *testing.T) {
 				},
 			},
 			{
-				PreConfig: func() { c.destroy(vmid) },
-				Config:    cfg,
+				PreConfig: func() {
+					oldSeed, _, _ = strings.Cut(c.config(vmid)["ide2"], ",")
+					c.destroy(vmid)
+				},
+				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 				},
-				Check: c.checkOneVM(vmAddr, name),
+				Check: func(s *terraform.State) error {
+					if err := c.checkOneVM(vmAddr, name)(s); err != nil {
+						return err
+					}
+					seeds, err := c.seeds(name)
+					if err != nil {
+						return err
+					}
+					if len(seeds) != 2 || !slices.ContainsFunc(seeds, func(v string) bool { return strings.HasSuffix(v, "/"+oldSeed) }) {
+						return fmt.Errorf("seeds %v, want the new VM's and the destroyed one's %s", seeds, oldSeed)
+					}
+					c.removeVolume(oldSeed)
+					return nil
+				},
 			},
 		},
 	})
@@ -1238,9 +1290,9 @@ func TestAccProxyVM_secretsNotLogged(t *testing.T) {
 }
 
 // TestAccProxyVM_uidNamespace: two configurations share a cluster and declare the same VM
-// name. Workspace A (uid_namespace "a") creates it; workspace B (uid_namespace "b") is then
-// refused with the by-name ownership error, which names the VMID and both UIDs, instead of
-// adopting A's VM; B writes nothing, and A's VM and plan are unchanged.
+// name. Workspace A (uid_namespace "a") creates it; workspace B (uid_namespace "b") gets a
+// VM of its own (its own uid and VMID) instead of adopting A's, and its destroy removes
+// only that; A's VM, seed and plan are unchanged.
 func TestAccProxyVM_uidNamespace(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
@@ -1250,10 +1302,7 @@ func TestAccProxyVM_uidNamespace(t *testing.T) {
 	}
 	cfgA := vmProviderConfig(env, "  uid_namespace = \"a\"\n") + vmResource(env, name, `  machine_type = "small"`)
 	cfgB := vmProviderConfig(env, "  uid_namespace = \"b\"\n") + vmResource(env, name, `  machine_type = "small"`)
-	uidA, uidB := uidFor("a", name), uidFor("b", name)
-	if uidA == uidB || uidA == uidFor("", name) {
-		t.Fatalf("namespaces give the same uid: %s %s", uidA, uidB)
-	}
+	var uidA string
 	var vmid int
 	var before map[string]string
 	var beforeSim pvesim.VMState
@@ -1275,15 +1324,16 @@ func TestAccProxyVM_uidNamespace(t *testing.T) {
 			{
 				Config: cfgA,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("uid")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringRegexp(uuidV4RE)),
 				},
 				Check: func(s *terraform.State) (err error) {
 					if vmid, err = vmidOf(s, vmAddr); err != nil {
 						return err
 					}
+					uidA = s.RootModule().Resources[vmAddr].Primary.Attributes["uid"]
 					before = c.config(vmid)
 					if !strings.Contains(before["description"], uidA) {
 						return fmt.Errorf("the mark of VMID %d does not carry uid %s: %q", vmid, uidA, before["description"])
@@ -1301,20 +1351,31 @@ func TestAccProxyVM_uidNamespace(t *testing.T) {
 					if env.Sim != nil {
 						env.Sim.ResetStats()
 					}
-					want := regexp.MustCompile(fmt.Sprintf(`(?s)Unable to create proxy VM.*VMID\s+%d\s+already\s+holds.*its\s+uid\s+%s,\s+this\s+resource's\s+uid\s+%s`,
-						vmid, regexp.QuoteMeta(uidA), regexp.QuoteMeta(uidB)))
+					// B gets a VM of its own; its destroy (the end of its test case) removes only that.
 					t.Run("workspace B", func(t *testing.T) {
 						resource.Test(t, resource.TestCase{
 							ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-							Steps:                    []resource.TestStep{{Config: cfgB, ExpectError: want}},
+							Steps: []resource.TestStep{{Config: cfgB, Check: func(s *terraform.State) error {
+								b, err := vmidOf(s, vmAddr)
+								if err != nil {
+									return err
+								}
+								if b == vmid {
+									return fmt.Errorf("workspace B tracks A's VMID %d", vmid)
+								}
+								if u := s.RootModule().Resources[vmAddr].Primary.Attributes["uid"]; u == uidA {
+									return fmt.Errorf("workspace B has A's uid %s", u)
+								}
+								return nil
+							}}},
 						})
 					})
 					if env.Sim == nil {
 						return
 					}
 					for k, n := range env.Sim.Stats() {
-						if !strings.HasPrefix(k, "GET ") {
-							t.Errorf("workspace B wrote to the cluster: %s x%d", k, n)
+						if !strings.HasPrefix(k, "GET ") && strings.Contains(k, fmt.Sprintf("/%d/", vmid)) {
+							t.Errorf("workspace B wrote to A's VM: %s x%d", k, n)
 						}
 					}
 				},
@@ -1322,7 +1383,12 @@ func TestAccProxyVM_uidNamespace(t *testing.T) {
 				Config:           cfgA,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("uid"), knownvalue.StringFunc(func(v string) error {
+						if v != uidA {
+							return fmt.Errorf("uid %s, want A's %s", v, uidA)
+						}
+						return nil
+					})),
 				},
 				Check: func(s *terraform.State) error {
 					if err := c.checkOneVM(vmAddr, name)(s); err != nil {

@@ -54,10 +54,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"name": schema.StringAttribute{
 				Required: true,
 				Description: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
-					"hyphens, 1 to 63 characters, starting and ending with a letter or digit), unique in the " +
-					"cluster. Changing it replaces the VM. The name is the VM's identity in the cluster (it also " +
-					"derives the uid), so create_before_destroy needs a new name: with the same one the new " +
-					"object would adopt the old VM.",
+					"hyphens, 1 to 63 characters, starting and ending with a letter or digit). " +
+					"Changing it replaces the VM. VMs of the same name may coexist (a create_before_destroy " +
+					"replacement and the VM it replaces, or another workspace's VM): each has its own uid, VMID and seed ISO.",
 				Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
 					"must be a DNS label: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit")},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
@@ -179,12 +178,11 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"uid": schema.StringAttribute{
 				Computed: true,
-				Description: "The VM's UID, written into its description mark at clone time and the input of the VMID " +
-					"allocation. Known at plan time: a UUID (version 5) of the name in the provider's uid_namespace, so " +
-					"a create interrupted before Terraform saved any state lands on the same VMID and adopts the " +
-					"half-made VM instead of cloning a second one, while another configuration with another " +
-					"uid_namespace declaring the same name is refused. Kept in the state: changing uid_namespace does " +
-					"not change it. An imported VM keeps the UID of its mark.",
+				Description: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
+					"written into its description mark and its seed ISO's name, and kept in the state. Refresh, update and destroy " +
+					"act on the VM at vmid only while its mark carries this UID: a VM with another UID is another resource's and is " +
+					"never changed or destroyed. An imported VM keeps the UID of its mark (a VM of an earlier release: the UUID " +
+					"version 5 of its name that those releases used).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"created_at": schema.StringAttribute{

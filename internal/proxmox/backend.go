@@ -77,8 +77,17 @@ const (
 // Spec is a fully resolved Create request: catalogue keys and provider defaults already
 // applied by the caller.
 type Spec struct {
-	Name         string
-	UID          string
+	Name string
+	// UID is this Create's own uid (random per VM), written in the mark and kept in the
+	// state: Get, Update and Delete compare it with the mark's.
+	UID string
+	// AllocKey picks the VMID probe sequence (vmidFor(AllocKey, attempt)): the same for
+	// every Create of this name in this Namespace, so that an interrupted create is found
+	// again. Empty: UID.
+	AllocKey string
+	// Namespace is the provider's uid_namespace, written in the mark: an interrupted create
+	// is resumed only by a Create of the same name in the same namespace.
+	Namespace    string
 	Node         string
 	TemplateVMID int
 	Cores        int
@@ -117,6 +126,11 @@ type VM struct {
 	// Meta is the config's meta value, copied from the template by the clone (F11); its
 	// ctime identifies the template (TemplateOf).
 	Meta string
+	// Creating is set while the mark still says "creating" (a Create has not finished).
+	Creating bool
+	// Seed is the seed ISO file the VM's ide2 names, when it is a seed of this VM
+	// (<name>-<uid>-seed.iso, or <name>-seed.iso of earlier releases and the operator).
+	Seed string
 	// StatusUnknown is set when the listing said "unknown" and status/current could not
 	// be read either (a node not answering): State is then StateProvisioning as a
 	// placeholder and the caller should keep the state it knew.
@@ -182,6 +196,7 @@ type Seed struct {
 	Node  string
 	VolID string
 	Name  string // the VM name it belongs to
+	UID   string // the uid of a <name>-<uid>-seed.iso; empty for a <name>-seed.iso
 	Size  int64
 }
 

@@ -96,31 +96,31 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 	if err != nil {
 		return VM{}, apiErrorf("create", err, "listing the cluster's VMs")
 	}
-	if err := c.byName(ctx, res); err != nil {
+	if err := c.refuseForeignByName(ctx, res); err != nil {
 		return VM{}, err
 	}
-	if !c.adopted {
-		tmplNode, err := c.checkTemplate(ctx, res)
-		if err != nil {
-			return VM{}, err
-		}
-		if err := c.allocate(ctx, res, tmplNode); err != nil {
-			return VM{}, err
-		}
+	tmplNode, err := c.checkTemplate(ctx, res)
+	if err != nil {
+		return VM{}, err
 	}
-	provision := c.cloned
+	if err := c.allocate(ctx, res, tmplNode); err != nil {
+		return VM{}, err
+	}
 	if c.adopted {
-		// An adopted VM gets one status/current read (entry 10 step 3): running, it is done.
+		// A taken-over VM that never reached its config step is as cloned; it may have been
+		// started by hand meanwhile.
 		st, err := c.b.api.VMStatus(ctx, c.node, c.vmid)
 		if err != nil {
-			return VM{}, apiErrorf("create", err, "reading the status of the adopted VM on node %s", c.node)
+			return VM{}, apiErrorf("create", err, "reading the status of the taken-over VM on node %s", c.node)
 		}
-		provision = st.Status != "running"
+		if st.Status != "stopped" {
+			if err := c.b.stopAndWait(ctx, "create", c.node, c.vmid); err != nil {
+				return VM{}, err
+			}
+		}
 	}
-	if provision {
-		if err := c.provision(ctx); err != nil {
-			return VM{}, err
-		}
+	if err := c.provision(ctx); err != nil {
+		return VM{}, err
 	}
 	c.b.invalidateListing()
 	return c.finish(ctx)
@@ -156,6 +156,9 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = b.clock.Now().UTC().Truncate(time.Second)
 	}
+	if s.AllocKey == "" {
+		s.AllocKey = s.UID
+	}
 	return nil
 }
 
@@ -167,99 +170,6 @@ func (c *creation) notify() {
 	}
 	c.notified = id
 	c.onAllocated(id, c.node)
-}
-
-func (c *creation) adopt(vmid int, node string, cfg map[string]string) {
-	c.vmid, c.node, c.cfg, c.adopted = vmid, node, cfg, true
-	c.notify()
-}
-
-// byName is entry 2 step 1: qemu, non-template entries carrying our name.
-func (c *creation) byName(ctx context.Context, res []pveapi.Resource) error {
-	var cands []pveapi.Resource
-	for _, r := range res {
-		if r.Type == "qemu" && r.Template == 0 && r.Name == c.s.Name {
-			cands = append(cands, r)
-		}
-	}
-	switch len(cands) {
-	case 0:
-		return nil
-	case 1:
-		v, cfg, err := c.inspect(ctx, cands[0].VMID, cands[0].Node)
-		if err != nil {
-			return err
-		}
-		if v == verdictOurs {
-			c.adopt(cands[0].VMID, cands[0].Node, cfg)
-		}
-		return nil // renamed or gone while we waited: allocate as if absent
-	}
-	ids := make([]string, len(cands))
-	for i, r := range cands {
-		ids[i] = strconv.Itoa(r.VMID)
-	}
-	return Permanentf("%d VMs are named %q (VMIDs %s); remove the duplicates in Proxmox so that at most one remains, then apply again",
-		len(cands), c.s.Name, strings.Join(ids, ", "))
-}
-
-// inspect is the ownership check on a VMID (entry 2 step 3): wait, within the clone
-// budget, until its config carries no lock other than suspended, then judge it. Ours
-// (our name, the mark, our uid or none) is adopted; another name is foreign; our name
-// without our mark is Permanent; ours hibernated is Permanent.
-func (c *creation) inspect(ctx context.Context, vmid int, node string) (verdict, map[string]string, error) {
-	b, s := c.b, &c.s
-	var cfg map[string]string
-	var gone bool
-	var lastLock string
-	err := b.pollUntil(ctx, b.cfg.Budgets.Clone, func(ctx context.Context) (bool, error) {
-		got, err := b.api.VMConfig(ctx, node, vmid)
-		switch {
-		case err == nil:
-		case isNotExist(err):
-			gone = true
-			return true, nil
-		case classify("create", err) == pveapi.Permanent:
-			return false, apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node)
-		default:
-			return false, nil // retried within the budget
-		}
-		if l := got["lock"]; l != "" && l != "suspended" {
-			lastLock = l
-			return false, nil
-		}
-		cfg = got
-		return true, nil
-	})
-	if errors.Is(err, errBudget) {
-		return 0, nil, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, clear the lock with `qm unlock %d` or destroy that VM, then apply again",
-			vmid, node, lastLock, b.cfg.Budgets.Clone, vmid)
-	}
-	if err != nil {
-		return 0, nil, budgetErr(err, "waiting for VMID %d to be unlocked", vmid)
-	}
-	if gone {
-		return verdictGone, nil, nil
-	}
-	if cfg["name"] != s.Name {
-		return verdictForeign, nil, nil
-	}
-	mark := ParseMark(cfg["description"])
-	switch {
-	case mark.Managed && (mark.UID == s.UID || mark.UID == ""):
-		if cfg["lock"] == "suspended" {
-			return 0, nil, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", s.Name, vmid)
-		}
-		return verdictOurs, cfg, nil
-	case mark.Managed:
-		return 0, nil, Permanentf("VMID %d already holds a VM named %q that was created for another resource (its uid %s, this resource's uid %s); "+
-			"to manage that VM here, import it with `terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
-			vmid, s.Name, mark.UID, s.UID, vmid, s.Name)
-	default:
-		return 0, nil, Permanentf("VMID %d already holds a VM named %q without the %s=true mark (its uid none, this resource's uid %s); "+
-			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
-			vmid, s.Name, MarkKeyManaged, s.UID, vmid, s.Name)
-	}
 }
 
 // checkTemplate is entry 4: refuse, before anything exists, a template the later steps
@@ -297,13 +207,13 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	return r.Node, nil
 }
 
-// allocate probes vmidFor(uid, 0..) (entry 2 step 2) until a clone lands or ours is
-// adopted; at most 32 distinct VMIDs.
+// allocate probes vmidFor(AllocKey, 0..) (entry 2 step 2) until a clone lands or an
+// interrupted create of this name is taken over; at most 32 distinct VMIDs.
 func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode string) error {
 	lo, hi := c.b.cfg.VMIDMin, c.b.cfg.VMIDMax
 	probes := min(maxProbes, hi-lo+1)
 	for attempt := range probes {
-		vmid := vmidFor(c.s.UID, attempt, lo, hi)
+		vmid := vmidFor(c.s.AllocKey, attempt, lo, hi)
 		done, err := c.probe(ctx, &res, vmid, tmplNode)
 		if err != nil || done {
 			return err
@@ -314,10 +224,12 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 		probes, lo, hi)
 }
 
-// probe tries one VMID: clone onto it when free, else run the ownership check unless the
-// entry is plainly foreign (a container, a template, another listed name: P2/CR3).
+// probe tries one VMID: clone onto it when free, else judge it by its config unless the
+// entry is plainly another guest (a container, a template, another real listed name: P2/CR3).
+// A nameless or "VM <vmid>" entry (a clone in progress, or pvestatd's stale snapshot of
+// one) is waited on within the clone budget: it may be an interrupted create of ours.
 func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (bool, error) {
-	for range 3 { // a VMID freed while we looked is tried again
+	for range 4 { // a VMID freed (or rebuilt) while we looked is tried again
 		r, taken := findResource(*res, vmid)
 		if !taken {
 			cloned, err := c.clone(ctx, vmid, tmplNode)
@@ -332,22 +244,41 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 				continue
 			}
 		}
-		if r.Type != "qemu" || r.Template == 1 || (r.Name != "" && r.Name != c.s.Name) {
+		if r.Type != "qemu" || r.Template == 1 || (!listedPlaceholder(r) && r.Name != c.s.Name) {
 			tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by another guest", map[string]any{
 				"vmid": vmid, "name": c.s.Name, "other_name": r.Name, "type": r.Type,
 			})
 			return false, nil
 		}
-		v, cfg, err := c.inspect(ctx, vmid, r.Node)
+		cfg, gone, err := c.b.settledConfig(ctx, vmid, r.Node, c.s.Name)
 		if err != nil {
 			return false, err
 		}
-		switch v {
-		case verdictOurs:
-			c.adopt(vmid, r.Node, cfg)
-			return true, nil
-		case verdictForeign:
-			return false, nil
+		if !gone {
+			v, err := c.judge(vmid, cfg)
+			if err != nil {
+				return false, err
+			}
+			switch v {
+			case verdictForeign:
+				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid holds another resource's vm", map[string]any{
+					"vmid": vmid, "name": c.s.Name, "other_name": cfg["name"],
+				})
+				return false, nil
+			case verdictOurs:
+				return false, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
+			case verdictResume:
+				rebuilt, ok, err := c.takeOver(ctx, vmid, r.Node, cfg)
+				switch {
+				case err != nil:
+					return false, err
+				case ok && !rebuilt:
+					if c.cfg, err = c.checkStillOurs(ctx); err != nil {
+						return false, err
+					}
+					return true, nil
+				}
+			}
 		}
 		if *res, err = c.b.listing(ctx, true); err != nil {
 			return false, apiErrorf("create", err, "listing the cluster's VMs")
@@ -356,13 +287,12 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 	return false, nil
 }
 
-// clone is entry 10 step 4. It reports false without error when the VMID was taken
-// meanwhile (F4).
+// clone is entry 10 step 4, the mark written with the namespace and "creating" lines. It
+// reports false without error when the VMID was taken meanwhile (F4).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	p := pveapi.CloneParams{
-		NewID: vmid, Name: s.Name, Description: FormatMark(s.UID, s.CreatedAt), Storage: b.cfg.Storage,
-	}
+	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()
+	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
 	if s.Node != tmplNode {
 		p.Target = s.Node
 	}
@@ -389,14 +319,9 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Clone); err != nil {
 		return true, err
 	}
-	v, cfg, err := c.inspect(ctx, vmid, s.Node)
-	switch {
-	case err != nil:
+	cfg, err := c.checkStillOurs(ctx)
+	if err != nil {
 		return true, err
-	case v == verdictGone:
-		return true, Transientf("the clone task ended but VMID %d does not exist on node %s; apply again", vmid, s.Node)
-	case v == verdictForeign:
-		return true, Transientf("VMID %d holds another VM after the clone; apply again", vmid)
 	}
 	c.cfg = cfg
 	return true, nil
@@ -412,16 +337,17 @@ func (c *creation) provision(ctx context.Context) error {
 	if err != nil {
 		return Permanentf("building the seed ISO failed: %w", err)
 	}
-	upid, err := b.api.UploadISO(ctx, c.node, b.cfg.ISOStorage, seedFile(s.Name), bytes.NewReader(iso), int64(len(iso)))
+	seed := seedFile(s.Name, s.UID)
+	upid, err := b.api.UploadISO(ctx, c.node, b.cfg.ISOStorage, seed, bytes.NewReader(iso), int64(len(iso)))
 	if err != nil {
-		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seedFile(s.Name), b.cfg.ISOStorage, c.node)
+		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seed, b.cfg.ISOStorage, c.node)
 	}
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
 		return err
 	}
 	// 6. The config.
-	if err := b.api.SetVMConfig(ctx, c.node, c.vmid, configParams(*s, c.cfg, b.cfg.ISOStorage)); err != nil {
-		return apiErrorf("create", err, "writing the config on node %s", c.node)
+	if err := c.writeConfig(ctx, configParams(*s, c.cfg, b.cfg.ISOStorage)); err != nil {
+		return err
 	}
 	// 7. Resize, only when larger (entry 6).
 	if s.DiskGiB > 0 {
@@ -524,7 +450,9 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 	})
 }
 
-// finish waits for the address when asked, then reads the VM back.
+// finish waits for the address when asked, reads the VM back, then finishes the mark: the
+// very last request, so that a VM a crash leaves behind is nearly always still marked
+// "creating", which the next Create of this name takes over.
 func (c *creation) finish(ctx context.Context) (VM, error) {
 	b, id := c.b, ID{VMID: c.vmid, Name: c.s.Name}
 	var ip string
@@ -534,6 +462,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 			return VM{}, err
 		}
 	}
+	// Without the uid: the last step (finalize) judges ownership, and says "taken over".
 	vm, err := b.get(ctx, id, GetOptions{FreshListing: true})
 	if err != nil {
 		if ClassOf(err) != pveapi.Transient {
@@ -548,6 +477,10 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	if ip != "" {
 		vm.IP, vm.State = ip, StateRunning
 	}
+	if err := c.finalize(ctx); err != nil {
+		return VM{}, err
+	}
+	vm.Creating = false
 	return vm, nil
 }
 
@@ -559,7 +492,7 @@ func (c *creation) written() VM {
 		cfg = map[string]string{}
 	}
 	maps.Copy(cfg, configParams(*s, c.cfg, c.b.cfg.ISOStorage))
-	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC()})
+	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true})
 	if s.DiskGiB > vm.DiskGiB {
 		vm.DiskGiB = s.DiskGiB
 	}
@@ -580,19 +513,13 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec) (s
 	return b.waitAddress(ctx, a)
 }
 
-// seedFile is the seed ISO's file name (entry 5).
-func seedFile(name string) string { return name + "-seed.iso" }
-
-// seedVolID is the seed's volume id on the ISO storage.
-func seedVolID(storage, name string) string { return storage + ":iso/" + seedFile(name) }
-
 // configParams is entry 10 step 6: cores, memory, agent=1, the tag (other tags kept), the
 // seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set.
 func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]string {
 	p := map[string]string{
 		"agent":  "1",
 		"tags":   mergeTags(cfg["tags"]),
-		"ide2":   seedVolID(isoStorage, s.Name) + ",media=cdrom",
+		"ide2":   seedVolID(isoStorage, seedFile(s.Name, s.UID)) + ",media=cdrom",
 		"onboot": boolParam(s.OnBoot),
 	}
 	if s.Cores > 0 {

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,13 +28,13 @@ func (h *harness) assertProvisioned(vmid int) {
 	if v.Status != "running" || v.Name != testName {
 		h.t.Errorf("VM %d: status %q name %q", vmid, v.Status, v.Name)
 	}
-	if m := ParseMark(v.Config["description"]); !m.Managed || m.UID != testUID {
-		h.t.Errorf("VM %d: mark %+v", vmid, m)
+	if m := ParseMark(v.Config["description"]); !m.Managed || m.UID != testUID || m.Creating || !m.HasNamespace {
+		h.t.Errorf("VM %d: mark %+v, want ours, finished", vmid, m)
 	}
-	if v.Config["ide2"] != seedVolID(fakeISOStorage, testName)+",media=cdrom" || v.Config["agent"] != "1" {
+	if v.Config["ide2"] != seedVolID(fakeISOStorage, seedFile(testName, testUID))+",media=cdrom" || v.Config["agent"] != "1" {
 		h.t.Errorf("VM %d: ide2 %q agent %q", vmid, v.Config["ide2"], v.Config["agent"])
 	}
-	if _, ok := h.f.iso(v.Node, fakeISOStorage, seedFile(testName)); !ok {
+	if _, ok := h.f.iso(v.Node, fakeISOStorage, seedFile(testName, testUID)); !ok {
 		h.t.Errorf("no seed ISO on %s", v.Node)
 	}
 }
@@ -65,7 +66,7 @@ func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
 	}
 	a := clones[0].Args
 	if clones[0].VMID != 9001 || a["newid"] != "105967" || a["name"] != testName || a["full"] != "1" ||
-		a["target"] != "" || a["description"] != FormatMark(testUID, h.spec().CreatedAt) {
+		a["target"] != "" || a["description"] != (MarkLines{UID: testUID, CreatedAt: h.spec().CreatedAt, Creating: true}).Format() {
 		t.Errorf("clone call %+v", clones[0])
 	}
 	h.assertProvisioned(testVMID0)
@@ -76,43 +77,66 @@ func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
 	}
 }
 
-func TestCreate_repeatReturnsSameIDAndCreatesNothing(t *testing.T) {
+// A second Create of the same name (its own uid, as every Create has) never adopts the
+// first one's finished VM: it makes its own at the next VMID of the name's sequence, with
+// its own seed ISO, and leaves the first untouched (create_before_destroy, a second
+// workspace, two resources of one name).
+func TestCreate_secondCreateOfTheNameMakesItsOwnVM(t *testing.T) {
 	h := newHarness(t)
 	first := h.create(h.spec())
+	before := maps.Clone(h.f.vm(testVMID0).Config)
 	h.f.calllog = nil
+	s := h.spec()
+	s.AllocKey, s.UID = testUID, otherUID
+	s.UserData = []byte("#cloud-config\nhostname: second\n")
 	var allocated []ID
-	second, err := h.b.Create(h.ctx, h.spec(), func(id ID, _ string) { allocated = append(allocated, id) })
+	second, err := h.b.Create(h.ctx, s, func(id ID, _ string) { allocated = append(allocated, id) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.ID != first.ID || !slices.Equal(allocated, []ID{first.ID}) {
-		t.Errorf("second Create %v (allocated %v), first %v", second.ID, allocated, first.ID)
+	if first.ID.VMID != testVMID0 || second.ID.VMID != testVMID1 || !slices.Equal(allocated, []ID{{VMID: testVMID1, Name: testName}}) {
+		t.Errorf("first %v, second %v (allocated %v), want %d then %d", first.ID, second.ID, allocated, testVMID0, testVMID1)
 	}
-	for _, m := range []string{"Clone", "UploadISO", "SetVMConfig", "Start", "Resize"} {
-		if h.f.calls(m) != 0 {
-			t.Errorf("a repeat Create called %s", m)
+	if second.UID != otherUID {
+		t.Errorf("second VM's uid %q, want %q", second.UID, otherUID)
+	}
+	if got := h.f.vm(testVMID0).Config; !maps.Equal(got, before) {
+		t.Errorf("the first VM was changed:\n%v\nwas\n%v", got, before)
+	}
+	for _, c := range h.f.log() {
+		if c.VMID == testVMID0 && c.Method != "VMConfig" {
+			t.Errorf("the second Create called %s on the first VM", c.Method)
+		}
+		if c.Method == "DeleteVolume" {
+			t.Errorf("the second Create deleted %s", c.Args["volid"])
 		}
 	}
-	// resources, config, status; then the read-back.
-	if got := h.f.methods()[:3]; !slices.Equal(got, []string{"ClusterResources", "VMConfig", "VMStatus"}) {
-		t.Errorf("repeat Create began %v", got)
+	a, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID))
+	b, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, otherUID))
+	if len(a) == 0 || len(b) == 0 || seedFile(testName, testUID) == seedFile(testName, otherUID) {
+		t.Errorf("seeds %q and %q, want one per VM", a, b)
 	}
-	if h.f.vmCount() != 1 {
-		t.Errorf("%d VMs", h.f.vmCount())
+	if ide2 := h.f.vm(testVMID1).Config["ide2"]; !strings.Contains(ide2, seedFile(testName, otherUID)) {
+		t.Errorf("second VM's ide2 %q", ide2)
 	}
 }
 
-// TestCreate_retryTable is entry 10's "what a retry finds" table.
+// TestCreate_retryTable is entry 10's "what a retry finds" table under the identity rule:
+// the retry is a new Create with a new uid; it finds the interrupted create's VM on the
+// name's probe sequence (still marked "creating"), takes it over, and finishes it.
 func TestCreate_retryTable(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup func(h *harness)
 		// steps the retry must (true) or must not (false) make
 		clone, upload, config, start bool
+		// rebuilt: the VM had reached its config step, so it was destroyed and cloned again
+		rebuilt bool
 	}{
-		{"nothing", func(h *harness) {}, true, true, true, true},
-		{"submitting the clone: locked, nameless, waited on, adopted", func(h *harness) {
-			if _, err := h.f.Clone(h.ctx, "pv1-1", 9001, pveapi.CloneParams{NewID: testVMID0, Name: testName, Description: FormatMark(testUID, time.Now())}); err != nil {
+		{"nothing", func(h *harness) {}, true, true, true, true, false},
+		{"submitting the clone: locked, nameless, waited on, taken over", func(h *harness) {
+			desc := MarkLines{UID: prevUID, CreatedAt: time.Now(), Creating: true}.Format()
+			if _, err := h.f.Clone(h.ctx, "pv1-1", 9001, pveapi.CloneParams{NewID: testVMID0, Name: testName, Description: desc}); err != nil {
 				h.t.Fatal(err)
 			}
 			n := 0
@@ -124,17 +148,24 @@ func TestCreate_retryTable(t *testing.T) {
 				}
 				return nil
 			})
-		}, false, true, true, true},
-		{"the clone: adopts the stopped VM", func(h *harness) { h.f.addOurVM(testVMID0, testName, testUID) }, false, true, true, true},
-		{"steps 5 to 7: repeats them", func(h *harness) {
-			h.f.addOurVM(testVMID0, testName, testUID)
-			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("old seed"))
+		}, false, true, true, true, false},
+		{"the clone: takes over the stopped VM", func(h *harness) { h.addInterrupted(testVMID0, testName, prevUID) }, false, true, true, true, false},
+		{"steps 5 to 7: the VM may have booted, rebuilt", func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, prevUID), []byte("old seed"))
 			h.f.mutate(testVMID0, func(v *fakeVM) {
-				v.Config["ide2"] = seedVolID(fakeISOStorage, testName) + ",media=cdrom"
+				v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
 				v.Config["tags"] = ManagedTag
 			})
-		}, false, true, true, true},
-		{"the start: returns the running VM", func(h *harness) { h.ourRunningVM(testVMID0, testName) }, false, false, false, false},
+		}, true, true, true, true, true},
+		{"the start: running, rebuilt", func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, prevUID), []byte("old seed"))
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Status, v.QMP = "running", "running"
+				v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
+			})
+		}, true, true, true, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -144,20 +175,25 @@ func TestCreate_retryTable(t *testing.T) {
 			if vm.ID != testID {
 				t.Errorf("ID %v", vm.ID)
 			}
-			for m, want := range map[string]bool{"Clone": tc.clone, "UploadISO": tc.upload, "SetVMConfig": tc.config, "Start": tc.start} {
+			for m, want := range map[string]bool{"Clone": tc.clone, "UploadISO": tc.upload, "SetVMConfig": tc.config, "Start": tc.start, "Destroy": tc.rebuilt} {
 				if got := h.f.calls(m) > 0; got != want {
 					t.Errorf("%s called %v, want %v", m, got, want)
 				}
 			}
-			if h.f.calls("DeleteVolume") != 0 {
-				t.Error("the seed was deleted before the upload")
+			for _, c := range h.f.callsOf("DeleteVolume") {
+				if c.Args["volid"] != seedVolID(fakeISOStorage, seedFile(testName, prevUID)) {
+					t.Errorf("deleted %s, want only the interrupted create's seed", c.Args["volid"])
+				}
+			}
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, prevUID)); ok {
+				t.Error("the interrupted create's seed ISO is left")
 			}
 			if h.f.vmCount() != 1 {
 				t.Errorf("%d VMs, want 1", h.f.vmCount())
 			}
 			h.assertProvisioned(testVMID0)
-			if b, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); tc.upload && string(b) != "ISO:"+testName {
-				t.Errorf("seed %q not overwritten", b)
+			if b, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); tc.upload && string(b) != "ISO:"+testName {
+				t.Errorf("seed %q not written", b)
 			}
 		})
 	}
@@ -173,6 +209,7 @@ func TestCreate_allocationTable(t *testing.T) {
 		msg     []string     // in the error
 		configs int          // VMConfig calls (-1: not checked)
 		waited  bool         // whether Create slept on a lock
+		spec    func(s *Spec)
 	}{
 		{name: "foreign VM at attempt 0 is probed past without a config read", setup: func(h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01"})
@@ -186,15 +223,26 @@ func TestCreate_allocationTable(t *testing.T) {
 		{name: "template at attempt 0 is foreign", setup: func(h *harness) {
 			h.f.addTemplate(testVMID0, "pv1-1", map[string]string{"name": testName})
 		}, vmid: testVMID1, configs: 1},
-		{name: "ours at attempt 0 found by name is adopted", setup: func(h *harness) {
-			h.f.addOurVM(testVMID0, testName, testUID)
-		}, vmid: testVMID0, configs: -1},
-		{name: "ours at another VMID found by name is adopted", setup: func(h *harness) {
-			h.f.addOurVM(150000, testName, testUID)
-		}, vmid: 150000, configs: -1},
-		{name: "our name with an empty uid is adopted", setup: func(h *harness) {
-			h.f.addOurVM(testVMID0, testName, "")
-		}, vmid: testVMID0, configs: -1},
+		{name: "a finished VM of this name (another resource's) at attempt 0 is skipped, not adopted", setup: func(h *harness) {
+			h.addFinished(testVMID0, testName, otherUID)
+		}, vmid: testVMID1, configs: 3},
+		{name: "a finished VM of this name at another VMID coexists", setup: func(h *harness) {
+			h.addFinished(150000, testName, otherUID)
+		}, vmid: testVMID0, configs: 2},
+		{name: "an earlier release's VM of this name (uid = the allocation key) is skipped", spec: func(s *Spec) {
+			s.AllocKey, s.UID = testUID, prevUID
+		}, setup: func(h *harness) {
+			h.ourRunningVM(testVMID0, testName)
+		}, vmid: testVMID1, configs: 3},
+		{name: "an interrupted create of this name in another namespace is skipped", setup: func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["description"] = MarkLines{UID: prevUID, Namespace: "team-b", Creating: true}.Format()
+			})
+		}, vmid: testVMID1, configs: 3},
+		{name: "an operator's VM of our name (mark without uid) is refused with the import command", setup: func(h *harness) {
+			h.f.addOurVM(150000, testName, "")
+		}, class: pveapi.Permanent, msg: []string{"VMID 150000", "uid none", "did not create", "terraform import proxy_vm.<name> vms/150000/proxy-a"}, configs: 1},
 		{name: "nameless clone at attempt 0 is waited on, then foreign", setup: func(h *harness) {
 			h.f.addTemplate(9100, "pv1-1", nil)
 			if _, err := h.f.Clone(h.ctx, "pv1-1", 9100, pveapi.CloneParams{NewID: testVMID0, Name: "proxy-b"}); err != nil {
@@ -215,16 +263,16 @@ func TestCreate_allocationTable(t *testing.T) {
 				h.t.Fatal(err)
 			}
 		}, class: pveapi.Transient, msg: []string{"VMID 105967", "still locked (clone)", "qm unlock 105967"}, configs: -1, waited: true},
-		{name: "two VMs with our name", setup: func(h *harness) {
-			h.f.addOurVM(110000, testName, testUID)
-			h.f.addVM(&fakeVM{VMID: 120000, Name: testName})
-		}, class: pveapi.Permanent, msg: []string{"110000", "120000"}, configs: 0},
+		{name: "two finished VMs of our name coexist", setup: func(h *harness) {
+			h.addFinished(110000, testName, otherUID)
+			h.addFinished(120000, testName, prevUID)
+		}, vmid: testVMID0, configs: 3},
 		{name: "our name without a mark is refused", setup: func(h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Config: map[string]string{"description": "hand-made"}})
-		}, class: pveapi.Permanent, msg: []string{"VMID 105967", testUID, "uid none", "never takes over", "vms/105967/proxy-a"}, configs: 1},
-		{name: "our name with another uid is refused with the import command", setup: func(h *harness) {
+		}, class: pveapi.Permanent, msg: []string{"VMID 105967", "without the", "never takes over", "vms/105967/proxy-a"}, configs: 1},
+		{name: "our name with another uid and no provider lines (the operator's) is refused with the import command", setup: func(h *harness) {
 			h.f.addOurVM(testVMID0, testName, otherUID)
-		}, class: pveapi.Permanent, msg: []string{"VMID 105967", testUID, otherUID, "terraform import proxy_vm.<name> vms/105967/proxy-a"}, configs: 1},
+		}, class: pveapi.Permanent, msg: []string{"VMID 105967", otherUID, "terraform import proxy_vm.<name> vms/105967/proxy-a"}, configs: 1},
 		{name: "our name at a probe VMID after the lookup (clone race) is refused", setup: func(h *harness) {
 			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
 				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
@@ -241,18 +289,22 @@ func TestCreate_allocationTable(t *testing.T) {
 				return nil
 			})
 		}, vmid: testVMID1, configs: 1},
-		{name: "clone race lost to ours is adopted (F4)", setup: func(h *harness) {
+		{name: "clone race lost to an interrupted create of this name: taken over (F4)", setup: func(h *harness) {
 			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
 				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
-					h.f.addOurVM(testVMID0, testName, testUID)
+					h.addInterrupted(testVMID0, testName, prevUID)
 				}
 				return nil
 			})
 		}, vmid: testVMID0, configs: -1},
-		{name: "our hibernated VM is refused, not waited on", setup: func(h *harness) {
-			h.f.addOurVM(testVMID0, testName, testUID)
+		{name: "a hibernated interrupted create is refused, not waited on", setup: func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
 		}, class: pveapi.Permanent, msg: []string{"hibernated", "resume or destroy"}, configs: 1},
+		{name: "a listed \"VM <vmid>\" entry (a stale snapshot of a clone) is judged by its config: taken over", setup: func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.ListedName = "VM 105967" })
+		}, vmid: testVMID0, configs: -1},
 		{name: "a foreign hibernated VM is probed past", setup: func(h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: "web01", Lock: "suspended"})
 		}, vmid: testVMID1, configs: 1},
@@ -261,7 +313,11 @@ func TestCreate_allocationTable(t *testing.T) {
 			h := newHarness(t)
 			tc.setup(h)
 			h.f.calllog = nil
-			vm, err := h.b.Create(h.ctx, h.spec(), nil)
+			s := h.spec()
+			if tc.spec != nil {
+				tc.spec(&s)
+			}
+			vm, err := h.b.Create(h.ctx, s, nil)
 			if tc.vmid == 0 {
 				assertClass(t, err, tc.class)
 				assertContains(t, err.Error(), tc.msg...)
@@ -279,17 +335,17 @@ func TestCreate_allocationTable(t *testing.T) {
 				if v == nil {
 					t.Fatalf("no VM at %d", tc.vmid)
 				}
-				if m := ParseMark(v.Config["description"]); v.Name != testName || !m.Managed || (m.UID != testUID && m.UID != "") {
-					t.Errorf("no VM of ours at %d", tc.vmid)
+				if m := ParseMark(v.Config["description"]); v.Name != testName || !m.Managed || m.UID != s.UID || m.Creating {
+					t.Errorf("no finished VM of ours at %d", tc.vmid)
 				}
-				named := 0
+				ours := 0
 				for _, r := range mustList(t, h) {
-					if r.Name == testName && r.Type == "qemu" && r.Template == 0 {
-						named++
+					if c := h.f.vm(r.VMID); c != nil && r.Type == "qemu" && ParseMark(c.Config["description"]).UID == s.UID {
+						ours++
 					}
 				}
-				if named != 1 {
-					t.Errorf("%d VMs named %s, want 1", named, testName)
+				if ours != 1 {
+					t.Errorf("%d VMs carry this create's uid, want 1", ours)
 				}
 			}
 			if tc.configs >= 0 {
@@ -373,14 +429,6 @@ func TestCreate_templateChecksRefuseBeforeAnyClone(t *testing.T) {
 	}
 }
 
-func TestCreate_adoptionDoesNotNeedTheTemplate(t *testing.T) {
-	h := newHarness(t)
-	h.f.addOurVM(testVMID0, testName, testUID)
-	h.f.remove(9001)
-	h.create(h.spec())
-	h.assertProvisioned(testVMID0)
-}
-
 func TestCreate_cloneTargetAndStorage(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.b.cfg.Storage = "ceph-vm"
@@ -394,7 +442,7 @@ func TestCreate_cloneTargetAndStorage(t *testing.T) {
 	if vm.Node != "pv1-2" || h.f.vm(testVMID0).Node != "pv1-2" {
 		t.Errorf("VM on %q", vm.Node)
 	}
-	if up := h.f.callsOf("UploadISO")[0]; up.Node != "pv1-2" || up.Args["filename"] != "proxy-a-seed.iso" || up.Args["storage"] != fakeISOStorage {
+	if up := h.f.callsOf("UploadISO")[0]; up.Node != "pv1-2" || up.Args["filename"] != seedFile(testName, testUID) || up.Args["storage"] != fakeISOStorage {
 		t.Errorf("upload %+v", up)
 	}
 }
@@ -417,7 +465,7 @@ func TestCreate_configWriteTable(t *testing.T) {
 	}{
 		{"defaults: no net0 written", nil, nil, func(t *testing.T, p map[string]string) {
 			want := map[string]string{"cores": "2", "memory": "2048", "agent": "1", "tags": "proxy_operator",
-				"ide2": "proxy-seeds:iso/proxy-a-seed.iso,media=cdrom", "onboot": "1"}
+				"ide2": "proxy-seeds:iso/proxy-a-" + testUID + "-seed.iso,media=cdrom", "onboot": "1"}
 			if len(p) != len(want) {
 				t.Errorf("params %v, want %v", p, want)
 			}
@@ -462,7 +510,12 @@ func TestCreate_configWriteTable(t *testing.T) {
 				tc.spec(&s)
 			}
 			h.create(s)
-			tc.check(t, h.f.callsOf("SetVMConfig")[0].Args)
+			args := h.f.callsOf("SetVMConfig")[0].Args
+			if args["digest"] == "" {
+				t.Error("the config write carries no digest: it is not a compare-and-swap")
+			}
+			delete(args, "digest")
+			tc.check(t, args)
 		})
 	}
 }
@@ -691,7 +744,7 @@ func TestCreate_cloudInitSentinelNeverLoggedOrInErrors(t *testing.T) {
 		return nil
 	})
 	h.create(s)
-	if iso, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); !strings.Contains(string(iso), sentinel) {
+	if iso, _ := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); !strings.Contains(string(iso), sentinel) {
 		t.Error("the seed does not carry the user-data (the test would prove nothing)")
 	}
 	// A failing Create too.
@@ -711,13 +764,18 @@ func TestCreate_cloudInitSentinelNeverLoggedOrInErrors(t *testing.T) {
 	}
 }
 
+// Concurrent Creates of one name (two resources of one name in a configuration) are
+// serialised by the name lock, and each makes its own VM: never two resources on one VM.
 func TestCreate_concurrentSameNameSerialised(t *testing.T) {
 	h := newHarness(t)
 	var wg sync.WaitGroup
-	ids := make([]ID, 3)
-	for i := range ids {
+	uids := []string{testUID, otherUID, prevUID}
+	ids := make([]ID, len(uids))
+	for i, uid := range uids {
 		wg.Go(func() {
-			vm, err := h.b.Create(h.ctx, h.spec(), nil)
+			s := h.spec()
+			s.AllocKey, s.UID = testUID, uid
+			vm, err := h.b.Create(h.ctx, s, nil)
 			if err != nil {
 				t.Error(err)
 			}
@@ -725,12 +783,17 @@ func TestCreate_concurrentSameNameSerialised(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if h.f.calls("Clone") != 1 || h.f.vmCount() != 1 {
-		t.Errorf("%d clones, %d VMs", h.f.calls("Clone"), h.f.vmCount())
+	if h.f.calls("Clone") != 3 || h.f.vmCount() != 3 {
+		t.Errorf("%d clones, %d guests", h.f.calls("Clone"), h.f.vmCount())
 	}
-	for _, id := range ids {
-		if id != testID {
-			t.Errorf("ID %v", id)
+	seen := map[int]string{}
+	for i, id := range ids {
+		if prev, dup := seen[id.VMID]; dup || id.Name != testName {
+			t.Errorf("ID %v (uid %s) shared with %s", id, uids[i], prev)
+		}
+		seen[id.VMID] = uids[i]
+		if m := ParseMark(h.f.vm(id.VMID).Config["description"]); m.UID != uids[i] || m.Creating {
+			t.Errorf("VM %d mark %+v, want uid %s finished", id.VMID, m, uids[i])
 		}
 	}
 	if h.b.locks.size() != 0 {

@@ -10,29 +10,42 @@ import (
 )
 
 // Delete runs entry 11 with review findings CR1, CR2 and P1, under the per-name lock:
-// stop (a paused VM too), delete the seed ISO on the VM's node, then destroy with
-// purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now holds a
-// VM that is not ours (another name, no mark, a container), is success without touching
-// it, and the seed is deleted on every configured node (plus node, the one the caller
-// last knew, when it is not configured), unless the listing shows a VM of the same name
-// at another VMID (another workspace's or an operator's), whose seed it may be: then the
-// seed is left on every node. A seed delete that fails on the VM's node fails
-// the call before the destroy, so nothing leaks; on the every-node path a node's failure
-// is logged and skipped unless it is Permanent (a 403) or ctx ended. A task lock other
-// than suspended, a clone in progress or a listing status "unknown" is waited on within
+// stop (a paused VM too), delete the seed ISO the VM's ide2 names on the VM's node, then
+// destroy with purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now
+// holds a VM that is not ours (another name, no mark, a container, another uid), is success
+// without touching it; the seed the caller recorded is then deleted on every configured
+// node (plus node, the one the caller last knew, when it is not configured), unless the VM
+// at the VMID boots from it. A seed delete that fails on the VM's node fails the call
+// before the destroy, so nothing leaks; on the every-node path a node's failure is logged
+// and skipped unless it is Permanent (a 403) or ctx ended. A task lock other than
+// suspended, a clone in progress or a listing status "unknown" is waited on within
 // Budgets.Destroy. A hibernated VM of ours is destroyed (Phase 10).
 func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
-	return b.DeleteOwned(ctx, id, node, "")
+	return b.DeleteVM(ctx, id, DeleteOptions{Node: node})
 }
 
-// DeleteOwned is Delete that also checks the mark's uid, as GetOptions.UID does: when uid
-// is set and the VM at id's VMID has our name and mark but another uid, it is another
-// workspace's live VM (cloned onto a VMID we had saved before our clone was refused):
-// DeleteOwned succeeds without touching it, and leaves the seed ISO <name>-seed.iso alone
-// too, since that VM's seed bears the same name. Empty uid: Delete.
+// DeleteOwned is Delete that also checks the mark's uid, as GetOptions.UID does.
 func (b *Backend) DeleteOwned(ctx context.Context, id ID, node, uid string) error {
+	return b.DeleteVM(ctx, id, DeleteOptions{Node: node, UID: uid})
+}
+
+// DeleteOptions are what the caller's state knows about the VM it deletes.
+type DeleteOptions struct {
+	// Node is the node the caller last knew (for the seed when the VM is gone).
+	Node string
+	// UID, when set, is the uid the mark must carry: a VM with our name and mark but
+	// another uid is not ours (another resource's VM of that name) and is left alone.
+	UID string
+	// Seed is the seed ISO file the caller recorded (VM.Seed of its last read). It is the
+	// one deleted when the VM is gone or is not ours. Empty: <name>-<UID>-seed.iso and, when
+	// no VM of that name is listed, the <name>-seed.iso of earlier releases.
+	Seed string
+}
+
+// DeleteVM is Delete with what the caller's state knows (DeleteOptions).
+func (b *Backend) DeleteVM(ctx context.Context, id ID, opts DeleteOptions) error {
 	start := b.clock.Now()
-	destroyed, vmNode, err := b.delete(ctx, id, node, uid)
+	destroyed, vmNode, err := b.delete(ctx, id, opts)
 	b.invalidateListing()
 	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "destroyed": destroyed, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if vmNode != "" {
@@ -48,7 +61,7 @@ func (b *Backend) DeleteOwned(ctx context.Context, id ID, node, uid string) erro
 	return nil
 }
 
-func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, string, error) {
+func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, string, error) {
 	if err := id.Validate(); err != nil {
 		return false, "", err
 	}
@@ -58,56 +71,46 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 	}
 	defer unlock()
 
-	st, err := b.settle(ctx, "delete", id, uid, b.cfg.Budgets.Destroy)
+	st, err := b.settle(ctx, "delete", id, opts.UID, b.cfg.Budgets.Destroy)
 	if err != nil {
 		return false, "", err
 	}
-	if st.otherUID != "" {
-		// Our name, our mark, another uid: a live VM of another workspace. Its seed ISO
-		// has our seed's name; ours, if any, is the same file. Leave both alone.
-		b.logOtherUID(ctx, id, st.r.Node, uid, st.otherUID)
-		return false, "", nil
-	}
 	if st.verdict != verdictOurs {
 		reason := "gone"
-		if st.verdict == verdictForeign {
+		switch {
+		case st.otherUID != "":
+			reason = "another uid"
+			b.logOtherUID(ctx, id, st.r.Node, opts.UID, st.otherUID)
+		case st.verdict == verdictForeign:
 			reason = "not ours"
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left alone", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "reason": reason, "other_name": st.r.Name,
 		})
-		// The seed is <name>-seed.iso whoever made the VM: a live VM of our name at another
-		// VMID (another workspace's, or an operator's) may boot from it. The ISO storage
-		// may be shared, so its node does not tell where the file is: leave it on every node.
-		if r, ok := sameNameElsewhere(st.res, id); ok {
-			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name exists", map[string]any{
-				"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node,
-			})
-			return false, "", nil
-		}
-		return false, "", b.deleteSeedEverywhere(ctx, id.Name, hint)
+		return false, "", b.deleteRecordedSeeds(ctx, id, st, opts)
 	}
 	node := st.r.Node
+	seeds := ownSeeds(b.cfg.ISOStorage, id.Name, st.cfg, opts)
 	// 5. Stop unless stopped; status/current, since the listing may lag (P6) and shows a
 	// paused VM as running (F14).
 	vs, err := b.api.VMStatus(ctx, node, id.VMID)
 	switch {
 	case err == nil:
 	case isNotExist(err):
-		return false, node, b.deleteSeed(ctx, node, id.Name)
+		return false, node, b.deleteSeeds(ctx, node, seeds)
 	default:
 		return false, node, apiErrorf("delete", err, "reading the status on node %s", node)
 	}
 	if vs.Status != "stopped" {
 		if err := b.stopAndWait(ctx, "delete", node, id.VMID); err != nil {
 			if isNotExist(err) {
-				return false, node, b.deleteSeed(ctx, node, id.Name)
+				return false, node, b.deleteSeeds(ctx, node, seeds)
 			}
 			return false, node, err
 		}
 	}
 	// 6. The seed before the destroy (CR1): a failure leaves the VM for the next Delete.
-	if err := b.deleteSeed(ctx, node, id.Name); err != nil {
+	if err := b.deleteSeeds(ctx, node, seeds); err != nil {
 		return false, node, err
 	}
 	// 7. Destroy with purge.
@@ -127,10 +130,77 @@ func (b *Backend) delete(ctx context.Context, id ID, hint, uid string) (bool, st
 	return true, node, nil
 }
 
+// ownSeeds are the seed files of a VM of ours: the one its ide2 names (its own, whoever
+// made the VM: <name>-seed.iso for the operator's and earlier releases' VMs), and the one
+// the caller recorded or this provider would have named for its uid, when it differs
+// (ide2 was removed, or a create stopped before its config step).
+func ownSeeds(storage, name string, cfg map[string]string, opts DeleteOptions) []string {
+	var out []string
+	if f, ok := vmSeed(storage, name, cfg); ok {
+		out = append(out, f)
+	}
+	rec := opts.Seed
+	if rec == "" {
+		if uid := ParseMark(cfg["description"]).UID; uid != "" {
+			rec = seedFile(name, uid)
+		}
+	}
+	if rec != "" && !slices.Contains(out, rec) && rec != legacySeedFile(name) {
+		out = append(out, rec)
+	}
+	return out
+}
+
+// deleteRecordedSeeds deletes, for a VM that is gone or not ours, the seed the caller
+// recorded, on every node: never one the VM now at the VMID boots from, and a
+// <name>-seed.iso (shared by every VM of that name made by earlier releases or the
+// operator) only when no VM of that name is listed.
+func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, opts DeleteOptions) error {
+	var files []string
+	switch {
+	case opts.Seed != "":
+		files = []string{opts.Seed}
+	case opts.UID != "":
+		files = []string{seedFile(id.Name, opts.UID), legacySeedFile(id.Name)}
+	default:
+		files = []string{legacySeedFile(id.Name)}
+	}
+	for _, f := range files {
+		if cur, ok := vmSeed(b.cfg.ISOStorage, id.Name, st.cfg); ok && cur == f {
+			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: the VM at this VMID boots from it", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "seed": f,
+			})
+			continue
+		}
+		if f == legacySeedFile(id.Name) {
+			if r, ok := sameNameElsewhere(st.res, id); ok {
+				tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
+					"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": f,
+				})
+				continue
+			}
+		}
+		if err := b.deleteSeedEverywhere(ctx, f, opts.Node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteSeeds deletes each seed file on node.
+func (b *Backend) deleteSeeds(ctx context.Context, node string, files []string) error {
+	for _, f := range files {
+		if err := b.deleteSeed(ctx, node, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sameNameElsewhere returns a qemu, non-template entry named id.Name at a VMID other than
-// id.VMID, from the listing the verdict was read from. A nameless entry (a clone in
-// progress) cannot be attributed and is ignored. An unmarked VM of our name at our own
-// VMID does not count: entry 11 deletes the seed then (it is ours by name, not theirs).
+// id.VMID, from the listing the verdict was read from: a VM that may boot from the
+// <name>-seed.iso of earlier releases. A nameless entry (a clone in progress) cannot be
+// attributed and is ignored; the VM at id.VMID is judged by its config instead.
 func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
 	for _, r := range res {
 		if r.VMID != id.VMID && r.Type == "qemu" && r.Template == 0 && r.Name != "" && r.Name == id.Name {
@@ -140,13 +210,13 @@ func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
 	return pveapi.Resource{}, false
 }
 
-// deleteSeed deletes <name>-seed.iso on node's ISO storage and waits for the task; a
+// deleteSeed deletes the seed ISO file on node's ISO storage and waits for the task; a
 // missing volume is still a successful task (F13).
-func (b *Backend) deleteSeed(ctx context.Context, node, name string) error {
+func (b *Backend) deleteSeed(ctx context.Context, node, file string) error {
 	if b.cfg.ISOStorage == "" {
 		return nil
 	}
-	volid := seedVolID(b.cfg.ISOStorage, name)
+	volid := seedVolID(b.cfg.ISOStorage, file)
 	upid, err := b.api.DeleteVolume(ctx, node, b.cfg.ISOStorage, volid)
 	if err != nil {
 		if pveapi.IsForbidden(err) {
@@ -160,13 +230,13 @@ func (b *Backend) deleteSeed(ctx context.Context, node, name string) error {
 // deleteSeedEverywhere deletes the seed on every configured node (the VM's node is not
 // known), skipping a node whose request or task fails unless the failure is Permanent
 // (other than a storage the node lacks) or ctx ended (P1).
-func (b *Backend) deleteSeedEverywhere(ctx context.Context, name, hint string) error {
+func (b *Backend) deleteSeedEverywhere(ctx context.Context, file, hint string) error {
 	nodes := slices.Clone(b.cfg.Nodes)
 	if hint != "" && !slices.Contains(nodes, hint) {
 		nodes = append(nodes, hint)
 	}
 	for _, n := range nodes {
-		err := b.deleteSeed(ctx, n, name)
+		err := b.deleteSeed(ctx, n, file)
 		if err == nil {
 			continue
 		}
@@ -177,7 +247,7 @@ func (b *Backend) deleteSeedEverywhere(ctx context.Context, name, hint string) e
 			return err
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
-			"name": name, "node": n, "error": err.Error(),
+			"seed": file, "node": n, "error": err.Error(),
 		})
 	}
 	return nil

@@ -14,7 +14,8 @@ import (
 func seedNodes(f *fakeAPI) []string {
 	var out []string
 	for _, c := range f.callsOf("DeleteVolume") {
-		if c.Args["volid"] != seedVolID(fakeISOStorage, testName) || c.Args["storage"] != fakeISOStorage {
+		v := c.Args["volid"]
+		if (v != seedVolID(fakeISOStorage, seedFile(testName, testUID)) && v != seedVolID(fakeISOStorage, legacySeedFile(testName))) || c.Args["storage"] != fakeISOStorage {
 			panic("unexpected volume delete " + c.Args["volid"])
 		}
 		out = append(out, c.Node)
@@ -82,9 +83,9 @@ func TestDelete_stepsTable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")
 			tc.setup(h)
-			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("seed"))
+			h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
 			h.f.calllog = nil
-			if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+			if err := h.del(h.ctx, "pv1-1"); err != nil {
 				t.Fatal(err)
 			}
 			if got := mutating(h.f); !slices.Equal(got, tc.calls) {
@@ -93,7 +94,7 @@ func TestDelete_stepsTable(t *testing.T) {
 			if got := seedNodes(h.f); !slices.Equal(got, tc.seedOn) {
 				t.Errorf("seed deleted on %v, want %v", got, tc.seedOn)
 			}
-			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok {
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
 				t.Error("the seed is left")
 			}
 			if left := h.f.vm(testVMID0) != nil; left != tc.vmLeft {
@@ -110,7 +111,7 @@ func TestDelete_stepsTable(t *testing.T) {
 func TestDelete_nodeFromStateAddedWhenNotConfigured(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.f.storages["pv1-9/"+fakeISOStorage] = h.f.storages["pv1-1/"+fakeISOStorage]
-	if err := h.b.Delete(h.ctx, testID, "pv1-9"); err != nil {
+	if err := h.del(h.ctx, "pv1-9"); err != nil {
 		t.Fatal(err)
 	}
 	if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-2", "pv1-9"}) {
@@ -122,7 +123,7 @@ func TestDelete_twiceSucceeds(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
 	for i := range 2 {
-		if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+		if err := h.del(h.ctx, "pv1-1"); err != nil {
 			t.Fatalf("Delete %d: %v", i+1, err)
 		}
 	}
@@ -149,7 +150,7 @@ func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
 			h := newHarness(t)
 			h.ourRunningVM(testVMID0, testName)
 			tc.inject(h.f)
-			err := h.b.Delete(h.ctx, testID, "pv1-1")
+			err := h.del(h.ctx, "pv1-1")
 			assertClass(t, err, tc.class)
 			assertContains(t, err.Error(), tc.msg, "VMID 105967")
 			if h.f.calls("Destroy") != 0 {
@@ -159,10 +160,10 @@ func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
 			if err != nil || vm.State != StateStopped {
 				t.Fatalf("Get after the failed Delete: %+v, %v", vm, err)
 			}
-			if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+			if err := h.del(h.ctx, "pv1-1"); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok || h.f.vm(testVMID0) != nil {
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok || h.f.vm(testVMID0) != nil {
 				t.Error("the second Delete left the VM or the seed")
 			}
 		})
@@ -174,7 +175,7 @@ func TestDelete_everyNodePathSkipsNodeFailuresButNotPermanent(t *testing.T) {
 	t.Run("596 on one node is skipped", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")
 		h.f.failNext("DeleteVolume", fixtureErr("err_596"))
-		if err := h.b.Delete(h.ctx, testID, ""); err != nil {
+		if err := h.del(h.ctx, ""); err != nil {
 			t.Fatal(err)
 		}
 		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-2"}) {
@@ -185,14 +186,14 @@ func TestDelete_everyNodePathSkipsNodeFailuresButNotPermanent(t *testing.T) {
 	t.Run("a node without the storage is skipped", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")
 		delete(h.f.storages, "pv1-1/"+fakeISOStorage)
-		if err := h.b.Delete(h.ctx, testID, ""); err != nil {
+		if err := h.del(h.ctx, ""); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("a refused privilege fails the call", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")
 		h.f.failNext("DeleteVolume", fixtureErr("err_forbidden_volume_delete"))
-		err := h.b.Delete(h.ctx, testID, "")
+		err := h.del(h.ctx, "")
 		assertClass(t, err, pveapi.Permanent)
 		assertContains(t, err.Error(), "Datastore.Allocate")
 	})
@@ -209,7 +210,7 @@ func TestDelete_waitsForATaskLockWithinTheDestroyBudget(t *testing.T) {
 		}
 		return nil
 	})
-	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+	if err := h.del(h.ctx, "pv1-1"); err != nil {
 		t.Fatal(err)
 	}
 	if h.f.vm(testVMID0) != nil || len(h.clock.slept()) < 2 {
@@ -226,14 +227,11 @@ func TestDelete_lockThatNeverClearsIsTransientAfterTheBudget(t *testing.T) {
 			h := newHarness(t)
 			h.ourRunningVM(testVMID0, testName)
 			h.f.mutate(testVMID0, mut)
-			err := h.b.Delete(h.ctx, testID, "pv1-1")
+			err := h.del(h.ctx, "pv1-1")
 			assertClass(t, err, pveapi.Transient)
 			assertContains(t, err.Error(), "still busy", "after 5m0s", "qm unlock 105967")
 			if h.f.calls("Stop")+h.f.calls("Destroy")+h.f.calls("DeleteVolume") != 0 {
 				t.Error("touched a busy VM")
-			}
-			if h.f.calls("VMConfig") != 0 {
-				t.Error("read the config of an entry the listing shows busy")
 			}
 		})
 	}
@@ -242,11 +240,11 @@ func TestDelete_lockThatNeverClearsIsTransientAfterTheBudget(t *testing.T) {
 func TestDelete_destroyTaskFailureIsTransientSeedAlreadyGone(t *testing.T) {
 	h := newHarness(t)
 	h.f.addOurVM(testVMID0, testName, testUID)
-	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("seed"))
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
 	h.f.failTask("qmdestroy", "unable to remove disk")
-	err := h.b.Delete(h.ctx, testID, "pv1-1")
+	err := h.del(h.ctx, "pv1-1")
 	assertClass(t, err, pveapi.Transient)
-	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok || h.f.vm(testVMID0) == nil {
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok || h.f.vm(testVMID0) == nil {
 		t.Error("want the seed gone and the VM kept")
 	}
 }
@@ -258,7 +256,7 @@ func TestDelete_startedBehindTheListingIsTransient(t *testing.T) {
 		h.f.mutate(testVMID0, func(v *fakeVM) { v.Status = "running" })
 		return nil
 	})
-	err := h.b.Delete(h.ctx, testID, "pv1-1")
+	err := h.del(h.ctx, "pv1-1")
 	assertClass(t, err, pveapi.Transient)
 	assertContains(t, err.Error(), "started again")
 }
@@ -279,7 +277,7 @@ func TestDelete_waitsOnTheNameLock(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	cancel()
-	err = h.b.Delete(ctx, testID, "pv1-1")
+	err = h.del(ctx, "pv1-1")
 	unlock()
 	assertClass(t, err, pveapi.Transient)
 	if !errors.Is(err, context.Canceled) || h.f.calls("") != 0 {
@@ -298,7 +296,7 @@ func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
 				waitFor(t, func() bool { return h.f.calls(method) > 0 })
 				cancel()
 			}()
-			err := h.b.Delete(ctx, testID, "pv1-1")
+			err := h.del(ctx, "pv1-1")
 			assertClass(t, err, pveapi.Transient)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("err %v does not wrap context.Canceled", err)
@@ -307,10 +305,11 @@ func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
 	}
 }
 
-// A gone VMID whose name a live VM at another VMID carries (another workspace's, or an
-// operator's): that VM may boot from <name>-seed.iso, and the ISO storage may be shared,
-// so the seed is left on every node. Entries that cannot be that VM (a template, a
-// container, a nameless clone in progress, another name) do not stop the delete.
+// A gone VMID whose state recorded the <name>-seed.iso of earlier releases (shared by name),
+// while a live VM of that name sits at another VMID (another workspace's, or an
+// operator's): that VM may boot from it, and the ISO storage may be shared, so the seed is
+// left on every node. Entries that cannot be that VM (a template, a container, a nameless
+// clone in progress, another name) do not stop the delete.
 func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 	const elsewhere = testVMID0 + 7
 	for _, tc := range []struct {
@@ -351,10 +350,10 @@ func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")
 			tc.setup(h)
 			for _, n := range []string{"pv1-1", "pv1-2"} {
-				h.f.putISO(n, fakeISOStorage, seedFile(testName), []byte("seed"))
+				h.f.putISO(n, fakeISOStorage, legacySeedFile(testName), []byte("seed"))
 			}
 			h.f.calllog = nil
-			if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", tc.uid); err != nil {
+			if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: tc.uid, Seed: legacySeedFile(testName)}); err != nil {
 				t.Fatal(err)
 			}
 			if got := seedNodes(h.f); !slices.Equal(got, tc.seedOn) {
@@ -364,7 +363,7 @@ func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 				t.Errorf("calls %v, want only the seed deletes", got)
 			}
 			for _, n := range []string{"pv1-1", "pv1-2"} {
-				_, left := h.f.iso(n, fakeISOStorage, seedFile(testName))
+				_, left := h.f.iso(n, fakeISOStorage, legacySeedFile(testName))
 				if want := tc.seedOn == nil; left != want {
 					t.Errorf("seed left on %s: %v, want %v", n, left, want)
 				}
@@ -374,7 +373,7 @@ func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 			}
 			logs := h.logs.String()
 			if tc.seedOn == nil {
-				assertContains(t, logs, "proxmox seed left alone: a VM of the same name exists", `"other_vmid":105974`, `"other_node":"pv1-2"`)
+				assertContains(t, logs, "proxmox seed left alone: a VM of the same name may boot from it", `"other_vmid":105974`, `"other_node":"pv1-2"`)
 			} else if strings.Contains(logs, "proxmox seed left alone") {
 				t.Error("logged the seed as left alone")
 			}

@@ -32,6 +32,8 @@ package proxmox
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
@@ -124,6 +126,9 @@ type fakeVM struct {
 	Config   map[string]string
 	// ListedStatus overrides the listing's status (e.g. "unknown").
 	ListedStatus string
+	// ListedName overrides the listing's name (pvestatd's stale snapshot: "VM <vmid>", a
+	// previous VM's name).
+	ListedName string
 	// Agent is what network-get-interfaces answers while the VM runs; nil: the agent is
 	// not running yet (err_agent_not_running).
 	Agent []pveapi.NetworkInterface
@@ -511,6 +516,9 @@ func (f *fakeAPI) ClusterResources(ctx context.Context) ([]pveapi.Resource, erro
 		if v.ListedStatus != "" {
 			r.Status = v.ListedStatus
 		}
+		if v.ListedName != "" {
+			r.Name = v.ListedName
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -536,7 +544,20 @@ func (f *fakeAPI) VMConfig(ctx context.Context, node string, vmid int) (map[stri
 	if v.Template {
 		cfg["template"] = "1"
 	}
+	cfg["digest"] = fakeDigest(cfg)
 	return cfg, nil
+}
+
+// fakeDigest stands for the config file's sha1, which PVE returns as digest and checks a
+// config write's digest= against (testdata/err_config_modified.json).
+func fakeDigest(cfg map[string]string) string {
+	h := sha1.New() //nolint:gosec // a test fake's change detector
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if k != "digest" {
+			fmt.Fprintf(h, "%s: %s\n", k, cfg[k])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 var fakeTagRE = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
@@ -553,6 +574,17 @@ func (f *fakeAPI) SetVMConfig(ctx context.Context, node string, vmid int, params
 	}
 	if v.Lock != "" {
 		return errLocked(v.Lock)
+	}
+	if d, ok := params["digest"]; ok {
+		cur := maps.Clone(v.Config)
+		if v.Template {
+			cur["template"] = "1"
+		}
+		if d != fakeDigest(cur) {
+			return fixtureErr("err_config_modified")
+		}
+		params = maps.Clone(params)
+		delete(params, "digest")
 	}
 	if tags, ok := params["tags"]; ok {
 		var norm []string
@@ -901,7 +933,7 @@ func TestFakeAPI_cloneIsNamelessUntilTaskCompletes(t *testing.T) {
 func TestFakeAPI_startNeedsEveryISOVolume(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeAPI()
-	vol := seedVolID(fakeISOStorage, "proxy-a")
+	vol := seedVolID(fakeISOStorage, seedFile("proxy-a", testUID))
 	f.addVM(&fakeVM{VMID: 100, Name: "proxy-a", Config: map[string]string{"ide2": vol + ",media=cdrom"}})
 	upid, err := f.Start(ctx, "pv1-1", 100)
 	if err != nil {
@@ -912,7 +944,7 @@ func TestFakeAPI_startNeedsEveryISOVolume(t *testing.T) {
 	if !ok || got != vol || f.vm(100).Status != "stopped" {
 		t.Errorf("exitstatus %q: MissingVolume %q, %t; status %s", st.ExitStatus, got, ok, f.vm(100).Status)
 	}
-	f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-a"), []byte("iso"))
+	f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-a", testUID), []byte("iso"))
 	upid, _ = f.Start(ctx, "pv1-1", 100)
 	if st, _ := f.TaskStatus(ctx, "pv1-1", upid); st.ExitStatus != "OK" || f.vm(100).Status != "running" {
 		t.Errorf("with the seed back: %+v", st)

@@ -101,9 +101,17 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 		}
 		return ID{}, apiErrorf("import", err, "reading the config of VMID %d on node %s", r.VMID, r.Node)
 	}
-	if !ParseMark(cfg["description"]).Managed {
+	mark := ParseMark(cfg["description"])
+	if !mark.Managed {
 		return ID{}, Permanentf("VM %q (VMID %d) carries no %s=true line in its description: only VMs created by this provider or the proxy operator can be imported",
 			cfg["name"], r.VMID, MarkKeyManaged)
+	}
+	if mark.Creating {
+		// It belongs to the create that will finish it: the next apply of that name in its
+		// uid_namespace takes it over. Importing it too would give it two owners.
+		return ID{}, Permanentf("VM %q (VMID %d) is still being created (its mark says %s=%s): an apply creating it is running or was interrupted; "+
+			"apply the configuration that creates it again to finish it, or destroy the VM in Proxmox",
+			cfg["name"], r.VMID, MarkKeyState, MarkStateCreating)
 	}
 	return ID{VMID: r.VMID, Name: cfg["name"]}, nil
 }

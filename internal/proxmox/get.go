@@ -12,11 +12,13 @@ import (
 
 // Get runs entry 9 with the Terraform mapping (DESIGN.md "Read"):
 //
-//   - ErrNotFound (errors.Is) when the VMID is absent from the listing, holds a container,
-//     a template or a VM with another name, or a VM without our mark, or (opts.UID set) a
-//     VM whose mark carries another uid, or when the config vanished between the calls:
-//     the VM is gone or the VMID was reused.
-//   - Transient when the VMID's entry is nameless (a clone in progress, F8).
+//   - ErrNotFound (errors.Is) when the VMID is absent from the listing or holds a container
+//     or a template, or when its config names another VM, carries no mark, or (opts.UID
+//     set) a mark of another uid, or vanished between the calls: the VM is gone or the VMID
+//     was reused. A listed name alone never makes a NotFound: the listing is pvestatd's
+//     snapshot (up to 10 s old), so a name that differs, "VM <vmid>" or none is checked
+//     against the config, the authority.
+//   - Transient when the config has no name yet and a lock (a clone in progress, F8).
 //   - A lock never fails Get: VM.Lock carries it ("backup", "clone", ...), and the rest is
 //     read as usual. Lock "suspended" (hibernated) is StateStopped with Hibernated set;
 //     status/current and the agent are skipped for it.
@@ -63,12 +65,9 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return VM{}, notFoundf("VMID %d is not in the cluster any more", id.VMID)
 	case r.Type != "qemu" || r.Template == 1:
 		return VM{}, notFoundf("VMID %d now holds a %s, not this VM", id.VMID, guestKind(r))
-	case r.Name == "":
-		return VM{}, Transientf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, r.Lock)
-	case r.Name != id.Name:
-		b.logReused(ctx, id, r.Node, r.Name)
-		return VM{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, r.Name)
 	}
+	// The listed name is a hint only: pvestatd's snapshot may still show "VM <vmid>", no
+	// name, or the name of a VM that held the VMID before. The config decides.
 	cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
 	if err != nil {
 		if isNotExist(err) {
@@ -76,15 +75,21 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		}
 		return VM{}, apiErrorf("get", err, "reading the config on node %s", r.Node)
 	}
+	if cfg["name"] == "" && (cfg["lock"] != "" || r.Lock != "") {
+		lock := cfg["lock"]
+		if lock == "" {
+			lock = r.Lock
+		}
+		return VM{}, Transientf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, lock)
+	}
 	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID)
 	if err != nil {
 		return VM{}, err
 	}
 	vm := vmFromConfig(id, r.Node, cfg, mark)
-	vm.Lock = r.Lock
-	if vm.Lock == "" {
-		vm.Lock = cfg["lock"]
-	}
+	vm.Seed, _ = vmSeed(b.cfg.ISOStorage, id.Name, cfg)
+	// The config's lock is current; the listing's may be a snapshot's.
+	vm.Lock = cfg["lock"]
 	if vm.Lock == "suspended" {
 		vm.State, vm.Hibernated = StateStopped, true
 		return vm, nil
@@ -190,6 +195,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		AgentEnabled: agentEnabled(cfg["agent"]),
 		Tags:         splitTags(cfg["tags"]),
 		Meta:         cfg["meta"],
+		Creating:     mark.Creating,
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)

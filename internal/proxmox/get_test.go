@@ -73,10 +73,19 @@ func TestGet_stateTable(t *testing.T) {
 		}, class: pveapi.NotFound, calls: listOnly},
 		{name: "nameless mid-clone entry", setup: func(t *testing.T, h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Lock: "clone", cloning: true})
-		}, class: pveapi.Transient, calls: listOnly},
-		{name: "another listed name: VMID reused", setup: func(t *testing.T, h *harness) {
+		}, class: pveapi.Transient, calls: []string{"ClusterResources", "VMConfig"}},
+		{name: "another name in the config: VMID reused", setup: func(t *testing.T, h *harness) {
 			h.f.addOurVM(testVMID0, "proxy-other", testUID)
-		}, class: pveapi.NotFound, calls: listOnly},
+		}, class: pveapi.NotFound, calls: []string{"ClusterResources", "VMConfig"}},
+		// The listing is pvestatd's snapshot: a name it shows is a hint, the config decides.
+		{name: "stale listed name (a previous VM's), config ours: found", setup: func(t *testing.T, h *harness) {
+			ours(t, h)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.ListedName = "web01" })
+		}, state: StateRunning, calls: three},
+		{name: "listed \"VM <vmid>\" right after our clone, config ours: found", setup: func(t *testing.T, h *harness) {
+			ours(t, h)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.ListedName, v.ListedStatus = "VM 105967", "stopped" })
+		}, state: StateRunning, calls: three},
 		{name: "task lock reports the VM with its lock", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "backup" })

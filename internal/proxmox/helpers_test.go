@@ -23,6 +23,8 @@ const (
 	testVMID0 = 105967
 	testVMID1 = 105968
 	otherUID  = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+	// prevUID is the uid of an earlier, interrupted Create of testName.
+	prevUID = "3c2e8a41-5b6d-4f70-8a9b-0c1d2e3f4a5b"
 )
 
 // fakeClock advances only when something sleeps on it, so budgets of minutes run in
@@ -116,15 +118,37 @@ func (h *harness) createFails(s Spec) error {
 	return err
 }
 
+// addInterrupted adds a VM that an interrupted Create of name (uid, the empty namespace)
+// left right after its clone: this provider's mark, still "creating".
+func (h *harness) addInterrupted(vmid int, name, uid string) *fakeVM {
+	v := h.f.addOurVM(vmid, name, uid)
+	h.f.mutate(vmid, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC), Creating: true}.Format()
+	})
+	return v
+}
+
+// addFinished adds a finished VM of this provider (its own uid, the empty namespace):
+// another resource's VM of that name.
+func (h *harness) addFinished(vmid int, name, uid string) *fakeVM {
+	v := h.ourRunningVM(vmid, name)
+	h.f.mutate(vmid, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC)}.Format()
+		v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(name, uid)) + ",media=cdrom"
+	})
+	h.f.putISO(v.Node, fakeISOStorage, seedFile(name, uid), []byte("seed of "+uid))
+	return v
+}
+
 // ourRunningVM adds a running, provisioned VM of ours.
 func (h *harness) ourRunningVM(vmid int, name string) *fakeVM {
 	v := h.f.addOurVM(vmid, name, testUID)
 	h.f.mutate(vmid, func(v *fakeVM) {
 		v.Status, v.QMP = "running", "running"
-		v.Config["ide2"] = seedVolID(fakeISOStorage, name) + ",media=cdrom"
+		v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(name, testUID)) + ",media=cdrom"
 		v.Config["tags"] = ManagedTag
 	})
-	h.f.putISO(v.Node, fakeISOStorage, seedFile(name), []byte("seed"))
+	h.f.putISO(v.Node, fakeISOStorage, seedFile(name, testUID), []byte("seed"))
 	return v
 }
 
@@ -154,3 +178,9 @@ func assertContains(t *testing.T, s string, subs ...string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// del deletes testID as the provider does for a VM it created: with the state's uid and
+// the seed its last read recorded.
+func (h *harness) del(ctx context.Context, node string) error {
+	return h.b.DeleteVM(ctx, testID, DeleteOptions{Node: node, UID: testUID, Seed: seedFile(testName, testUID)})
+}

@@ -82,21 +82,27 @@ func TestParseMark_table(t *testing.T) {
 		desc string
 		want Mark
 	}{
-		{"captured clone description", fixtureConfig("vm_config_clone")["description"], Mark{true, testUID, at}},
-		{"CRLF", "proxy-operator-managed=true\r\nproxy-operator-uid=u1\r\nproxy-operator-created-at=2026-09-19T09:12:00Z\r\n", Mark{true, "u1", at}},
-		{"admin lines and blanks around", "Squid proxy for team X\n\nowner=alice\nproxy-operator-managed=true\n\n proxy-operator-uid = u1 \nproxy-operator-created-at=2026-09-19T09:12:00Z\nnotes: a=b", Mark{true, "u1", at}},
-		{"managed False", "proxy-operator-managed=True\nproxy-operator-uid=u1", Mark{false, "u1", time.Time{}}},
-		{"managed yes", "proxy-operator-managed=yes\nproxy-operator-uid=u1", Mark{false, "u1", time.Time{}}},
-		{"managed missing", "proxy-operator-uid=u1", Mark{false, "u1", time.Time{}}},
-		{"no uid line", "proxy-operator-managed=true", Mark{true, "", time.Time{}}},
-		{"created-at unparsable", "proxy-operator-managed=true\nproxy-operator-created-at=yesterday", Mark{true, "", time.Time{}}},
-		{"first occurrence wins", "proxy-operator-managed=true\nproxy-operator-uid=u1\nproxy-operator-uid=u2", Mark{true, "u1", time.Time{}}},
+		{"captured clone description", fixtureConfig("vm_config_clone")["description"], Mark{Managed: true, UID: testUID, CreatedAt: at}},
+		{"CRLF", "proxy-operator-managed=true\r\nproxy-operator-uid=u1\r\nproxy-operator-created-at=2026-09-19T09:12:00Z\r\n", Mark{Managed: true, UID: "u1", CreatedAt: at}},
+		{"admin lines and blanks around", "Squid proxy for team X\n\nowner=alice\nproxy-operator-managed=true\n\n proxy-operator-uid = u1 \nproxy-operator-created-at=2026-09-19T09:12:00Z\nnotes: a=b", Mark{Managed: true, UID: "u1", CreatedAt: at}},
+		{"managed False", "proxy-operator-managed=True\nproxy-operator-uid=u1", Mark{Managed: false, UID: "u1", CreatedAt: time.Time{}}},
+		{"managed yes", "proxy-operator-managed=yes\nproxy-operator-uid=u1", Mark{Managed: false, UID: "u1", CreatedAt: time.Time{}}},
+		{"managed missing", "proxy-operator-uid=u1", Mark{Managed: false, UID: "u1", CreatedAt: time.Time{}}},
+		{"no uid line", "proxy-operator-managed=true", Mark{Managed: true, UID: "", CreatedAt: time.Time{}}},
+		{"created-at unparsable", "proxy-operator-managed=true\nproxy-operator-created-at=yesterday", Mark{Managed: true, UID: "", CreatedAt: time.Time{}}},
+		{"first occurrence wins", "proxy-operator-managed=true\nproxy-operator-uid=u1\nproxy-operator-uid=u2", Mark{Managed: true, UID: "u1", CreatedAt: time.Time{}}},
 		{"key as prefix only", "proxy-operator-managed-x=true", Mark{}},
 		{"empty", "", Mark{}},
+		{"this provider's lines, creating", MarkLines{UID: "u1", CreatedAt: at, Namespace: "team-a", Creating: true}.Format(),
+			Mark{Managed: true, UID: "u1", CreatedAt: at, Namespace: "team-a", HasNamespace: true, Creating: true}},
+		{"this provider's lines, finished, empty namespace", MarkLines{UID: "u1", CreatedAt: at}.Format(),
+			Mark{Managed: true, UID: "u1", CreatedAt: at, HasNamespace: true}},
+		{"state line with another value", "proxy-operator-managed=true\nproxy-operator-state=done", Mark{Managed: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ParseMark(tc.desc)
-			if got.Managed != tc.want.Managed || got.UID != tc.want.UID || !got.CreatedAt.Equal(tc.want.CreatedAt) {
+			if got.Managed != tc.want.Managed || got.UID != tc.want.UID || !got.CreatedAt.Equal(tc.want.CreatedAt) ||
+				got.Namespace != tc.want.Namespace || got.HasNamespace != tc.want.HasNamespace || got.Creating != tc.want.Creating {
 				t.Errorf("ParseMark(%q) = %+v, want %+v", tc.desc, got, tc.want)
 			}
 		})

@@ -6,11 +6,27 @@ import (
 )
 
 // The description mark (entry 8), shared with the Kubernetes operator: three key=value
-// lines written in the clone call.
+// lines written in the clone call. This provider adds lines of its own after them, which
+// the operator's parser ignores (it reads only its three keys):
+//
+//   - MarkKeyNamespace, the provider's uid_namespace (empty by default): the scope within
+//     which an interrupted create of the same name is resumed;
+//   - MarkKeyState=creating while a Create is still working on the VM. Create's last step
+//     rewrites the description without it (a compare-and-swap on the config digest), so a
+//     mark without it is a finished VM: every VM of earlier releases, and every VM the
+//     operator made.
+//
+// Other lines may follow later (ParseMark ignores keys it does not know, and FormatMark
+// callers can append lines through MarkLines).
 const (
 	MarkKeyManaged   = "proxy-operator-managed"
 	MarkKeyUID       = "proxy-operator-uid"
 	MarkKeyCreatedAt = "proxy-operator-created-at"
+	// MarkKeyNamespace is the provider's uid_namespace, written by this provider only.
+	MarkKeyNamespace = "proxy-operator-namespace"
+	// MarkKeyState is the create phase; MarkStateCreating is its only value.
+	MarkKeyState      = "proxy-operator-state"
+	MarkStateCreating = "creating"
 	// MarkManagedYes is the only value of MarkKeyManaged that marks a VM as managed.
 	MarkManagedYes = "true"
 	// ManagedTag is the Proxmox tag the config step sets (a hint, not the mark).
@@ -25,13 +41,38 @@ type Mark struct {
 	UID string
 	// CreatedAt is the zero time when the line is missing or does not parse as RFC 3339.
 	CreatedAt time.Time
+	// Namespace is the namespace line's value; HasNamespace says the line is there (only
+	// this provider writes it: a mark without it was written by an earlier release or by
+	// the operator).
+	Namespace    string
+	HasNamespace bool
+	// Creating is set while the state line says "creating": a Create has not finished.
+	Creating bool
 }
 
-// FormatMark returns the three-line mark for a description.
+// MarkLines are the lines of a mark written by this provider.
+type MarkLines struct {
+	UID       string
+	CreatedAt time.Time
+	Namespace string
+	Creating  bool
+}
+
+// FormatMark returns the operator's three-line mark (what earlier releases wrote).
 func FormatMark(uid string, createdAt time.Time) string {
 	return MarkKeyManaged + "=" + MarkManagedYes + "\n" +
 		MarkKeyUID + "=" + uid + "\n" +
 		MarkKeyCreatedAt + "=" + createdAt.UTC().Format(time.RFC3339)
+}
+
+// Format returns the operator's three lines, then this provider's: the namespace line,
+// and the state line while creating.
+func (l MarkLines) Format() string {
+	s := FormatMark(l.UID, l.CreatedAt) + "\n" + MarkKeyNamespace + "=" + l.Namespace
+	if l.Creating {
+		s += "\n" + MarkKeyState + "=" + MarkStateCreating
+	}
+	return s
 }
 
 // ParseMark reads the mark from a description. It tolerates CRLF, blank lines, spaces
@@ -58,6 +99,10 @@ func ParseMark(desc string) Mark {
 			if t, err := time.Parse(time.RFC3339, v); err == nil {
 				m.CreatedAt = t.UTC()
 			}
+		case MarkKeyNamespace:
+			m.Namespace, m.HasNamespace = v, true
+		case MarkKeyState:
+			m.Creating = v == MarkStateCreating
 		default:
 			continue
 		}

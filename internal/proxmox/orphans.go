@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // seedSuffix ends every seed ISO's file name: <name>-seed.iso (entry 8).
@@ -33,19 +35,22 @@ func (e *SkippedNodesError) Error() string {
 	return "the ISO storage could not be listed on " + strings.Join(parts, "; ")
 }
 
-// OrphanSeeds lists *-seed.iso volumes on each node's ISO storage that no VM of that name
-// references.
+// OrphanSeeds lists seed ISO volumes on each node's ISO storage that no VM references.
 //
 // These are the seeds of VMs destroyed outside the provider, which nothing else ever
 // deletes (entry 24). Each configured node's ISO storage is listed (GET
-// .../storage/{iso}/content?content=iso, concurrently), then the cluster's VMs: a seed is
-// an orphan when no QEMU VM in the cluster has its name. The listing is taken after the
-// contents, so a VM being created meanwhile does not make its own seed look orphaned. On a
-// shared ISO storage every node lists the same volume, so an orphan shows once per node.
+// .../storage/{iso}/content?content=iso, concurrently), then the cluster's VMs. A
+// <name>-<uid>-seed.iso (this provider's, one per VM) is an orphan when no VM named <name>
+// has it on ide2 or carries <uid> in its mark (a create between its clone and its config
+// step); telling needs the config of the VMs of that name, read only when such a seed
+// exists. A <name>-seed.iso (earlier releases', the operator's) is an orphan when no QEMU
+// VM in the cluster has its name. The listing is taken after the contents, so a VM being
+// created meanwhile does not make its own seed look orphaned. On a shared ISO storage
+// every node lists the same volume, so an orphan shows once per node.
 //
 // A node whose storage cannot be listed is left out, and the seeds of the other nodes come
-// with a *SkippedNodesError naming it; the listing failing, or ctx ending, fails the call
-// with no seeds.
+// with a *SkippedNodesError naming it; the listing failing, a config that cannot be read,
+// or ctx ending, fails the call with no seeds.
 func (b *Backend) OrphanSeeds(ctx context.Context) ([]Seed, error) {
 	return b.OrphanSeedsOn(ctx, b.cfg.Nodes)
 }
@@ -63,8 +68,8 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 				return
 			}
 			for _, v := range vols {
-				if name, ok := seedName(v.VolID); ok {
-					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, Size: v.Size})
+				if name, uid, ok := seedName(v.VolID); ok {
+					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, UID: uid, Size: v.Size})
 				}
 			}
 		})
@@ -78,10 +83,16 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 		return nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
 	}
 	names := map[string]bool{}
-	for _, r := range res {
+	byName := map[string][]int{}
+	for i, r := range res {
 		if r.Type == "qemu" && r.Name != "" {
 			names[r.Name] = true
+			byName[r.Name] = append(byName[r.Name], i)
 		}
+	}
+	refs, err := b.seedRefs(ctx, res, byName, perNode)
+	if err != nil {
+		return nil, wrap("list", "", 0, err)
 	}
 	var (
 		out     []Seed
@@ -99,7 +110,7 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 		slices.SortFunc(perNode[i], func(a, b Seed) int { return strings.Compare(a.VolID, b.VolID) })
 		for _, s := range perNode[i] {
 			seeds++
-			if !names[s.Name] {
+			if !seedReferenced(s, names, refs) {
 				out = append(out, s)
 			}
 		}
@@ -113,19 +124,83 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 	return out, nil
 }
 
-// seedName returns the VM name of a seed ISO's volid (<storage>:iso/<name>-seed.iso).
-func seedName(volid string) (string, bool) {
+// seedName returns the VM name of a seed ISO's volid: <storage>:iso/<name>-<uid>-seed.iso
+// (uid set) or <storage>:iso/<name>-seed.iso (uid empty).
+func seedName(volid string) (name, uid string, ok bool) {
 	_, file, ok := strings.Cut(volid, ":")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
 	file, ok = strings.CutPrefix(file, "iso/")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	name, ok := strings.CutSuffix(file, seedSuffix)
+	if n, u, ok := parseUIDSeed(file); ok {
+		return n, u, true
+	}
+	name, ok = strings.CutSuffix(file, seedSuffix)
 	if !ok || name == "" || strings.Contains(name, "/") {
-		return "", false
+		return "", "", false
 	}
-	return name, true
+	return name, "", true
+}
+
+// seedRefs are, per VM name that a <name>-<uid>-seed.iso carries, the seed files its VMs'
+// ide2 name and the uids their marks carry, from one config read per such VM.
+func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName map[string][]int, perNode [][]Seed) (map[string]bool, error) {
+	want := map[int]bool{}
+	for _, seeds := range perNode {
+		for _, s := range seeds {
+			if s.UID != "" {
+				for _, i := range byName[s.Name] {
+					want[i] = true
+				}
+			}
+		}
+	}
+	refs := map[string]bool{}
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, listConfigReads)
+	var wg sync.WaitGroup
+	for i := range want {
+		r := res[i]
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cfg, err := b.api.VMConfig(ctx, r.Node, r.VMID)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+			case isNotExist(err):
+				return
+			default:
+				if firstErr == nil {
+					firstErr = apiErrorf("list", err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
+				}
+				return
+			}
+			if f, ok := vmSeed(b.cfg.ISOStorage, r.Name, cfg); ok {
+				refs["file:"+f] = true
+			}
+			if m := ParseMark(cfg["description"]); m.UID != "" {
+				refs["uid:"+r.Name+"/"+m.UID] = true
+			}
+		})
+	}
+	wg.Wait()
+	return refs, firstErr
+}
+
+// seedReferenced says whether a VM may boot from s.
+func seedReferenced(s Seed, names map[string]bool, refs map[string]bool) bool {
+	_, file, _ := strings.Cut(s.VolID, ":iso/")
+	if names[strings.TrimSuffix(file, seedSuffix)] {
+		return true // a VM named like the whole prefix: a <name>-seed.iso of that VM
+	}
+	if s.UID == "" {
+		return false
+	}
+	return refs["file:"+file] || refs["uid:"+s.Name+"/"+s.UID]
 }

@@ -123,16 +123,22 @@ func TestOrphanSeeds_expiredContextReturnsPromptly(t *testing.T) {
 func TestSeedName_table(t *testing.T) {
 	t.Parallel()
 	for volid, want := range map[string]string{
-		"proxy-seeds:iso/proxy-a-seed.iso":  "proxy-a",
-		"local:iso/web-seed.iso":            "web",
-		"proxy-seeds:iso/proxy-a.iso":       "",
-		"proxy-seeds:iso/-seed.iso":         "",
-		"proxy-seeds:vztmpl/x-seed.iso":     "",
-		"proxy-seeds:iso/sub/x-seed.iso":    "",
-		"no-colon-seed.iso":                 "",
-		"proxy-seeds:iso/proxy-a-seed.iso2": "",
+		"proxy-seeds:iso/proxy-a-seed.iso":                 "proxy-a",
+		"local:iso/web-seed.iso":                           "web",
+		"proxy-seeds:iso/proxy-a.iso":                      "",
+		"proxy-seeds:iso/-seed.iso":                        "",
+		"proxy-seeds:vztmpl/x-seed.iso":                    "",
+		"proxy-seeds:iso/sub/x-seed.iso":                   "",
+		"no-colon-seed.iso":                                "",
+		"proxy-seeds:iso/proxy-a-seed.iso2":                "",
+		"proxy-seeds:iso/proxy-a-" + testUID + "-seed.iso": "proxy-a/" + testUID,
+		"proxy-seeds:iso/" + testUID + "-seed.iso":         testUID,
 	} {
-		got, ok := seedName(volid)
+		name, uid, ok := seedName(volid)
+		got := name
+		if uid != "" {
+			got += "/" + uid
+		}
 		if got != want || ok != (want != "") {
 			t.Errorf("seedName(%q) = %q, %v; want %q", volid, got, ok, want)
 		}

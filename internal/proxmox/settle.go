@@ -49,21 +49,12 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			return pollFailed(op, err, "the cluster listing failed", "listing the cluster's VMs")
 		}
 		r, ok := findResource(res, id.VMID)
-		switch {
-		case !ok || r.Type != "qemu" || r.Template == 1:
+		if !ok || r.Type != "qemu" || r.Template == 1 {
 			out = settled{verdict: verdictGone, r: r}
 			return done("gone")
-		case r.Name == "":
-			return keep(fmt.Sprintf("a clone in progress, lock %q", r.Lock))
-		case r.Name != id.Name:
-			out = settled{verdict: verdictForeign, r: r}
-			return done("another VM")
-		case r.Lock != "" && r.Lock != "suspended":
-			return keep(fmt.Sprintf("lock %q", r.Lock))
-		case r.Status == "unknown":
-			return observation{verdict: keepWaiting, nodeDown: true,
-				seen: "status unknown: its node " + r.Node + " is not answering, or the VM is too new to be reported yet"}
 		}
+		// The listed name and lock are pvestatd's snapshot: the config decides, and a lock
+		// of a VM whose config names another VM is never waited on.
 		cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
 		switch {
 		case err == nil:
@@ -73,8 +64,12 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 		default:
 			return pollFailed(op, err, "its config could not be read", "reading the config on node %s", r.Node)
 		}
+		name := cfg["name"]
+		if name == "" {
+			return keep(fmt.Sprintf("a clone in progress, lock %q", cfg["lock"]))
+		}
 		mark := ParseMark(cfg["description"])
-		if cfg["name"] != id.Name || !mark.Managed {
+		if name != id.Name || !mark.Managed {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg}
 			return done("another VM")
 		}
@@ -84,6 +79,10 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {
 			return keep(fmt.Sprintf("lock %q", l))
+		}
+		if r.Status == "unknown" {
+			return observation{verdict: keepWaiting, nodeDown: true,
+				seen: "status unknown: its node " + r.Node + " is not answering, or the VM is too new to be reported yet"}
 		}
 		out = settled{verdict: verdictOurs, r: r, cfg: cfg}
 		return done("no task holds it")

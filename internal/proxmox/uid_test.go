@@ -14,9 +14,9 @@ const otherWorkspaceUID = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
 // otherWorkspaceVM adds, at testVMID0, a running VM named testName carrying a mark of
 // another uid, with its seed ISO on its node.
 func otherWorkspaceVM(h *harness) *fakeVM {
-	v := h.ourRunningVM(testVMID0, testName)
+	v := h.addFinished(testVMID0, testName, otherWorkspaceUID)
 	h.f.mutate(testVMID0, func(v *fakeVM) {
-		v.Config["description"] = FormatMark(otherWorkspaceUID, time.Date(2026, 9, 19, 9, 30, 0, 0, time.UTC))
+		v.Config["description"] = MarkLines{UID: otherWorkspaceUID, CreatedAt: time.Date(2026, 9, 19, 9, 30, 0, 0, time.UTC)}.Format()
 	})
 	return v
 }
@@ -61,32 +61,46 @@ func TestGet_markOfAnotherUIDIsNotFound(t *testing.T) {
 	}
 }
 
-// TestDelete_markOfAnotherUIDLeftAloneWithItsSeed: the VM is another workspace's and
-// alive; its seed ISO bears our seed's name. Neither is touched.
+// TestDelete_markOfAnotherUIDLeftAloneWithItsSeed: the VM is another resource's and alive,
+// with a seed ISO of its own. Neither is touched; this resource's own seed (recorded in
+// its state) is deleted.
 func TestDelete_markOfAnotherUIDLeftAloneWithItsSeed(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	otherWorkspaceVM(h)
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("ours"))
 	h.f.calllog = nil
-	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID); err != nil {
+	if err := h.del(h.ctx, "pv1-1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := mutating(h.f); len(got) != 0 {
-		t.Errorf("calls %v on another workspace's VM, want none", got)
+	for _, c := range h.f.log() {
+		if c.VMID == testVMID0 && c.Method != "VMConfig" && c.Method != "VMStatus" {
+			t.Errorf("%s on another resource's VM", c.Method)
+		}
+		if c.Method == "DeleteVolume" && c.Args["volid"] != seedVolID(fakeISOStorage, seedFile(testName, testUID)) {
+			t.Errorf("deleted %s, want only this resource's seed", c.Args["volid"])
+		}
 	}
 	if v := h.f.vm(testVMID0); v == nil || v.Status != "running" {
-		t.Error("the other workspace's VM was stopped or destroyed")
+		t.Error("the other resource's VM was stopped or destroyed")
 	}
-	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); !ok {
-		t.Error("the other workspace's seed ISO was deleted")
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, otherWorkspaceUID)); !ok {
+		t.Error("the other resource's seed ISO was deleted")
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
+		t.Error("this resource's own seed ISO is left")
 	}
 	assertContains(t, h.logs.String(), "proxmox vm not ours: another uid", "proxmox vm deleted")
 
-	// The same uid is ours: destroyed, seed and all.
+	// The same uid is ours: destroyed, its own seed (the one ide2 names) and all.
+	h.f.calllog = nil
 	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", otherWorkspaceUID); err != nil {
 		t.Fatal(err)
 	}
 	if got := mutating(h.f); !slices.Equal(got, []string{"Stop", "DeleteVolume", "Destroy"}) {
 		t.Errorf("calls %v for our own uid", got)
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, otherWorkspaceUID)); ok {
+		t.Error("the VM's own seed ISO is left")
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -210,10 +209,11 @@ const (
 // ide2 instead, since cloud-init reads the seed at first boot only. A hibernated VM refuses
 // config writes, so without user-data it is Permanent.
 func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[string]string, ch Changes, hibernated bool) (seedFix, error) {
-	vol := seedVolID(b.cfg.ISOStorage, id.Name)
-	if ide2, _, _ := strings.Cut(cfg["ide2"], ","); b.cfg.ISOStorage == "" || ide2 != vol {
+	file, ok := vmSeed(b.cfg.ISOStorage, id.Name, cfg)
+	if !ok {
 		return seedPresent, nil
 	}
+	vol := seedVolID(b.cfg.ISOStorage, file)
 	vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
 	if err != nil {
 		return seedPresent, apiErrorf("update", err, "listing storage %s on node %s to check the seed ISO before the start", b.cfg.ISOStorage, node)
@@ -228,7 +228,7 @@ func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[st
 		if hibernated {
 			return seedPresent, Permanentf("the VM is hibernated and its seed ISO %s is missing, so Proxmox cannot resume it, and its cloud-init user-data is not known "+
 				"(the VM was imported) to rebuild the seed; set cloud_init to the VM's user-data and apply again, or upload an ISO named %s to storage %s on node %s",
-				vol, seedFile(id.Name), b.cfg.ISOStorage, node)
+				vol, file, b.cfg.ISOStorage, node)
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
 		return seedDropIDE2, nil
@@ -241,9 +241,9 @@ func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[st
 	}
 	fields["cloud_init_bytes"] = len(ch.UserData)
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing: uploading it again before the start", fields)
-	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, seedFile(id.Name), bytes.NewReader(iso), int64(len(iso)))
+	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, file, bytes.NewReader(iso), int64(len(iso)))
 	if err != nil {
-		return seedPresent, apiErrorf("update", err, "uploading the missing seed ISO %s to storage %s on node %s", seedFile(id.Name), b.cfg.ISOStorage, node)
+		return seedPresent, apiErrorf("update", err, "uploading the missing seed ISO %s to storage %s on node %s", file, b.cfg.ISOStorage, node)
 	}
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
 		return seedPresent, err

@@ -138,7 +138,7 @@ func failedDestroy(h *harness) {
 		h.t.Fatal("Delete succeeded, want the injected destroy failure")
 	}
 	v := h.f.vm(testVMID0)
-	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); ok || v == nil || v.Status != "stopped" || !strings.HasPrefix(v.Config["ide2"], seedVolID(fakeISOStorage, testName)) {
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok || v == nil || v.Status != "stopped" || !strings.HasPrefix(v.Config["ide2"], seedVolID(fakeISOStorage, seedFile(testName, testUID))) {
 		h.t.Fatalf("not the state a failed destroy leaves: %+v", v)
 	}
 }
@@ -169,7 +169,7 @@ func TestUpdate_startAfterFailedDestroy(t *testing.T) {
 			built[0].VendorData != h.b.cfg.VendorData || !built[0].InstallGuestAgent {
 			t.Errorf("seeds built: %+v", built)
 		}
-		if b, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName)); !ok || string(b) != "ISO:"+testName {
+		if b, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); !ok || string(b) != "ISO:"+testName {
 			t.Errorf("seed on the storage: %q, %t", b, ok)
 		}
 		runningCheck(t, h.f.vm(testVMID0))
@@ -265,7 +265,7 @@ func TestUpdate_missingVolumeRefusals(t *testing.T) {
 		h.f.calllog = nil
 		err := h.b.Update(h.ctx, testID, Changes{Start: true})
 		assertClass(t, err, pveapi.Permanent)
-		assertContains(t, err.Error(), "hibernated", seedVolID(fakeISOStorage, testName), "set cloud_init")
+		assertContains(t, err.Error(), "hibernated", seedVolID(fakeISOStorage, seedFile(testName, testUID)), "set cloud_init")
 		if got := mutating(h.f); len(got) != 0 {
 			t.Errorf("changed something: %v", got)
 		}

@@ -37,6 +37,9 @@ type Checker struct {
 	Owns func(name string) bool
 	// ISOStorage is the seed storage (default: the simulator's).
 	ISOStorage string
+	// Refused are VMIDs of the scenario's VMs that no state tracks on purpose: a VM a
+	// create met and refused (the operator's, say), which the test made itself.
+	Refused map[int]bool
 }
 
 // NewChecker snapshots the baseline now; names with prefix belong to the scenario.
@@ -92,7 +95,7 @@ func (f *Findings) Add(g Findings) {
 }
 
 // Live checks the invariants that hold at any quiet moment (no terraform running):
-//   - at most one VM per name among the scenario's VMs;
+//   - no VM is held by two state entries (of one workspace or of two);
 //   - every baseline guest is still there, on the same node, with the same config, power
 //     and lock (a foreign VM is never touched);
 //   - every proxy_vm in the given states (one per workspace; tainted or deposed instances
@@ -112,12 +115,6 @@ func (c *Checker) Live(states ...*State) Findings {
 			byName[v.Name] = append(byName[v.Name], v.VMID)
 		}
 	}
-	for name, ids := range byName {
-		if len(ids) > 1 {
-			sort.Ints(ids)
-			f.violate("%d VMs are named %s: VMIDs %v", len(ids), name, ids)
-		}
-	}
 	f.Add(c.foreign(byID))
 
 	tracked := map[int]string{} // vmid -> address (first workspace holding it)
@@ -133,11 +130,14 @@ func (c *Checker) Live(states ...*State) Findings {
 			where := fmt.Sprintf("workspace %d %s (vmid %d)", wi, r.Address, vmid)
 			v, ok := byID[vmid]
 			tainted := r.Tainted || r.DeposedKey != ""
-			if tainted && (!ok || v.Name != name) {
+			uid := r.String("uid")
+			otherUID := ok && uid != "" && !strings.Contains(v.Description, "proxy-operator-uid="+uid)
+			if tainted && (!ok || v.Name != name || otherUID) {
 				// A create saves the VMID it chose before the clone request, so an interrupted
 				// or failed create may leave a tainted entry naming a VMID that it never got or
-				// that another VM holds under another name. Harmless: refresh drops the entry
-				// (the name differs) and destroy leaves that VM alone. It holds nothing.
+				// that another VM holds under another name, or one another apply took over (its
+				// mark carries another uid). Harmless: refresh drops the entry and destroy
+				// leaves that VM alone. It holds nothing.
 				continue
 			}
 			if prev, held := tracked[vmid]; held {
@@ -154,12 +154,14 @@ func (c *Checker) Live(states ...*State) Findings {
 				f.violate("%s: VM %d is named %q, the state says %q", where, vmid, v.Name, name)
 			case !strings.Contains(v.Description, "proxy-operator-managed=true"):
 				f.violate("%s: VM %d carries no mark", where, vmid)
+			case otherUID:
+				f.violate("%s: VM %d carries another uid than the state's %s", where, vmid, uid)
 			}
 		}
 	}
 	for name, ids := range byName {
 		for _, id := range ids {
-			if _, ok := tracked[id]; !ok {
+			if _, ok := tracked[id]; !ok && !c.Refused[id] {
 				f.Orphans = append(f.Orphans, fmt.Sprintf("VM %d (%s) is in no state", id, name))
 			}
 		}
@@ -189,31 +191,44 @@ func (c *Checker) Gone() Findings {
 		if c.Baseline.Volumes[vol.Node+"|"+vol.VolID] {
 			continue
 		}
-		if n := seedName(vol.VolID); n != "" && c.Owns(n) {
+		if n, _ := seedName(vol.VolID); n != "" && c.Owns(n) {
 			f.Orphans = append(f.Orphans, fmt.Sprintf("seed %s on %s left after destroy", vol.VolID, vol.Node))
 		}
 	}
 	return f
 }
 
+// orphanSeeds are the scenario's seed ISOs no VM references: a <name>-<uid>-seed.iso when
+// no VM's ide2 names it and no VM of that name carries the uid (a create between its
+// clone and its config step); a <name>-seed.iso when no VM has the name.
 func (c *Checker) orphanSeeds(st pvesim.State, byName map[string][]int) []string {
 	var out []string
 	for _, vol := range st.Volumes {
 		if c.Baseline.Volumes[vol.Node+"|"+vol.VolID] {
 			continue
 		}
-		n := seedName(vol.VolID)
+		n, uid := seedName(vol.VolID)
 		if n == "" || !c.Owns(n) {
 			continue
 		}
-		if len(byName[n]) == 0 {
-			out = append(out, fmt.Sprintf("seed %s on %s has no VM", vol.VolID, vol.Node))
+		used := false
+		if uid == "" {
+			used = len(byName[n]) > 0
+		}
+		for _, v := range st.VMs {
+			if used {
+				break
+			}
+			ide2, _, _ := strings.Cut(v.Config["ide2"], ",")
+			used = ide2 == vol.VolID || (v.Name == n && uid != "" && strings.Contains(v.Description, "proxy-operator-uid="+uid))
+		}
+		if !used {
+			out = append(out, fmt.Sprintf("seed %s on %s: no VM uses it", vol.VolID, vol.Node))
 		}
 	}
 	return out
 }
 
-// foreign compares every baseline guest with the cluster now.
 func (c *Checker) foreign(now map[int]pvesim.VMState) Findings {
 	var f Findings
 	for _, id := range sortedInts(c.Baseline.VMs) {

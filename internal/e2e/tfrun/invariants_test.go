@@ -69,7 +69,7 @@ func TestChecker(t *testing.T) {
 	must(sim.AddVM(pvesim.VMSpec{VMID: 1002, Name: "px-a", Config: map[string]string{"description": testMark}}))
 	st2 := stateOf(vmRes("proxy_vm.x", 1005, "px-x"), vmRes("proxy_vm.b", 1001, "px-zzz"))
 	f = chk.Live(st, st2, stateOf(vmRes("proxy_vm.a2", 1000, "px-a")))
-	for _, want := range []string{"2 VMs are named px-a", "is named \"px-b\", the state says \"px-zzz\"", "both hold VMID 1000"} {
+	for _, want := range []string{"is named \"px-b\", the state says \"px-zzz\"", "both hold VMID 1000"} {
 		if !has(f.Violations, want) {
 			t.Errorf("violation %q not found in %q", want, f.Violations)
 		}
@@ -97,6 +97,22 @@ func TestChecker(t *testing.T) {
 		t.Errorf("a tainted entry for the same VM not counted: %q", f.Violations)
 	}
 
+	// Same-name VMs coexist (create_before_destroy, two workspaces): each tracked once is
+	// fine, and so is one refused on purpose; their own seeds are used by their ide2.
+	if f := chk.Live(st, stateOf(vmRes("proxy_vm.a", 1002, "px-a"), vmRes("proxy_vm.b", 1001, "px-b"))); has(f.Violations, "named px-a") || has(f.Orphans, "VM 1002") {
+		t.Errorf("two tracked VMs of one name: %+v", f)
+	}
+	const u1, u2 = "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10", "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+	must(sim.AddISO("pve1", sim.ISOStorage, "px-a-"+u1+"-seed.iso", []byte("iso")))
+	must(sim.AddISO("pve1", sim.ISOStorage, "px-a-"+u2+"-seed.iso", []byte("iso")))
+	must(sim.SetVMState(1002, pvesim.VMPatch{Config: map[string]string{"ide2": UIDSeedVolID(sim.ISOStorage, "px-a", u1) + ",media=cdrom"}}))
+	chk.Refused = map[int]bool{1001: true}
+	f = chk.Live(st, stateOf(vmRes("proxy_vm.a", 1002, "px-a")))
+	if has(f.Orphans, u1) || !has(f.Orphans, u2) || has(f.Orphans, "VM 1001") {
+		t.Errorf("per-VM seeds and refused VMs: %+v", f.Orphans)
+	}
+	chk.Refused = nil
+
 	// A foreign guest changed, and one destroyed.
 	must(sim.SetVMState(500, pvesim.VMPatch{Config: map[string]string{"cores": "8"}}))
 	must(sim.DeleteVM(100))
@@ -111,12 +127,13 @@ func TestChecker(t *testing.T) {
 
 func TestSeedName(t *testing.T) {
 	for volid, want := range map[string]string{
-		"proxy-seeds:iso/px-a-seed.iso": "px-a",
-		"proxy-seeds:iso/other.iso":     "",
-		"local:vztmpl/px-a-seed.iso":    "",
-		SeedVolID("s", "n"):             "n",
+		"proxy-seeds:iso/px-a-seed.iso":                                  "px-a",
+		"proxy-seeds:iso/other.iso":                                      "",
+		"local:vztmpl/px-a-seed.iso":                                     "",
+		SeedVolID("s", "n"):                                              "n",
+		UIDSeedVolID("s", "n-x", "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"): "n-x",
 	} {
-		if got := seedName(volid); got != want {
+		if got, _ := seedName(volid); got != want {
 			t.Errorf("seedName(%q) = %q, want %q", volid, got, want)
 		}
 	}

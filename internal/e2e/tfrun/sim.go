@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -98,16 +99,28 @@ func WaitTask(ctx context.Context, s *pvesim.Sim, typ string, since time.Time, t
 	})
 }
 
-// SeedVolID is the volume id of a VM's seed ISO.
+// SeedVolID is the volume id of the seed ISO of earlier releases and the operator,
+// <name>-seed.iso.
 func SeedVolID(isoStorage, name string) string { return isoStorage + ":iso/" + name + "-seed.iso" }
 
-// seedName returns the VM name of a seed ISO volume id, or "" when volid is not a seed.
-func seedName(volid string) string {
+// UIDSeedVolID is the volume id of a VM's own seed ISO, <name>-<uid>-seed.iso.
+func UIDSeedVolID(isoStorage, name, uid string) string {
+	return isoStorage + ":iso/" + name + "-" + uid + "-seed.iso"
+}
+
+var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-seed\.iso$`)
+
+// seedName returns the VM name (and, for <name>-<uid>-seed.iso, the uid) of a seed ISO
+// volume id; "" when volid is not a seed.
+func seedName(volid string) (name, uid string) {
 	_, file, ok := strings.Cut(volid, ":iso/")
 	if !ok || !strings.HasSuffix(file, "-seed.iso") {
-		return ""
+		return "", ""
 	}
-	return strings.TrimSuffix(file, "-seed.iso")
+	if m := uidSeedRE.FindStringSubmatch(file); m != nil {
+		return m[1], m[2]
+	}
+	return strings.TrimSuffix(file, "-seed.iso"), ""
 }
 
 // Describe lists the simulator's guests and seed ISOs in one line each, for failure

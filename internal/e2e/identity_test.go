@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// Identity: a proxy_vm owns only the VM it created or was given by import. Every test here
+// drives the real terraform binary; each counts its wrong-workspace actions (a VM of
+// another resource changed, adopted or destroyed, or one VM tracked twice) and orphans in
+// the figures under "identity/...".
+
+// namedVMs returns the scenario's VMs called name in the cluster, by VMID.
+func (s *scenario) namedVMs(name string) map[int]pvesim.VMState {
+	out := map[int]pvesim.VMState{}
+	for _, v := range s.sim.State().VMs {
+		if v.Name == name && v.Type == "qemu" && !v.Template {
+			out[v.VMID] = v
+		}
+	}
+	return out
+}
+
+// seedsOf lists the seed ISO volume ids of VM name in the cluster (every node).
+func (s *scenario) seedsOf(name string) []string {
+	var out []string
+	for _, v := range s.sim.State().Volumes {
+		if n, _ := seedNameOf(v.VolID); n == name {
+			out = append(out, v.VolID)
+		}
+	}
+	return out
+}
+
+// seedNameOf is tfrun's seed file parsing, for the tests of this package.
+func seedNameOf(volid string) (name, uid string) {
+	_, file, ok := strings.Cut(volid, ":iso/")
+	if !ok || !strings.HasSuffix(file, "-seed.iso") {
+		return "", ""
+	}
+	base := strings.TrimSuffix(file, "-seed.iso")
+	if len(base) > 37 && base[len(base)-37] == '-' {
+		return base[:len(base)-37], base[len(base)-36:]
+	}
+	return base, ""
+}
+
+// identityFigures records one identity scenario.
+func identityFigures(cat string, ok bool, wrong, orphans int) {
+	figures.update(cat, func(row *figureRow) {
+		row.Run++
+		if ok && wrong == 0 && orphans == 0 {
+			row.Converged++
+		}
+		row.WrongWS += wrong
+		row.Orphans += orphans
+	})
+}
+
+// finish checks the live invariants, an empty plan, then destroy and nothing left; it
+// returns the orphans found and whether all went well.
+func (s *scenario) finish(states ...*tfrun.State) (int, bool) {
+	s.t.Helper()
+	ok := true
+	live := s.chk.Live(append([]*tfrun.State{s.state()}, states...)...).Strict()
+	orphans := len(live.Orphans)
+	if !live.OK() {
+		ok = false
+		s.t.Errorf("invariants: %v", live.Err())
+	}
+	if r := s.ws.Plan(s.ctx); r.ExitCode != 0 {
+		ok = false
+		s.t.Errorf("the plan after the apply is not empty (exit %d):\n%s", r.ExitCode, r)
+	}
+	if r := s.destroy(); !r.OK() {
+		ok = false
+		s.t.Errorf("destroy failed:\n%s", r)
+	}
+	if len(states) == 0 {
+		gone := s.chk.Gone()
+		orphans += len(gone.Orphans)
+		if !gone.OK() {
+			ok = false
+			s.t.Errorf("after destroy: %v", gone.Err())
+		}
+	}
+	return orphans, ok
+}
+
+// TestE2E_Identity_CreateBeforeDestroy: with create_before_destroy, a replacement (a
+// cloud_init change, or -replace) makes a second VM of the same name while the first
+// runs, then destroys the first: one VM of that name is left, it booted the new
+// cloud-init from a seed ISO of its own, the state tracks it and the next plan is empty.
+func TestE2E_Identity_CreateBeforeDestroy(t *testing.T) {
+	needTF(t)
+	for _, how := range []string{"cloud-init", "replace"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			s := newScenario(t, "identity/create-before-destroy", scenarioOpts{})
+			vm := s.vm("cbd")
+			vm.CloudInit = "#cloud-config\nwrite_files:\n  - path: /etc/generation\n    content: one\n"
+			vm.Extra = "lifecycle {\n  create_before_destroy = true\n}\n"
+			s.vms = []tfrun.VM{vm}
+			s.mustApply()
+			old, _ := s.sharedVM()
+			args := []string{}
+			if how == "cloud-init" {
+				s.vms[0].CloudInit = strings.Replace(vm.CloudInit, "content: one", "content: two", 1)
+			} else {
+				args = append(args, "-replace="+vm.Addr())
+			}
+			wrong := 0
+			r := s.apply(args...)
+			if !r.OK() {
+				t.Fatalf("the replacement failed:\n%s", r)
+			}
+			cur, _ := s.sharedVM()
+			named := s.namedVMs(vm.Name)
+			switch {
+			case cur.Int("vmid") == old.Int("vmid") || cur.String("uid") == old.String("uid"):
+				wrong++
+				t.Errorf("the replacement adopted the old VM: VMID %d uid %s, was %d %s", cur.Int("vmid"), cur.String("uid"), old.Int("vmid"), old.String("uid"))
+			case len(named) != 1:
+				wrong++
+				t.Errorf("%d VMs named %s after the replacement, want 1: %v", len(named), vm.Name, named)
+			}
+			if _, left := named[old.Int("vmid")]; left {
+				t.Errorf("the old VM %d is still there", old.Int("vmid"))
+			}
+			if v, ok := named[cur.Int("vmid")]; !ok || v.Power != "running" {
+				wrong++
+				t.Errorf("the state's VM %d is not running in the cluster: %+v", cur.Int("vmid"), v)
+			}
+			seed, ok := s.sim.GuestSeed(cur.Int("vmid"))
+			if !ok || string(seed.UserData) != s.vms[0].CloudInit {
+				t.Errorf("the guest read user-data %q, want the configured %q", seed.UserData, s.vms[0].CloudInit)
+			}
+			seeds := s.seedsOf(vm.Name)
+			want := tfrun.UIDSeedVolID(s.sim.ISOStorage, vm.Name, cur.String("uid"))
+			if len(seeds) != 1 || seeds[0] != want {
+				t.Errorf("seed ISOs of %s: %v, want only the new VM's %s", vm.Name, seeds, want)
+			}
+			orphans, ok := s.finish()
+			identityFigures(s.cat, ok, wrong, orphans)
+		})
+	}
+}
+
+// TestE2E_Identity_SameNameTwiceInOneConfig: two proxy_vm of one configuration with the
+// same name get two distinct VMs, each with its own seed ISO; the plan after is empty and
+// destroy removes both.
+func TestE2E_Identity_SameNameTwiceInOneConfig(t *testing.T) {
+	needTF(t)
+	s := newScenario(t, "identity/same-name-twice", scenarioOpts{})
+	one, two := s.vm("twin"), s.vm("twin")
+	one.Resource, two.Resource = "one", "two"
+	two.Cores, two.MemoryMiB, two.MachineType = 2, 1024, ""
+	s.vms = []tfrun.VM{one, two}
+	s.mustApply()
+	vms := s.state().OfType("proxy_vm")
+	wrong := 0
+	if len(vms) != 2 || vms[0].Int("vmid") == vms[1].Int("vmid") {
+		wrong++
+		t.Fatalf("state %+v, want two resources on two VMIDs", vms)
+	}
+	if n := len(s.namedVMs(one.Name)); n != 2 {
+		wrong++
+		t.Errorf("%d VMs named %s, want 2", n, one.Name)
+	}
+	if n := len(s.seedsOf(one.Name)); n != 2 {
+		t.Errorf("%d seed ISOs of %s, want one per VM", n, one.Name)
+	}
+	orphans, ok := s.finish()
+	identityFigures(s.cat, ok, wrong, orphans)
+}
+
+// TestE2E_Identity_OperatorVMRefusedThenImported: a VM of our name that the operator
+// made (its mark without a uid line) met by a create is refused, naming the VMID and the
+// import command, and nothing is touched; importing it works, and its destroy removes it
+// with the <name>-seed.iso its ide2 names.
+func TestE2E_Identity_OperatorVMRefusedThenImported(t *testing.T) {
+	needTF(t)
+	s := newScenario(t, "identity/operator-vm", scenarioOpts{})
+	vm := s.vm("op")
+	const vmid = vmidMin + 40
+	if err := s.sim.AddISO(s.sim.Nodes[0], s.sim.ISOStorage, vm.Name+"-seed.iso", []byte("operator seed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.sim.AddVM(pvesim.VMSpec{VMID: vmid, Name: vm.Name, Power: "running", ShipsAgent: true, Config: map[string]string{
+		"description": "proxy-operator-managed=true\nproxy-operator-created-at=2026-11-01T10:00:00Z",
+		"ide2":        tfrun.SeedVolID(s.sim.ISOStorage, vm.Name) + ",media=cdrom",
+		"agent":       "1",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.sim.VM(vmid)
+	s.chk.Refused = map[int]bool{vmid: true}
+	s.vms = []tfrun.VM{vm}
+	r := s.apply()
+	wrong := 0
+	flat := strings.Join(strings.Fields(r.Output()), " ")
+	if r.OK() || len(s.state().OfType("proxy_vm")) != 0 {
+		wrong++
+		t.Errorf("the create adopted the operator's VM:\n%s", r)
+	}
+	for _, want := range []string{fmt.Sprintf("VMID %d", vmid), fmt.Sprintf("terraform import proxy_vm.<name> vms/%d/%s", vmid, vm.Name)} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, r)
+		}
+	}
+	if after, _ := s.sim.VM(vmid); !sameVM(before, after) {
+		wrong++
+		t.Errorf("the refused create changed the operator's VM:\nbefore %+v\nafter  %+v", before, after)
+	}
+	if live := s.chk.Live(s.state()); !live.OK() {
+		t.Errorf("after the refusal: %v", live.Err())
+	}
+	if r := s.ws.Import(s.ctx, vm.Addr(), fmt.Sprint(vmid)); !r.OK() {
+		t.Fatalf("import of the operator's VM failed:\n%s", r)
+	}
+	st := s.state().OfType("proxy_vm")
+	if len(st) != 1 || st[0].Int("vmid") != vmid || st[0].String("uid") != "" {
+		t.Errorf("imported state %+v, want VMID %d with the mark's (empty) uid", st, vmid)
+	}
+	s.chk.Refused = nil
+	if r := s.destroy(); !r.OK() {
+		t.Errorf("destroy of the imported VM failed:\n%s", r)
+	}
+	if _, left := s.sim.VM(vmid); left {
+		t.Errorf("the imported VM %d is still there", vmid)
+	}
+	gone := s.chk.Gone()
+	if !gone.OK() {
+		t.Errorf("after destroy: %v", gone.Err())
+	}
+	identityFigures(s.cat, gone.OK(), wrong, len(gone.Orphans))
+}
+
+// oldRelease is the last commit whose uid was the UUIDv5 of the name (no creating line,
+// seed <name>-seed.iso): the upgrade test applies with it, then plans, applies and
+// destroys with this build.
+const oldRelease = "c930382"
+
+// buildOldRelease builds the provider at oldRelease from this repository's history.
+func buildOldRelease(t *testing.T) *tfrun.Provider {
+	t.Helper()
+	root, err := tfrun.RepoRoot()
+	if err != nil {
+		t.Skip(err)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not on PATH: the previous release cannot be built")
+	}
+	src := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	archive := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", oldRelease)
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	untar.Stdin = pipe
+	if err := untar.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := archive.CombinedOutput(); err != nil {
+		_ = untar.Wait()
+		t.Skipf("git archive %s: %v %s (not a clone with that history)", oldRelease, err, out)
+	}
+	if err := untar.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(t.TempDir(), "old"), RepoRoot: src})
+	if err != nil {
+		t.Fatalf("building the previous release: %v", err)
+	}
+	if _, err := os.Stat(p.Binary); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestE2E_Identity_UpgradeFromPreviousRelease: VMs and state written by the previous
+// release (uid from the name, no creating line, seed <name>-seed.iso) keep working with
+// this build: the plan is empty, an update applies in place, destroy leaves nothing; and
+// a new VM of another name made by this build next to them gets a uid and seed of its own.
+func TestE2E_Identity_UpgradeFromPreviousRelease(t *testing.T) {
+	needTF(t)
+	old := buildOldRelease(t)
+	s := newScenario(t, "identity/upgrade", scenarioOpts{})
+	s.ws.Provider = old
+	s.vms = []tfrun.VM{s.vm("a"), s.vm("b")}
+	s.mustApply()
+	before := s.state().OfType("proxy_vm")
+	for _, r := range before {
+		if seeds := s.seedsOf(r.String("name")); len(seeds) != 1 || seeds[0] != tfrun.SeedVolID(s.sim.ISOStorage, r.String("name")) {
+			t.Fatalf("the previous release's seeds of %s: %v (the test would prove nothing)", r.String("name"), seeds)
+		}
+	}
+
+	s.ws.Provider = provider
+	wrong := 0
+	if r := s.ws.Plan(s.ctx); r.ExitCode != 0 {
+		t.Errorf("the first plan with this build is not empty (exit %d):\n%s", r.ExitCode, r)
+	}
+	s.vms[1].MachineType, s.vms[1].Cores, s.vms[1].MemoryMiB = "", 2, 1024
+	s.vms = append(s.vms, s.vm("c"))
+	if r := s.apply(); !r.OK() {
+		t.Fatalf("apply with this build:\n%s", r)
+	}
+	after := map[string]tfrun.Resource{}
+	for _, r := range s.state().OfType("proxy_vm") {
+		after[r.String("name")] = r
+	}
+	for _, r := range before {
+		a := after[r.String("name")]
+		if a.Int("vmid") != r.Int("vmid") || a.String("uid") != r.String("uid") {
+			wrong++
+			t.Errorf("%s: VMID %d uid %s after the upgrade, was %d %s", r.String("name"), a.Int("vmid"), a.String("uid"), r.Int("vmid"), r.String("uid"))
+		}
+	}
+	if b := after[s.prefix+"b"]; b.Int("cores") != 2 {
+		t.Errorf("the in-place update of b did not apply: cores %d", b.Int("cores"))
+	}
+	c := after[s.prefix+"c"]
+	if seeds := s.seedsOf(s.prefix + "c"); len(seeds) != 1 || seeds[0] != tfrun.UIDSeedVolID(s.sim.ISOStorage, s.prefix+"c", c.String("uid")) {
+		t.Errorf("the new VM's seeds: %v, want its own", seeds)
+	}
+	orphans, ok := s.finish()
+	identityFigures(s.cat, ok, wrong, orphans)
+}

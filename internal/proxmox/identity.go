@@ -1,0 +1,331 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Identity (docs/design/identity.md): a resource owns only a VM it created or was given
+// by import. Each Create mints a random uid (Spec.UID) and writes it in the mark with the
+// namespace line and the state line "creating"; where it looks for a VMID is deterministic
+// (vmidFor(Spec.AllocKey, attempt), AllocKey being the name's key in the namespace), so an
+// interrupted create of this name is always on this name's probe sequence. A VM found
+// there is judged by its config (judge): ours by uid; an interrupted create of this name
+// in this namespace (still "creating") is taken over; a finished VM of the same name is
+// another resource's and is skipped; a VM of our name that this provider did not make is
+// refused.
+
+// takenOverErr is what a Create says when another Create took its VM over meanwhile: two
+// applies creating the same name in the same uid_namespace at the same moment.
+func takenOverErr(vmid int, name, other string) error {
+	return Transientf("VMID %d was taken over by another apply creating %q in the same uid_namespace at the same time (its uid %s): "+
+		"that apply finishes it and owns it; this one leaves it alone, and the next apply of this resource creates its own VM",
+		vmid, name, other)
+}
+
+// listedPlaceholder reports whether a listing entry's name tells nothing about the VM: empty
+// (a clone in progress) or "VM <vmid>", the name pvestatd's snapshot shows for a VM whose
+// config had no name yet when it was taken. The config decides for such an entry.
+func listedPlaceholder(r pveapi.Resource) bool {
+	return r.Name == "" || r.Name == "VM "+strconv.Itoa(r.VMID)
+}
+
+// settledConfig reads vmid's config within the clone budget until no task lock other than
+// suspended holds it, unless the config names a VM other than name: a lock of someone
+// else's VM is never waited on. gone reports a VMID that does not exist (any more).
+func (b *Backend) settledConfig(ctx context.Context, vmid int, node, name string) (cfg map[string]string, gone bool, err error) {
+	var lastLock string
+	err = b.pollUntil(ctx, b.cfg.Budgets.Clone, func(ctx context.Context) (bool, error) {
+		got, err := b.api.VMConfig(ctx, node, vmid)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			gone = true
+			return true, nil
+		case classify("create", err) == pveapi.Permanent:
+			return false, apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node)
+		default:
+			return false, nil // retried within the budget
+		}
+		if n := got["name"]; n != "" && n != name {
+			cfg = got
+			return true, nil
+		}
+		if l := got["lock"]; l != "" && l != "suspended" {
+			lastLock = l
+			return false, nil
+		}
+		cfg = got
+		return true, nil
+	})
+	if errors.Is(err, errBudget) {
+		return nil, false, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, clear the lock with `qm unlock %d` or destroy that VM, then apply again",
+			vmid, node, lastLock, b.cfg.Budgets.Clone, vmid)
+	}
+	if err != nil {
+		return nil, false, budgetErr(err, "waiting for VMID %d to be unlocked", vmid)
+	}
+	return cfg, gone, nil
+}
+
+// verdictResume is a VM that an interrupted Create of this name in this namespace left
+// unfinished: Create takes it over.
+const verdictResume verdict = verdictGone + 1
+
+// judge is the ownership rule for a VM met by a Create at vmid (its config settled).
+func (c *creation) judge(vmid int, cfg map[string]string) (verdict, error) {
+	s := &c.s
+	if cfg["name"] != s.Name {
+		return verdictForeign, nil
+	}
+	mark := ParseMark(cfg["description"])
+	switch {
+	case !mark.Managed:
+		return 0, Permanentf("VMID %d already holds a VM named %q without the %s=true mark; "+
+			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
+			vmid, s.Name, MarkKeyManaged, vmid, s.Name)
+	case mark.UID == s.UID:
+		if cfg["lock"] == "suspended" {
+			return 0, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", s.Name, vmid)
+		}
+		return verdictOurs, nil
+	case mark.HasNamespace && mark.Creating && mark.Namespace == s.Namespace:
+		if cfg["lock"] == "suspended" {
+			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", vmid, s.Name)
+		}
+		return verdictResume, nil
+	case mark.HasNamespace:
+		// Finished (another resource's, workspace's or generation's VM of this name), or
+		// being created in another namespace: never adopted, changed or destroyed.
+		return verdictForeign, nil
+	case mark.UID != "" && mark.UID == s.AllocKey:
+		// An earlier release's VM of this name in this namespace (its uid was the name's
+		// key): finished, another resource's.
+		return verdictForeign, nil
+	}
+	uid := mark.UID
+	if uid == "" {
+		uid = "none"
+	}
+	return 0, Permanentf("VMID %d holds a VM named %q that this provider did not create (its mark carries uid %s and none of this provider's lines: "+
+		"the proxy operator's, or written by hand); a create never takes over such a VM: to manage it here, import it with "+
+		"`terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
+		vmid, s.Name, uid, vmid, s.Name)
+}
+
+// refuseForeignByName is entry 2 step 1 under the identity rule: a VM listed under our name
+// anywhere that this provider did not create (the operator's, or unmarked) is refused
+// before anything is touched, with the import command; the config decides, not the
+// listing. Same-name VMs of this provider (a create_before_destroy predecessor, another
+// workspace's) coexist.
+func (c *creation) refuseForeignByName(ctx context.Context, res []pveapi.Resource) error {
+	for _, r := range res {
+		if r.Type != "qemu" || r.Template != 0 || r.Name != c.s.Name {
+			continue
+		}
+		cfg, err := c.b.api.VMConfig(ctx, r.Node, r.VMID)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			continue
+		default:
+			return apiErrorf("create", err, "reading the config of VMID %d on node %s, a VM named %q", r.VMID, r.Node, c.s.Name)
+		}
+		if _, err := c.judge(r.VMID, cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeOver rewrites the mark of an interrupted create's VM with this Create's uid, a
+// compare-and-swap on the config digest so that two Creates never both win. It reports
+// false when the config changed since it was read (the caller judges the VM again).
+// The seed ISO the previous uid used is deleted; a VM that got as far as its config step
+// (ide2 names a seed: it may have booted, and cloud-init runs only at first boot) is
+// destroyed so that the probe clones it afresh onto the same VMID.
+func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[string]string) (rebuilt, ok bool, err error) {
+	b, s := c.b, &c.s
+	prev := ParseMark(cfg["description"]).UID
+	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()
+	c.vmid, c.node = vmid, node
+	c.notify()
+	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
+	switch {
+	case err == nil:
+	case pveapi.IsConfigModified(err), isNotExist(err):
+		return false, false, nil
+	default:
+		return false, false, apiErrorf("create", err, "taking over VMID %d, an interrupted create of %q, on node %s", vmid, s.Name, node)
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox interrupted create taken over", map[string]any{
+		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev,
+	})
+	c.adopted = true
+	if prev != "" {
+		if err := b.deleteSeed(ctx, node, seedFile(s.Name, prev)); err != nil {
+			return false, false, err
+		}
+	}
+	if _, seeded := vmSeed(b.cfg.ISOStorage, s.Name, cfg); !seeded {
+		return false, true, nil
+	}
+	st, err := b.api.VMStatus(ctx, node, vmid)
+	if err != nil && !isNotExist(err) {
+		return false, false, apiErrorf("create", err, "reading the status of VMID %d on node %s", vmid, node)
+	}
+	if err == nil && st.Status != "stopped" {
+		if err := b.stopAndWait(ctx, "create", node, vmid); err != nil && !isNotExist(err) {
+			return false, false, err
+		}
+	}
+	upid, err := b.api.Destroy(ctx, node, vmid)
+	switch {
+	case err == nil:
+		if err := b.waitTask(ctx, upid, b.cfg.Budgets.Destroy); err != nil {
+			return false, false, err
+		}
+	case isNotExist(err):
+	default:
+		return false, false, apiErrorf("create", err, "destroying VMID %d, an interrupted create of %q that may have booted, to clone it afresh", vmid, s.Name)
+	}
+	c.adopted = false
+	return true, true, nil
+}
+
+// checkStillOurs reads the VM's config after our clone and judges it by uid only: another
+// uid means another Create took it over.
+func (c *creation) checkStillOurs(ctx context.Context) (map[string]string, error) {
+	cfg, gone, err := c.b.settledConfig(ctx, c.vmid, c.node, c.s.Name)
+	switch {
+	case err != nil:
+		return nil, err
+	case gone:
+		return nil, Transientf("VMID %d does not exist on node %s any more; apply again", c.vmid, c.node)
+	case cfg["name"] != c.s.Name:
+		return nil, Transientf("VMID %d holds another VM (%q); apply again", c.vmid, cfg["name"])
+	}
+	if m := ParseMark(cfg["description"]); m.UID != c.s.UID {
+		return nil, takenOverErr(c.vmid, c.s.Name, m.UID)
+	}
+	return cfg, nil
+}
+
+// writeConfig is the config step as a compare-and-swap on the digest the config was read
+// with: a takeover in between makes it fail instead of re-pointing another Create's VM.
+func (c *creation) writeConfig(ctx context.Context, params map[string]string) error {
+	b := c.b
+	for range 3 {
+		p := map[string]string{}
+		for k, v := range params {
+			p[k] = v
+		}
+		if d := c.cfg["digest"]; d != "" {
+			p["digest"] = d
+		}
+		err := b.api.SetVMConfig(ctx, c.node, c.vmid, p)
+		if err == nil {
+			return nil
+		}
+		if !pveapi.IsConfigModified(err) {
+			return apiErrorf("create", err, "writing the config on node %s", c.node)
+		}
+		cfg, err := c.checkStillOurs(ctx)
+		if err != nil {
+			return err
+		}
+		c.cfg = cfg
+	}
+	return Transientf("the config of VMID %d kept changing while it was written; apply again", c.vmid)
+}
+
+// finalize is Create's last step: the description without the state line, a
+// compare-and-swap on the digest, after checking that the mark still carries this Create's
+// uid. From then on the VM is finished: no later Create takes it over.
+func (c *creation) finalize(ctx context.Context) error {
+	b, s := c.b, &c.s
+	for range 3 {
+		cfg, err := b.api.VMConfig(ctx, c.node, c.vmid)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			return Transientf("VMID %d vanished before its create finished; apply again", c.vmid)
+		default:
+			return apiErrorf("create", err, "reading the config on node %s to finish the mark", c.node)
+		}
+		m := ParseMark(cfg["description"])
+		if cfg["name"] != s.Name || m.UID != s.UID {
+			return takenOverErr(c.vmid, s.Name, m.UID)
+		}
+		if !m.Creating {
+			return nil
+		}
+		desc := MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format()
+		err = b.api.SetVMConfig(ctx, c.node, c.vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
+		switch {
+		case err == nil:
+			return nil
+		case pveapi.IsConfigModified(err):
+			continue
+		default:
+			return apiErrorf("create", err, "finishing the mark (the last step of the create) on node %s", c.node)
+		}
+	}
+	return Transientf("the config of VMID %d kept changing while its mark was finished; apply again", c.vmid)
+}
+
+// Seed ISO names. A VM this provider creates boots from <name>-<uid>-seed.iso, unique per
+// VM, so same-name VMs (a create_before_destroy replacement and its predecessor, two
+// workspaces) never share one. Earlier releases and the operator named it <name>-seed.iso
+// (legacySeedFile); Delete removes whichever the VM's ide2 names.
+
+// seedFile is the seed ISO file of VM name with uid.
+func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
+
+// legacySeedFile is the seed ISO file of earlier releases and of the operator.
+func legacySeedFile(name string) string { return name + seedSuffix }
+
+// seedVolID is a seed file's volume id on the ISO storage.
+func seedVolID(storage, file string) string { return storage + ":iso/" + file }
+
+var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` + regexp.QuoteMeta(seedSuffix) + `$`)
+
+// parseUIDSeed splits <name>-<uid>-seed.iso.
+func parseUIDSeed(file string) (name, uid string, ok bool) {
+	m := uidSeedRE.FindStringSubmatch(file)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// vmSeed returns the seed file the config's ide2 names, when it is a seed of VM name on the
+// ISO storage (<name>-seed.iso or <name>-<uid>-seed.iso); an ISO of anything else (an
+// installer image) is not a seed and is never deleted.
+func vmSeed(storage, name string, cfg map[string]string) (string, bool) {
+	if storage == "" {
+		return "", false
+	}
+	vol, _, _ := strings.Cut(cfg["ide2"], ",")
+	file, ok := strings.CutPrefix(vol, storage+":iso/")
+	if !ok {
+		return "", false
+	}
+	if file == legacySeedFile(name) {
+		return file, true
+	}
+	if n, _, ok := parseUIDSeed(file); ok && n == name {
+		return file, true
+	}
+	return "", false
+}
+
+// SeedFile is the seed ISO file a Create of VM name with uid uploads.
+func SeedFile(name, uid string) string { return seedFile(name, uid) }

@@ -1,0 +1,154 @@
+package proxmox
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// takeOverNow rewrites testVMID0's mark as another apply's takeover does.
+func (h *harness) takeOverNow(uid string) {
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: uid, CreatedAt: h.spec().CreatedAt, Creating: true}.Format()
+	})
+}
+
+// Another apply takes the VM over while this Create uploads its seed: this Create's config
+// write (a compare-and-swap on the digest read after the clone) is refused, so it never
+// re-points the other apply's VM, and it fails saying what happened. The VM stays the
+// other apply's.
+func TestCreate_takenOverBeforeTheConfigStepFailsWithoutTouchingIt(t *testing.T) {
+	h := newHarness(t)
+	done := false
+	h.f.onCall("UploadISO", func(context.Context, fakeCall) error {
+		if !done {
+			done = true
+			h.takeOverNow(otherUID)
+		}
+		return nil
+	})
+	err := h.createFails(h.spec())
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "VMID 105967 was taken over by another apply", otherUID, "the next apply of this resource creates its own VM")
+	v := h.f.vm(testVMID0)
+	if m := ParseMark(v.Config["description"]); m.UID != otherUID {
+		t.Errorf("mark uid %q, want the other apply's %s", m.UID, otherUID)
+	}
+	if v.Config["ide2"] != "" || h.f.calls("Start") != 0 {
+		t.Errorf("the VM was re-pointed (ide2 %q) or started after the takeover", v.Config["ide2"])
+	}
+}
+
+// A takeover after the config step is noticed at the last step: the mark is not finished
+// with this Create's uid, and the error says so.
+func TestCreate_takenOverBeforeTheLastStepIsNoticed(t *testing.T) {
+	h := newHarness(t)
+	done := false
+	h.f.onCall("Start", func(context.Context, fakeCall) error {
+		if !done {
+			done = true
+			h.takeOverNow(otherUID)
+		}
+		return nil
+	})
+	err := h.createFails(h.spec())
+	assertContains(t, err.Error(), "taken over", otherUID)
+	if m := ParseMark(h.f.vm(testVMID0).Config["description"]); m.UID != otherUID || !m.Creating {
+		t.Errorf("mark %+v, want the other apply's, still creating", m)
+	}
+}
+
+// The last step is a compare-and-swap: the description written without the creating line
+// carries the digest of the config read just before.
+func TestCreate_lastStepFinishesTheMarkWithTheDigest(t *testing.T) {
+	h := newHarness(t)
+	h.create(h.spec())
+	writes := h.f.callsOf("SetVMConfig")
+	last := writes[len(writes)-1].Args
+	if last["digest"] == "" || !strings.Contains(last["description"], MarkKeyNamespace+"=") || strings.Contains(last["description"], MarkKeyState) {
+		t.Errorf("last write %v, want the finished mark with a digest", last)
+	}
+	if got := h.f.methods(); got[len(got)-1] != "SetVMConfig" {
+		t.Errorf("the finished mark is not the last request: %v", got)
+	}
+}
+
+// The operator's VM (a mark without this provider's lines) imported into a state is
+// destroyed with the <name>-seed.iso its ide2 names.
+func TestDelete_operatorVMRemovesTheSeedItsIDE2Names(t *testing.T) {
+	h := newHarness(t)
+	const k8sUID = "9a8b7c6d-0000-4000-8000-00000000abcd"
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = FormatMark(k8sUID, h.spec().CreatedAt)
+		v.Config["ide2"] = seedVolID(fakeISOStorage, legacySeedFile(testName)) + ",media=cdrom"
+	})
+	h.f.putISO("pv1-1", fakeISOStorage, legacySeedFile(testName), []byte("operator seed"))
+	if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: k8sUID, Seed: legacySeedFile(testName)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, legacySeedFile(testName)); ok || h.f.vm(testVMID0) != nil {
+		t.Error("the operator VM or its <name>-seed.iso is left")
+	}
+}
+
+// create_before_destroy: the old VM is already gone when its destroy runs, and the new VM
+// of the same name runs elsewhere with its own seed. The old seed is deleted (it is unique
+// to the old uid); the new VM and its seed are untouched.
+func TestDelete_goneVMsOwnSeedIsDeletedBesideASameNameVM(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.addFinished(testVMID1, testName, otherUID)
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("old"))
+	h.f.calllog = nil
+	if err := h.del(h.ctx, "pv1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
+		t.Error("the gone VM's own seed is left")
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, otherUID)); !ok || h.f.vm(testVMID1) == nil {
+		t.Error("the same-name VM or its seed was removed")
+	}
+	for _, c := range h.f.log() {
+		if c.VMID == testVMID1 {
+			t.Errorf("%s on the same-name VM", c.Method)
+		}
+	}
+}
+
+// A seed is an orphan when no VM references it: per-VM seeds by the ide2 of the VMs of
+// their name (or, mid-create, by the uid in the mark), earlier releases' by the name.
+func TestOrphanSeeds_perVMSeedsByReference(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName) // ide2: its own seed (testUID)
+	h.addInterrupted(testVMID1, testName, prevUID)
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, prevUID), []byte("mid-create"))
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, otherUID), []byte("a destroyed same-name VM's"))
+	h.f.putISO("pv1-1", fakeISOStorage, legacySeedFile(testName), []byte("earlier release's"))
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-gone", otherUID), []byte("no VM of the name"))
+	got, err := h.b.OrphanSeeds(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vols []string
+	for _, s := range got {
+		vols = append(vols, s.VolID)
+	}
+	slices.Sort(vols)
+	want := []string{seedVolID(fakeISOStorage, seedFile(testName, otherUID)), seedVolID(fakeISOStorage, seedFile("proxy-gone", otherUID))}
+	slices.Sort(want)
+	if !slices.Equal(vols, want) {
+		t.Errorf("orphans %v, want %v", vols, want)
+	}
+	for _, s := range got {
+		if s.Name == "" || s.UID != otherUID {
+			t.Errorf("seed %+v: name and uid not read from its file name", s)
+		}
+	}
+	if n := h.f.calls("VMConfig"); n != 2 {
+		t.Errorf("%d config reads, want one per VM of a name a per-VM seed carries (2)", n)
+	}
+}
