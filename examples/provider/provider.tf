@@ -14,9 +14,9 @@ provider "proxy" {
   # The cluster CA, a copy of /etc/pve/pve-root-ca.pem.
   ca_file = pathexpand("~/.config/proxmox-ca.pem")
 
-  nodes       = ["pv1-1"]
-  iso_storage = "proxy-seeds" # ISO-only; the token holds Datastore.Allocate there
-  storage     = "local-lvm"   # where clones' disks go; default: the template's storage
+  nodes       = var.proxmox_nodes # the nodes' names as Proxmox shows them (pvecm nodes)
+  iso_storage = "proxy-seeds"     # ISO-only; the token holds Datastore.Allocate there
+  storage     = "local-lvm"       # where clones' disks go; default: the template's storage
 
   bridge   = "vmbr0"
   vlan_tag = 4
@@ -42,4 +42,9 @@ provider "proxy" {
   # One value per configuration sharing the cluster: another configuration's VM with the same
   # name is then refused (with the import command) instead of adopted. Default "".
   uid_namespace = "team-egress"
+}
+
+variable "proxmox_nodes" {
+  type        = list(string)
+  description = "Names of the Proxmox VE nodes proxy VMs may run on."
 }

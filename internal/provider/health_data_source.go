@@ -99,10 +99,13 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 					"templates": detail("Catalogue templates found as `<found>/<configured>`, counting catalogue entries."),
 				}},
 			},
-			"timeouts": timeouts.AttributesWithOpts(ctx, timeouts.Opts{
+		},
+		// A block, as on proxy_vm: the same form on every object.
+		Blocks: map[string]schema.Block{
+			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
 				ReadDescription: "How long the whole check may take, as a duration (`\"30s\"`, `\"2m\"`); default `30s`. " +
 					"A node still being checked then is reported as `Timeout`; the others keep their verdicts.",
-			}),
+			})),
 		},
 	}
 }

@@ -70,7 +70,7 @@ func healthConfig(read string) string {
 	if read == "" {
 		return "\ndata \"proxy_health\" \"h\" {}\n"
 	}
-	return fmt.Sprintf("\ndata \"proxy_health\" \"h\" {\n  timeouts = { read = %q }\n}\n", read)
+	return fmt.Sprintf("\ndata \"proxy_health\" \"h\" {\n  timeouts {\n    read = %q\n  }\n}\n", read)
 }
 
 // healthNode checks attribute attr of the i-th node's verdict.
@@ -532,7 +532,7 @@ func TestAccHealthDataSource_example(t *testing.T) {
 			Config: env.ProviderConfig("") + string(example),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue("data.proxy_health.cluster", tfjsonpath.New("ready"), knownvalue.Bool(true)),
-				statecheck.ExpectKnownValue("terraform_data.proxmox_gate", tfjsonpath.New("output"), knownvalue.StringExact("9.2.20")),
+				statecheck.ExpectKnownValue("terraform_data.proxmox_gate", tfjsonpath.New("output"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("9.2.20")})),
 				statecheck.ExpectKnownOutputValue("proxmox_nodes", knownvalue.MapExact(map[string]knownvalue.Check{
 					"pv1-1": knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"reason": knownvalue.StringExact("Reachable"), "pve_version": knownvalue.StringExact("9.2.20"),

@@ -95,6 +95,8 @@ type providerModel struct {
 	VendorData          types.String `tfsdk:"vendor_data"`
 	InstallGuestAgent   types.Bool   `tfsdk:"install_guest_agent"`
 	UIDNamespace        types.String `tfsdk:"uid_namespace"`
+	// The key of the cloud_init_wo digests (proxy_vm_cloudinit.go).
+	CloudInitDigestKey types.String `tfsdk:"cloud_init_digest_key"`
 }
 
 type vmidRangeModel struct {
@@ -251,6 +253,7 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With `false`, a create that waits for the address needs a template with the agent baked in and its agent option on (`qm set <template> --agent 1`), or a cloud-init that installs `qemu-guest-agent`; otherwise it is refused before the clone. Default `true`.",
 				Optional:            true,
 			},
+			"cloud_init_digest_key": cloudInitDigestKeyAttribute(),
 			"uid_namespace": str(fmt.Sprintf("The scope within which an interrupted create is resumed. Each new `proxy_vm` gets a random `uid` of its own, "+
 				"and a resource only ever manages the VM it created or was given by `terraform import`, so configurations (workspaces, repositories) "+
 				"that share a cluster and reuse a VM name each get VMs of their own whatever this says. What it does decide: where a create looks for a "+
@@ -372,6 +375,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	}
 	resp.ResourceData = data
 	resp.DataSourceData = data
+	resp.ListResourceData = data // the proxy_vm list resource (proxy_vm_list.go)
 
 	tflog.Debug(ctx, "provider configured", map[string]any{
 		"endpoint":               cfg.Endpoint,

@@ -18,6 +18,9 @@ import (
 // types.* fields.
 var objectAsOptions = basetypes.ObjectAsOptions{}
 
+// envCAFile is the ca_file fallback: the path of the cluster's CA bundle.
+const envCAFile = "PROXMOX_VE_CA_FILE"
+
 // resolve applies the environment fallbacks and the defaults to a wholly known
 // configuration, re-checks what the environment supplied, and returns the configuration
 // and the token (empty when a token file is used). Diagnostics never quote the token.
@@ -76,6 +79,17 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 			diags.AddAttributeError(path.Root("api_token"), "Invalid Proxmox VE API token",
 				"The "+envAPIToken+" environment variable must be a token of the form <user>@<realm>!<tokenid>=<secret>, without whitespace (the value is not shown: it is secret).")
 		}
+	}
+
+	c.DigestKey = m.CloudInitDigestKey.ValueString()
+	if m.CloudInitDigestKey.IsNull() {
+		c.DigestKey = env(envDigestKey)
+	}
+
+	// ca_file from the environment: only when the block names no CA and does not set
+	// insecure = true (the block's own choice wins).
+	if c.CAFile == "" && !c.HasCAPEM && !(m.Insecure.ValueBool()) {
+		c.CAFile = env(envCAFile)
 	}
 
 	// insecure

@@ -64,6 +64,8 @@ type resolvedConfig struct {
 	// UIDNamespace is mixed into the UID planned for each new VM (uidFor); "" keeps the
 	// UIDs of the first releases.
 	UIDNamespace string
+	// DigestKey keys the cloud-init digests (cloudInitDigest); "" when none is configured.
+	DigestKey string
 
 	// Connection settings (what pveapi.Options gets).
 	TokenSource    string // "api_token", "PROXMOX_VE_API_TOKEN" or "api_token_file"

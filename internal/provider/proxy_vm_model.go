@@ -15,28 +15,31 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	ID           types.String   `tfsdk:"id"`
-	Name         types.String   `tfsdk:"name"`
-	Node         types.String   `tfsdk:"node"`
-	Image        types.String   `tfsdk:"image"`
-	TemplateVMID types.Int64    `tfsdk:"template_vmid"`
-	MachineType  types.String   `tfsdk:"machine_type"`
-	Cores        types.Int64    `tfsdk:"cores"`
-	MemoryMiB    types.Int64    `tfsdk:"memory_mib"`
-	DiskGiB      types.Int64    `tfsdk:"disk_gib"`
-	CloudInit    types.String   `tfsdk:"cloud_init"`
-	Bridge       types.String   `tfsdk:"bridge"`
-	VLANTag      types.Int64    `tfsdk:"vlan_tag"`
-	StartOnBoot  types.Bool     `tfsdk:"start_on_boot"`
-	WaitForIP    types.Bool     `tfsdk:"wait_for_ip"`
-	VMID         types.Int64    `tfsdk:"vmid"`
-	UID          types.String   `tfsdk:"uid"`
-	CreatedAt    types.String   `tfsdk:"created_at"`
-	IPAddress    types.String   `tfsdk:"ip_address"`
-	MACAddress   types.String   `tfsdk:"mac_address"`
-	Status       types.String   `tfsdk:"status"`
-	AgentEnabled types.Bool     `tfsdk:"agent_enabled"`
-	Timeouts     timeouts.Value `tfsdk:"timeouts"`
+	ID           types.String `tfsdk:"id"`
+	Name         types.String `tfsdk:"name"`
+	Node         types.String `tfsdk:"node"`
+	Image        types.String `tfsdk:"image"`
+	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
+	MachineType  types.String `tfsdk:"machine_type"`
+	Cores        types.Int64  `tfsdk:"cores"`
+	MemoryMiB    types.Int64  `tfsdk:"memory_mib"`
+	DiskGiB      types.Int64  `tfsdk:"disk_gib"`
+	CloudInit    types.String `tfsdk:"cloud_init"`
+	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
+	CloudInitWO     types.String   `tfsdk:"cloud_init_wo"`
+	CloudInitDigest types.String   `tfsdk:"cloud_init_digest"`
+	Bridge          types.String   `tfsdk:"bridge"`
+	VLANTag         types.Int64    `tfsdk:"vlan_tag"`
+	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
+	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
+	VMID            types.Int64    `tfsdk:"vmid"`
+	UID             types.String   `tfsdk:"uid"`
+	CreatedAt       types.String   `tfsdk:"created_at"`
+	IPAddress       types.String   `tfsdk:"ip_address"`
+	MACAddress      types.String   `tfsdk:"mac_address"`
+	Status          types.String   `tfsdk:"status"`
+	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
+	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -192,7 +195,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.Bridge,
+	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
 		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
@@ -231,9 +234,12 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		TemplateVMID: types.Int64Null(),
 		MachineType:  types.StringNull(),
 		CloudInit:    types.StringNull(),
-		WaitForIP:    types.BoolValue(true),
-		IPAddress:    types.StringNull(),
-		Timeouts:     nullTimeouts,
+		CloudInitWO:  types.StringNull(),
+		// The digest the VM was made with, from its mark: a matching cloud_init_wo plans nothing.
+		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
+		WaitForIP:       types.BoolValue(true),
+		IPAddress:       types.StringNull(),
+		Timeouts:        nullTimeouts,
 	}
 	applyVM(&m, vm)
 	unread := []unreadAttr{unreadCloudInit}

@@ -51,7 +51,8 @@ func (r *proxyVMResource) Configure(_ context.Context, req resource.ConfigureReq
 
 func (r *proxyVMResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
+		// Both may be set when they agree (a generated configuration): checkTemplatePair.
+		resourcevalidator.AtLeastOneOf(path.MatchRoot("image"), path.MatchRoot("template_vmid")),
 	}
 }
 
@@ -100,8 +101,17 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	templateUnread, diags := isUnread(ctx, req.Private, unreadTemplate)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
+	{
+		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (proxy_vm_cloudinit.go).
+		cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
+		resp.Diagnostics.Append(diags...)
+		ciReplace, diags := planCloudInitDigest(r.cfg(), config, &plan, prior, cloudInitUnread)
+		resp.Diagnostics.Append(diags...)
+		replace = append(replace, ciReplace...)
+	}
 	// A VM found stopped is started; without the IP wait its status after the start is
 	// running or provisioning, whichever the VM reaches first.
 	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
@@ -116,6 +126,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 
 func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	ctx = r.data.withLogging(ctx)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() || !r.configured("create", &resp.Diagnostics) {
@@ -129,6 +140,12 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...) // cloud_init_wo is only in the config
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
 	createdAt := time.Now().UTC().Truncate(time.Second)
 	spec := specFor(plan, r.cfg(), createdAt)
 	// The VM's own uid, random per VM; where its VMID is looked for stays the name's
@@ -141,6 +158,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	spec.UID = uid
 	spec.Namespace = r.cfg().UIDNamespace
 	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
+	applyCloudInitWO(&spec, config, r.cfg())
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -157,6 +175,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		defer mu.Unlock()
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
+		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
 		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, proxmox.SeedFile(spec.Name, spec.UID))...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
@@ -182,6 +201,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	final := vm
 	state := plan
 	applyVM(&state, final)
+	state.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to create proxy VM", vmLabel(spec.Name, final.ID.VMID)+": "+msg+
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
@@ -194,6 +214,9 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 
 func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	ctx = r.data.withLogging(ctx)
+	// A state saved before identities (or by Terraform before 1.12) gets one on refresh.
+	resp.Diagnostics.Append(setIdentity(ctx, req.State, resp.Identity)...)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var state proxyVMModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() || !r.configured("read", &resp.Diagnostics) {
@@ -243,6 +266,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	ctx = r.data.withLogging(ctx)
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan, prior proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
@@ -271,6 +295,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
+	var config proxyVMModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if v, ok := knownString(config.CloudInitWO); ok {
+		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
+	}
 	changes.UID = prior.UID.ValueString()
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP
@@ -354,11 +383,23 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 
 func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ctx = r.data.withLogging(ctx)
-	ref, err := parseImportID(req.ID)
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
-		return
+	var ref importRef
+	if req.ID == "" && req.Identity != nil {
+		// An import block with identity = { vmid = ..., name = ... } (Terraform 1.12+).
+		var diags diag.Diagnostics
+		ref, diags = importRefFromIdentity(ctx, req.Identity)
+		resp.Diagnostics.Append(diags...)
+		if diags.HasError() {
+			return
+		}
+	} else {
+		var err error
+		if ref, err = parseImportID(req.ID); err != nil {
+			resp.Diagnostics.AddError("Unable to import proxy VM", err.Error())
+			return
+		}
 	}
+	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	if !r.configured("import", &resp.Diagnostics) {
 		return
 	}

@@ -36,7 +36,7 @@ const (
 )
 
 func proxyVMSchema(ctx context.Context) schema.Schema {
-	return schema.Schema{
+	return withMarkdown(schema.Schema{
 		Version: 0,
 		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
@@ -75,8 +75,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
-				Description: "A key of the provider's templates catalogue: the template to clone. Exactly one of image " +
-					"and template_vmid is set. Renaming the key to another key of the same template VMID changes " +
+				Description: "A key of the provider's templates catalogue: the template to clone. Set image or " +
+					"template_vmid; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
 					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
 					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
 					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
@@ -87,7 +87,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Description: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
-					"otherwise. Exactly one of image and template_vmid is set. Changing the effective template " +
+					"otherwise. Set image or template_vmid; both only when they name the same template. Changing the effective template " +
 					"replaces the VM, except for the first value set after an import that could not read it back.",
 				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
 				PlanModifiers: []planmodifier.Int64{
@@ -133,8 +133,11 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
 					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
 					"an import (the text cannot be read back) the first value set is recorded without replacing it.",
-				PlanModifiers: []planmodifier.String{requiresReplaceUnlessUnreadString(unreadCloudInit)},
+				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
+			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
+			"cloud_init_wo":     cloudInitWOAttribute(),
+			"cloud_init_digest": cloudInitDigestAttribute(),
 			"bridge": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
@@ -224,7 +227,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
 			}),
 		},
-	}
+	})
 }
 
 const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO

@@ -116,9 +116,12 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"size":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
 				}},
 			},
-			"timeouts": timeouts.AttributesWithOpts(ctx, timeouts.Opts{
+		},
+		// A block, as on proxy_vm: the same form on every object.
+		Blocks: map[string]schema.Block{
+			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
 				ReadDescription: "How long the read may take, as a duration (`\"30s\"`, `\"2m\"`); default `2m`.",
-			}),
+			})),
 		},
 	}
 }

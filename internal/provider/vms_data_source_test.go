@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -287,7 +288,8 @@ func TestAccVMsDataSource_example(t *testing.T) {
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: env.ProviderConfig("") + string(example),
+			Config:          env.ProviderConfig("") + string(example),
+			ConfigVariables: config.Variables{"edge_node": config.StringVariable("pv1-1")},
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue("data.proxy_vms.edge", tfjsonpath.New("vms").AtSliceIndex(0).AtMapKey("name"),
 					knownvalue.StringExact("proxy-edge-1")),

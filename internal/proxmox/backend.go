@@ -99,6 +99,8 @@ type Spec struct {
 	OnBoot       bool
 	WaitForIP    bool
 	CreatedAt    time.Time
+	// UserDataDigest, when set, is written into the mark (MarkKeyUserDataDigest).
+	UserDataDigest string
 }
 
 // VM is what Get reads back.
@@ -135,6 +137,8 @@ type VM struct {
 	// be read either (a node not answering): State is then StateProvisioning as a
 	// placeholder and the caller should keep the state it knew.
 	StatusUnknown bool
+	// MarkExtra is what the mark says beyond Mark (mark_extra.go).
+	MarkExtra MarkExtra
 }
 
 // GetOptions tune Get.
@@ -189,6 +193,8 @@ type Instance struct {
 	UID       string
 	CreatedAt time.Time
 	Status    string
+	// CreatedBy is the mark's MarkKeyCreatedBy value, empty when it has none.
+	CreatedBy string
 }
 
 // Seed is a seed ISO on the ISO storage of a node.

@@ -291,7 +291,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (F4).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()
+	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
 	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
 	if s.Node != tmplNode {
 		p.Target = s.Node

@@ -66,7 +66,7 @@ func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
 	}
 	a := clones[0].Args
 	if clones[0].VMID != 9001 || a["newid"] != "105967" || a["name"] != testName || a["full"] != "1" ||
-		a["target"] != "" || a["description"] != (MarkLines{UID: testUID, CreatedAt: h.spec().CreatedAt, Creating: true}).Format() {
+		a["target"] != "" || a["description"] != (MarkLines{UID: testUID, CreatedAt: h.spec().CreatedAt, Creating: true}).Format()+FormatMarkExtra(h.spec()) {
 		t.Errorf("clone call %+v", clones[0])
 	}
 	h.assertProvisioned(testVMID0)

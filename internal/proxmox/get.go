@@ -196,6 +196,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		Tags:         splitTags(cfg["tags"]),
 		Meta:         cfg["meta"],
 		Creating:     mark.Creating,
+		MarkExtra:    ParseMarkExtra(cfg["description"]),
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)

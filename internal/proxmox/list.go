@@ -70,6 +70,7 @@ func (b *Backend) ListWithSkipped(ctx context.Context) ([]Instance, []SkippedVM,
 			found[i] = &Instance{
 				ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node,
 				UID: m.UID, CreatedAt: m.CreatedAt, Status: r.Status,
+				CreatedBy: ParseMarkExtra(cfg["description"]).CreatedBy,
 			}
 		})
 	}

@@ -25,7 +25,7 @@ func TestWait_everyWaitEndsAtOnceWhenItCannotSucceed(t *testing.T) {
 	var upid string
 	startedTask := func(h *harness) {
 		h.f.addOurVM(testVMID0, testName, testUID)
-		h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName), []byte("seed"))
+		h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
 		var err error
 		if upid, err = h.f.Start(h.ctx, "pv1-1", testVMID0); err != nil {
 			h.t.Fatal(err)

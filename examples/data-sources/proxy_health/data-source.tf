@@ -1,7 +1,7 @@
 # One verdict per node of the provider's `nodes`. Reading it never fails because a node is
 # unhealthy: the verdict is the data, and you decide what it gates.
 data "proxy_health" "cluster" {
-  timeouts = {
+  timeouts {
     read = "20s" # a node that hangs is reported as Timeout after this; default 30s
   }
 }
@@ -17,23 +17,24 @@ check "proxmox_ready" {
   }
 }
 
-# A precondition blocks the apply of whatever depends on the gate while pv1-1 is not ready,
-# with the reason in the error. The same lifecycle block fits on a proxy_vm.
+# A precondition blocks the apply of whatever depends on the gate while a node is not ready,
+# with the reasons in the error. The same lifecycle block fits on a proxy_vm.
 locals {
-  pv1_1 = one([for n in data.proxy_health.cluster.nodes : n if n.name == "pv1-1"])
+  not_ready = [for n in data.proxy_health.cluster.nodes : n if !n.ready]
+  low_space = [for n in data.proxy_health.cluster.nodes : n if coalesce(n.iso_storage_avail_gib, 0) < 1]
 }
 
 resource "terraform_data" "proxmox_gate" {
-  input = local.pv1_1.pve_version
+  input = [for n in data.proxy_health.cluster.nodes : n.pve_version]
 
   lifecycle {
     precondition {
-      condition     = local.pv1_1.ready
-      error_message = "Proxmox node pv1-1 is not ready (${local.pv1_1.reason}): ${local.pv1_1.message}"
+      condition     = length(local.not_ready) == 0
+      error_message = join("; ", [for n in local.not_ready : "Proxmox node ${n.name} is not ready (${n.reason}): ${n.message}"])
     }
     precondition {
-      condition     = coalesce(local.pv1_1.iso_storage_avail_gib, 0) >= 1
-      error_message = "The ISO storage ${local.pv1_1.iso_storage} on pv1-1 has less than 1 GiB free."
+      condition     = length(local.low_space) == 0
+      error_message = join("; ", [for n in local.low_space : "The ISO storage ${n.iso_storage} on ${n.name} has less than 1 GiB free."])
     }
   }
 }

@@ -2,9 +2,13 @@
 # Kubernetes operator.
 data "proxy_vms" "all" {}
 
-# Narrowed to one node and a naming scheme.
+# Narrowed to one node (one of the provider's nodes) and a naming scheme.
+variable "edge_node" {
+  type = string
+}
+
 data "proxy_vms" "edge" {
-  node       = "pv1-1"
+  node       = var.edge_node
   name_regex = "^proxy-edge-"
 }
 

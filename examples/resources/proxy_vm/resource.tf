@@ -14,10 +14,10 @@ resource "proxy_vm" "egress" {
   EOT
 }
 
-# Explicit sizes and network, on a given node, from a template outside the catalogue.
+# Explicit sizes and network, from a template outside the catalogue. With several provider
+# nodes, node = "<one of them>" places it; with one, it goes there.
 resource "proxy_vm" "big" {
   name          = "proxy-b"
-  node          = "pv1-1"
   template_vmid = 9001
   cores         = 4    # in place: config write, then a restart of the running VM
   memory_mib    = 4096 # in place, same

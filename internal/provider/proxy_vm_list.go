@@ -1,0 +1,179 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	listschema "github.com/hashicorp/terraform-plugin-framework/list/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+var (
+	_ provider.ProviderWithListResources = (*proxyProvider)(nil)
+	_ list.ListResourceWithConfigure     = (*proxyVMListResource)(nil)
+)
+
+// ListResources registers the proxy_vm list resource (Terraform 1.14+, terraform query).
+func (p *proxyProvider) ListResources(_ context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewProxyVMListResource}
+}
+
+// Values of the list resource's made_by filter.
+const (
+	madeByProvider = "provider"
+	madeByOther    = "other"
+)
+
+// proxyVMListResource lists the cluster's marked VMs for terraform query: each result is a
+// VM's identity and, with -generate-config-out (include_resource), the state an import of
+// it writes, so Terraform can write an import block and a configuration per VM.
+type proxyVMListResource struct{ data *providerData }
+
+// NewProxyVMListResource is the proxy_vm list resource factory.
+func NewProxyVMListResource() list.ListResource { return &proxyVMListResource{} }
+
+type proxyVMListModel struct {
+	NamePrefix types.String `tfsdk:"name_prefix"`
+	Node       types.String `tfsdk:"node"`
+	MadeBy     types.String `tfsdk:"made_by"`
+}
+
+func (l *proxyVMListResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vm"
+}
+
+func (l *proxyVMListResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	resp.Schema = listschema.Schema{
+		MarkdownDescription: "Every VM in the cluster that carries the ownership mark (made by this provider or by the " +
+			"proxy operator), for `terraform query` (Terraform 1.14 and later). Each result is the VM's identity " +
+			"(`vmid`, `name`); `terraform query -generate-config-out=<file>` also writes an `import` block and a " +
+			"`proxy_vm` configuration for every VM found, the bulk import of a fleet.",
+		Attributes: map[string]listschema.Attribute{
+			"name_prefix": listschema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "Only VMs whose name starts with this prefix.",
+			},
+			"node": listschema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "Only VMs on this node.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"made_by": listschema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "`provider`: only VMs this provider made (their mark names it, " +
+					"`proxy-operator-created-by=terraform-provider-proxy`); `other`: only VMs whose mark does not (made by " +
+					"the proxy operator, or by a release of this provider before the line existed). Unset: both.",
+				Validators: []validator.String{stringvalidator.OneOf(madeByProvider, madeByOther)},
+			},
+		},
+	}
+}
+
+// listMatches applies the filters to one listed VM.
+func listMatches(f proxyVMListModel, in proxmox.Instance) bool {
+	if p, ok := knownString(f.NamePrefix); ok && !strings.HasPrefix(in.ID.Name, p) {
+		return false
+	}
+	if n, ok := knownString(f.Node); ok && in.Node != n {
+		return false
+	}
+	switch f.MadeBy.ValueString() {
+	case madeByProvider:
+		return in.CreatedBy == proxmox.CreatedByProvider
+	case madeByOther:
+		return in.CreatedBy != proxmox.CreatedByProvider
+	}
+	return true
+}
+
+func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	if l.data == nil || l.data.backend == nil {
+		stream.Results = list.ListResultsStreamDiagnostics(diagError("Unable to list proxy VMs",
+			"The proxy provider is not configured. This is a bug in the provider or in Terraform; please report it."))
+		return
+	}
+	ctx = l.data.withLogging(ctx)
+	var filter proxyVMListModel
+	if diags := req.Config.Get(ctx, &filter); diags.HasError() {
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+	found, skipped, err := l.data.backend.ListWithSkipped(lctx)
+	cancel()
+	if err != nil {
+		stream.Results = list.ListResultsStreamDiagnostics(diagError("Unable to list proxy VMs",
+			vmErrorDetail("list", "", 0, err, "")))
+		return
+	}
+	var matched []proxmox.Instance
+	for _, in := range found {
+		if listMatches(filter, in) {
+			matched = append(matched, in)
+		}
+	}
+	if req.Limit > 0 && int64(len(matched)) > req.Limit {
+		matched = matched[:req.Limit]
+	}
+	tflog.Info(ctx, "proxy VMs listed", map[string]any{
+		"marked": len(found), "matched": len(matched), "skipped": len(skipped), "include_resource": req.IncludeResource})
+	res := &proxyVMResource{data: l.data}
+
+	stream.Results = func(push func(list.ListResult) bool) {
+		for _, in := range matched {
+			result := req.NewListResult(ctx)
+			result.DisplayName = in.ID.Name
+			result.Diagnostics.Append(result.Identity.Set(ctx, proxyVMIdentity{
+				VMID: types.Int64Value(int64(in.ID.VMID)), Name: types.StringValue(in.ID.Name)})...)
+			if req.IncludeResource && !result.Diagnostics.HasError() {
+				// What an import of the VM writes, so the generated configuration matches it.
+				rctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+				vm, tmpl, diags := res.importVM(rctx, importRef{VMID: in.ID.VMID, Name: in.ID.Name})
+				cancel()
+				result.Diagnostics.Append(diags...)
+				if !diags.HasError() {
+					var nullTimeouts timeouts.Value
+					result.Diagnostics.Append(result.Resource.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
+					model, _ := importedModel(vm, res.cfg(), tmpl, nullTimeouts)
+					result.Diagnostics.Append(result.Resource.Set(ctx, &model)...)
+				}
+			}
+			if !push(result) {
+				return
+			}
+		}
+		if len(skipped) > 0 {
+			names := make([]string, 0, len(skipped))
+			for _, s := range skipped {
+				names = append(names, fmt.Sprintf("%s (VMID %d on %s)", s.ID.Name, s.ID.VMID, s.Node))
+			}
+			var w list.ListResult
+			w.Diagnostics.AddWarning("Unable to list every proxy VM",
+				"The config of these candidates could not be read, so whether they carry the mark is unknown and they are "+
+					"left out: "+strings.Join(names, ", ")+". Check that the nodes answer and that the token has VM.Audit on them.")
+			push(w)
+		}
+	}
+}
+
+func diagError(summary, detail string) diag.Diagnostics {
+	var d diag.Diagnostics
+	d.AddError(summary, detail)
+	return d
+}

@@ -1,0 +1,58 @@
+package proxmox
+
+import "strings"
+
+// Lines this provider adds to the description mark after the three lines the operator
+// shares (FormatMark). The operator's parser ignores lines it does not know, so a VM made
+// here stays importable there.
+const (
+	// MarkKeyCreatedBy names the program that made the VM. The operator writes no such
+	// line, so a mark without it is the operator's (or an earlier release's of this
+	// provider).
+	MarkKeyCreatedBy = "proxy-operator-created-by"
+	// CreatedByProvider is this provider's MarkKeyCreatedBy value.
+	CreatedByProvider = "terraform-provider-proxy"
+	// MarkKeyUserDataDigest carries the keyed digest of the VM's cloud-init user-data
+	// (Spec.UserDataDigest), so an import can tell whether a configuration's cloud-init is
+	// the one the VM was made with, without the text.
+	MarkKeyUserDataDigest = "proxy-operator-user-data-digest"
+)
+
+// MarkExtra is what ParseMarkExtra reads from a description: the lines beyond Mark.
+type MarkExtra struct {
+	// CreatedBy is empty when the line is missing.
+	CreatedBy string
+	// UserDataDigest is empty when the line is missing.
+	UserDataDigest string
+}
+
+// FormatMarkExtra returns this provider's extra mark lines for a new VM, each preceded by a
+// newline, to append to FormatMark's.
+func FormatMarkExtra(s Spec) string {
+	out := "\n" + MarkKeyCreatedBy + "=" + CreatedByProvider
+	if s.UserDataDigest != "" {
+		out += "\n" + MarkKeyUserDataDigest + "=" + s.UserDataDigest
+	}
+	return out
+}
+
+// ParseMarkExtra reads the extra lines with ParseMark's tolerance: CRLF, spaces around keys
+// and values, other lines ignored, the first occurrence of a key wins.
+func ParseMarkExtra(desc string) MarkExtra {
+	var m MarkExtra
+	var seenBy, seenDigest bool
+	for line := range strings.SplitSeq(desc, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case k == MarkKeyCreatedBy && !seenBy:
+			m.CreatedBy, seenBy = v, true
+		case k == MarkKeyUserDataDigest && !seenDigest:
+			m.UserDataDigest, seenDigest = v, true
+		}
+	}
+	return m
+}
