@@ -101,6 +101,11 @@ var badResourceAttrs = []badAttr{
 	{name: "vlan_tag-high", attr: "vlan_tag", vm: func(v *tfrun.VM) { v.VLANTag = 4095 }},
 	{name: "timeouts-create", attr: "create", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"create": "soon"} }},
 	{name: "timeouts-delete", attr: "delete", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"delete": "5 minutes"} }},
+	{name: "timeouts-create-negative", attr: "create", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"create": "-5m"} }},
+	{name: "timeouts-read-negative", attr: "read", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"read": "-1s"} }},
+	{name: "timeouts-update-zero", attr: "update", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"update": "0s"} }},
+	{name: "timeouts-delete-zero", attr: "delete", vm: func(v *tfrun.VM) { v.Timeouts = map[string]string{"delete": "0m"} }},
+	{name: "cloud_init-empty", attr: "cloud_init", vm: func(v *tfrun.VM) { v.Extra = `cloud_init = ""` }},
 }
 
 func TestE2E_BadInput_Attributes(t *testing.T) {

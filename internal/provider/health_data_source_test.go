@@ -155,13 +155,6 @@ func TestAccHealthDataSource_reachable(t *testing.T) {
 // TestAccHealthDataSource_reasons injects one fault per reason into a fresh two-node
 // simulator and reads the verdicts.
 func TestAccHealthDataSource_reasons(t *testing.T) {
-	tokenFile := func(t *testing.T, content string) string {
-		f := filepath.Join(t.TempDir(), "token")
-		if err := os.WriteFile(f, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
 	nodes := []string{"pve1", "pve2"}
 	both := func(reason, message string) []healthWant {
 		return []healthWant{{"pve1", reason, message}, {"pve2", reason, message}}
@@ -264,25 +257,8 @@ func TestAccHealthDataSource_reasons(t *testing.T) {
 			want:       both("CertificateInvalid", `certificate`),
 			noRequests: true,
 		},
-		{
-			name: "missing token file is CredentialsUnavailable without a request",
-			setup: func(t *testing.T, env *testEnv) string {
-				env.Token = ""
-				return fmt.Sprintf("api_token_file = %q", filepath.Join(t.TempDir(), "not-mounted-yet"))
-			},
-			want:       both("CredentialsUnavailable", `token`),
-			extra:      []statecheck.StateCheck{healthNode(0, "token_id", knownvalue.Null()), healthNode(0, "pve_version", knownvalue.Null())},
-			noRequests: true,
-		},
-		{
-			name: "malformed token file is CredentialsUnavailable without a request",
-			setup: func(t *testing.T, env *testEnv) string {
-				env.Token = ""
-				return fmt.Sprintf("api_token_file = %q", tokenFile(t, "just-a-secret-without-an-id\n"))
-			},
-			want:       both("CredentialsUnavailable", `token`),
-			noRequests: true,
-		},
+		// A missing or malformed api_token_file fails the provider's configuration on that
+		// attribute before any data source runs (TestAccProvider_filesCheckedAtConfigure).
 		{
 			name: "a node that hangs is Timeout and costs the others nothing",
 			setup: func(_ *testing.T, env *testEnv) string {

@@ -129,10 +129,10 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 		Description: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
 			"Configuring the provider makes no request: problems with the endpoint, token or TLS show when a resource or data source first calls the API.",
 		MarkdownDescription: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
-			"Configuring the provider makes no request: problems with the endpoint, token or TLS show when a resource or data source first calls the API " +
-			"(the `proxy_health` data source reports them per node).",
+			"Configuring the provider makes no request (it reads `ca_file` and `api_token_file`): problems with the endpoint, token or TLS show when a resource or data source first calls the API, " +
+			"which is at plan time for a refresh or a create (the `proxy_health` data source reports them per node).",
 		Attributes: map[string]schema.Attribute{
-			"endpoint": str("Proxmox VE API URL, `https://<host>:8006` (a trailing `/` or `/api2/json` is accepted). "+
+			"endpoint": str("Proxmox VE API URL, `https://<host>:8006` (a trailing `/` or `/api2/json` is accepted). Without a port, `8006` (where Proxmox VE's API listens) is used, not https's 443; write `:443` for a reverse proxy on that port. "+
 				"The host must be a name or address in the node certificate. Falls back to the `"+envEndpoint+"` environment variable; one of the two is required.",
 				false, false, validators.HTTPSURL()),
 			"api_token": str("API token `<user>@<realm>!<tokenid>=<secret>`, sent as `Authorization: PVEAPIToken=...`. "+
@@ -140,11 +140,11 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				"Exactly one of `api_token` and `api_token_file` (or the environment variable) must provide the token.",
 				false, true, validators.APIToken()),
 			"api_token_file": str("Path of a file holding the API token on one line. The file is read on every request, so a rotated token "+
-				"takes effect without restarting Terraform; a missing file is reported by the first call that needs it, not at configuration. "+
+				"takes effect without restarting Terraform; a missing or unreadable file, or one that does not hold a token, is a configuration error on this attribute when the provider is configured (at plan time). "+
 				"Conflicts with `api_token`.",
 				false, false, stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(path.MatchRoot("api_token"))),
 			"ca_file": str("Path of a PEM bundle to verify the server certificate with, typically a copy of the node's `/etc/pve/pve-root-ca.pem`. "+
-				"Read on first use and cached. Without `ca_file` and `ca_pem` the system roots are used. Conflicts with `ca_pem`.",
+				"Read when the provider is configured (a missing or unreadable file, or one without a certificate, is an error on this attribute at plan time) and cached. Without `ca_file` and `ca_pem` the system roots are used. Conflicts with `ca_pem`.",
 				false, false, stringvalidator.LengthAtLeast(1)),
 			"ca_pem": str("PEM-encoded CA certificates to verify the server certificate with (the content of `pve-root-ca.pem`). "+
 				"Conflicts with `ca_file`.",
@@ -333,15 +333,15 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	if cfg.TokenFile != "" {
 		if b, err := os.ReadFile(cfg.TokenFile); err == nil {
 			secrets = tokenSecrets(string(b))
-		} else {
-			// Not an error: the file may be mounted later; the first call that needs it
-			// reports it.
-			tflog.Warn(ctx, "api_token_file cannot be read now; calls will fail until it can", map[string]any{
-				"api_token_file": cfg.TokenFile, "error": err.Error(),
-			})
 		}
 	}
 	ctx = maskContext(ctx, secrets...)
+	// The files are read now: Terraform runs once, so a file that is not there is a
+	// configuration mistake to report on its attribute before any plan is made.
+	resp.Diagnostics.Append(checkFiles(cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 
 	if cfg.Insecure {
 		tflog.Warn(ctx, "TLS certificate verification is disabled (insecure)", map[string]any{"endpoint": cfg.Endpoint})
@@ -366,6 +366,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		resp.Diagnostics.AddError("Unable to configure the Proxmox API client", redact(err.Error(), secrets)+".")
 		return
 	}
+	cfg.Endpoint = client.Address() // the port filled in, for messages and proxy_vms' id
 	data := &providerData{
 		client:    client,
 		cfg:       cfg,

@@ -154,9 +154,13 @@ func TestProviderConfigure_envFallback(t *testing.T) {
 		}
 	})
 	t.Run("api_token_file beats the env token", func(t *testing.T) {
-		resp := configure(t, validConfig().with("api_token", nil, "api_token_file", "/nonexistent/token"), env, nil, false)
+		file := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(file, []byte("root@pam!file=0c1d2e3f-4a5b-6c7d-8e9f-001122334455\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		resp := configure(t, validConfig().with("api_token", nil, "api_token_file", file), env, nil, false)
 		pd := configured(t, resp)
-		if pd.cfg.TokenSource != "api_token_file" || pd.token != "" || pd.tokenFile != "/nonexistent/token" {
+		if pd.cfg.TokenSource != "api_token_file" || pd.token != "" || pd.tokenFile != file {
 			t.Errorf("token source %q, token set %v, file %q", pd.cfg.TokenSource, pd.token != "", pd.tokenFile)
 		}
 	})
@@ -232,7 +236,7 @@ func TestProviderConfigure_unknown(t *testing.T) {
 }
 
 // TestProviderConfigure_neverDials: Configure makes no connection, even to a live endpoint,
-// and does not fail on a token file that does not exist yet.
+// though it reads the token file.
 func TestProviderConfigure_neverDials(t *testing.T) {
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -253,10 +257,13 @@ func TestProviderConfigure_neverDials(t *testing.T) {
 	}()
 	endpoint := "https://" + ln.Addr().String()
 	var logs bytes.Buffer
-	missing := filepath.Join(t.TempDir(), "token")
-	pd := configured(t, configure(t, validConfig().with("endpoint", endpoint, "api_token", nil, "api_token_file", missing), nil, &logs, false))
-	if _, err := pd.client.TokenID(); err == nil {
-		t.Error("TokenID with a missing token file: no error")
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("root@pam!file=0c1d2e3f-4a5b-6c7d-8e9f-001122334455\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pd := configured(t, configure(t, validConfig().with("endpoint", endpoint, "api_token", nil, "api_token_file", file), nil, &logs, false))
+	if id, err := pd.client.TokenID(); err != nil || id != "root@pam!file" {
+		t.Errorf("TokenID from the token file: %q, %v", id, err)
 	}
 	// Self-check: the counter sees a connection when there is one.
 	probe, err := (&net.Dialer{}).DialContext(context.Background(), "tcp", ln.Addr().String())
@@ -269,8 +276,8 @@ func TestProviderConfigure_neverDials(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Errorf("the endpoint saw %d connections, want only the test's own probe", n)
 	}
-	if !strings.Contains(logs.String(), "api_token_file cannot be read now") {
-		t.Errorf("no warning about the missing token file in the logs:\n%s", logs.String())
+	if strings.Contains(logs.String(), "0c1d2e3f-4a5b") {
+		t.Errorf("the token's secret is in the logs:\n%s", logs.String())
 	}
 }
 

@@ -17,6 +17,13 @@ import (
 // is appended (e.g. what happened to the state). The backend's messages never carry the
 // cloud-init text or the token.
 func vmErrorDetail(op, name string, vmid int, err error, note string) string {
+	return vmErrorDetailFor(nil, op, name, vmid, err, note)
+}
+
+// vmErrorDetailFor is vmErrorDetail with the provider's data, so that a failure of the
+// connection itself (no answer, TLS, 401, a CA or token file) says which provider setting to
+// check, naming the endpoint and the token id (never the secret). d may be nil.
+func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, note string) string {
 	msg := err.Error()
 	var pe *proxmox.Error
 	if errors.As(err, &pe) {
@@ -33,8 +40,16 @@ func vmErrorDetail(op, name string, vmid int, err error, note string) string {
 	var b strings.Builder
 	b.WriteString(vmLabel(name, vmid))
 	b.WriteString(": ")
-	b.WriteString(strings.TrimSuffix(msg, "."))
+	b.WriteString(trimEnd(msg))
 	b.WriteString(".\n\n")
+	if fix, ok := d.connectionFix(err); ok {
+		b.WriteString(fix)
+		if note != "" {
+			b.WriteString("\n\n")
+			b.WriteString(note)
+		}
+		return b.String()
+	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		key := op
@@ -79,4 +94,116 @@ func vmLabel(name string, vmid int) string {
 // addVMError adds "Unable to <verb> proxy VM" with vmErrorDetail.
 func addVMError(diags *diag.Diagnostics, verb, name string, vmid int, err error, note string) {
 	diags.AddError("Unable to "+verb+" proxy VM", vmErrorDetail(verb, name, vmid, err, note))
+}
+
+// trimEnd drops the final punctuation of a message that a sentence's period follows: Proxmox
+// ends its 401 reason phrase with "!" ("Authentication failed!").
+func trimEnd(msg string) string { return strings.TrimRight(strings.TrimSpace(msg), ".!") }
+
+// addVMError is addVMError with the provider's connection hints.
+func (r *proxyVMResource) addVMError(diags *diag.Diagnostics, verb, name string, vmid int, err error, note string) {
+	diags.AddError("Unable to "+verb+" proxy VM", r.vmErrorDetail(verb, name, vmid, err, note))
+}
+
+func (r *proxyVMResource) vmErrorDetail(verb, name string, vmid int, err error, note string) string {
+	return r.redact(vmErrorDetailFor(r.data, verb, name, vmid, err, note))
+}
+
+func (r *proxyVMResource) redact(s string) string {
+	if r.data == nil {
+		return s
+	}
+	return redact(s, r.data.secrets())
+}
+
+// address is the endpoint as the client uses it (the port filled in).
+func (d *providerData) address() string {
+	if d.client != nil {
+		return d.client.Address()
+	}
+	return d.cfg.Endpoint
+}
+
+// tokenSetting names where the token comes from, for a message: "api_token",
+// "api_token_file (/run/secrets/pve)" or "the PROXMOX_VE_API_TOKEN environment variable".
+func (d *providerData) tokenSetting() string {
+	switch d.cfg.TokenSource {
+	case "api_token_file":
+		return "api_token_file (" + d.cfg.TokenFile + ")"
+	case envAPIToken:
+		return "the " + envAPIToken + " environment variable"
+	case "":
+		return "api_token, api_token_file or " + envAPIToken
+	default:
+		return d.cfg.TokenSource
+	}
+}
+
+// tokenID is the token id for a message, or "" when it cannot be read.
+func (d *providerData) tokenID() string {
+	if d.client == nil {
+		return ""
+	}
+	id, err := d.client.TokenID()
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// connectionFix is what to do about a failure of the connection to Proxmox itself, which
+// no retry heals and which the provider configuration (or the network) must fix: the
+// endpoint not answering, the certificate, the CA file, the token. ok is false for any
+// other failure. A nil receiver words it without the provider's settings.
+func (d *providerData) connectionFix(err error) (string, bool) {
+	addr, setting, id, caSetting := "the endpoint", "api_token, api_token_file or "+envAPIToken, "", "the system roots"
+	if d != nil {
+		addr, setting, id = d.address(), d.tokenSetting(), d.tokenID()
+		switch caSource(d.cfg) {
+		case "ca_file":
+			caSetting = "ca_file (" + d.cfg.CAFile + ")"
+		case "ca_pem":
+			caSetting = "ca_pem"
+		}
+	}
+	token := "the API token"
+	if id != "" {
+		token = "the API token " + id
+	}
+	switch {
+	case pveapi.IsEndpointUnreachable(err):
+		return fmt.Sprintf("Proxmox VE at %s does not answer: nothing was changed. Check the provider's endpoint (without a port it is %s), "+
+			"that the host is up and pveproxy runs on it (systemctl status pveproxy), and that no firewall or proxy is in between. "+
+			"The provider retried the connection a few times before giving up; once the endpoint answers, run the same command again.", addr, "8006"), true
+	case pveapi.IsTLSVerification(err):
+		return fmt.Sprintf("Retrying will not help. The certificate of %s did not verify against %s. Set ca_file (or ca_pem) to the cluster's CA, "+
+			"/etc/pve/pve-root-ca.pem on any node, and use an endpoint host that the certificate names; "+
+			"insecure = true skips the verification (the token can then be intercepted).", addr, caSetting), true
+	case pveapi.IsCAUnavailable(err):
+		return "Retrying will not help. The CA bundle cannot be used: fix ca_file (a readable PEM file, such as a copy of /etc/pve/pve-root-ca.pem) or use ca_pem.", true
+	case pveapi.IsCredentials(err):
+		return "Retrying will not help. The API token cannot be read: fix " + setting + "; it must hold <user>@<realm>!<tokenid>=<secret> on one line.", true
+	case pveapi.IsUnauthorized(err):
+		return fmt.Sprintf("Retrying will not help. Proxmox VE at %s refused %s (401): its secret is wrong, or the token was deleted or has expired. "+
+			"Check the token in %s (api_token, api_token_file or the %s environment variable): it must be "+
+			"<user>@<realm>!<tokenid>=<secret> for a token that exists (pveum user token list <user>).", addr, token, setting, envAPIToken), true
+	case pveapi.IsForbidden(err):
+		return fmt.Sprintf("Retrying will not help. %s lacks the privilege the message names on that path. Grant it (pveum acl modify <path> --tokens '%s' --roles <role>), "+
+			"or, for a token with privilege separation, grant it to the token as well as to its user.", capitalize(token), tokenOr(id)), true
+	}
+	return "", false
+}
+
+func tokenOr(id string) string {
+	if id == "" {
+		return "<user>@<realm>!<tokenid>"
+	}
+	return id
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -120,6 +120,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// A create: check at plan time what the cluster must provide (node, storages, template,
+	// bridge, disk size), once per provider instance, so that a mistake fails the plan on
+	// its attribute instead of a clone at apply.
+	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", config, plan, &resp.Diagnostics) {
+		return
+	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -140,9 +146,12 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	// The same checks as at plan time (cached when this provider instance planned too):
+	// a configuration mistake fails here, before anything exists and before any state is
+	// saved, so nothing is tainted. cloud_init_wo is only in the config.
 	var config proxyVMModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...) // cloud_init_wo is only in the config
-	if resp.Diagnostics.HasError() {
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", config, plan, &resp.Diagnostics) {
 		return
 	}
 
@@ -192,7 +201,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
 		}
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
-		addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
+		r.addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
 		return
 	}
 
@@ -224,7 +233,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "read", state.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
 		return
 	}
@@ -245,17 +254,26 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
-	case err != nil && proxmox.ClassOf(err) == pveapi.Transient:
-		// A task holding the VM (a backup, a clone), a listing that does not know the
-		// status yet: report what the last apply saved, never fail the plan.
+	case err != nil && keepsPriorValues(err):
+		// A task holding the VM (a clone in progress, a lock), or its node not answering
+		// behind the endpoint: report what the last apply saved, with a warning. A status
+		// the listing does not know yet is not an error (vm.StatusUnknown, below).
 		tflog.Warn(ctx, "proxy VM refresh incomplete, keeping the prior values", map[string]any{
 			"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
-			vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
+			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
 		return
 	case err != nil:
-		addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, "")
+		// The plan could not look (no answer, TLS, 401/403, a node or an answer that
+		// failed): it must fail, never report "No changes".
+		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err,
+			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed.")
 		return
+	}
+	if vm.StatusUnknown {
+		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
+			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
+				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
 	applyVM(&state, vm)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
@@ -275,7 +293,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	id, err := proxmox.ParseID(prior.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "update", prior.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state and import the VM again.")
 		return
 	}
@@ -319,7 +337,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 			}
-			addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
+			r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
 			return
 		}
 	}
@@ -335,7 +353,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		if changes.Start || restarts(prior.Status, changes) {
 			note = "The changes were applied, but the VM did not come up after its start; the next plan shows what remains."
 		}
-		addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
+		r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, note)
 		return
 	}
 	state := plan
@@ -357,7 +375,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
+		r.addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
 			"The state holds a malformed ID; remove the resource from the state (terraform state rm) and delete the VM in Proxmox if it exists.")
 		return
 	}
@@ -373,9 +391,15 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	tflog.Info(ctx, "proxy VM delete", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
+	ctx, notes := proxmox.WithNotes(ctx)
 	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private)}
-	if err := r.data.backend.DeleteVM(ctx, id, opts); err != nil && !errors.Is(err, proxmox.ErrNotFound) {
-		addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
+	err = r.data.backend.DeleteVM(ctx, id, opts)
+	for _, n := range notes.Lines() {
+		// What the destroy skipped on purpose (a seed on a storage that does not exist).
+		resp.Diagnostics.AddWarning("Proxy VM destroy skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
+	}
+	if err != nil && !errors.Is(err, proxmox.ErrNotFound) {
+		r.addVMError(&resp.Diagnostics, "delete", id.Name, id.VMID, err, "")
 		return
 	}
 	tflog.Info(ctx, "proxy VM deleted", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
@@ -442,7 +466,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		id, err = r.data.backend.FindByName(ctx, ref.Name)
 	}
 	if err != nil {
-		addVMError(&diags, "import", ref.Name, ref.VMID, err,
+		r.addVMError(&diags, "import", ref.Name, ref.VMID, err,
 			"Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are "+importForms+".")
 		return proxmox.VM{}, 0, diags
 	}
@@ -451,7 +475,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}) // the agent is optional here
 	}
 	if err != nil {
-		addVMError(&diags, "import", id.Name, id.VMID, err, "")
+		r.addVMError(&diags, "import", id.Name, id.VMID, err, "")
 		return proxmox.VM{}, 0, diags
 	}
 	tmpl, ok, err := r.data.backend.TemplateOf(ctx, vm, templateCandidates(r.cfg()))
@@ -459,7 +483,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 	case err != nil:
 		tflog.Warn(ctx, "proxy VM template not identified", map[string]any{"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		diags.AddWarning("Template of the imported proxy VM not identified",
-			vmErrorDetail("import", id.Name, id.VMID, err,
+			r.vmErrorDetail("import", id.Name, id.VMID, err,
 				"The VM is imported without image and template_vmid: the first value the configuration sets is recorded without replacing the VM."))
 		tmpl = 0
 	case !ok:
@@ -559,4 +583,13 @@ func mustDuration(s string) time.Duration {
 		panic(err)
 	}
 	return d
+}
+
+// keepsPriorValues reports a refresh failure that keeps the values the last apply saved
+// (with a warning): a task holds the VM (a clone in progress, a lock), or the endpoint
+// answered but the VM's node did not (595/596: the listing shows the VM's status as unknown,
+// a status it does not know yet). Every other failure (the endpoint not answering, TLS,
+// 401/403, any permanent error) fails the plan.
+func keepsPriorValues(err error) bool {
+	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err) || pveapi.IsProxyFailure(err)
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 )
 
 // vmNameRE is a DNS label: the VM name is also the guest's hostname (meta-data
@@ -132,7 +134,12 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Sensitive: true,
 				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
 					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
-					"an import (the text cannot be read back) the first value set is recorded without replacing it.",
+					"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
+					"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
+					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
+					"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
+					"at plan time, since cloud-init would ignore it.",
+				Validators:    []validator.String{validators.CloudInitFormat()},
 				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
 			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
@@ -219,13 +226,13 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{
+			"timeouts": positiveTimeouts(timeouts.Block(ctx, timeouts.Opts{
 				Create: true, Read: true, Update: true, Delete: true,
 				CreateDescription: "How long create may take, clone to IP address (default " + defaultCreateTimeout + ").",
 				ReadDescription:   "How long a refresh may take (default " + defaultReadTimeout + ").",
 				UpdateDescription: "How long an in-place update may take, restart and IP wait included (default " + defaultUpdateTimeout + ").",
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
-			}),
+			})),
 		},
 	})
 }
@@ -253,3 +260,23 @@ catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it 
 the first value you set after the import is recorded without replacing the VM (later changes replace it as
 usual).
 `
+
+// positiveTimeouts adds a duration-above-zero check to every timeouts attribute: the
+// timeouts package accepts "-5m" and "0s", which would end the operation at once.
+func positiveTimeouts(b schema.Block) schema.Block {
+	nb, ok := b.(schema.SingleNestedBlock)
+	if !ok {
+		return b
+	}
+	attrs := make(map[string]schema.Attribute, len(nb.Attributes))
+	for k, a := range nb.Attributes {
+		if sa, ok := a.(schema.StringAttribute); ok {
+			sa.Validators = append(append([]validator.String(nil), sa.Validators...), validators.Duration())
+			sa.Description += " A duration above zero."
+			a = sa
+		}
+		attrs[k] = a
+	}
+	nb.Attributes = attrs
+	return nb
+}

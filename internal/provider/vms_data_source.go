@@ -166,6 +166,15 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		resp.Diagnostics.AddError("Unable to list the marked VMs", d.dsErrorDetail(err))
 		return
 	}
+	for _, sk := range skipped {
+		// A VM the token may not read, or an answer that will not change, makes the list
+		// wrong rather than incomplete: fail, as the listing itself would.
+		if proxmox.ClassOf(sk.Err) == pveapi.Permanent {
+			resp.Diagnostics.AddError("Unable to list the marked VMs",
+				fmt.Sprintf("VMID %d (%s) on node %s: %s", sk.ID.VMID, sk.ID.Name, sk.Node, d.dsErrorDetail(sk.Err)))
+			return
+		}
+	}
 	if len(skipped) > 0 {
 		lines := make([]string, len(skipped))
 		for i, s := range skipped {
@@ -232,7 +241,10 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 
 // dsErrorDetail is a backend error for a diagnostic, with what to do for its class.
 func (d *vmsDataSource) dsErrorDetail(err error) string {
-	msg := d.redact(err.Error()) + "."
+	msg := d.redact(trimEnd(err.Error())) + "."
+	if fix, ok := d.data.connectionFix(err); ok {
+		return msg + " " + d.redact(fix)
+	}
 	switch proxmox.ClassOf(err) {
 	case pveapi.Permanent:
 		return msg + " An administrator must fix this in Proxmox or in the provider configuration."

@@ -250,6 +250,7 @@ type Backend struct {
 	clock    clock
 	listings *listingCache
 	locks    *keyedLock
+	pre      *preflightCache // Preflight's verdicts, per provider instance
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
 }
@@ -289,6 +290,7 @@ func New(api pveapi.API, cfg Config) *Backend {
 		clock:     realClock{},
 		listings:  &listingCache{},
 		locks:     &keyedLock{},
+		pre:       &preflightCache{},
 		buildSeed: nocloud.Build,
 	}
 }

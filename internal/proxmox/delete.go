@@ -219,6 +219,10 @@ func (b *Backend) deleteSeed(ctx context.Context, node, file string) error {
 	volid := seedVolID(b.cfg.ISOStorage, file)
 	upid, err := b.api.DeleteVolume(ctx, node, b.cfg.ISOStorage, volid)
 	if err != nil {
+		if seedStorageGone(err) {
+			noteSeedSkipped(ctx, node, volid, err)
+			return nil
+		}
 		if pveapi.IsForbidden(err) {
 			return apiErrorf("delete", err, "deleting the seed ISO %s on node %s (the token needs Datastore.Allocate on /storage/%s)", volid, node, b.cfg.ISOStorage)
 		}

@@ -80,7 +80,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		if lock == "" {
 			lock = r.Lock
 		}
-		return VM{}, Transientf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, lock)
+		return VM{}, busyf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, lock)
 	}
 	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID)
 	if err != nil {

@@ -47,6 +47,8 @@ type API interface {
 	UploadISO(ctx context.Context, node, storage, filename string, r io.Reader, size int64) (string, error)
 	// DeleteVolume is DELETE /nodes/{node}/storage/{storage}/content/{volid}.
 	DeleteVolume(ctx context.Context, node, storage, volid string) (string, error)
+	// NodeNetwork is GET /nodes/{node}/network?type={ifaceType}.
+	NodeNetwork(ctx context.Context, node, ifaceType string) ([]NodeInterface, error)
 }
 
 // VersionInfo is the answer of GET /version.

@@ -36,7 +36,9 @@ const (
 	// IdleConnTimeout is how long an idle keep-alive connection is kept.
 	IdleConnTimeout = 90 * time.Second
 
-	apiPrefix       = "/api2/json"
+	apiPrefix = "/api2/json"
+	// DefaultPort is pveproxy's port, used when the endpoint names none.
+	DefaultPort     = "8006"
 	maxErrorBody    = 64 << 10
 	maxResponseBody = 32 << 20
 	defaultUA       = "terraform-provider-proxy"
@@ -44,14 +46,17 @@ const (
 
 // Options configure the HTTP adapter. New never dials and never reads the token file.
 type Options struct {
-	// Endpoint is https://<host>:8006 (a trailing / or /api2/json is accepted).
+	// Endpoint is https://<host>[:port] (a trailing / or /api2/json is accepted); without a
+	// port, DefaultPort (8006, where pveproxy listens) is used.
 	Endpoint string
 	// Token is "<user>@<realm>!<tokenid>=<secret>". Ignored when TokenFile is set.
 	Token string
-	// TokenFile holds the token on one line; it is re-read on every request.
+	// TokenFile holds the token on one line; it is re-read on every request. A file that is
+	// missing or unreadable is a Permanent ErrCredentials.
 	TokenFile string
 	// CAFile or CAPEM: the PEM bundle to verify the server with; neither: system roots.
-	// CAFile is read on the first request and cached (a missing file is retried).
+	// CAFile is read on the first request and cached; a missing or unreadable file is a
+	// Permanent ErrCA.
 	CAFile string
 	CAPEM  string
 	// Insecure skips TLS verification.
@@ -125,7 +130,9 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// baseURL accepts https://host[:port][/][/api2/json[/]] and returns https://host:port/api2/json.
+// baseURL accepts https://host[:port][/][/api2/json[/]] and returns https://host:port/api2/json,
+// with port 8006 when none is given (a Proxmox VE endpoint is never on 443 unless a reverse
+// proxy says so, and then its port is written out).
 func baseURL(endpoint string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(endpoint))
 	if err != nil || endpoint == "" {
@@ -142,7 +149,11 @@ func baseURL(endpoint string) (string, error) {
 	default:
 		return "", fmt.Errorf("proxmox client: endpoint %q must have no path other than %s", u.Redacted(), apiPrefix)
 	}
-	return "https://" + u.Host + apiPrefix, nil
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), DefaultPort)
+	}
+	return "https://" + host + apiPrefix, nil
 }
 
 var tokenRE = regexp.MustCompile(`^([^\s@!=:]+@[A-Za-z][A-Za-z0-9._-]*![A-Za-z][A-Za-z0-9._-]*)=(\S+)$`)
@@ -171,9 +182,9 @@ func (c *Client) token() (apiToken, error) {
 	raw, err := os.ReadFile(c.opts.TokenFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return apiToken{}, WithClass(Transient, fmt.Errorf("%w: token file %s does not exist yet: %w", ErrCredentials, c.opts.TokenFile, fs.ErrNotExist))
+			return apiToken{}, WithClass(Permanent, fmt.Errorf("%w: token file %s does not exist: %w", ErrCredentials, c.opts.TokenFile, fs.ErrNotExist))
 		}
-		return apiToken{}, WithClass(Transient, fmt.Errorf("%w: reading token file: %w", ErrCredentials, err))
+		return apiToken{}, WithClass(Permanent, fmt.Errorf("%w: reading token file: %w", ErrCredentials, err))
 	}
 	return parseToken(strings.TrimSpace(string(raw)), "token file "+c.opts.TokenFile)
 }
@@ -189,9 +200,9 @@ func (c *Client) TokenID() (string, error) {
 	return t.id, nil
 }
 
-// httpClient builds the http.Client on first use, once the CA is available. A missing CA
-// file is Transient and retried on the next request; a file with no certificate is
-// Permanent. The client is cached only once built: a transport's roots cannot change later.
+// httpClient builds the http.Client on first use, once the CA is available. A missing or
+// unreadable CA file, or one with no certificate, is Permanent. The client is cached only
+// once built: a transport's roots cannot change later.
 func (c *Client) httpClient() (*http.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -208,9 +219,9 @@ func (c *Client) httpClient() (*http.Client, error) {
 		pem, err := os.ReadFile(c.opts.CAFile)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, WithClass(Transient, fmt.Errorf("%w: CA file %s does not exist yet: %w", ErrCA, c.opts.CAFile, fs.ErrNotExist))
+				return nil, WithClass(Permanent, fmt.Errorf("%w: CA file %s does not exist: %w", ErrCA, c.opts.CAFile, fs.ErrNotExist))
 			}
-			return nil, WithClass(Transient, fmt.Errorf("%w: reading CA file: %w", ErrCA, err))
+			return nil, WithClass(Permanent, fmt.Errorf("%w: reading CA file: %w", ErrCA, err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -311,14 +322,10 @@ func (c *Client) do(ctx context.Context, r request, out any) (err error) {
 	if err != nil {
 		return err
 	}
-	req, err := c.newRequest(ctx, r, tok)
+	logParams(ctx, r)
+	resp, err := c.send(ctx, hc, r, tok)
 	if err != nil {
 		return err
-	}
-	logParams(ctx, r)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return transportError(r, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	status = resp.StatusCode
@@ -418,6 +425,66 @@ func (c *Client) newRequest(ctx context.Context, r request, tok apiToken) (*http
 	}
 	req.Header.Set("User-Agent", ua)
 	return req, nil
+}
+
+// DialRetryDelays are the pauses between the attempts of a request whose connection could
+// not be made (see send). Tests shorten them.
+var DialRetryDelays = []time.Duration{250 * time.Millisecond, 750 * time.Millisecond, 2 * time.Second}
+
+// dialRetryWindow is the time after which send makes no new attempt: a connect that hangs
+// until DialTimeout is not repeated for long.
+const dialRetryWindow = 12 * time.Second
+
+// send sends r. A request whose connection could not be made (IsDialFailure: refused, not
+// resolved, connect or TLS handshake timed out) never reached Proxmox, so it is sent again
+// whatever its method, after each of DialRetryDelays while dialRetryWindow has not passed
+// and ctx lasts. When every attempt fails the error is a Permanent *UnreachableError naming
+// the address: the endpoint does not answer, and waiting longer inside the operation would
+// only hide that. Any other transport failure is returned at once.
+func (c *Client) send(ctx context.Context, hc *http.Client, r request, tok apiToken) (*http.Response, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		req, err := c.newRequest(ctx, r, tok)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			return resp, nil
+		}
+		terr := transportError(r, err)
+		if !IsDialFailure(terr) || ctx.Err() != nil {
+			return nil, terr
+		}
+		if attempt > len(DialRetryDelays) || time.Since(start) > dialRetryWindow {
+			return nil, WithClass(Permanent, fmt.Errorf("proxmox API %s %s: %w", r.method, r.path, &UnreachableError{
+				Address: c.address(), Attempts: attempt, Elapsed: time.Since(start), Err: unwrapTransport(err),
+			}))
+		}
+		logRetry(ctx, r, attempt, terr)
+		t := time.NewTimer(DialRetryDelays[attempt-1])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, terr
+		case <-t.C:
+		}
+	}
+}
+
+// address is the endpoint's https://host:port.
+func (c *Client) address() string { return strings.TrimSuffix(c.base, apiPrefix) }
+
+// Address returns the endpoint's https://host:port, the port filled in when the
+// configuration left it out.
+func (c *Client) Address() string { return c.address() }
+
+func unwrapTransport(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // transportError drops url.Error's URL (it names the host, which the caller knows) and keeps

@@ -70,7 +70,8 @@ func TestNew_validatesOptions(t *testing.T) {
 }
 
 // TestNew_neverDialsNorReadsFiles: New with a missing token file and CA file succeeds and
-// sends nothing; the first request reports the missing token as Transient credentials.
+// sends nothing; the first request reports the missing token as Permanent credentials (a
+// one-shot run cannot wait for the file to appear).
 func TestNew_neverDialsNorReadsFiles(t *testing.T) {
 	ts := newTestServer(t, fixtureReply(t, "version"))
 	dir := t.TempDir()
@@ -82,8 +83,8 @@ func TestNew_neverDialsNorReadsFiles(t *testing.T) {
 		t.Fatal("New built a client or sent a request")
 	}
 	_, err = c.Version(context.Background())
-	if !IsCredentials(err) || !errors.Is(err, fs.ErrNotExist) || Classify("check", err) != Transient {
-		t.Errorf("err %v, want Transient credentials with fs.ErrNotExist", err)
+	if !IsCredentials(err) || !errors.Is(err, fs.ErrNotExist) || Classify("check", err) != Permanent {
+		t.Errorf("err %v, want Permanent credentials with fs.ErrNotExist", err)
 	}
 	if len(ts.requests()) != 0 {
 		t.Error("a request was sent without a token")
@@ -98,7 +99,7 @@ func TestClient_tokenFile(t *testing.T) {
 	c := newTestClient(t, ts, func(o *Options) { o.Token, o.TokenFile = "", path })
 	ctx := context.Background()
 
-	if _, err := c.TokenID(); !IsCredentials(err) || Classify("check", err) != Transient {
+	if _, err := c.TokenID(); !IsCredentials(err) || Classify("check", err) != Permanent {
 		t.Errorf("missing: %v", err)
 	}
 	malformed := "proxy-operator@pve!tf SENTINEL-MALFORMED-SECRET"
@@ -170,8 +171,8 @@ func TestClient_tlsVerificationIsPermanent(t *testing.T) {
 	}
 }
 
-// TestClient_caFileLoadedLazily: a missing CA file is Transient until it lands, then it is
-// loaded once and cached; a file without a certificate is Permanent.
+// TestClient_caFileLoadedLazily: a missing CA file is Permanent (and not cached: once it
+// lands it is loaded once and cached); a file without a certificate is Permanent.
 func TestClient_caFileLoadedLazily(t *testing.T) {
 	ts := newTestServer(t, fixtureReply(t, "version"))
 	dir := t.TempDir()
@@ -179,7 +180,7 @@ func TestClient_caFileLoadedLazily(t *testing.T) {
 	c := newTestClient(t, ts, func(o *Options) { o.CAPEM, o.CAFile = "", path })
 	ctx := context.Background()
 	_, err := c.Version(ctx)
-	if !IsCAUnavailable(err) || !errors.Is(err, fs.ErrNotExist) || Classify("check", err) != Transient {
+	if !IsCAUnavailable(err) || !errors.Is(err, fs.ErrNotExist) || Classify("check", err) != Permanent {
 		t.Fatalf("missing CA: %v", err)
 	}
 	if err := os.WriteFile(path, []byte(ts.caPEM()), 0o600); err != nil {
@@ -266,7 +267,8 @@ func TestClient_droppedConnectionIsTransient(t *testing.T) {
 }
 
 // TestClient_dialFailures: a refused connect and a TLS handshake cut by the peer are dial
-// failures (Unreachable), Transient.
+// failures, retried by the client after each of DialRetryDelays and then Permanent
+// (IsEndpointUnreachable), the error naming the address with the port.
 func TestClient_dialFailures(t *testing.T) {
 	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -289,14 +291,19 @@ func TestClient_dialFailures(t *testing.T) {
 			_ = conn.Close()
 		}
 	}()
+	shortRetries(t)
 	for name, addr := range map[string]string{"refused": closedAddr, "handshake cut": cut.Addr().String()} {
 		c, err := New(Options{Endpoint: "https://" + addr, Token: testToken})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = c.Version(context.Background())
-		if !IsDialFailure(err) || !IsUnreachable(err) || IsTLSVerification(err) || Classify("get", err) != Transient {
+		if !IsDialFailure(err) || !IsUnreachable(err) || !IsEndpointUnreachable(err) || IsTLSVerification(err) || Classify("get", err) != Permanent {
 			t.Errorf("%s: err %v, dial %v", name, err, IsDialFailure(err))
+		}
+		var ue *UnreachableError
+		if !errors.As(err, &ue) || ue.Attempts != len(DialRetryDelays)+1 || !strings.Contains(err.Error(), "https://"+addr) {
+			t.Errorf("%s: err %v, want %d attempts naming https://%s", name, err, len(DialRetryDelays)+1, addr)
 		}
 		if strings.Contains(err.Error(), "0c1d2e3f") {
 			t.Errorf("%s: error carries the secret", name)
@@ -644,4 +651,12 @@ func TestClient_notProxmoxIsPermanent(t *testing.T) {
 			t.Errorf("a cut body: %v (class %v)", err, Classify("create", err))
 		}
 	})
+}
+
+// shortRetries shrinks DialRetryDelays for one test.
+func shortRetries(t *testing.T) {
+	t.Helper()
+	saved := DialRetryDelays
+	DialRetryDelays = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { DialRetryDelays = saved })
 }

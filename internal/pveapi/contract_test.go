@@ -99,6 +99,15 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("got %+v", v)
 				}
 			}},
+		{name: "NodeNetwork", fixture: "node_network_bridges", method: "GET", path: "/nodes/pv1-1/network",
+			query: url.Values{"type": {"any_bridge"}},
+			call:  func(ctx context.Context, c *Client) (any, error) { return c.NodeNetwork(ctx, tNode, "any_bridge") },
+			check: func(t *testing.T, got any) {
+				v := got.([]NodeInterface)
+				if len(v) != 2 || v[0].Iface != "vmbr0" || v[0].Type != "bridge" || !bool(v[0].Active) || v[1].Iface != "vmbr1" {
+					t.Errorf("got %+v", v)
+				}
+			}},
 		{name: "ClusterResources", fixture: "cluster_resources", method: "GET", path: "/cluster/resources",
 			query: url.Values{"type": {"vm"}},
 			call:  func(ctx context.Context, c *Client) (any, error) { return c.ClusterResources(ctx) },
@@ -268,8 +277,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 17 {
-		t.Errorf("API has %d methods, the contract covers 17", api.NumMethod())
+	if api.NumMethod() != 18 {
+		t.Errorf("API has %d methods, the contract covers 18", api.NumMethod())
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // APIError is a non-2xx answer (F1). Message is the body's message with the trailing
@@ -71,12 +72,13 @@ func (c Class) String() string {
 	}
 }
 
-// ErrCredentials marks token failures (file missing or unreadable: Transient; content not
-// <user>@<realm>!<tokenid>=<secret>: Permanent). Test with errors.Is or IsCredentials.
+// ErrCredentials marks token failures (the file missing or unreadable, or its content not
+// <user>@<realm>!<tokenid>=<secret>), all Permanent: Terraform runs once, so a file that
+// is not there now is a configuration mistake. Test with errors.Is or IsCredentials.
 var ErrCredentials = errors.New("proxmox API token unavailable")
 
-// ErrCA marks CA bundle failures (CA file missing: Transient; no certificate in it:
-// Permanent). Test with errors.Is or IsCAUnavailable.
+// ErrCA marks CA bundle failures (the CA file missing or unreadable, or no certificate in
+// it), all Permanent. Test with errors.Is or IsCAUnavailable.
 var ErrCA = errors.New("proxmox CA bundle unavailable")
 
 // classError attaches a class to an error at its source.
@@ -112,10 +114,15 @@ func ClassOf(err error) (Class, bool) {
 //   - 401, 403, 400 and any other 4xx: Permanent;
 //   - 500 "Configuration file '...' does not exist": NotFound, but Transient when op is
 //     "create" (a missing VM inside Create is never "not found");
+//   - 500 "storage '...' does not exist", "no such cluster node '...'", "hostname lookup
+//     '...' failed", "does not support vm images", "does not support '...' content":
+//     Permanent (a configuration mistake);
 //   - every other 5xx (locks, agent answers, config file already exists, 595, 596): Transient;
 //   - a failed task (*TaskError): Transient;
 //   - TLS verification failure: Permanent;
-//   - context errors, network errors, io.EOF, and anything else: Transient.
+//   - an endpoint that did not answer after the client's own retries (ErrUnreachable):
+//     Permanent, attached by the client;
+//   - context errors, other network errors, io.EOF, and anything else: Transient.
 func Classify(op string, err error) Class {
 	if err == nil {
 		return Transient
@@ -130,6 +137,10 @@ func Classify(op string, err error) Class {
 	if errors.As(err, &ae) {
 		switch {
 		case ae.Status >= 400 && ae.Status < 500:
+			return Permanent
+		case IsMissingStorage(err), IsUnknownNode(err), IsContentUnsupported(err):
+			// A storage or node the cluster lacks, or a storage without the content it
+			// must hold: a configuration mistake that no retry heals.
 			return Permanent
 		case IsNotExist(err):
 			if op == "create" {
@@ -285,8 +296,8 @@ func IsConnectionLost(err error) bool {
 		errors.Is(err, net.ErrClosed)
 }
 
-// IsUnreachable reports whether the node could not be talked to: IsDialFailure, IsConnectionLost, or a 595
-// or 596 from pveproxy. The Checker's Unreachable reason.
+// IsUnreachable reports whether the node could not be talked to: IsDialFailure (IsEndpointUnreachable
+// included), IsConnectionLost, or a 595 or 596 from pveproxy. The Checker's Unreachable reason.
 func IsUnreachable(err error) bool {
 	return IsDialFailure(err) || IsConnectionLost(err) || IsProxyFailure(err)
 }
@@ -296,3 +307,87 @@ type handshakeError struct{ err error }
 
 func (e *handshakeError) Error() string { return "TLS handshake: " + e.err.Error() }
 func (e *handshakeError) Unwrap() error { return e.err }
+
+var (
+	reStorageMissing     = regexp.MustCompile(`^storage '[^']+' does not exist$`)
+	reUnknownNode        = regexp.MustCompile(`^(no such cluster node '[^']+'|hostname lookup '[^']+' failed - .*)$`)
+	reImagesUnsupported  = regexp.MustCompile(`^storage '[^']+' does not support vm images$`)
+	reContentUnsupported = regexp.MustCompile(`^storage '[^']+' does not support '[a-z]+' content$`)
+)
+
+// messages returns an APIError's message and its field errors, for matchers that look at
+// both (a refusal arrives as a 500 message or as a 400 field error, depending on where
+// Proxmox checks it).
+func messages(err error) []string {
+	ae, ok := apiError(err)
+	if !ok {
+		return nil
+	}
+	out := []string{ae.Message}
+	for _, v := range ae.Errors {
+		out = append(out, v)
+	}
+	return out
+}
+
+func anyMessage(err error, re *regexp.Regexp) bool {
+	for _, m := range messages(err) {
+		if re.MatchString(strings.TrimRight(m, "\r\n")) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsMissingStorage reports whether err says a storage does not exist: the 500 "storage
+// '<id>' does not exist" (an upload, a volume delete or a clone onto an unknown storage id;
+// pve-storage PVE/Storage.pm storage_config) or the 400 "No such storage." of a storage
+// status read (IsNoSuchStorage).
+func IsMissingStorage(err error) bool {
+	return IsNoSuchStorage(err) || anyMessage(err, reStorageMissing)
+}
+
+// IsUnknownNode reports whether err says the node is not part of the cluster: "no such
+// cluster node '<node>'" (a clone's target; PVE/Cluster.pm check_node_exists) or the
+// "hostname lookup '<node>' failed" of a request addressed to such a node (pveproxy cannot
+// resolve where to forward it).
+func IsUnknownNode(err error) bool { return anyMessage(err, reUnknownNode) }
+
+// IsContentUnsupported reports whether err says a storage does not hold the content a
+// request needs: "storage '<id>' does not support vm images" (a clone, F15) or "storage
+// '<id>' does not support '<content>' content" (an upload).
+func IsContentUnsupported(err error) bool {
+	return anyMessage(err, reImagesUnsupported) || anyMessage(err, reContentUnsupported)
+}
+
+// ErrUnreachable marks a request whose connection to the endpoint could not be made (the
+// connection refused, the name not resolved, the TCP connect or the TLS handshake timed out)
+// even after the client's own short retries. The error names the address. It is Permanent:
+// a backend wait must not keep retrying it until its budget ends. Test with errors.Is or
+// IsEndpointUnreachable.
+var ErrUnreachable = errors.New("the Proxmox VE endpoint does not answer")
+
+// UnreachableError is the error of a request that could not reach the endpoint; it wraps
+// ErrUnreachable and the last transport failure.
+type UnreachableError struct {
+	// Address is the endpoint's scheme, host and port ("https://pve.example.com:8006").
+	Address  string
+	Attempts int
+	Elapsed  time.Duration
+	Err      error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%s: no connection to %s after %d attempts in %s: %v", ErrUnreachable, e.Address, e.Attempts,
+		e.Elapsed.Round(10*time.Millisecond), e.Err)
+}
+
+// Unwrap returns ErrUnreachable and the transport failure, so that errors.Is and the
+// IsDialFailure family see both.
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }
+
+// IsEndpointUnreachable reports whether err is a request that never reached the endpoint,
+// after the client's retries (ErrUnreachable). Unlike IsUnreachable it does not include a
+// 595/596 (the endpoint answered; a node behind it did not) or a connection lost mid-answer.
+// A caller that waits must stop on it: the client has already retried.
+func IsEndpointUnreachable(err error) bool { return errors.Is(err, ErrUnreachable) }

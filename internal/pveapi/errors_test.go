@@ -34,6 +34,10 @@ var matchers = map[string]func(error) bool{
 	"IsDialFailure":          IsDialFailure,
 	"IsConnectionLost":       IsConnectionLost,
 	"IsCredentials":          IsCredentials,
+	"IsMissingStorage":       IsMissingStorage,
+	"IsUnknownNode":          IsUnknownNode,
+	"IsContentUnsupported":   IsContentUnsupported,
+	"IsEndpointUnreachable":  IsEndpointUnreachable,
 }
 
 type classRow struct {
@@ -52,18 +56,20 @@ var classifyTable = map[string]classRow{
 	"err_no_ticket":               {Permanent, Permanent, "IsUnauthorized"},
 	"err_bad_param":               {Permanent, Permanent, ""},
 	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
-	"err_clone_storage_no_images": {Permanent, Permanent, ""},
+	"err_clone_storage_no_images": {Permanent, Permanent, "IsContentUnsupported"},
 	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
 	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":            {Transient, Transient, "IsLocked"},
-	"err_node_unknown":            {Transient, Transient, ""},
+	"err_node_unknown":            {Permanent, Permanent, "IsUnknownNode"},
 	"err_not_exist":               {NotFound, Transient, "IsNotExist"},
+	"err_storage_not_exist":       {Permanent, Permanent, "IsMissingStorage"},
+	"err_no_such_cluster_node":    {Permanent, Permanent, "IsUnknownNode"},
 	"err_not_implemented":         {Transient, Transient, ""},
 	"err_tag_invalid":             {Permanent, Permanent, ""},
 	"err_upload_bad_name":         {Permanent, Permanent, ""},
-	"err_upload_no_iso_content":   {Transient, Transient, ""},
+	"err_upload_no_iso_content":   {Permanent, Permanent, "IsContentUnsupported"},
 	"err_vm_not_running":          {Transient, Transient, "IsVMNotRunning"},
-	"storage_status_missing":      {Permanent, Permanent, "IsNoSuchStorage"},
+	"storage_status_missing":      {Permanent, Permanent, "IsMissingStorage IsNoSuchStorage"},
 }
 
 // TestClassify_everyErrorFixture replays every non-2xx fixture through the client and checks

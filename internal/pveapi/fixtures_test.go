@@ -162,6 +162,18 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("volumes not sorted by volid")
 			}
 		}
+	case path == "/nodes/{node}/network":
+		var v []NodeInterface
+		mustData(t, f, &v)
+		if len(v) == 0 {
+			t.Fatal("no interfaces")
+		}
+		for i, n := range v {
+			nonEmpty(t, n.Iface, n.Type)
+			if i > 0 && v[i-1].Iface >= n.Iface {
+				t.Errorf("interfaces not sorted by iface")
+			}
+		}
 	case path == "/cluster/resources":
 		var v []Resource
 		mustData(t, f, &v)

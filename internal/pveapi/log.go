@@ -103,3 +103,10 @@ func logParams(ctx context.Context, r request) {
 		"call": r.call, "method": r.method, "path": r.path, "params": params,
 	})
 }
+
+// logRetry logs a request sent again because its connection could not be made.
+func logRetry(ctx context.Context, r request, attempt int, err error) {
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox api connection failed, retrying", map[string]any{
+		"call": r.call, "method": r.method, "path": r.path, "attempt": attempt, "error": err.Error(),
+	})
+}

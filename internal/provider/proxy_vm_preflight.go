@@ -1,0 +1,113 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// preflightFor is the preflight of a planned create: only the values the plan knows; a
+// disk_gib the configuration does not set is unknown here (the template's size or the
+// machine type's minimum, whichever is larger), so it is not checked. ok is false when the
+// node or the template is not known yet.
+func preflightFor(plan proxyVMModel) (proxmox.PreflightSpec, bool) {
+	node, okNode := knownString(plan.Node)
+	tmpl, okTmpl := knownInt(plan.TemplateVMID)
+	if !okNode || !okTmpl {
+		return proxmox.PreflightSpec{}, false
+	}
+	s := proxmox.PreflightSpec{Node: node, TemplateVMID: tmpl}
+	if v, ok := knownInt(plan.DiskGiB); ok {
+		s.DiskGiB = v
+	}
+	if v, ok := knownString(plan.Bridge); ok {
+		s.Bridge = v
+	}
+	if v, ok := knownInt(plan.VLANTag); ok {
+		s.VLANTag = v
+	}
+	return s, true
+}
+
+// preflight runs the backend's Preflight for a create of plan (config is the resource's
+// configuration, telling which attribute holds a value) and reports a mistake on that
+// attribute. verb is "plan" (ModifyPlan) or "create". It reports whether the create may go
+// on: a failure of the check itself that is not Permanent leaves the verdict to Create.
+func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, plan proxyVMModel, diags *diag.Diagnostics) bool {
+	s, ok := preflightFor(plan)
+	if !ok || r.data == nil || r.data.backend == nil {
+		return true
+	}
+	err := r.data.backend.Preflight(ctx, s)
+	if err == nil {
+		return true
+	}
+	name := plan.Name.ValueString()
+	summary := "Unable to " + verb + " proxy VM"
+	var pe *proxmox.PreflightError
+	if !errors.As(err, &pe) {
+		if proxmox.ClassOf(err) != pveapi.Permanent {
+			tflog.Debug(ctx, "proxy VM preflight inconclusive, left to create", map[string]any{"name": name, "error": err.Error()})
+			return true
+		}
+		diags.AddError(summary, r.vmErrorDetail(verb, name, 0, err, nothingTouched))
+		return false
+	}
+	msg := r.redact(pe.Err.Err.Error())
+	attr, where := preflightAttribute(pe.Subject, config)
+	advice := where
+	if pe.Err.Class == pveapi.Permanent {
+		advice = "Retrying will not help. " + where
+	}
+	detail := fmt.Sprintf("%s: %s.\n\n%s %s", vmLabel(name, 0), trimEnd(msg), advice, nothingTouched)
+	tflog.Warn(ctx, "proxy VM preflight refused the configuration", map[string]any{
+		"name": name, "subject": string(pe.Subject), "error": msg})
+	if attr.Equal(path.Empty()) {
+		diags.AddError(summary, detail)
+	} else {
+		diags.AddAttributeError(attr, summary, detail)
+	}
+	return false
+}
+
+const nothingTouched = "Nothing was cloned, uploaded or saved in the state; fix the configuration and run the command again."
+
+// preflightAttribute maps a preflight subject to the resource attribute that holds the
+// value, or to an empty path and a sentence naming the provider attribute when the value
+// comes from the provider block.
+func preflightAttribute(s proxmox.Subject, config proxyVMModel) (path.Path, string) {
+	switch s {
+	case proxmox.SubjectNode:
+		if !config.Node.IsNull() {
+			return path.Root("node"), "Fix node."
+		}
+		return path.Empty(), "The node comes from the provider's nodes: fix nodes in the provider block."
+	case proxmox.SubjectISOStorage:
+		return path.Empty(), "The storage is the provider's iso_storage: fix iso_storage in the provider block."
+	case proxmox.SubjectStorage:
+		return path.Empty(), "The storage is the provider's storage: fix storage in the provider block, or remove it to clone onto the template's own storage."
+	case proxmox.SubjectTemplate:
+		if !config.Image.IsNull() {
+			return path.Root("image"), "Fix image, or the provider's templates entry it names."
+		}
+		return path.Root("template_vmid"), "Fix template_vmid."
+	case proxmox.SubjectDisk:
+		return path.Root("disk_gib"), "Fix disk_gib."
+	case proxmox.SubjectBridge:
+		if !config.Bridge.IsNull() || !config.VLANTag.IsNull() {
+			if config.Bridge.IsNull() {
+				return path.Root("vlan_tag"), "Fix vlan_tag, or the template."
+			}
+			return path.Root("bridge"), "Fix bridge."
+		}
+		return path.Empty(), "The bridge comes from the provider's bridge (or vlan_tag): fix it in the provider block."
+	}
+	return path.Empty(), ""
+}

@@ -1,0 +1,80 @@
+package proxmox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Notes collects what an operation skipped on purpose and the caller should say (Terraform
+// shows them as warnings): a seed ISO not deleted because its storage does not exist, say.
+// Safe for concurrent use.
+type Notes struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+type notesKey struct{}
+
+// WithNotes returns ctx carrying a new Notes, which the backend's operations fill.
+func WithNotes(ctx context.Context) (context.Context, *Notes) {
+	n := &Notes{}
+	return context.WithValue(ctx, notesKey{}, n), n
+}
+
+// Lines returns the notes in the order they were made.
+func (n *Notes) Lines() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.lines...)
+}
+
+// note records a note on ctx's Notes (if any) and logs it.
+func note(ctx context.Context, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox operation skipped a step", map[string]any{"note": msg})
+	if n, ok := ctx.Value(notesKey{}).(*Notes); ok {
+		n.mu.Lock()
+		n.lines = append(n.lines, msg)
+		n.mu.Unlock()
+	}
+}
+
+// seedStorageGone reports whether a seed delete failed because the ISO storage does not
+// exist (on that node, or at all): there can be no seed there, so nothing is left behind.
+func seedStorageGone(err error) bool { return pveapi.IsMissingStorage(err) }
+
+// noteSeedSkipped is the note of a seed delete skipped for seedStorageGone.
+func noteSeedSkipped(ctx context.Context, node, volid string, err error) {
+	note(ctx, "the seed ISO %s was not deleted on node %s: its storage %s does not exist there (%v), so there can be no seed on it; "+
+		"if the provider's iso_storage was changed, look for the old seed ISO on the storage it used to name", volid, node, storageOf(volid), err)
+}
+
+func storageOf(volid string) string {
+	for i := range len(volid) {
+		if volid[i] == ':' {
+			return volid[:i]
+		}
+	}
+	return volid
+}
+
+// ErrBusy is matched (errors.Is) by a Get that could not read the VM because a task holds
+// it (a clone in progress): the caller may report the values it knew.
+var ErrBusy = errors.New("the VM is held by a task")
+
+// busyf is a Transient error matching ErrBusy.
+func busyf(format string, args ...any) *Error {
+	return &Error{Class: pveapi.Transient, Err: busyError{fmt.Errorf(format, args...)}}
+}
+
+type busyError struct{ err error }
+
+func (e busyError) Error() string        { return e.err.Error() }
+func (e busyError) Unwrap() error        { return e.err }
+func (e busyError) Is(target error) bool { return target == ErrBusy }
