@@ -215,7 +215,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 		cfg.logf("  %s: %s", op, strings.Join(args, " "))
 		start := time.Now()
 		o, stdout := measure(ctx, sim, w, op, args)
-		o.LowerBound = LowerBound(op, sc.N, sc.P, d, resize, sc.Speed)
+		o.LowerBound = LowerBound(op, sc.N, sc.P, d, resize, false, sc.Speed) // one node: no create migrates
 		if op != OpPlan {
 			st := sim.State()
 			for _, v := range st.VMs {

@@ -55,12 +55,22 @@ func Path(op Op, d pvesim.Durations, resize bool) time.Duration {
 	return 0
 }
 
+// Migration is what a create adds when its VM goes to another node than the template's
+// and the template is on node-local storage: the clone lands on the template's node and
+// migrates, stopped, before the seed upload (the simulator's qmigrate task lasts the
+// clone's duration).
+func Migration(d pvesim.Durations) time.Duration { return d.Clone }
+
 // LowerBound is the least wall time an operation on n VMs at parallelism p can take
 // against a simulator running speed times faster than a real host: ceil(n/p) waves of
-// the critical path, divided by the speed.
-func LowerBound(op Op, n, p int, d pvesim.Durations, resize bool, speed float64) time.Duration {
+// the critical path, divided by the speed. migrate says every create needs a migration.
+func LowerBound(op Op, n, p int, d pvesim.Durations, resize, migrate bool, speed float64) time.Duration {
 	if speed <= 0 {
 		speed = 1
 	}
-	return time.Duration(float64(Waves(n, p)) * float64(Path(op, d, resize)) / speed)
+	path := Path(op, d, resize)
+	if op == OpCreate && migrate {
+		path += Migration(d)
+	}
+	return time.Duration(float64(Waves(n, p)) * float64(path) / speed)
 }

@@ -43,16 +43,29 @@ func TestPath_followsTheSimulatorsDurations(t *testing.T) {
 
 func TestLowerBound_wavesOverSpeed(t *testing.T) {
 	d := pvesim.DefaultDurations
-	if got := LowerBound(OpCreate, 50, 10, d, true, 10); got != 25*time.Second {
+	if got := LowerBound(OpCreate, 50, 10, d, true, false, 10); got != 25*time.Second {
 		t.Errorf("create 50 at P=10, speed 10: %s, want 25s (5 waves of 5s)", got)
 	}
-	if got := LowerBound(OpCreate, 1, 10, d, true, 1); got != 50*time.Second {
+	if got := LowerBound(OpCreate, 1, 10, d, true, false, 1); got != 50*time.Second {
 		t.Errorf("create 1 at speed 1: %s, want 50s", got)
 	}
-	if got := LowerBound(OpDestroy, 10, 1, d, false, 20); got != 1250*time.Millisecond {
+	if got := LowerBound(OpDestroy, 10, 1, d, false, true, 20); got != 1250*time.Millisecond {
 		t.Errorf("destroy 10 at P=1, speed 20: %s, want 1.25s", got)
 	}
-	if got := LowerBound(OpPlan, 100, 10, d, true, 10); got != 0 {
+	if got := LowerBound(OpPlan, 100, 10, d, true, true, 10); got != 0 {
 		t.Errorf("plan: %s, want 0", got)
+	}
+}
+
+// TestLowerBound_createWithMigration: a create that clones on the template's node and
+// migrates waits through the migration too (as long as a clone in the simulator); other
+// operations do not change.
+func TestLowerBound_createWithMigration(t *testing.T) {
+	d := pvesim.DefaultDurations
+	if got := LowerBound(OpCreate, 1, 10, d, true, true, 1); got != 52*time.Second {
+		t.Errorf("create with a migration: %s, want 52s (50s + the 2s migration)", got)
+	}
+	if got := LowerBound(OpUpdate, 1, 10, d, true, true, 1); got != 13*time.Second {
+		t.Errorf("update: %s, want 13s", got)
 	}
 }

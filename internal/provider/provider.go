@@ -155,8 +155,8 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional:            true,
 			},
 			"nodes": schema.ListAttribute{
-				Description:         "Names of the Proxmox nodes VMs may be placed on, as Proxmox knows them (e.g. pve1), not addresses. At least one, unique, lowercase letters, digits and '-'. The first is the default placement when a VM names no node and there is only one.",
-				MarkdownDescription: "Names of the Proxmox nodes VMs may be placed on, as Proxmox knows them (e.g. `pve1`), not addresses. At least one, unique, each matching `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`. With a single node, a `proxy_vm` without `node` goes there.",
+				Description:         "Names of the Proxmox nodes VMs may be placed on, as Proxmox knows them (e.g. pve1), not addresses. At least one, unique, lowercase letters, digits and '-'. A VM without node goes to the only node, or with several is placed at create on the one with the fewest proxy VMs among those that answer (ties: the most free memory, then this order).",
+				MarkdownDescription: "Names of the Proxmox nodes VMs may be placed on, as Proxmox knows them (e.g. `pve1`), not addresses. At least one, unique, each matching `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`. With a single node, a `proxy_vm` without `node` goes there; with several, it is placed at create on the node with the fewest proxy VMs among those that answer (ties: the most free memory, then this order). See the multi-node guide.",
 				ElementType:         types.StringType,
 				Required:            true,
 				Validators: []validator.List{

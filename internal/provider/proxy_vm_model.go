@@ -32,6 +32,7 @@ type proxyVMModel struct {
 	VLANTag         types.Int64    `tfsdk:"vlan_tag"`
 	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
 	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
+	MigrateBack     types.Bool     `tfsdk:"migrate_back"`
 	VMID            types.Int64    `tfsdk:"vmid"`
 	UID             types.String   `tfsdk:"uid"`
 	CreatedAt       types.String   `tfsdk:"created_at"`
@@ -206,7 +207,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 			*n = types.Int64Null()
 		}
 	}
-	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.AgentEnabled} {
+	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack, &m.AgentEnabled} {
 		if b.IsUnknown() {
 			*b = types.BoolNull()
 		}
@@ -238,6 +239,7 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		// The digest the VM was made with, from its mark: a matching cloud_init_wo plans nothing.
 		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
 		WaitForIP:       types.BoolValue(true),
+		MigrateBack:     types.BoolValue(true),
 		IPAddress:       types.StringNull(),
 		Timeouts:        nullTimeouts,
 	}
@@ -372,6 +374,9 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	}
 	if needsStart(prior.Status) {
 		c.Start = true
+		changed = true
+	}
+	if c.Node = nodeChange(prior, plan); c.Node != nil {
 		changed = true
 	}
 	return c, changed

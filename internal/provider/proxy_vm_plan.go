@@ -32,7 +32,12 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 	switch {
 	case config.Node.IsUnknown():
 	case config.Node.IsNull():
-		if creating {
+		switch {
+		case !creating:
+			// UseStateForUnknown keeps the node the VM is on: an unset node never moves it.
+		case len(cfg.Nodes) > 1:
+			plan.Node = types.StringUnknown() // placed at create among the nodes that answer
+		default:
 			n, err := cfg.NodeFor("")
 			if err != nil {
 				diags.AddAttributeError(path.Root("node"), summaryInvalidConfig,

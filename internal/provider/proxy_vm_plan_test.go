@@ -130,9 +130,6 @@ func TestPlanProxyVM_catalogueErrorsCarryPaths(t *testing.T) {
 		set  func(*proxyVMModel)
 		want string
 	}{
-		{"node required with two nodes", func(m *proxyVMModel) {
-			m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
-		}, "node"},
 		{"unknown node", func(m *proxyVMModel) {
 			m.Node, m.Image, m.MachineType = types.StringValue("pve9"), types.StringValue("debian-13"), types.StringValue("small")
 		}, "node"},

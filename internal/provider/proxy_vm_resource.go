@@ -112,6 +112,9 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(diags...)
 		replace = append(replace, ciReplace...)
 	}
+	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	planNodeDrift(config, &plan, prior, recorded, hasRecord)
 	// A VM found stopped is started; without the IP wait its status after the start is
 	// running or provisioning, whichever the VM reaches first.
 	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
@@ -217,6 +220,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
+	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
 }
@@ -275,6 +279,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
+	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
 	applyVM(&state, vm)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
@@ -362,6 +367,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
 }

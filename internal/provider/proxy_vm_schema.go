@@ -44,8 +44,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
 			"the proxy operator). Create blocks until the VM runs and, unless wait_for_ip is false, " +
 			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib, a larger " +
-			"disk_gib, bridge, vlan_tag and start_on_boot are made in place; name, node, the template " +
-			"and cloud_init replace the VM.",
+			"disk_gib, bridge, vlan_tag and start_on_boot are made in place, and a node change migrates the VM; " +
+			"name, the template and cloud_init replace the VM.",
 		MarkdownDescription: proxyVMMarkdown,
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -66,14 +66,23 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"node": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				Description: "The Proxmox VE node the VM is cloned onto: one of the provider's nodes. Optional when the " +
-					"provider lists exactly one node (then that node). Changing it replaces the VM. After a " +
-					"migration outside Terraform the VM's current node is read back.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-				PlanModifiers: []planmodifier.String{
-					stringplanmodifier.UseStateForUnknown(),
-					stringplanmodifier.RequiresReplace(),
-				},
+				Description: "The Proxmox VE node the VM runs on: one of the provider's nodes. Without it the VM is placed " +
+					"at create on the node with the fewest proxy VMs among the provider's nodes that answer (ties: the " +
+					"most free memory), known after apply and kept from then on (never moved to rebalance). Changing it " +
+					"migrates the VM in place (online when it runs, with its disks, MAC, VMID and seed ISO), never " +
+					"replaces it. A VM found on another node (an HA or maintenance migration) shows as a change of node " +
+					"and is migrated back, unless migrate_back is false.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"migrate_back": schema.BoolAttribute{
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(true),
+				Description: "Whether a VM found on another node than the configured node (moved outside Terraform, say by " +
+					"the HA manager or for node maintenance) is migrated back to it. Default true. With false, the node " +
+					"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
+					"still migrates the VM. Changing it changes nothing on the VM.",
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
@@ -247,9 +256,12 @@ create leaves a tainted resource that the next apply replaces, never an untracke
 
 **In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a restart of a running VM), a larger
 ` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
-` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again.
+` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again. A ` + "`node`" + ` change
+migrates the VM (online when it runs: its address, MAC, VMID and disks stay), and so does a VM found on another
+node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
+at create and stays where it is.
 
-**Replacement:** ` + "`name`, `node`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
+**Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
 a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
 
 **Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` and only VMs carrying the mark.

@@ -166,6 +166,9 @@ type Changes struct {
 	OnBoot    *bool
 	// Start brings a stopped, paused or hibernated VM back to running.
 	Start bool
+	// Node, when set to another node than the VM's, migrates the VM there first (online
+	// when it runs), its seed ISO following (migrate.go).
+	Node *string
 	// UserData is the cloud-init user-data the VM was made with (the resource's cloud_init;
 	// empty when none was set), and UserDataKnown says it is known (false for an imported
 	// VM whose cloud_init was never set). Before any start (Start, or the restart a core or
@@ -251,6 +254,8 @@ type Backend struct {
 	listings *listingCache
 	locks    *keyedLock
 	pre      *preflightCache // Preflight's verdicts, per provider instance
+	// placements are the nodes automatic placement gave (placement.go).
+	placements placementBook
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
 }

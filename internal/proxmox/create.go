@@ -99,6 +99,9 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 	if err := c.refuseForeignByName(ctx, res); err != nil {
 		return VM{}, err
 	}
+	if err := c.placeSpec(ctx, res); err != nil {
+		return VM{}, err
+	}
 	tmplNode, err := c.checkTemplate(ctx, res)
 	if err != nil {
 		return VM{}, err
@@ -118,6 +121,9 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 				return VM{}, err
 			}
 		}
+	}
+	if err := c.moveToTarget(ctx); err != nil {
+		return VM{}, err
 	}
 	if err := c.provision(ctx); err != nil {
 		return VM{}, err
@@ -145,12 +151,14 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 		return Permanentf("the VMID range %d to %d is invalid (it must lie within %d to %d)", b.cfg.VMIDMin, b.cfg.VMIDMax, minVMID, maxVMID)
 	}
 	if s.Node == "" {
-		if len(b.cfg.Nodes) != 1 {
-			return Permanentf("node is required when the provider configures %d nodes", len(b.cfg.Nodes))
-		}
-		s.Node = b.cfg.Nodes[0]
+		switch len(b.cfg.Nodes) {
+		case 0:
+			return Permanentf("node is required when the provider configures no nodes")
+		case 1:
+			s.Node = b.cfg.Nodes[0]
+		} // several: placed at create (placement.go)
 	}
-	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
+	if s.Node != "" && len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
 		return Permanentf("node %q is not one of the provider's nodes (%s)", s.Node, strings.Join(b.cfg.Nodes, ", "))
 	}
 	if s.CreatedAt.IsZero() {
@@ -293,12 +301,14 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	b, s := c.b, &c.s
 	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
 	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
-	if s.Node != tmplNode {
-		p.Target = s.Node
+	target, lands, err := c.cloneTarget(ctx, tmplNode)
+	if err != nil {
+		return false, err
 	}
+	p.Target = target
 	// The VMID goes to the state before the request: if its answer is lost (a timeout, a
 	// Ctrl-C while it is in flight) the VM may exist, and must not be left untracked.
-	c.vmid, c.node = vmid, s.Node
+	c.vmid, c.node = vmid, lands
 	c.notify()
 	upid, err := b.api.Clone(ctx, tmplNode, s.TemplateVMID, p)
 	if err != nil {

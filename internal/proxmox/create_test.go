@@ -432,6 +432,7 @@ func TestCreate_templateChecksRefuseBeforeAnyClone(t *testing.T) {
 func TestCreate_cloneTargetAndStorage(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.b.cfg.Storage = "ceph-vm"
+	sharedTemplate(h.f, 9001) // PVE clones across nodes only from shared storage
 	s := h.spec()
 	s.Node = "pv1-2"
 	vm := h.create(s)
@@ -847,7 +848,7 @@ func TestCreate_invalidSpecIsPermanentWithoutARequest(t *testing.T) {
 		"no template":     func(s *Spec) { s.TemplateVMID = 0 },
 		"VLAN too large":  func(s *Spec) { s.VLANTag = 4095 },
 		"negative disk":   func(s *Spec) { s.DiskGiB = -1 },
-		"node of several": func(s *Spec) { s.Node = "" },
+		"negative memory": func(s *Spec) { s.MemoryMiB = -1 },
 		"unknown node":    func(s *Spec) { s.Node = "pv9-9" },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -67,7 +67,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	case st.verdict == verdictForeign:
 		return "", nil, notFoundf("VMID %d now holds another VM (%q, or one without our mark)", id.VMID, st.r.Name)
 	}
-	node, cfg := st.r.Node, st.cfg
+	node, cfg, moved, err := b.moveIfAsked(ctx, id, st.r.Node, st.cfg, ch)
+	if err != nil {
+		return node, nil, err
+	}
 
 	params := map[string]string{}
 	restart := false
@@ -113,6 +116,9 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		}
 	}
 	did := slices.Sorted(maps.Keys(params))
+	if moved {
+		did = append(did, "node")
+	}
 	if resizeDisk != "" {
 		did = append(did, "disk")
 	}

@@ -49,6 +49,8 @@ type API interface {
 	DeleteVolume(ctx context.Context, node, storage, volid string) (string, error)
 	// NodeNetwork is GET /nodes/{node}/network?type={ifaceType}.
 	NodeNetwork(ctx context.Context, node, ifaceType string) ([]NodeInterface, error)
+	// Migrate is POST /nodes/{node}/qemu/{vmid}/migrate (migrate.go).
+	Migrate(ctx context.Context, node string, vmid int, p MigrateParams) (string, error)
 }
 
 // VersionInfo is the answer of GET /version.
@@ -63,6 +65,15 @@ type NodeStatus struct {
 	KVersion   string `json:"kversion"`
 	PVEVersion string `json:"pveversion"`
 	Uptime     int64  `json:"uptime"`
+	// Memory is the node's RAM in bytes; automatic placement breaks ties by Free.
+	Memory NodeMemory `json:"memory"`
+}
+
+// NodeMemory is the memory object of GET /nodes/{node}/status.
+type NodeMemory struct {
+	Total int64 `json:"total"`
+	Used  int64 `json:"used"`
+	Free  int64 `json:"free"`
 }
 
 // StorageStatus is GET /nodes/{node}/storage/{storage}/status.

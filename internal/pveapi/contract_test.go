@@ -64,7 +64,7 @@ func contractCases(t *testing.T) []contractCase {
 	seedVol := tStorage + ":iso/" + tName + "-seed.iso"
 	taskUPID := upidOf("clone_response")
 	isoBytes := strings.Repeat("ISO-BODY-", 100)
-	return []contractCase{
+	return append([]contractCase{migrateContractCase()}, []contractCase{
 		{name: "Version", fixture: "version", method: "GET", path: "/version",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.Version(ctx) },
 			check: func(t *testing.T, got any) {
@@ -217,7 +217,7 @@ func contractCases(t *testing.T) []contractCase {
 				return c.DeleteVolume(ctx, tNode, tStorage, seedVol)
 			},
 			check: wantUPID("content_delete_response")},
-	}
+	}...)
 }
 
 // TestClient_contractPerSeamMethod checks the method, escaped path, query, form, headers and

@@ -20,6 +20,7 @@ import (
 //	POST   /pvesim/vms                     AddVM(VMSpec)
 //	DELETE /pvesim/vms/{vmid}              DeleteVM
 //	POST   /pvesim/vms/{vmid}/state        SetVMState(VMPatch)
+//	POST   /pvesim/vms/{vmid}/move         MoveVM {"target"}: an HA-style move
 //	GET    /pvesim/vms/{vmid}/seed         GuestSeed
 //	POST   /pvesim/nodes/{node}/down|up    SetNodeDown
 //	POST   /pvesim/deny, /pvesim/allow     Deny/Allow a Privilege {"path","privilege"}
@@ -48,6 +49,9 @@ func (s *Sim) handleAdmin(req *http.Request, p string) *response {
 			return apiError(400, err.Error())
 		}
 		return okData(nil)
+	}
+	if r := s.adminMove(m, segs, decode); r != nil {
+		return r
 	}
 	switch {
 	case m == "GET" && len(segs) == 1 && segs[0] == "info":

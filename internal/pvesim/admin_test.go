@@ -177,25 +177,6 @@ func TestAddVM_foreignGuests(t *testing.T) {
 	tg.wantNotExist(err, 102)
 }
 
-func TestClone_crossNodeNeedsSharedStorage(t *testing.T) {
-	tg, _ := simTarget(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}})
-	p := pveapi.CloneParams{NewID: 700, Name: "far", Target: "pve2"}
-	_, err := tg.api.Clone(tg.ctx(), "pve1", 9001, p)
-	if ae := apiErr(t, err); ae.Status != 500 || ae.Message != "can't clone to non-shared storage 'local-lvm'" {
-		t.Errorf("cross-node clone onto local storage: %+v", ae)
-	}
-	p.Storage = "ceph-vm"
-	tg.mustOK(tg.api.Clone(tg.ctx(), "pve1", 9001, p))
-	conf, err := tg.api.VMConfig(tg.ctx(), "pve2", 700)
-	if err != nil || !strings.HasPrefix(conf["scsi0"], "ceph-vm:vm-700-disk-") {
-		t.Errorf("clone on pve2: %v %v", conf, err)
-	}
-	_, err = tg.api.VMConfig(tg.ctx(), "pve1", 700)
-	if ae := apiErr(t, err); !strings.Contains(ae.Message, "'nodes/pve1/qemu-server/700.conf'") {
-		t.Errorf("the VM is on pve2, pve1 must say it does not exist: %+v", ae)
-	}
-}
-
 func TestUPID_formatAndOwner(t *testing.T) {
 	tg, sim := simTarget(t, pvesim.Options{})
 	upid, err := tg.api.Start(tg.ctx(), tg.node, 100) // already running: a task error, still a UPID

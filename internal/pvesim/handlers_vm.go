@@ -262,20 +262,8 @@ func (s *Sim) hClone(c *call) *response {
 		}
 	}
 	if targetNode != c.node {
-		check := storageID
-		if check == "" {
-			for _, k := range slices.Sorted(maps.Keys(src.conf)) {
-				if driveKeyRe.MatchString(k) && !isCDROM(src.conf[k]) {
-					check, _, _ = strings.Cut(driveVolume(src.conf[k]), ":")
-					break
-				}
-			}
-		}
-		if st := s.storages[check]; st != nil && !st.shared {
-			return apiError(500, fmt.Sprintf("can't clone to non-shared storage '%s'", check))
-		}
-		if s.nodeDown(targetNode) {
-			return apiError(500, fmt.Sprintf("target node '%s' is not online", targetNode))
+		if r := s.crossNodeCloneRefusal(src, targetNode); r != nil {
+			return r
 		}
 	}
 	name, hasName := c.params["name"]

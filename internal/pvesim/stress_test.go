@@ -42,6 +42,10 @@ func waitOK(ctx context.Context, c *pveapi.Client, upid string) error {
 // -race. Afterwards only the default guests remain and the state invariants hold.
 func TestStress_hundredClientsCycleAndStayConsistent(t *testing.T) {
 	s := NewForTest(t, Options{Nodes: []string{"pve1", "pve2"}, Durations: Durations{FreshUnknown: time.Nanosecond}})
+	// A cross-node clone needs a template whose volumes are all on shared storage.
+	if err := s.AddVM(VMSpec{VMID: 9100, Name: "shared-template", Template: true, Config: map[string]string{"scsi0": "ceph-vm:base-9100-disk-0,size=3G"}}); err != nil {
+		t.Fatal(err)
+	}
 	before := s.State()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -63,12 +67,13 @@ func TestStress_hundredClientsCycleAndStayConsistent(t *testing.T) {
 			vmid := 500000 + i
 			node := []string{"pve1", "pve2"}[i%2]
 			p := pveapi.CloneParams{NewID: vmid, Name: fmt.Sprintf("stress-%d", i), Target: node}
+			tmpl := 9001
 			if node != "pve1" {
-				p.Storage = "ceph-vm" // a cross-node clone needs shared storage
+				tmpl = 9100
 			}
 			for range cycles {
 				err := func() error {
-					clone, err := c.Clone(ctx, "pve1", 9001, p)
+					clone, err := c.Clone(ctx, "pve1", tmpl, p)
 					if err != nil {
 						return err
 					}

@@ -1,0 +1,269 @@
+package proxmox
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// sharedTemplate puts the template's disks on the shared storage ceph-vm of every node.
+func sharedTemplate(f *fakeAPI, vmid int) {
+	f.mutate(vmid, func(v *fakeVM) {
+		for k, val := range v.Config {
+			if isDiskKey(k) {
+				v.Config[k] = strings.Replace(val, "local-lvm:", "ceph-vm:", 1)
+			}
+		}
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.nodes {
+		f.storages[n+"/ceph-vm"] = pveapi.StorageStatus{Type: "rbd", Content: "images", Total: 500 << 30, Avail: 400 << 30, Active: 1, Enabled: 1, Shared: 1}
+	}
+}
+
+// localStorage registers local-lvm (not shared) on every node.
+func localStorage(f *fakeAPI) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range f.nodes {
+		f.storages[n+"/local-lvm"] = pveapi.StorageStatus{Type: "lvmthin", Content: "images,rootdir", Total: 100 << 30, Avail: 90 << 30, Active: 1, Enabled: 1}
+	}
+}
+
+// TestCreate_localTemplateClonesOnItsNodeThenMigrates: a template on local-lvm is cloned
+// on its own node without target (PVE would refuse it), the stopped clone migrates
+// offline to the spec's node, and the seed upload, config and start happen there.
+func TestCreate_localTemplateClonesOnItsNodeThenMigrates(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	s := h.spec()
+	s.Node = "pv1-2"
+	vm := h.create(s)
+	c := h.f.callsOf("Clone")[0]
+	if c.Node != "pv1-1" || c.Args["target"] != "" {
+		t.Errorf("clone %+v, want on pv1-1 without target", c)
+	}
+	if !strings.Contains(c.Args["description"], testUID) {
+		t.Errorf("the mark is not in the clone call: %q", c.Args["description"])
+	}
+	m := h.f.callsOf("Migrate")
+	if len(m) != 1 || m[0].Node != "pv1-1" || m[0].Args["target"] != "pv1-2" || m[0].Args["online"] != "0" {
+		t.Fatalf("migrations %+v, want one offline pv1-1 -> pv1-2", m)
+	}
+	order := strings.Join(h.f.methods(), " ")
+	if i, j := strings.Index(order, "Migrate"), strings.Index(order, "UploadISO"); i < 0 || j < i {
+		t.Errorf("the seed upload must follow the migration: %s", order)
+	}
+	if up := h.f.callsOf("UploadISO")[0]; up.Node != "pv1-2" {
+		t.Errorf("seed uploaded on %s", up.Node)
+	}
+	for _, st := range h.f.callsOf("Start") {
+		if st.Node != "pv1-2" {
+			t.Errorf("start on %s", st.Node)
+		}
+	}
+	if vm.Node != "pv1-2" || h.f.vm(testVMID0).Node != "pv1-2" {
+		t.Errorf("VM on %q", vm.Node)
+	}
+}
+
+// TestCreate_adoptedCloneOnTemplateNodeIsMigrated: an interruption between the clone and
+// the migration leaves our stopped VM on the template's node; the retry adopts it and
+// migrates it before provisioning.
+func TestCreate_adoptedCloneOnTemplateNodeIsMigrated(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.addInterrupted(testVMID0, testName, prevUID)
+	s := h.spec()
+	s.Node = "pv1-2"
+	vm := h.create(s)
+	if n := h.f.calls("Clone"); n != 0 {
+		t.Errorf("%d clones for an adopted VM", n)
+	}
+	if m := h.f.callsOf("Migrate"); len(m) != 1 || m[0].Args["target"] != "pv1-2" {
+		t.Errorf("migrations %+v", m)
+	}
+	if vm.Node != "pv1-2" {
+		t.Errorf("VM on %q", vm.Node)
+	}
+}
+
+// TestPlace_spreadsParallelCreatesAndSkipsDownNodes: four VMs without a node land two per
+// node, counting the ones placed but not listed yet; a node that does not answer is skipped.
+func TestPlace_spreadsParallelCreatesAndSkipsDownNodes(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	got := map[string]int{}
+	for _, name := range []string{"p1", "p2", "p3", "p4"} {
+		n, err := h.b.place(h.ctx, nil, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[n]++
+	}
+	if got["pv1-1"] != 2 || got["pv1-2"] != 2 {
+		t.Errorf("placements %v, want two per node", got)
+	}
+	// Listed proxy VMs count: two more on pv1-1 send the next one to pv1-2.
+	res := []pveapi.Resource{
+		{VMID: 200, Node: "pv1-1", Type: "qemu", Name: "x1", Tags: ManagedTag},
+		{VMID: 201, Node: "pv1-1", Type: "qemu", Name: "x2", Tags: "prod;" + ManagedTag},
+		{VMID: 202, Node: "pv1-1", Type: "qemu", Name: "foreign"},
+	}
+	if n, _ := h.b.place(h.ctx, res, "p5"); n != "pv1-2" {
+		t.Errorf("p5 placed on %s, want pv1-2", n)
+	}
+	h.f.failNext("NodeStatus", fixtureErr("err_595"))
+	if n, _ := h.b.place(h.ctx, nil, "p6"); n != "pv1-2" {
+		t.Errorf("p6 placed on %s with pv1-1 down, want pv1-2", n)
+	}
+}
+
+// TestUpdate_nodeChangeMigratesWithTheSeed: a node change migrates a running VM online with
+// its local disks (targetstorage the provider's storage), after ejecting its seed ISO and
+// uploading it to the target; afterwards the seed is attached on the target and deleted
+// from the source.
+func TestUpdate_nodeChangeMigratesWithTheSeed(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.b.cfg.Storage = "local-lvm"
+	h.create(h.spec())
+	mac := h.f.vm(testVMID0).Config["net0"]
+	to := "pv1-2"
+	if err := h.b.Update(h.ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UserData: []byte("#cloud-config\n"), UserDataKnown: true, UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	m := h.f.callsOf("Migrate")
+	if len(m) != 1 || m[0].Args["online"] != "1" || m[0].Args["with-local-disks"] != "1" || m[0].Args["targetstorage"] != "local-lvm" {
+		t.Fatalf("migrations %+v", m)
+	}
+	v := h.f.vm(testVMID0)
+	if v.Node != "pv1-2" || v.Config["net0"] != mac || !strings.HasPrefix(v.Config["ide2"], "proxy-seeds:iso/"+seedFile(testName, testUID)) {
+		t.Errorf("after the migration: node %s net0 %q ide2 %q", v.Node, v.Config["net0"], v.Config["ide2"])
+	}
+	if _, ok := h.f.iso("pv1-2", fakeISOStorage, seedFile(testName, testUID)); !ok {
+		t.Error("the seed is not on the target")
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
+		t.Error("the seed is still on the source")
+	}
+	var ejected bool
+	for _, c := range h.f.callsOf("SetVMConfig") {
+		if c.Node == "pv1-1" && c.Args["ide2"] == "none,media=cdrom" {
+			ejected = true
+		}
+	}
+	if !ejected {
+		t.Error("the seed was not ejected before the migration")
+	}
+}
+
+// TestUpdate_failedMigrationRestoresTheSeed: a migration task that fails leaves the VM on
+// its node with its seed attached, the copy on the target deleted, and says which nodes.
+func TestUpdate_failedMigrationRestoresTheSeed(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.create(h.spec())
+	ide2 := h.f.vm(testVMID0).Config["ide2"]
+	h.f.failTask("qmigrate", "migration aborted")
+	to := "pv1-2"
+	err := h.b.Update(h.ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UserData: []byte("#cloud-config\n"), UserDataKnown: true, UID: testUID})
+	if err == nil || !strings.Contains(err.Error(), "from node pv1-1 to node pv1-2") || !strings.Contains(err.Error(), "migration aborted") {
+		t.Fatalf("err %v", err)
+	}
+	v := h.f.vm(testVMID0)
+	if v.Node != "pv1-1" || v.Config["ide2"] != ide2 {
+		t.Errorf("after the failure: node %s ide2 %q (was %q)", v.Node, v.Config["ide2"], ide2)
+	}
+	if _, ok := h.f.iso("pv1-2", fakeISOStorage, seedFile(testName, testUID)); ok {
+		t.Error("the seed copy on the target was left")
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); !ok {
+		t.Error("the seed on the source was lost")
+	}
+}
+
+// TestUpdate_migrationTimeoutNamesTheTask: a migration that outlives the update timeout
+// says so, with both nodes and the task, and that it may still run.
+func TestUpdate_migrationTimeoutNamesTheTask(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.create(h.spec())
+	h.f.mu.Lock()
+	for _, n := range h.f.nodes { // a shared seed storage: the migration is the only task
+		st := h.f.storages[n+"/"+fakeISOStorage]
+		st.Shared = 1
+		h.f.storages[n+"/"+fakeISOStorage] = st
+	}
+	h.f.taskPolls = 1 << 30 // the task stays running
+	h.f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(h.ctx, 200*time.Millisecond)
+	defer cancel()
+	to := "pv1-2"
+	err := h.b.Update(ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UserData: []byte("#cloud-config\n"), UserDataKnown: true, UID: testUID})
+	if err == nil || !strings.Contains(err.Error(), "did not finish within the update timeout") ||
+		!strings.Contains(err.Error(), "from node pv1-1 to node pv1-2") || !strings.Contains(err.Error(), ":qmigrate:") {
+		t.Fatalf("err %v", err)
+	}
+	// On a shared seed storage the seed is neither ejected nor copied.
+	for _, c := range h.f.callsOf("SetVMConfig") {
+		if c.Args["ide2"] != "" && c.Node == "pv1-1" && strings.HasPrefix(c.Args["ide2"], "none") {
+			t.Errorf("seed ejected although the ISO storage is shared: %+v", c)
+		}
+	}
+	for _, c := range h.f.callsOf("UploadISO") {
+		if c.Node == "pv1-2" {
+			t.Errorf("seed uploaded to the target although the ISO storage is shared: %+v", c)
+		}
+	}
+}
+
+// TestUpdate_haManagedMigrationWaitsForTheMove: for an HA-managed VM Proxmox answers a
+// hamigrate task that ends before the HA manager moves the VM; the update waits until the
+// VM is on the target before attaching the seed there.
+func TestUpdate_haManagedMigrationWaitsForTheMove(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.create(h.spec())
+	var polls int
+	setHAManaged(h.f)
+	h.f.onCall("ClusterResources", func(ctx context.Context, c fakeCall) error {
+		if h.f.calls("Migrate") > 0 {
+			if polls++; polls == 3 {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Node = "pv1-2" }) // the HA manager moves it
+			}
+		}
+		return nil
+	})
+	to := "pv1-2"
+	err := h.b.Update(h.ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UserData: []byte("#cloud-config\n"), UserDataKnown: true, UID: testUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if polls < 3 {
+		t.Errorf("%d listing polls: the update did not wait for the HA manager", polls)
+	}
+	if v := h.f.vm(testVMID0); v.Node != "pv1-2" || !strings.HasPrefix(v.Config["ide2"], "proxy-seeds:iso/") {
+		t.Errorf("after the HA migration: node %s ide2 %q", v.Node, v.Config["ide2"])
+	}
+}
+
+// TestCreate_withoutNodeIsPlaced: a spec without a node on a two-node provider is placed
+// (here on pv1-2, which holds fewer proxy VMs), cloned on the template's node and migrated.
+func TestCreate_withoutNodeIsPlaced(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.f.addVM(&fakeVM{VMID: 300, Name: "other-proxy", Status: "running", Config: map[string]string{"tags": ManagedTag}})
+	s := h.spec()
+	s.Node = ""
+	vm := h.create(s)
+	if vm.Node != "pv1-2" {
+		t.Errorf("placed on %q, want pv1-2 (pv1-1 has a proxy VM already)", vm.Node)
+	}
+	if m := h.f.callsOf("Migrate"); len(m) != 1 || m[0].Args["target"] != "pv1-2" {
+		t.Errorf("migrations %+v", m)
+	}
+}

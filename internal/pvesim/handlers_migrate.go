@@ -1,0 +1,258 @@
+package pvesim
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Migration, the cross-node clone refusal and HA-style moves, reconstructed from qemu-server:
+//
+//   - src/PVE/API2/Qemu.pm migrate_vm checks before the task: the target is not the local
+//     node (a parameter error), the target node exists, the VM is not locked, a running VM
+//     needs online, and a targetstorage exists. The task is qmigrate, id the VMID, on the
+//     source node.
+//   - src/PVE/QemuMigrate.pm prepare and scan_local_volumes, inside the task: every volume on
+//     non-shared storage is local; a local CD-ROM image is refused ("local cdrom image", even
+//     when the target node holds a file of the same name: the code never looks there), a
+//     CD-ROM "none" is skipped, and a running VM's local disks need with-local-disks ("can't
+//     live migrate attached local disks without with-local-disks option"); any of these ends
+//     the task with "can't migrate VM - check log". phase1 sets lock migrate; phase3_cleanup
+//     moves the config to the target node (move_config_to_node), which drops the lock. A
+//     failed migration leaves the VM on the source node, unlocked.
+//   - src/PVE/API2/Qemu.pm clone_vm, $check_storage_access_clone: a clone with a target is
+//     refused when any source volume, a CD-ROM ISO included, is on non-shared storage, whatever
+//     the storage parameter says.
+
+const migrateTmpl = "/nodes/{node}/qemu/{vmid}/migrate"
+
+func init() {
+	routes = append(routes, &route{method: "POST", tmpl: migrateTmpl, segs: strings.Split(strings.TrimPrefix(migrateTmpl, "/"), "/"),
+		schema: fixed(map[string]pspec{
+			"target": {format: fmtNode}, "online": pBool, "force": pBool, "with-local-disks": pBool,
+			"targetstorage": pStr, "bwlimit": {typ: tInt, optional: true, min: i64(0)},
+			"migration_type": {optional: true, enum: []string{"secure", "insecure"}}, "migration_network": pStr,
+			"with-conntrack-state": pBool,
+		}),
+		perms: vmPriv("VM.Migrate"), h: (*Sim).hMigrate})
+}
+
+// crossNodeCloneRefusal is clone_vm's refusal of a target for a VM with a volume on
+// non-shared storage, and a target node that is not online.
+func (s *Sim) crossNodeCloneRefusal(src *vm, target string) *response {
+	for _, k := range slices.Sorted(maps.Keys(src.conf)) {
+		if !driveKeyRe.MatchString(k) {
+			continue
+		}
+		vol := driveVolume(src.conf[k])
+		if vol == "" || vol == "none" || vol == "cdrom" {
+			continue
+		}
+		sid, _, ok := strings.Cut(vol, ":")
+		if st := s.storages[sid]; ok && st != nil && !st.shared {
+			return apiError(500, fmt.Sprintf("can't clone VM to node '%s' (VM uses local storage)", target))
+		}
+	}
+	if s.nodeDown(target) {
+		return apiError(500, fmt.Sprintf("target node '%s' is not online", target))
+	}
+	return nil
+}
+
+// localVolumes is scan_local_volumes: the volumes of v on non-shared storage and the
+// reasons the migration is refused (empty: it may go ahead).
+func (s *Sim) localVolumes(v *vm, running, withLocalDisks bool) (local []string, refusals []string) {
+	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
+		if !driveKeyRe.MatchString(k) && k != "vmstate" {
+			continue
+		}
+		val := v.conf[k]
+		vol := driveVolume(val)
+		cdrom := isCDROM(val)
+		switch {
+		case vol == "" || vol == "none":
+			continue
+		case vol == "cdrom" && cdrom:
+			refusals = append(refusals, "can't migrate local cdrom drive")
+			continue
+		}
+		sid, volname, ok := strings.Cut(vol, ":")
+		st := s.storages[sid]
+		if !ok || st == nil || st.shared {
+			continue
+		}
+		local = append(local, vol)
+		switch {
+		case cdrom && strings.Contains(volname, "cloudinit"):
+		case cdrom:
+			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", vol))
+		case running && !withLocalDisks:
+			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", vol))
+		}
+	}
+	return local, refusals
+}
+
+func (s *Sim) hMigrate(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	target := c.params["target"]
+	if target == c.node {
+		return paramError(map[string]string{"target": "target is local node."})
+	}
+	if s.nodes[target] == nil {
+		return apiError(500, fmt.Sprintf("no such cluster node '%s'", target))
+	}
+	if v.cloning() || v.lock != "" {
+		return apiError(500, lockedMsg(v.lock))
+	}
+	online := c.params["online"] == "1"
+	withLocal := c.params["with-local-disks"] == "1"
+	if v.status == "running" && !online {
+		return apiError(500, "can't migrate running VM without --online")
+	}
+	targetStorage := c.params["targetstorage"]
+	if targetStorage != "" && s.storages[targetStorage] == nil {
+		return apiError(500, fmt.Sprintf("storage '%s' does not exist", targetStorage))
+	}
+	var live bool
+	t := s.newTask(c, c.node, "qmigrate", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Clone)
+	t.begin = func(at time.Time) string {
+		if s.vms[v.vmid] != v || v.node != c.node {
+			return notExistMsg(c.node, v.vmid)
+		}
+		if v.lock != "" {
+			return lockedMsg(v.lock)
+		}
+		live = v.status == "running"
+		if live && !online {
+			return "can't migrate running VM without --online"
+		}
+		if !live && online {
+			t.log = append(t.log, "VM isn't running. Doing offline migration instead.")
+		}
+		local, refusals := s.localVolumes(v, live, withLocal)
+		for _, vol := range local {
+			t.log = append(t.log, fmt.Sprintf("found local disk '%s' (attached)", vol))
+		}
+		if len(refusals) > 0 {
+			t.log = append(t.log, refusals...)
+			return "can't migrate VM - check log"
+		}
+		if s.nodeDown(target) {
+			return fmt.Sprintf("migration aborted: target node '%s' is not online", target)
+		}
+		v.lock = "migrate"
+		return ""
+	}
+	t.finish = func(at time.Time) string {
+		if s.vms[v.vmid] != v {
+			return notExistMsg(c.node, v.vmid)
+		}
+		if v.lock == "migrate" {
+			v.lock = ""
+		}
+		if s.nodeDown(target) {
+			return fmt.Sprintf("migration aborted: target node '%s' is not online", target)
+		}
+		if live && v.status != "running" {
+			return "migration aborted: the VM stopped during the migration"
+		}
+		s.moveGuest(v, target, targetStorage)
+		return ""
+	}
+	t.onFail = func(at time.Time) {
+		if s.vms[v.vmid] == v && v.lock == "migrate" {
+			v.lock = ""
+		}
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// moveGuest moves v's config to target; with targetStorage its disks on non-shared storage
+// land there. The guest keeps running (a live migration) with its MAC and address.
+func (s *Sim) moveGuest(v *vm, target, targetStorage string) {
+	if targetStorage != "" {
+		for _, k := range slices.Sorted(maps.Keys(v.conf)) {
+			if !driveKeyRe.MatchString(k) || isCDROM(v.conf[k]) {
+				continue
+			}
+			vol := driveVolume(v.conf[k])
+			sid, volname, ok := strings.Cut(vol, ":")
+			if st := s.storages[sid]; ok && st != nil && !st.shared && sid != targetStorage {
+				v.conf[k] = strings.Replace(v.conf[k], vol, targetStorage+":"+volname, 1)
+			}
+		}
+	}
+	v.node = target
+}
+
+// MoveVM moves a guest to another node at once, as the HA manager does when it relocates a
+// service (a node in maintenance, a failover request): the guest keeps its power state,
+// disks, MAC and address. A CD-ROM ISO on a per-node storage is copied to the target when it
+// lacks it (PVE refuses to move a VM with a local CD-ROM image, so an HA setup makes such
+// files available on every node first). A locked or cloning guest is refused.
+func (s *Sim) MoveVM(vmid int, target string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.advance(time.Now())
+	v := s.vms[vmid]
+	switch {
+	case v == nil:
+		return fmt.Errorf("pvesim: no VM %d", vmid)
+	case s.nodes[target] == nil:
+		return fmt.Errorf("pvesim: no node %q", target)
+	case v.node == target:
+		return fmt.Errorf("pvesim: VM %d is already on node %q", vmid, target)
+	case v.cloning() || v.lock != "":
+		return fmt.Errorf("pvesim: VM %d is locked (%s)", vmid, v.lock)
+	case v.flock != nil:
+		return errors.New("pvesim: a task holds the VM's config lock")
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
+		if !driveKeyRe.MatchString(k) || !isCDROM(v.conf[k]) {
+			continue
+		}
+		vol := driveVolume(v.conf[k])
+		src := s.volume(v.node, vol)
+		sid, _, _ := strings.Cut(vol, ":")
+		if st := s.storages[sid]; src == nil || st == nil || st.shared || s.volume(target, vol) != nil {
+			continue
+		}
+		cp := *src
+		cp.node = target
+		cp.data = slices.Clone(src.data)
+		s.volumes[volKey(target, vol)] = &cp
+	}
+	v.node = target
+	return nil
+}
+
+// adminMove is the admin route POST /pvesim/vms/{vmid}/move {"target": "<node>"} (MoveVM);
+// nil for any other admin path.
+func (s *Sim) adminMove(method string, segs []string, decode func(any) *response) *response {
+	if method != "POST" || len(segs) != 3 || segs[0] != "vms" || segs[2] != "move" {
+		return nil
+	}
+	id, err := strconv.Atoi(segs[1])
+	if err != nil {
+		return apiError(400, fmt.Sprintf("invalid vmid '%s'", segs[1]))
+	}
+	var body struct {
+		Target string `json:"target"`
+	}
+	if r := decode(&body); r != nil {
+		return r
+	}
+	if err := s.MoveVM(id, body.Target); err != nil {
+		return apiError(400, err.Error())
+	}
+	return okData(nil)
+}
