@@ -70,7 +70,7 @@ var faultSteps = []faultStep{
 	{op: "create", name: "config-write", method: "PUT", path: "/nodes/{node}/qemu/{vmid}/config", vmid: "ours", words: []string{"config"},
 		kinds: []faultKind{kind500, kind595, kindDrop, kindLock, kindLost}},
 	{op: "create", name: "resize", method: "PUT", path: "/nodes/{node}/qemu/{vmid}/resize", vmid: "ours", taskMethod: "PUT", taskPath: "/nodes/{node}/qemu/{vmid}/resize",
-		slow: func(d *pvesim.Durations, v time.Duration) { d.Resize = v }, words: []string{"resiz", "qmresize", "disk"},
+		slow: func(d *pvesim.Durations, v time.Duration) { d.Resize = v }, words: []string{"resiz", "resize", "disk"},
 		kinds: []faultKind{kind500, kind596, kindDrop, kindTaskFail, kindBudget, kindLock, kindLost}},
 	{op: "create", name: "start", method: "POST", path: "/nodes/{node}/qemu/{vmid}/status/start", vmid: "ours", taskMethod: "POST", taskPath: "/nodes/{node}/qemu/{vmid}/status/start",
 		slow: func(d *pvesim.Durations, v time.Duration) { d.Start = v }, words: []string{"start", "qmstart"},

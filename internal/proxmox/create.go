@@ -201,6 +201,9 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	if slot, ok := cloudInitDrive(cfg); ok {
 		return "", Permanentf("template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; remove that drive from the template", s.TemplateVMID, slot)
 	}
+	if err := checkIDE2Free(s.TemplateVMID, cfg); err != nil {
+		return "", err
+	}
 	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
 		return "", Permanentf("template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template", s.TemplateVMID)
 	}
@@ -260,6 +263,9 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 		}
 		cfg, gone, err := c.b.settledConfig(ctx, vmid, r.Node, c.s.Name)
 		if err != nil {
+			if probePast(ctx, r, err) {
+				return false, nil
+			}
 			return false, err
 		}
 		if !gone {

@@ -403,6 +403,7 @@ func TestCreate_templateChecksRefuseBeforeAnyClone(t *testing.T) {
 		{"template missing", nil, nil, "does not exist"},
 		{"not a template", map[string]string{"name": "plain", "scsi0": "l:d,size=3G", "net0": "virtio=AA:BB:CC:DD:EE:FF"}, nil, "is not a template"},
 		{"cloud-init drive (template 9000)", fixtureConfig("vm_config_template_9000"), nil, "cloud-init drive on ide2"},
+		{"a disk on ide2", map[string]string{"template": "1", "scsi0": "l:d,size=3G", "ide2": "local-lvm:base-9002-disk-1,size=1G", "net0": "virtio=AA:BB:CC:DD:EE:FF"}, nil, "disk on ide2"},
 		{"no net0 with a bridge", map[string]string{"template": "1", "scsi0": "l:d,size=3G"}, func(s *Spec) { s.Bridge = "vmbr1" }, "no net0"},
 		{"no net0 with a VLAN tag", map[string]string{"template": "1", "scsi0": "l:d,size=3G"}, func(s *Spec) { s.VLANTag = 4 }, "no net0"},
 		{"no boot disk with a disk size", map[string]string{"template": "1", "net0": "virtio=AA:BB:CC:DD:EE:FF"}, func(s *Spec) { s.DiskGiB = 8 }, "no boot disk"},
@@ -1017,5 +1018,25 @@ func TestCreate_staleAllocationsAreHarmless(t *testing.T) {
 	}
 	if h.f.vm(second) != nil {
 		t.Error("a VM exists at the refused VMID")
+	}
+}
+
+// A nameless entry whose config cannot be read for good (a 403 on a foreign VM) is not
+// one we could adopt: the allocation probes past it instead of aborting the create.
+func TestCreate_namelessEntryWithUnreadableConfigIsProbedPast(t *testing.T) {
+	h := newHarness(t)
+	h.f.addVM(&fakeVM{VMID: testVMID0, Name: "", Config: map[string]string{"scsi0": "local-lvm:vm-105967-disk-0,size=4G"}})
+	h.f.onCall("VMConfig", func(_ context.Context, c fakeCall) error {
+		if c.VMID == testVMID0 {
+			return fixtureErr("err_forbidden_volume_delete")
+		}
+		return nil
+	})
+	vm := h.create(h.spec())
+	if vm.ID.VMID != testVMID1 {
+		t.Errorf("created at %d, want the next probe %d", vm.ID.VMID, testVMID1)
+	}
+	if h.f.vm(testVMID0).Name != "" {
+		t.Error("the unreadable entry was touched")
 	}
 }

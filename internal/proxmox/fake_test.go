@@ -19,7 +19,7 @@ package proxmox
 //	f.vm(vmid)                             // a copy of a VM (nil when absent)
 //	f.iso(node, "proxy-seeds", "x-seed.iso") // an uploaded seed's bytes
 //	f.taskPolls = 2                        // TaskStatus answers "running" twice before "stopped"
-//	f.failTask("qmresize", exitstatus)     // the next task of that type ends with that exitstatus
+//	f.failTask("resize", exitstatus)     // the next task of that type ends with that exitstatus
 //	f.finishTasks()                        // completes every pending task now (a crash-then-retry)
 //
 // A start fails, as Proxmox's does, when a drive names a volume on the ISO storage that
@@ -680,11 +680,11 @@ func (f *fakeAPI) Resize(ctx context.Context, node string, vmid int, disk, size 
 	}
 	cur, _ := diskSizeBytes(v.Config[disk])
 	if want < cur {
-		upid := f.newTask(node, "qmresize", strconv.Itoa(vmid), nil)
+		upid := f.newTask(node, "resize", strconv.Itoa(vmid), nil)
 		f.tasks[upid].exit = fixtureExit("task_status_stopped_error")
 		return upid, nil
 	}
-	return f.newTask(node, "qmresize", strconv.Itoa(vmid), func() {
+	return f.newTask(node, "resize", strconv.Itoa(vmid), func() {
 		v.Config[disk] = setOption(v.Config[disk], "size", size)
 	}), nil
 }

@@ -50,7 +50,7 @@ func (b *Backend) settledConfig(ctx context.Context, vmid int, node, name string
 			gone = true
 			return true, nil
 		case classify("create", err) == pveapi.Permanent:
-			return false, apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node)
+			return false, unreadableConfig(apiErrorf("create", err, "reading the config of VMID %d on node %s", vmid, node))
 		default:
 			return false, nil // retried within the budget
 		}

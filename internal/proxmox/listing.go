@@ -10,10 +10,15 @@ import (
 // listingCache shares one GET /cluster/resources among every read within
 // Budgets.ListingTTL, and coalesces concurrent callers into one request
 // (singleflight-style). The shared slice must not be modified by callers.
+//
+// gen counts invalidations: a listing is stored only if no invalidation happened since it
+// was requested (its answer may predate the change), and an invalidation detaches the
+// request in flight so that later readers ask anew.
 type listingCache struct {
 	mu     sync.Mutex
 	res    []pveapi.Resource
 	at     int64 // clock time (UnixNano) of the cached listing; 0: none
+	gen    uint64
 	flight *listingFlight
 }
 
@@ -32,10 +37,15 @@ type listingFlight struct {
 func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, error) {
 	c := b.listings
 	if fresh {
+		c.mu.Lock()
+		gen := c.gen
+		c.mu.Unlock()
 		res, err := b.api.ClusterResources(ctx)
 		if err == nil {
 			c.mu.Lock()
-			c.res, c.at = res, b.clock.Now().UnixNano()
+			if c.gen == gen {
+				c.res, c.at = res, b.clock.Now().UnixNano()
+			}
 			c.mu.Unlock()
 		}
 		return res, err
@@ -51,6 +61,7 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		f = &listingFlight{done: make(chan struct{}), cancel: cancel}
 		c.flight = f
+		gen := c.gen
 		go func() {
 			res, err := b.api.ClusterResources(fctx)
 			c.mu.Lock()
@@ -58,7 +69,7 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 			if c.flight == f {
 				c.flight = nil
 			}
-			if err == nil {
+			if err == nil && c.gen == gen {
 				c.res, c.at = res, b.clock.Now().UnixNano()
 			}
 			c.mu.Unlock()
@@ -86,11 +97,15 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 	}
 }
 
-// invalidateListing drops the cached listing after a change the next read must see.
+// invalidateListing drops the cached listing after a change the next read must see, and
+// keeps any listing requested before now out of the cache and away from later readers.
 func (b *Backend) invalidateListing() {
-	b.listings.mu.Lock()
-	b.listings.at = 0
-	b.listings.mu.Unlock()
+	c := b.listings
+	c.mu.Lock()
+	c.at = 0
+	c.gen++
+	c.flight = nil
+	c.mu.Unlock()
 }
 
 // findResource returns the entry at vmid, if any.

@@ -219,3 +219,71 @@ func TestListing_changesInvalidateTheCache(t *testing.T) {
 		})
 	}
 }
+
+// holdFirstListing holds the first ClusterResources call until release is closed.
+func holdFirstListing(h *harness) chan struct{} {
+	release := make(chan struct{})
+	var once sync.Once
+	h.f.onCall("ClusterResources", func(ctx context.Context, _ fakeCall) error {
+		held := false
+		once.Do(func() { held = true })
+		if !held {
+			return nil
+		}
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	return release
+}
+
+// A listing requested before an invalidation answers from before the change: it must not
+// be stored when it arrives after the invalidation.
+func TestListing_answerRequestedBeforeAnInvalidationIsNotStored(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		t.Run(map[bool]string{false: "shared", true: "fresh"}[fresh], func(t *testing.T) {
+			h := newHarness(t)
+			release := holdFirstListing(h)
+			old := make(chan error, 1)
+			go func() { _, err := h.b.listing(h.ctx, fresh); old <- err }()
+			waitFor(t, func() bool { return h.f.calls("ClusterResources") == 1 })
+			h.b.invalidateListing()
+			close(release)
+			if err := <-old; err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.b.listing(h.ctx, false); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.f.calls("ClusterResources"); got != 2 {
+				t.Errorf("%d listings, want 2: the read after the invalidation was served the answer requested before it", got)
+			}
+		})
+	}
+}
+
+// A read after an invalidation does not join a request made before it.
+func TestListing_readAfterAnInvalidationDoesNotJoinAnOlderRequest(t *testing.T) {
+	h := newHarness(t)
+	release := holdFirstListing(h)
+	defer close(release)
+	go func() { _, _ = h.b.listing(h.ctx, false) }()
+	waitFor(t, func() bool { return h.f.calls("ClusterResources") == 1 })
+	h.b.invalidateListing()
+	got := make(chan error, 1)
+	go func() { _, err := h.b.listing(h.ctx, false); got <- err }()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read after the invalidation waited for the request made before it")
+	}
+	if n := h.f.calls("ClusterResources"); n != 2 {
+		t.Errorf("%d listings, want 2", n)
+	}
+}

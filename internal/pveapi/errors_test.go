@@ -60,7 +60,14 @@ var classifyTable = map[string]classRow{
 	"err_clone_local_storage":     {Transient, Transient, ""},
 	"err_migrate_running_offline": {Transient, Transient, ""},
 	"err_migrate_target_local":    {Permanent, Permanent, ""},
+	"err_config_volume_missing":   {Transient, Transient, ""},
+	"err_config_modified":         {Transient, Transient, ""},
 	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
+	"err_shutdown_paused":         {Transient, Transient, ""},
+	"err_upload_forbidden":        {Permanent, Permanent, "IsForbidden"},
+	"err_volume_storage_mismatch": {Permanent, Permanent, ""},
+	"err_forbidden_agent":         {Permanent, Permanent, "IsForbidden"},
+	"err_forbidden_sdn_vlan":      {Permanent, Permanent, "IsForbidden"},
 	"err_forbidden_volume_delete": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":            {Transient, Transient, "IsLocked"},
 	"err_node_unknown":            {Permanent, Permanent, "IsUnknownNode"},
@@ -307,7 +314,7 @@ func TestTaskError_namesUPIDAndText(t *testing.T) {
 	upid := upidOf("resize_shrink_response")
 	exit := taskExit(t, "task_status_stopped_error")
 	msg := (&TaskError{UPID: upid, ExitStatus: exit}).Error()
-	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "qmresize") {
+	if !strings.Contains(msg, upid) || !strings.Contains(msg, exit) || !strings.Contains(msg, "resize") {
 		t.Errorf("TaskError = %q", msg)
 	}
 }

@@ -169,7 +169,7 @@ func (c *Client) Clone(ctx context.Context, node string, vmid int, p CloneParams
 }
 
 // Resize is PUT /nodes/{node}/qemu/{vmid}/resize with an absolute size such as "8G"; it
-// returns the qmresize task's UPID (F20).
+// returns the resize task's UPID (F20).
 func (c *Client) Resize(ctx context.Context, node string, vmid int, disk, size string) (string, error) {
 	if err := checkArgs("Resize", node, vmid, disk, size); err != nil {
 		return "", err

@@ -15,7 +15,7 @@ type UPID struct {
 	PID       int64
 	PStart    int64
 	StartTime int64
-	// Type is the task type: qmclone, qmstart, qmstop, qmresize, qmdestroy, imgcopy, imgdel...
+	// Type is the task type: qmclone, qmstart, qmstop, resize, qmdestroy, imgcopy, imgdel...
 	Type string
 	// ID is the task's object id (a VMID, or empty as for imgcopy).
 	ID string

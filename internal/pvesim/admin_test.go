@@ -141,8 +141,13 @@ func TestSetVMState_pausedHibernatedRunningStopped(t *testing.T) {
 	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Lock: &lock}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tg.api.Destroy(tg.ctx(), tg.node, tg.vmid); !pveapi.IsLocked(err) {
-		t.Errorf("destroy of a backup-locked VM: %v", err)
+	// The lock refuses the destroy inside its task (qemu-server destroy_vm).
+	upid, err := tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	if err != nil {
+		t.Fatalf("destroy of a backup-locked VM: %v", err)
+	}
+	if st := tg.waitTask(upid); st.ExitStatus != fixtureData(t, "task_status_destroy_locked")["exitstatus"] {
+		t.Errorf("destroy of a backup-locked VM ended %q", st.ExitStatus)
 	}
 	if err := sim.SetVMState(captureMissing, pvesim.VMPatch{}); err == nil {
 		t.Error("SetVMState on a missing VM")

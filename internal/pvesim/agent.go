@@ -188,22 +188,66 @@ func seq(a, b int) []int {
 	return out
 }
 
-// hAgentNetwork answers the three F5 texts, in PVE's order, or the F21 shape.
-func (s *Sim) hAgentNetwork(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
-	}
-	if !agentEnabled(v.conf) {
+// agentAvailable is qemu-server src/PVE/QemuServer/Agent.pm assert_agent_available
+// (lines 109-113): "not configured" only when the config has no agent key; with agent: 0 on
+// a running VM the agent simply does not answer.
+func (s *Sim) agentAvailable(v *vm, c *call) *response {
+	if _, ok := v.conf["agent"]; !ok {
 		return apiError(500, "No QEMU guest agent configured")
 	}
 	if v.status != "running" {
 		return apiError(500, fmt.Sprintf("VM %d is not running", v.vmid))
 	}
 	g := v.guest
-	if v.qmp != "running" || g.agentAt.IsZero() || c.now.Before(g.agentAt) {
+	if !agentEnabled(v.conf) || v.qmp != "running" || g.agentAt.IsZero() || c.now.Before(g.agentAt) {
 		return apiError(500, "QEMU guest agent is not running")
 	}
+	return nil
+}
+
+// hAgentOSInfo is guest-get-osinfo through GET .../agent/get-osinfo.
+func (s *Sim) hAgentOSInfo(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if r := s.agentAvailable(v, c); r != nil {
+		return r
+	}
+	return okData(map[string]any{"result": map[string]any{
+		"id": "debian", "name": "Debian GNU/Linux", "pretty-name": "Debian GNU/Linux 13 (trixie)",
+		"version": "13 (trixie)", "version-id": "13", "kernel-release": "6.12.41+deb13-amd64",
+		"kernel-version": "#1 SMP PREEMPT_DYNAMIC Debian 6.12.41-1 (2025-08-12)", "machine": "x86_64",
+	}})
+}
+
+// hAgentHostName is guest-get-host-name through GET .../agent/get-host-name: the guest's
+// hostname, which cloud-init sets to the VM's name.
+func (s *Sim) hAgentHostName(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if r := s.agentAvailable(v, c); r != nil {
+		return r
+	}
+	name := v.name()
+	if name == "" {
+		name = "debian"
+	}
+	return okData(map[string]any{"result": map[string]any{"host-name": name}})
+}
+
+// hAgentNetwork answers the three F5 texts, in PVE's order, or the F21 shape.
+func (s *Sim) hAgentNetwork(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	if r := s.agentAvailable(v, c); r != nil {
+		return r
+	}
+	g := v.guest
 	ifaces := []map[string]any{{
 		"name": "lo", "hardware-address": "00:00:00:00:00:00",
 		"ip-addresses": []map[string]any{

@@ -161,10 +161,9 @@ func TestAgent_vlanTagPicksTheSubnetAndAddressesAreUnique(t *testing.T) {
 
 func TestStart_missingISOIsATaskError(t *testing.T) {
 	tg, _ := simTarget(t, pvesim.Options{})
-	tg.cloned()
-	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"ide2": tg.seedVolID() + ",media=cdrom"}); err != nil {
-		t.Fatal(err)
-	}
+	// The ISO must exist when the config is written; it goes away afterwards.
+	tg.seeded("#cloud-config\n")
+	tg.mustOK(tg.api.DeleteVolume(tg.ctx(), tg.node, tg.isoStorage, tg.seedVolID()))
 	upid, err := tg.api.Start(tg.ctx(), tg.node, tg.vmid)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ type call struct {
 	taskFault *Fault
 	vmid      int
 	node      string
+	sim       *Sim // for privilege checks that read the state (called with mu held)
 }
 
 type handlerFunc func(s *Sim, c *call) *response
@@ -89,7 +91,7 @@ func (s *Sim) handle(req *http.Request) *response {
 	if rt == nil {
 		return notImplemented(method, unescaped)
 	}
-	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now()}
+	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now(), sim: s}
 
 	// Faults.
 	s.mu.Lock()
@@ -151,7 +153,16 @@ func (s *Sim) handle(req *http.Request) *response {
 		denied := s.denied(rt.perms(c))
 		s.mu.Unlock()
 		if denied != nil {
-			return apiError(403, fmt.Sprintf("Permission check failed (%s, %s)", denied.Path, denied.Privilege))
+			msg := fmt.Sprintf("Permission check failed (%s, %s)", denied.Path, denied.Privilege)
+			if rt.tmpl == uploadTmpl {
+				// pveproxy checks an upload's privilege in its auth handler (pve-manager
+				// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
+				// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,
+				// the auth_handler error branch).
+				time.Sleep(s.real(3 * time.Second))
+				return &response{status: 403, reason: msg}
+			}
+			return apiError(403, msg)
 		}
 	}
 
@@ -194,9 +205,19 @@ func splitPath(rel string) ([]string, bool) {
 	return out, true
 }
 
-func matchRoute(method string, segs []string) (*route, map[string]string) {
+func matchRoute(method string, path []string) (*route, map[string]string) {
 	for _, rt := range routes {
-		if rt.method != method || len(rt.segs) != len(segs) {
+		if rt.method != method {
+			continue
+		}
+		segs := path
+		// A volume id may hold a '/': the storage content handlers match the whole rest
+		// of the path (pve-storage src/PVE/API2/Storage/Status.pm registers the Content
+		// subclass with fragmentDelimiter '').
+		if n := len(rt.segs); rt.segs[n-1] == "{volume}" && len(segs) > n {
+			segs = append(slices.Clone(segs[:n-1]), strings.Join(segs[n-1:], "/"))
+		}
+		if len(rt.segs) != len(segs) {
 			continue
 		}
 		vars := map[string]string{}
@@ -244,15 +265,32 @@ func (s *Sim) authenticate(req *http.Request) *response {
 	return nil
 }
 
+// denied returns the first needed privilege the token lacks. A privilege "A|B" is any of
+// them (pve-access-control src/PVE/RPCEnvironment.pm check_any, whose refusal names them
+// all joined by '|'). A denial on a path covers the paths below it.
 func (s *Sim) denied(need []Privilege) *Privilege {
 	for _, p := range need {
-		for d := range s.deny {
-			if d.Privilege == p.Privilege && (d.Path == "/" || d.Path == p.Path || strings.HasPrefix(p.Path, strings.TrimSuffix(d.Path, "/")+"/")) {
-				return &p
+		lacks := true
+		for _, alt := range strings.Split(p.Privilege, "|") {
+			if !s.deniedOne(Privilege{p.Path, alt}) {
+				lacks = false
+				break
 			}
+		}
+		if lacks {
+			return &p
 		}
 	}
 	return nil
+}
+
+func (s *Sim) deniedOne(p Privilege) bool {
+	for d := range s.deny {
+		if d.Privilege == p.Privilege && (d.Path == "/" || d.Path == p.Path || strings.HasPrefix(p.Path, strings.TrimSuffix(d.Path, "/")+"/")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Responses.
@@ -275,8 +313,12 @@ func paramError(errs map[string]string) *response {
 	return &response{status: 400, reason: paramFailed, body: b}
 }
 
+// notImplemented is pve-manager PVE/HTTPServer.pm rest_handler's default answer (line
+// 150): a message set directly, so without the newline a die'd error carries.
 func notImplemented(method, path string) *response {
-	return apiError(501, fmt.Sprintf("Method '%s %s' not implemented", method, path))
+	msg := fmt.Sprintf("Method '%s %s' not implemented", method, path)
+	b, _ := json.Marshal(map[string]any{"data": nil, "message": msg})
+	return &response{status: 501, reason: msg, body: b}
 }
 
 func retryAfter(d time.Duration) *response {

@@ -82,7 +82,8 @@ func TestBadRequest_unknownPathOrMethodIs501(t *testing.T) {
 		{"GET", "/index.html", "Method 'GET /index.html' not implemented"},
 	} {
 		a := send(t, s, c.method, c.target, "", "")
-		if a.status != 501 || a.msg != c.want+"\n" || a.reason != c.want {
+		// No trailing newline: pve-manager PVE/HTTPServer.pm rest_handler sets it directly.
+		if a.status != 501 || a.msg != c.want || a.reason != c.want {
 			t.Errorf("%s %s: %d %q %q", c.method, c.target, a.status, a.reason, a.msg)
 		}
 	}
@@ -102,15 +103,15 @@ func TestBadRequest_missingAndMalformedParametersAre400WithErrors(t *testing.T) 
 		{"form boolean true", "POST", "/api2/json/nodes/pv1-1/qemu/9001/clone", form, "newid=1000&full=true", map[string]string{"full": "type check ('boolean') failed - got 'true'"}},
 		{"form boolean yes", "DELETE", "/api2/json/nodes/pv1-1/qemu/100?purge=yes", "", "", map[string]string{"purge": "type check ('boolean') failed - got 'yes'"}},
 		{"vmid in the path", "GET", "/api2/json/nodes/pv1-1/qemu/abc/config", "", "", map[string]string{"vmid": "type check ('integer') failed - got 'abc'"}},
-		{"node in the path", "GET", "/api2/json/nodes/bad_node!/status", "", "", map[string]string{"node": "invalid format - value does not look like a valid node name"}},
+		{"node in the path", "GET", "/api2/json/nodes/bad_node!/status", "", "", map[string]string{"node": "invalid format - value does not look like a valid node name\n"}},
 		{"unknown parameter", "GET", "/api2/json/version?foo=1", "", "", map[string]string{"foo": errUndefined}},
 		{"unknown config key", "PUT", "/api2/json/nodes/pv1-1/qemu/100/config", form, "colour=red", map[string]string{"colour": errUndefined}},
 		{"cores zero", "PUT", "/api2/json/nodes/pv1-1/qemu/100/config", form, "cores=0", bad.Errors()},
 		{"resize without size", "PUT", "/api2/json/nodes/pv1-1/qemu/100/resize", form, "disk=scsi0", map[string]string{"size": errMissing}},
-		{"resize size pattern", "PUT", "/api2/json/nodes/pv1-1/qemu/100/resize", form, "disk=scsi0&size=8GB", map[string]string{"size": "invalid format - value does not match the regex pattern"}},
+		{"resize size pattern", "PUT", "/api2/json/nodes/pv1-1/qemu/100/resize", form, "disk=scsi0&size=8GB", map[string]string{"size": "value does not match the regex pattern"}},
 		{"bad upid", "GET", "/api2/json/nodes/pv1-1/tasks/nonsense/status", "", "", map[string]string{"upid": "unable to parse worker upid"}},
 		{"resources type", "GET", "/api2/json/cluster/resources?type=vms", "", "", map[string]string{"type": "value 'vms' does not have a value in the enumeration 'vm, storage, node, sdn'"}},
-		{"net0 tag", "PUT", "/api2/json/nodes/pv1-1/qemu/100/config", form, "net0=virtio,bridge=vmbr0,tag=5000", map[string]string{"net0": "invalid format - format error\ntag: value must have a maximum value of 4094"}},
+		{"net0 tag", "PUT", "/api2/json/nodes/pv1-1/qemu/100/config", form, "net0=virtio,bridge=vmbr0,tag=5000", map[string]string{"net0": "invalid format - format error\ntag: value must have a maximum value of 4094\n"}},
 	} {
 		a := send(t, s, c.method, c.target, c.ct, c.body)
 		if a.status != 400 || a.reason != paramFailed || a.msg != paramFailed+"\n" {

@@ -150,7 +150,15 @@ func TestF05_agentAnswersItsThreeMessages(t *testing.T) {
 	if !pveapi.IsAgentNotRunning(err) {
 		t.Error("IsAgentNotRunning is false")
 	}
+	// agent: 0 is still an agent setting: the agent is "not running" (qemu-server
+	// src/PVE/QemuServer/Agent.pm assert_agent_available); only without the key is it
+	// "not configured".
 	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"agent": "0"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_agent_not_running")
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"delete": "agent"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tg.api.AgentNetworkInterfaces(tg.ctx(), tg.node, tg.vmid)
@@ -808,7 +816,7 @@ func TestAPI_unknownPathIs501(t *testing.T) {
 	f := fixture.MustLoad("err_not_implemented")
 	resp, body := tg.raw("GET", "/nodes/"+tg.node+"/bogus", nil, nil)
 	want := strings.Replace(f.Message(), "/nodes/"+captureNode+"/", "/nodes/"+tg.node+"/", 1)
-	if resp.StatusCode != f.Status || resp.Status != fmt.Sprintf("%d %s", f.Status, want) || !strings.Contains(string(body), want+`\n`) {
+	if resp.StatusCode != f.Status || resp.Status != fmt.Sprintf("%d %s", f.Status, want) || !strings.Contains(string(body), `"`+want+`"`) {
 		t.Errorf("got %s %s", resp.Status, body)
 	}
 }

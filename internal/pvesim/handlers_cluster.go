@@ -70,44 +70,6 @@ func (s *Sim) hNodeStatus(c *call) *response {
 	})
 }
 
-// vmEntry is one /cluster/resources entry (F8). Mid-clone: only type, vmid, id, node,
-// lock and status unknown. A VM seconds old, or on an unreachable node: status unknown.
-func (s *Sim) vmEntry(v *vm, c *call) map[string]any {
-	id := v.typ + "/" + strconv.Itoa(v.vmid)
-	if v.cloning() {
-		return map[string]any{"id": id, "vmid": v.vmid, "node": v.node, "type": v.typ, "lock": v.lock, "status": "unknown"}
-	}
-	e := map[string]any{
-		"id": id, "vmid": v.vmid, "node": v.node, "type": v.typ, "name": v.name(),
-		"status": v.status, "template": 0, "maxcpu": cpuCount(v.conf), "maxmem": memoryMiB(v.conf) << 20,
-		"maxdisk": bootDiskSize(v.conf), "uptime": 0, "cpu": 0, "mem": 0, "disk": 0,
-		"netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
-	}
-	if v.typ == "lxc" {
-		n, _ := parseSize(optValue(v.conf["rootfs"], "size"))
-		e["maxdisk"] = n
-	}
-	if v.isTemplate() {
-		e["template"] = 1
-	}
-	if v.status == "running" {
-		e["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
-		e["cpu"] = 0.0123
-		e["mem"] = (memoryMiB(v.conf) << 20) / 4
-		e["netin"], e["netout"] = 123456, 65432
-	}
-	if t := v.conf["tags"]; t != "" {
-		e["tags"] = t
-	}
-	if v.lock != "" {
-		e["lock"] = v.lock
-	}
-	if s.nodeDown(v.node) || c.now.Before(v.freshUntil) {
-		e["status"] = "unknown"
-	}
-	return e
-}
-
 func (s *Sim) hResources(c *call) *response {
 	typ := c.params["type"]
 	out := []map[string]any{}
@@ -200,37 +162,6 @@ func (s *Sim) hTaskLog(c *call) *response {
 	out := []map[string]any{}
 	for i, l := range t.log {
 		out = append(out, map[string]any{"n": i + 1, "t": l})
-	}
-	return okData(out)
-}
-
-func (s *Sim) hQemuList(c *call) *response {
-	out := []map[string]any{}
-	for _, id := range slices.Sorted(maps.Keys(s.vms)) {
-		v := s.vms[id]
-		if v.node != c.node || v.typ != "qemu" {
-			continue
-		}
-		e := map[string]any{
-			"vmid": v.vmid, "status": v.status, "maxmem": memoryMiB(v.conf) << 20,
-			"maxdisk": bootDiskSize(v.conf), "cpus": cpuCount(v.conf), "uptime": 0,
-		}
-		if n := v.name(); n != "" {
-			e["name"] = n
-		}
-		if v.lock != "" {
-			e["lock"] = v.lock
-		}
-		if v.isTemplate() {
-			e["template"] = 1
-		}
-		if t := v.conf["tags"]; t != "" {
-			e["tags"] = t
-		}
-		if v.status == "running" {
-			e["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
-		}
-		out = append(out, e)
 	}
 	return okData(out)
 }

@@ -99,7 +99,7 @@ func (s *Sim) hStorageContent(c *call) *response {
 	}
 	want := c.params["content"]
 	if want != "" && !slices.Contains(contentTypes, want) {
-		return paramError(map[string]string{"content": fmt.Sprintf("invalid format - invalid content type '%s'", want)})
+		return paramError(map[string]string{"content": fmt.Sprintf("invalid format - invalid content type '%s'\n", want)})
 	}
 	wantVMID := c.params["vmid"]
 	type entry = map[string]any
@@ -245,6 +245,67 @@ func readMultipart(req *http.Request, boundary string) (*uploadFile, map[string]
 	return up, fields, nil
 }
 
+// realVolumeID is pve-storage src/PVE/API2/Storage/Content.pm $real_volume_id (lines
+// 278-301): a volume id of another storage is a 400 on volume.
+func realVolumeID(sid, volume string) (string, *response) {
+	if vs, volname, ok := strings.Cut(volume, ":"); ok {
+		if vs != sid {
+			return "", paramError(map[string]string{"volume": fmt.Sprintf("storage ID mismatch (%s != %s)\n", vs, sid)})
+		}
+		if volname == "" {
+			return "", paramError(map[string]string{"volume": fmt.Sprintf("unable to parse volume ID '%s'\n", volume)})
+		}
+		return volume, nil
+	}
+	return sid + ":" + volume, nil
+}
+
+// storagePath is where a directory storage lives (local: /var/lib/vz, others under
+// /mnt/pve, as pvesm add dir is usually given).
+func storagePath(st *storage) string {
+	if st.id == "local" {
+		return "/var/lib/vz"
+	}
+	return "/mnt/pve/" + st.id
+}
+
+// hVolumeInfo is GET .../content/{volume} (pve-storage src/PVE/API2/Storage/Content.pm
+// info, lines 303-398): path, size, used, format from volume_size_info.
+func (s *Sim) hVolumeInfo(c *call) *response {
+	sid := c.vars["storage"]
+	st := s.storages[sid]
+	if st == nil {
+		return apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
+	}
+	volid, r := realVolumeID(sid, c.vars["volume"])
+	if r != nil {
+		return r
+	}
+	_, volname, _ := strings.Cut(volid, ":")
+	if vol := s.volume(c.node, volid); vol != nil {
+		return okData(map[string]any{
+			"path": storagePath(st) + "/template/" + volname, "size": int64(len(vol.data)),
+			"used": int64(len(vol.data)), "format": strings.SplitN(vol.name, "/", 2)[0],
+		})
+	}
+	for _, v := range s.vms {
+		if !st.shared && v.node != c.node {
+			continue
+		}
+		for k, val := range v.conf {
+			if (driveKeyRe.MatchString(k) || k == "rootfs") && driveVolume(val) == volid && !isCDROM(val) {
+				n, _ := parseSize(optValue(val, "size"))
+				path := "/dev/pve/" + volname
+				if st.shared {
+					path = "rbd:" + sid + "/" + volname
+				}
+				return okData(map[string]any{"path": path, "size": n, "used": n / 8, "format": "raw"})
+			}
+		}
+	}
+	return apiError(500, fmt.Sprintf("volume_size_info on '%s' failed - no format", volid))
+}
+
 // hVolumeDelete: an imgdel task that ends OK even when the volume is missing (F13); the
 // route needs Datastore.Allocate on the storage.
 func (s *Sim) hVolumeDelete(c *call) *response {
@@ -253,34 +314,23 @@ func (s *Sim) hVolumeDelete(c *call) *response {
 	if st == nil {
 		return apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
 	}
-	volume := c.vars["volume"]
-	volid := volume
-	if vs, volname, ok := strings.Cut(volume, ":"); ok {
-		if vs != sid {
-			return apiError(500, fmt.Sprintf("storage ID mismatch (%s != %s)", vs, sid))
-		}
-		if volname == "" {
-			return apiError(500, fmt.Sprintf("unable to parse volume ID '%s'", volume))
-		}
-	} else {
-		volid = sid + ":" + volume
+	volid, r := realVolumeID(sid, c.vars["volume"])
+	if r != nil {
+		return r
 	}
-	_, volname, _ := strings.Cut(volid, ":")
-	// The imgdel task id is empty, as in the F13 captures' UPIDs (testdata content_delete_*).
-	if vmDiskRe.MatchString(volname) {
-		for _, v := range s.vms {
-			for k, val := range v.conf {
-				if driveKeyRe.MatchString(k) && driveVolume(val) == volid {
-					return apiError(500, fmt.Sprintf("unable to delete '%s' - volume is in use by VM %d", volid, v.vmid))
-				}
-			}
-		}
-	}
+	// No "volume in use" refusal: pve-storage's vdisk_free frees what it is asked to.
 	nodeName := c.node
 	if st.shared {
 		nodeName = ""
 	}
-	t := s.newTask(c, c.node, "imgdel", "", 0, false, s.dur.VolumeDelete)
+	// The task id is the storage, prefixed "<owner>@" for a VM's volume (pve-storage
+	// src/PVE/API2/Storage/Content.pm delete, line 521).
+	id := sid
+	_, volname, _ := strings.Cut(volid, ":")
+	if m := vmDiskRe.FindStringSubmatch(volname); m != nil {
+		id = m[1] + "@" + sid
+	}
+	t := s.newTask(c, c.node, "imgdel", id, 0, false, s.dur.VolumeDelete)
 	t.finish = func(at time.Time) string {
 		key := volKey(nodeName, volid)
 		if _, ok := s.volumes[key]; !ok {

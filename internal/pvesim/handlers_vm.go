@@ -35,7 +35,14 @@ func (s *Sim) hConfigGet(c *call) *response {
 	if v.cloning() {
 		return okData(renderConfig(map[string]string{}, v.lock))
 	}
-	return okData(renderConfig(v.conf, v.lock))
+	// Pending values show unless current=1 (qemu-server src/PVE/API2/Qemu.pm vm_config).
+	conf := v.withPending()
+	if c.params["current"] == "1" {
+		conf = v.conf
+	}
+	out := renderConfig(conf, v.lock)
+	out["digest"] = digest(v.digestConf())
+	return okData(out)
 }
 
 func (s *Sim) hConfigPut(c *call) *response {
@@ -80,7 +87,7 @@ var newDiskRe = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(
 
 // applyConfig validates the semantic rules of a config write and applies it.
 func (s *Sim) applyConfig(c *call, v *vm) *response {
-	if d := c.params["digest"]; d != "" && d != digest(withLockKey(v.conf, v.lock)) {
+	if d := c.params["digest"]; d != "" && d != digest(v.digestConf()) {
 		return apiError(500, "detected modified configuration - file changed by other user? Try again.")
 	}
 	conf := maps.Clone(v.conf)
@@ -88,7 +95,7 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 	if del := c.params["delete"]; del != "" {
 		for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
 			if _, ok := configSchema.lookup(k); !ok {
-				return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'", k)})
+				return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
 			}
 			if _, set := c.params[k]; set {
 				return paramError(map[string]string{k: "can't set and delete the same option"})
@@ -113,6 +120,10 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		switch {
 		case k == "tags":
 			val = normalizeTags(val)
+		case k == "description":
+			// parse_vm_config strips trailing whitespace (qemu-server
+			// src/PVE/QemuServer.pm, line 1971: $descr =~ s/\s+$//).
+			val = trimTrailingSpace(val)
 		case k == "lock":
 			v.lock = val
 			continue
@@ -137,8 +148,14 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 				if s.storages[sid] == nil {
 					return apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
 				}
-				// An ISO on a CD-ROM drive gets its size recorded (vm_config_after_seed).
-				if iso := s.volume(v.node, vol); iso != nil && isCDROM(val) {
+				// An existing volume must exist (qemu-server src/PVE/API2/Qemu.pm
+				// create_disks, lines 711-713: "volume $volid does not exist"); an ISO on a
+				// CD-ROM drive gets its size recorded (vm_config_after_seed).
+				iso := s.volume(v.node, vol)
+				if st := s.storages[sid]; st.hasPath && iso == nil {
+					return apiError(500, fmt.Sprintf("volume %s does not exist", vol))
+				}
+				if iso != nil && isCDROM(val) {
 					val = setOpt(val, "size", formatSize(int64(len(iso.data))))
 				}
 			} else if vol != "none" && vol != "cdrom" && !strings.HasPrefix(vol, "/") {
@@ -162,8 +179,18 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 				val += "," + rest
 			}
 		}
-		if _, existed := conf[k]; !existed && (driveKeyRe.MatchString(k) || netKeyRe.MatchString(k)) {
+		// Only a new CD-ROM drive joins an explicit boot order (update_vm_api, lines
+		// 2438-2451: "append new CD drives to bootorder"; drive_is_cdrom($drive, 1)
+		// excludes the cloud-init drive).
+		if _, existed := conf[k]; !existed && driveKeyRe.MatchString(k) && isCDROM(val) && !strings.Contains(val, "cloudinit") {
 			added = append(added, k)
+		}
+		if pendingKeys[k] && v.status == "running" {
+			if v.pending == nil {
+				v.pending = map[string]string{}
+			}
+			v.pending[k] = val
+			continue
 		}
 		conf[k] = val
 	}
@@ -172,7 +199,7 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		if order, ok := strings.CutPrefix(conf["boot"], "order="); ok {
 			devs := strings.Split(order, ";")
 			for _, k := range added {
-				if !slices.Contains(devs, k) && !strings.Contains(conf[k], "cloudinit") {
+				if !slices.Contains(devs, k) {
 					devs = append(devs, k)
 				}
 			}
@@ -188,6 +215,11 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 	}
 	v.conf = conf
 	return nil
+}
+
+// trimTrailingSpace is Perl's s/\s+$//.
+func trimTrailingSpace(v string) string {
+	return strings.TrimRight(v, " \t\n\r\f\v")
 }
 
 func withLockKey(conf map[string]string, lock string) map[string]string {
@@ -218,7 +250,9 @@ func (s *Sim) nextDiskIndex(conf map[string]string, vmid int) int {
 	}
 }
 
-// normalizeTags folds case, drops duplicates and sorts, joined by ';' (F9).
+// normalizeTags folds case, drops duplicates and sorts, joined by ';' (F9): pve-guest-common
+// src/PVE/GuestHelpers.pm get_unique_tags with the default tag-style (ordering not
+// "config", case-sensitive off, lines 349-378).
 func normalizeTags(v string) string {
 	var out []string
 	for _, t := range splitTags(v) {
@@ -237,11 +271,26 @@ func (s *Sim) hClone(c *call) *response {
 		return r
 	}
 	newid, _ := strconv.Atoi(c.params["newid"])
-	if _, taken := s.vms[newid]; taken {
-		return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+	// The synchronous check only looks at the conffile on the node asked (qemu-server
+	// src/PVE/API2/Qemu.pm clone_vm: -f config_file($newid)); a VMID another node holds
+	// fails inside the task, when pmxcfs refuses the temporary config (memdb.c
+	// vmlist_different_vm_exists; pve-common src/PVE/File.pm file_set_contents).
+	if other, taken := s.vms[newid]; taken {
+		if other.node == c.node {
+			return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+		}
+		if r := s.cloneSyncChecks(c, src); r != nil {
+			return r
+		}
+		t := s.newTask(c, c.node, "qmclone", strconv.Itoa(c.vmid), 0, false, s.dur.Clone)
+		t.begin = func(at time.Time) string {
+			return fmt.Sprintf("close (rename) atomic file '/etc/pve/nodes/%s/qemu-server/%d.conf' failed: File exists", c.node, newid)
+		}
+		s.submitTask(t, c.now)
+		return okData(t.upid)
 	}
-	if src.cloning() || (src.lock != "" && !src.isTemplate()) {
-		return apiError(500, lockedMsg(src.lock))
+	if r := s.cloneSyncChecks(c, src); r != nil {
+		return r
 	}
 	targetNode := c.node
 	if t := c.params["target"]; t != "" && t != c.node {
@@ -282,15 +331,21 @@ func (s *Sim) hClone(c *call) *response {
 		if s.vms[newid] != nv {
 			return notExistMsg(targetNode, newid)
 		}
+		if s.listing.StaleAfterClone {
+			s.restartStatus(at)
+		}
 		conf := s.cloneConfig(srcConf, newid, storageID)
 		conf["name"] = name
 		if hasDesc {
-			conf["description"] = desc
+			conf["description"] = trimTrailingSpace(desc)
 		}
 		nv.conf = conf
+		nv.recordVolumeSizes()
 		nv.lock = ""
 		nv.midClone = false
-		nv.freshUntil = at.Add(s.real(s.dur.FreshUnknown))
+		if !s.snapshotting() {
+			nv.freshUntil = at.Add(s.real(s.dur.FreshUnknown))
+		}
 		nv.guest = guest{agentInstalled: srcGuest.agentInstalled, instanceID: srcGuest.instanceID}
 		return ""
 	}
@@ -300,7 +355,23 @@ func (s *Sim) hClone(c *call) *response {
 		}
 	}
 	s.submitTask(t, c.now)
+	if s.listing.SnapshotAtCloneStart {
+		s.restartStatus(c.now)
+	}
 	return okData(t.upid)
+}
+
+// cloneSyncChecks are clone_vm's checks before the task that do not depend on the new VMID.
+func (s *Sim) cloneSyncChecks(c *call, src *vm) *response {
+	if src.cloning() || (src.lock != "" && !src.isTemplate()) {
+		return apiError(500, lockedMsg(src.lock))
+	}
+	if sid := c.params["storage"]; sid != "" {
+		if st := s.storages[sid]; st != nil && !st.has("images") {
+			return paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", sid)})
+		}
+	}
+	return nil
 }
 
 // cloneConfig copies a config the way a full clone does: new disks, new MACs, new
@@ -353,15 +424,26 @@ func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) ma
 	return conf
 }
 
+// missingVMTask answers a call whose checks all run inside its task (start, stop,
+// resize): a UPID whose task ends with exit.
+func (s *Sim) missingVMTask(c *call, typ, exit string) *response {
+	t := s.newTask(c, c.node, typ, strconv.Itoa(c.vmid), 0, false, 0)
+	t.begin = func(time.Time) string { return exit }
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// hResize: the task type is "resize" (qemu-server src/PVE/API2/Qemu.pm resize_vm:
+// fork_worker('resize', ...)); a missing VM fails in the task (load_config in the worker).
 func (s *Sim) hResize(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return s.missingVMTask(c, "resize", notExistMsg(c.node, c.vmid))
 	}
 	disk, size := c.params["disk"], c.params["size"]
 	skiplock := c.params["skiplock"] == "1"
 	var newSize, curSize int64
-	t := s.newTask(c, c.node, "qmresize", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Resize)
+	t := s.newTask(c, c.node, "resize", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Resize)
 	t.begin = func(at time.Time) string {
 		if s.vms[v.vmid] != v {
 			return notExistMsg(v.node, v.vmid)
@@ -376,7 +458,9 @@ func (s *Sim) hResize(c *call) *response {
 		if isCDROM(val) {
 			return "you can't resize a cdrom"
 		}
-		curSize, _ = parseSize(optValue(val, "size"))
+		// The volume's real size, not the config's size= (qemu-server
+		// src/PVE/API2/Qemu.pm resize_vm: PVE::Storage::volume_size_info).
+		curSize = v.volumeSize(val)
 		m := sizeRe.FindStringSubmatch(size)
 		n, _ := parseSize(m[2] + m[3])
 		if m[1] == "+" {
@@ -395,6 +479,7 @@ func (s *Sim) hResize(c *call) *response {
 		}
 		if newSize != curSize {
 			v.conf[disk] = setOpt(v.conf[disk], "size", formatSize(newSize))
+			v.setVolumeSize(v.conf[disk], newSize)
 		}
 		return ""
 	}
@@ -446,10 +531,12 @@ func (s *Sim) hStatusCurrent(c *call) *response {
 	return okData(out)
 }
 
+// hStart: every check runs in the task (qemu-server src/PVE/API2/Qemu.pm vm_start forks
+// qmstart; vm_start's load_config fails there for a missing VM).
 func (s *Sim) hStart(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return s.missingVMTask(c, "qmstart", notExistMsg(c.node, c.vmid))
 	}
 	skiplock := c.params["skiplock"] == "1"
 	resuming := false
@@ -478,6 +565,7 @@ func (s *Sim) hStart(c *call) *response {
 			}
 		}
 		resuming = v.lock == "suspended"
+		v.applyPending()
 		v.status, v.qmp = "running", "prelaunch"
 		return ""
 	}
@@ -500,16 +588,28 @@ func (s *Sim) hStart(c *call) *response {
 	return okData(t.upid)
 }
 
+// stopMissingMsg is qemu-server src/PVE/QemuConfig.pm assert_config_exists_on_node, which
+// check_running calls first in _do_vm_stop.
+func stopMissingMsg(nodeName string, vmid int) string {
+	return fmt.Sprintf("unable to find configuration file for VM %d on node '%s'", vmid, nodeName)
+}
+
+// hStop: every check runs in the qmstop task (qemu-server src/PVE/QemuServer.pm
+// _do_vm_stop): a missing config fails there, a VM not running ends OK at once, before the
+// lock is checked.
 func (s *Sim) hStop(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
+	v := s.vmOn(c.node, c.vmid)
+	if v == nil {
+		return s.missingVMTask(c, "qmstop", stopMissingMsg(c.node, c.vmid))
 	}
 	skiplock := c.params["skiplock"] == "1"
 	t := s.newTask(c, c.node, "qmstop", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Stop)
 	t.begin = func(at time.Time) string {
 		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
+			return stopMissingMsg(v.node, v.vmid)
+		}
+		if v.status != "running" {
+			return ""
 		}
 		if v.lock != "" && !skiplock {
 			return lockedMsg(v.lock)
@@ -623,16 +723,17 @@ func (s *Sim) hDestroy(c *call) *response {
 	if r != nil {
 		return r
 	}
-	// A hibernated VM is destroyable (Phase 10); any other lock refuses.
-	if v.lock != "" && v.lock != "suspended" && c.params["skiplock"] != "1" {
-		return apiError(500, lockedMsg(v.lock))
-	}
+	skiplock := c.params["skiplock"] == "1"
 	if v.status == "running" {
 		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
 	}
 	if v.conf["protection"] == "1" {
 		return apiError(500, fmt.Sprintf("can't remove VM %d - protection mode enabled", v.vmid))
 	}
+	// The lock is checked in the task (qemu-server src/PVE/QemuServer.pm destroy_vm:
+	// check_lock unless skiplock or the lock is suspended; a hibernated VM is destroyable,
+	// Phase 10); before it only existence, protection and running (destroy_vm's
+	// $early_checks in src/PVE/API2/Qemu.pm).
 	t := s.newTask(c, c.node, "qmdestroy", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Destroy)
 	t.begin = func(at time.Time) string {
 		if s.vms[v.vmid] != v {
@@ -640,6 +741,9 @@ func (s *Sim) hDestroy(c *call) *response {
 		}
 		if v.status == "running" {
 			return fmt.Sprintf("VM %d is running - destroy failed", v.vmid)
+		}
+		if v.lock != "" && v.lock != "suspended" && !skiplock {
+			return lockedMsg(v.lock)
 		}
 		return ""
 	}

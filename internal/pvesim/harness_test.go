@@ -97,6 +97,10 @@ func newTarget(t *testing.T, opts pvesim.Options) *target {
 			// Most tests read the listing right after a clone; the window has its own test.
 			opts.Durations.FreshUnknown = time.Nanosecond
 		}
+		if opts.Durations.StatusInterval == 0 {
+			// Likewise the status snapshot's lag: tests about it set the interval.
+			opts.Listing.Live = true
+		}
 		s := pvesim.NewForTest(t, opts)
 		tg.sim, tg.endpoint, tg.token, tg.node = s, s.Endpoint, s.APIToken, s.Nodes[0]
 		tg.template, tg.isoStorage = s.Templates["debian-13"], s.ISOStorage

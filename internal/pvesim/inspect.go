@@ -140,7 +140,19 @@ func (s *Sim) AddVM(spec VMSpec) error {
 			return err
 		}
 	}
+	// A guest someone else created has been there for a while: it has status data.
+	s.sampleVM(v, now)
 	return nil
+}
+
+// SnapshotStatus takes a /cluster/resources status snapshot now and restarts the snapshot
+// period from here (no effect with Listing.Live).
+func (s *Sim) SnapshotStatus() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.advance(now)
+	s.restartStatus(now)
 }
 
 // DeleteVM removes a guest at once, as if someone had destroyed it out of band.

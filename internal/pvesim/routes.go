@@ -2,6 +2,8 @@ package pvesim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -58,6 +60,7 @@ func init() {
 		"content": {}, "filename": {maxLen: 255}, "checksum": pStr, "tmpfilename": pStr,
 		"checksum-algorithm": {optional: true, enum: []string{"md5", "sha1", "sha224", "sha256", "sha384", "sha512"}},
 	}), storagePriv("Datastore.AllocateTemplate"), (*Sim).hUpload)
+	add("GET", "/nodes/{node}/storage/{storage}/content/{volume}", nil, storagePriv("Datastore.Audit"), (*Sim).hVolumeInfo)
 	add("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", fixed(map[string]pspec{"delay": {typ: tInt, optional: true, min: i64(1), max: i64(30)}}), storagePriv("Datastore.Allocate"), (*Sim).hVolumeDelete)
 
 	add("GET", "/nodes/{node}/qemu", fixed(map[string]pspec{"full": pBool}), nil, (*Sim).hQemuList)
@@ -87,7 +90,16 @@ func init() {
 	}), vmPriv("VM.PowerMgmt"), (*Sim).hSuspend)
 	add("POST", "/nodes/{node}/qemu/{vmid}/status/resume", fixed(map[string]pspec{"skiplock": pBool, "nocheck": pBool}), vmPriv("VM.PowerMgmt"), (*Sim).hResume)
 	add("DELETE", "/nodes/{node}/qemu/{vmid}", fixed(map[string]pspec{"purge": pBool, "destroy-unreferenced-disks": pBool, "skiplock": pBool}), vmPriv("VM.Allocate"), (*Sim).hDestroy)
-	add("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", nil, vmPriv("VM.GuestAgent.Audit"), (*Sim).hAgentNetwork)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", nil, agentPriv, (*Sim).hAgentNetwork)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", nil, agentPriv, (*Sim).hAgentOSInfo)
+	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-host-name", nil, agentPriv, (*Sim).hAgentHostName)
+	add("POST", "/nodes/{node}/qemu/{vmid}/status/shutdown", fixed(map[string]pspec{
+		"skiplock": pBool, "timeout": {typ: tInt, optional: true, min: i64(0)}, "forceStop": pBool, "keepActive": pBool,
+	}), vmPriv("VM.PowerMgmt"), (*Sim).hShutdown)
+	add("GET", "/cluster/status", nil, func(c *call) []Privilege { return []Privilege{{"/", "Sys.Audit"}} }, (*Sim).hClusterStatus)
+	add("GET", "/cluster/tasks", nil, nil, (*Sim).hClusterTasks)
+	add("GET", "/nodes/{node}/version", nil, nil, (*Sim).hNodeVersion)
+	add("GET", "/pools", fixed(map[string]pspec{"poolid": pStr, "type": {optional: true, enum: []string{"qemu", "lxc", "storage"}}}), nil, (*Sim).hPools)
 }
 
 func configPrivs(c *call) []Privilege {
@@ -108,9 +120,7 @@ func configPrivs(c *call) []Privilege {
 			addp("VM.Config.Memory")
 		case netKeyRe.MatchString(k):
 			addp("VM.Config.Network")
-			if optValue(v, "tag") != "" || optValue(v, "bridge") != "" {
-				out = append(out, Privilege{"/sdn/zones/localnetwork/" + optValue(v, "bridge"), "SDN.Use"})
-			}
+			out = append(out, bridgePrivs(v)...)
 		case driveKeyRe.MatchString(k):
 			if isCDROM(v) {
 				addp("VM.Config.CDROM")
@@ -125,8 +135,37 @@ func configPrivs(c *call) []Privilege {
 	return out
 }
 
+// agentPriv: an agent command accepts its own privilege or VM.GuestAgent.Unrestricted
+// (qemu-server src/PVE/API2/Qemu/Agent.pm register_command, line 184: any => 1).
+func agentPriv(c *call) []Privilege {
+	return []Privilege{{"/vms/" + c.vars["vmid"], "VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted"}}
+}
+
+// bridgePrivs is pve-guest-common src/PVE/GuestHelpers.pm check_vnet_access (lines
+// 397-421): SDN.Use on the VLAN of the bridge when a tag is set (a grant on the bridge
+// covers it), on the bridge itself otherwise.
+func bridgePrivs(net string) []Privilege {
+	bridge := optValue(net, "bridge")
+	if bridge == "" {
+		return nil
+	}
+	if tag := optValue(net, "tag"); tag != "" {
+		return []Privilege{{"/sdn/zones/localnetwork/" + bridge + "/" + tag, "SDN.Use"}}
+	}
+	return []Privilege{{"/sdn/zones/localnetwork/" + bridge, "SDN.Use"}}
+}
+
+// clonePrivs: a clone also checks the source's bridges (qemu-server src/PVE/API2/Qemu.pm
+// clone_vm, check_bridge_access on the old config, line 4494).
 func clonePrivs(c *call) []Privilege {
 	out := []Privilege{{"/vms/" + c.vars["vmid"], "VM.Clone"}}
+	if src := c.sim.vms[c.vmid]; src != nil {
+		for _, k := range slices.Sorted(maps.Keys(src.conf)) {
+			if netKeyRe.MatchString(k) {
+				out = append(out, bridgePrivs(src.conf[k])...)
+			}
+		}
+	}
 	if id := c.params["newid"]; id != "" {
 		out = append(out, Privilege{"/vms/" + id, "VM.Allocate"})
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Parameter checks with PVE::JSONSchema's wording. A failed check is a 400 with reason
@@ -69,7 +70,14 @@ func (p pspec) check(v string) string {
 	}
 	if p.format != nil {
 		if e := p.format(v); e != "" {
-			return "invalid format - " + e
+			// A format check dies with its text and a newline, which add_error keeps
+			// (pve-common src/PVE/JSONSchema.pm check_format, line 1631).
+			if e == errPattern {
+				// A pattern is not a format: its error has neither prefix nor newline
+				// (check_type, the pattern branch after the format one).
+				return e
+			}
+			return "invalid format - " + e + "\n"
 		}
 	}
 	return ""
@@ -175,9 +183,11 @@ func fmtTagList(v string) string {
 	return ""
 }
 
+// splitTags is pve-common src/PVE/ParseUtils.pm split_list: ',', ';' and whitespace
+// separate.
 func splitTags(v string) []string {
 	var out []string
-	for _, t := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' }) {
+	for _, t := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' || unicode.IsSpace(r) }) {
 		if t != "" {
 			out = append(out, t)
 		}
@@ -185,9 +195,11 @@ func splitTags(v string) []string {
 	return out
 }
 
+const errPattern = "value does not match the regex pattern"
+
 func fmtSize(v string) string {
 	if !sizeRe.MatchString(v) {
-		return "value does not match the regex pattern"
+		return errPattern
 	}
 	return ""
 }

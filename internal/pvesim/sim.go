@@ -52,6 +52,32 @@ type Options struct {
 	// Hosts adds names or addresses to the server certificate (127.0.0.1, ::1 and
 	// localhost are always there).
 	Hosts []string
+	// Listing shapes how /cluster/resources gets a guest's name, status, uptime and
+	// template (listing.go). The zero value is the real behaviour: a status snapshot every
+	// Durations.StatusInterval (10 s at speed 1).
+	Listing Listing
+}
+
+// Listing shapes the /cluster/resources status snapshot model (listing.go).
+//
+// On PVE, membership, node, lock and tags are live, but name, status, uptime, template and
+// the resource figures come from the status data pvestatd pushes every 10 s: a VM without
+// data yet is listed without a name and status "unknown", a VM whose clone was sampled
+// reads "VM <vmid>", stopped, and a name or status changes only at the next snapshot.
+type Listing struct {
+	// Live reads every field live from the state, as before the snapshot model: a new VM
+	// is listed status unknown for Durations.FreshUnknown after its clone and nothing
+	// else lags. For tests that are not about the lag.
+	Live bool
+	// SnapshotAtCloneStart takes a snapshot right after each clone has created its
+	// config (the entry then reads "VM <vmid>", stopped, lock clone), and restarts the
+	// snapshot period from there.
+	SnapshotAtCloneStart bool
+	// StaleAfterClone takes a snapshot right before each clone writes its config, and the
+	// next one a full interval after the clone ended: the stale name and status of the
+	// mid-clone sample stay for the whole interval. With SnapshotAtCloneStart this is the
+	// worst case.
+	StaleAfterClone bool
 }
 
 // Durations are simulated durations; the wall time is each divided by the speed.
@@ -60,7 +86,7 @@ type Durations struct {
 	Upload       time.Duration // imgcopy: 1 s
 	Start        time.Duration // qmstart: 1 s
 	Stop         time.Duration // qmstop: 1 s
-	Resize       time.Duration // qmresize: 1 s
+	Resize       time.Duration // resize: 1 s
 	Destroy      time.Duration // qmdestroy: 1 s
 	VolumeDelete time.Duration // imgdel: 0.5 s
 	Suspend      time.Duration // qmsuspend, qmresume, qmconfig: 1 s
@@ -79,6 +105,12 @@ type Durations struct {
 	// LockWait: how long a task or a config write waits for a VM's config lock before
 	// "can't lock file ... got timeout": 10 s.
 	LockWait time.Duration
+	// StatusInterval: the period of the status snapshot /cluster/resources reads names
+	// and states from (pve-manager PVE/Service/pvestatd.pm $updatetime): 10 s.
+	StatusInterval time.Duration
+	// Shutdown: a clean guest shutdown (qmshutdown) of a guest that has the agent or
+	// answers ACPI: 4 s.
+	Shutdown time.Duration
 }
 
 // DefaultDurations are the simulated durations at speed 1, close to the seed's host.
@@ -87,6 +119,7 @@ var DefaultDurations = Durations{
 	Resize: time.Second, Destroy: time.Second, VolumeDelete: 500 * time.Millisecond,
 	Suspend: time.Second, AgentInstall: 42 * time.Second, AgentBoot: 8 * time.Second,
 	DHCP: 3 * time.Second, FreshUnknown: 5 * time.Second, LockWait: 10 * time.Second,
+	StatusInterval: 10 * time.Second, Shutdown: 4 * time.Second,
 }
 
 func (d Durations) withDefaults() Durations {
@@ -103,7 +136,8 @@ func (d Durations) withDefaults() Durations {
 		VolumeDelete: pick(d.VolumeDelete, def.VolumeDelete), Suspend: pick(d.Suspend, def.Suspend),
 		AgentInstall: pick(d.AgentInstall, def.AgentInstall), AgentBoot: pick(d.AgentBoot, def.AgentBoot),
 		DHCP: pick(d.DHCP, def.DHCP), FreshUnknown: pick(d.FreshUnknown, def.FreshUnknown),
-		LockWait: pick(d.LockWait, def.LockWait),
+		LockWait: pick(d.LockWait, def.LockWait), StatusInterval: pick(d.StatusInterval, def.StatusInterval),
+		Shutdown: pick(d.Shutdown, def.Shutdown),
 	}
 }
 
@@ -158,6 +192,8 @@ type Sim struct {
 	deny      map[Privilege]bool
 	seeds     map[int]SeedFiles
 	leases    map[string]int // ip -> vmid
+	listing   Listing
+	status    statusData // the last status snapshot (listing.go)
 }
 
 // Start starts a simulator on 127.0.0.1 with a random port (or Options.Listen).
@@ -237,7 +273,7 @@ func newSim(opts Options) (*Sim, error) {
 		nodes: map[string]*node{}, nodeOrder: append([]string(nil), nodes...),
 		volumes: map[string]*volume{}, vms: map[int]*vm{}, tasks: map[string]*task{},
 		stats: map[string]int{}, deny: map[Privilege]bool{}, seeds: map[int]SeedFiles{},
-		leases: map[string]int{},
+		leases: map[string]int{}, listing: opts.Listing,
 	}
 	for i, n := range nodes {
 		s.nodes[n] = &node{name: n, bootTime: s.start.Add(-time.Duration(72+i) * time.Hour)}
@@ -257,6 +293,7 @@ func newSim(opts Options) (*Sim, error) {
 		s.deny[p] = true
 	}
 	s.addDefaults(opts.TemplateAgent)
+	s.initStatus()
 	return s, nil
 }
 

@@ -59,6 +59,42 @@ type vm struct {
 	lockUntil time.Time
 	// midClone: the clone task has not written the config yet (F8: nameless entry).
 	midClone bool
+	// volSizes are the real sizes of the VM's disk volumes by volume id, as the storage
+	// has them (the config's size= is only what was last written there).
+	volSizes map[string]int64
+	// pending holds config values written while the VM ran that apply at its next start
+	// (cores, memory... with the default hotplug "network,disk,usb").
+	pending map[string]string
+}
+
+// pendingKeys are the keys qemu-server cannot hotplug with the default hotplug setting
+// (src/PVE/QemuServer.pm vmconfig_hotplug_pending: cpu and memory hotplug are off), so a
+// write to a running VM leaves them pending.
+var pendingKeys = map[string]bool{"cores": true, "sockets": true, "vcpus": true, "memory": true, "cpu": true, "numa": true}
+
+// withPending is the config as GET .../config shows it without current=1.
+func (v *vm) withPending() map[string]string {
+	if len(v.pending) == 0 {
+		return v.conf
+	}
+	out := maps.Clone(v.conf)
+	maps.Copy(out, v.pending)
+	return out
+}
+
+// digestConf is the config the digest covers: the file, its pending section included.
+func (v *vm) digestConf() map[string]string {
+	out := withLockKey(v.conf, v.lock)
+	for k, val := range v.pending {
+		out["[PENDING] "+k] = val
+	}
+	return out
+}
+
+// applyPending applies the pending values (at a start).
+func (v *vm) applyPending() {
+	maps.Copy(v.conf, v.pending)
+	v.pending = nil
 }
 
 func (v *vm) cloning() bool { return v.midClone }
@@ -228,10 +264,12 @@ func bootDiskSize(conf map[string]string) int64 {
 	return 0
 }
 
+// memoryMiB is the configured memory, 512 MiB when unset (qemu-server
+// src/PVE/QemuServer/Memory.pm, the memory property's default).
 func memoryMiB(conf map[string]string) int64 {
 	m := memoryRe.FindStringSubmatch(conf["memory"])
 	if m == nil {
-		return 2048
+		return 512
 	}
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n
@@ -444,3 +482,30 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 }
 
 func volKey(nodeName, volid string) string { return nodeName + "/" + volid }
+
+// recordVolumeSizes takes the disks' sizes from the config, as a clone leaves them.
+func (v *vm) recordVolumeSizes() {
+	for k, val := range v.conf {
+		if driveKeyRe.MatchString(k) && !isCDROM(val) {
+			if n, ok := parseSize(optValue(val, "size")); ok {
+				v.setVolumeSize(val, n)
+			}
+		}
+	}
+}
+
+func (v *vm) setVolumeSize(drive string, n int64) {
+	if v.volSizes == nil {
+		v.volSizes = map[string]int64{}
+	}
+	v.volSizes[driveVolume(drive)] = n
+}
+
+// volumeSize is the real size of a drive's volume (the config's size= when unknown).
+func (v *vm) volumeSize(drive string) int64 {
+	if n, ok := v.volSizes[driveVolume(drive)]; ok {
+		return n
+	}
+	n, _ := parseSize(optValue(drive, "size"))
+	return n
+}

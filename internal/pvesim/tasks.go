@@ -193,8 +193,21 @@ func (s *Sim) advance(now time.Time) {
 			}
 		}
 		if lockVM != nil && (next == nil || !lockVM.lockUntil.After(at)) {
+			if snap, ok := s.statusDue(lockVM.lockUntil); ok {
+				s.runStatus(snap)
+				continue
+			}
 			lockVM.lock = ""
 			lockVM.lockUntil = time.Time{}
+			continue
+		}
+		// A status snapshot due before the next event samples the state as it is then.
+		limit := now
+		if next != nil {
+			limit = at
+		}
+		if snap, ok := s.statusDue(limit); ok {
+			s.runStatus(snap)
 			continue
 		}
 		if next == nil {

@@ -87,7 +87,7 @@ func WaitStat(ctx context.Context, s *pvesim.Sim, key string, n int, timeout tim
 }
 
 // WaitTask waits until the simulator holds a task of type typ ("qmclone", "imgcopy",
-// "qmstart", "qmstop", "qmdestroy", "imgdel", "qmresize") submitted after since.
+// "qmstart", "qmstop", "qmdestroy", "imgdel", "resize") submitted after since.
 func WaitTask(ctx context.Context, s *pvesim.Sim, typ string, since time.Time, timeout time.Duration) bool {
 	return WaitUntil(ctx, timeout, func() bool {
 		for _, t := range s.State().Tasks {

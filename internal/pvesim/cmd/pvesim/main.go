@@ -2,6 +2,10 @@
 // the provider without a cluster.
 //
 //	go run ./internal/pvesim/cmd/pvesim -listen 127.0.0.1:8006 -nodes pve1,pve2 -speed 20
+//	go run ./internal/pvesim/cmd/pvesim -clone 3m -stale-after-clone   # a big template, the listing lagging
+//
+// Durations (-clone, -upload, -start, -stop, -destroy, -agent, -agent-boot, -status-interval)
+// are simulated, each divided by -speed.
 //
 // It prints one JSON line to stdout (endpoint, api_token, ca_file, nodes, iso_storage,
 // templates) and serves until SIGINT or SIGTERM. Admin functions (faults, stats, state)
@@ -19,6 +23,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
@@ -52,6 +57,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", "", "API token <user>@<realm>!<id>=<secret> (default: root@pam!tf=<random uuid>)")
 	templateAgent := fs.Bool("template-agent", false, "template 9001 ships qemu-guest-agent (no seed needed for an address)")
 	seed := fs.Uint64("seed", 0, "random seed for MACs, PIDs and fault probabilities (0: random)")
+	def := pvesim.DefaultDurations
+	clone := fs.Duration("clone", def.Clone, "simulated duration of a full clone (a big template on slow storage: minutes)")
+	upload := fs.Duration("upload", def.Upload, "simulated duration of an ISO upload task")
+	start := fs.Duration("start", def.Start, "simulated duration of a start task")
+	stopD := fs.Duration("stop", def.Stop, "simulated duration of a stop task")
+	destroy := fs.Duration("destroy", def.Destroy, "simulated duration of a destroy task")
+	agent := fs.Duration("agent", def.AgentInstall, "simulated time from the end of a start to the guest agent answering, when cloud-init installs it")
+	agentBoot := fs.Duration("agent-boot", def.AgentBoot, "simulated time from the end of a start to the guest agent answering, when it is already installed")
+	statusInterval := fs.Duration("status-interval", def.StatusInterval, "period of the status snapshot /cluster/resources reads names and states from (0: live listing, no lag)")
+	snapAtClone := fs.Bool("snapshot-at-clone-start", false, "take a status snapshot right after each clone creates its config (listed \"VM <vmid>\", stopped)")
+	staleAfterClone := fs.Bool("stale-after-clone", false, "take a status snapshot right before each clone ends, the next a full interval later")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +76,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *speed <= 0 {
 		return errors.New("-speed must be positive")
+	}
+	for name, d := range map[string]time.Duration{"clone": *clone, "upload": *upload, "start": *start, "stop": *stopD, "destroy": *destroy, "agent": *agent, "agent-boot": *agentBoot} {
+		if d <= 0 {
+			return fmt.Errorf("-%s must be positive", name)
+		}
+	}
+	if *statusInterval < 0 {
+		return errors.New("-status-interval must not be negative")
 	}
 	var nodeList []string
 	for _, n := range strings.Split(*nodes, ",") {
@@ -70,6 +94,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sim, err := pvesim.Start(pvesim.Options{
 		Nodes: nodeList, Speed: *speed, Listen: *listen, Token: *token,
 		TemplateAgent: *templateAgent, Seed: *seed,
+		Durations: pvesim.Durations{
+			Clone: *clone, Upload: *upload, Start: *start, Stop: *stopD, Destroy: *destroy,
+			AgentInstall: *agent, AgentBoot: *agentBoot, StatusInterval: *statusInterval,
+		},
+		Listing: pvesim.Listing{Live: *statusInterval == 0, SnapshotAtCloneStart: *snapAtClone, StaleAfterClone: *staleAfterClone},
 	})
 	if err != nil {
 		return err
