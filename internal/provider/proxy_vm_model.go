@@ -41,6 +41,10 @@ type proxyVMModel struct {
 	Status          types.String   `tfsdk:"status"`
 	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+	// What a proxy fleet needs beyond the basics (proxy_vm_fleet.go).
+	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
+	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
+	NetworkInterface types.String `tfsdk:"network_interface"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -171,6 +175,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
+	defer applyAddresses(m, vm)
 	if vm.StatusUnknown {
 		// The node did not answer: keep the status and address known before.
 		if m.Status.IsUnknown() {
@@ -215,6 +220,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
+	nullUnknownAddresses(&m)
 	m.ID = types.StringValue(id.String())
 	m.Name = types.StringValue(id.Name)
 	m.VMID = types.Int64Value(int64(id.VMID))

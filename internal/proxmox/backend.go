@@ -139,6 +139,8 @@ type VM struct {
 	StatusUnknown bool
 	// MarkExtra is what the mark says beyond Mark (mark_extra.go).
 	MarkExtra MarkExtra
+	// Addresses are the agent's addresses (addresses.go), set when the agent was asked.
+	Addresses Addresses
 }
 
 // GetOptions tune Get.
@@ -198,6 +200,9 @@ type Instance struct {
 	Status    string
 	// CreatedBy is the mark's MarkKeyCreatedBy value, empty when it has none.
 	CreatedBy string
+	// Config is what the VM's config says (sizes, network, tags), as Get reads it; no
+	// status or addresses.
+	Config VM
 }
 
 // Seed is a seed ISO on the ISO storage of a node.

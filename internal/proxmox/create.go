@@ -472,9 +472,10 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 func (c *creation) finish(ctx context.Context) (VM, error) {
 	b, id := c.b, ID{VMID: c.vmid, Name: c.s.Name}
 	var ip string
+	var ifaces []pveapi.NetworkInterface
 	if c.s.WaitForIP {
 		var err error
-		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s); err != nil {
+		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, &ifaces); err != nil {
 			return VM{}, err
 		}
 	}
@@ -491,7 +492,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		vm = c.written()
 	}
 	if ip != "" {
-		vm.IP, vm.State = ip, StateRunning
+		vm.IP, vm.State, vm.Addresses = ip, StateRunning, agentAddresses(ifaces)
 	}
 	if err := c.finalize(ctx); err != nil {
 		return VM{}, err
@@ -520,8 +521,8 @@ func (c *creation) written() VM {
 // user-data installs it), it waits for as long as ctx allows (a first boot installs it in
 // about 50 s on a real host); otherwise the template must ship it, and an agent that does
 // not answer within Budgets.AgentStart of the start ends the wait.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec) (string, error) {
-	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot}
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, seen *[]pveapi.NetworkInterface) (string, error) {
+	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot, seen: seen}
 	if !b.seedInstallsAgent(s.UserData) {
 		a.expect = agentInstalled
 		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"

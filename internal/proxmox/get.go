@@ -119,6 +119,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	ifaces, err := b.api.AgentNetworkInterfaces(ctx, r.Node, id.VMID)
 	switch {
 	case err == nil:
+		vm.Addresses = agentAddresses(ifaces)
 		if vm.IP = firstIPv4(ifaces); vm.IP == "" {
 			vm.State = StateProvisioning // network still coming up
 		}

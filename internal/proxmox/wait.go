@@ -294,6 +294,8 @@ type addressWait struct {
 	why string
 	// budget bounds the wait; 0: ctx only.
 	budget time.Duration
+	// seen, when set, receives the agent's answer that ended the wait (addresses.go).
+	seen *[]pveapi.NetworkInterface
 }
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
@@ -327,6 +329,9 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 		switch {
 		case err == nil:
 			if ip = firstIPv4(ifaces); ip != "" {
+				if a.seen != nil {
+					*a.seen = ifaces
+				}
 				return done("address " + ip)
 			}
 			return keep(addressSeen(ifaces)) // the network is still coming up

@@ -617,6 +617,22 @@ func TestF21_agentReportsAnAddressAfterTheSeedInstallsIt(t *testing.T) {
 	if tg.sim != nil && !strings.HasPrefix(ens.IPAddresses[0].Address, "192.168.0.") {
 		t.Errorf("address %s not on the untagged network", ens.IPAddresses[0].Address)
 	}
+	if tg.sim != nil {
+		// The simulated network advertises a unique local prefix too: SLAAC gives ens18 one
+		// fd00:0:0:<subnet>:: address with the link-local address's interface identifier.
+		var ula, ll string
+		for _, a := range ens.IPAddresses {
+			switch {
+			case strings.HasPrefix(a.Address, "fd00:"):
+				ula = a.Address
+			case strings.HasPrefix(a.Address, "fe80:"):
+				ll = a.Address
+			}
+		}
+		if ula == "" || ll == "" || strings.TrimPrefix(ula, "fd00::") != strings.TrimPrefix(ll, "fe80::") {
+			t.Errorf("ens18 addresses %+v: want a SLAAC fd00:0:0:0::/64 address with the link-local suffix", ens.IPAddresses)
+		}
+	}
 	var raw struct {
 		Result []map[string]any `json:"result"`
 	}
