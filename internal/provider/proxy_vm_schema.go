@@ -148,7 +148,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
 					"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
 					"at plan time, since cloud-init would ignore it.",
-				Validators:    []validator.String{validators.CloudInitFormat()},
+				Validators: []validator.String{validators.CloudInitFormat()},
 				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 			},
 			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).

@@ -163,9 +163,9 @@ data "proxy_vms" "f" {
 				ConfigStateChecks: checks(2),
 			},
 			{
-				ResourceName:            vmAddr,
-				ImportState:             true,
-				ImportStateVerify:       true,
+				ResourceName:      vmAddr,
+				ImportState:       true,
+				ImportStateVerify: true,
 				// cores = 2 no longer matches machine_type "small": an import cannot name it.
 				ImportStateVerifyIgnore: append([]string{"machine_type"}, importIgnore...),
 			},
