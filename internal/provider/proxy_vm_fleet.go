@@ -8,10 +8,12 @@ import (
 )
 
 // fleetAttributes are proxy_vm's attributes for running a fleet of proxies: the guest's
-// addresses (proxy_vm_addresses.go).
+// addresses (proxy_vm_addresses.go), user tags, description and protection
+// (proxy_vm_notes.go).
 func fleetAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	maps.Copy(out, addressAttributes())
+	maps.Copy(out, notesAttributes())
 	return out
 }
 

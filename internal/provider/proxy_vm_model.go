@@ -45,6 +45,9 @@ type proxyVMModel struct {
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
 	NetworkInterface types.String `tfsdk:"network_interface"`
+	Tags             types.Set    `tfsdk:"tags"`
+	Description      types.String `tfsdk:"description"`
+	Protection       types.Bool   `tfsdk:"protection"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -175,7 +178,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
-	defer applyAddresses(m, vm)
+	defer applyFleet(m, vm)
 	if vm.StatusUnknown {
 		// The node did not answer: keep the status and address known before.
 		if m.Status.IsUnknown() {
@@ -220,7 +223,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
-	nullUnknownAddresses(&m)
+	nullUnknownFleet(&m)
 	m.ID = types.StringValue(id.String())
 	m.Name = types.StringValue(id.Name)
 	m.VMID = types.Int64Value(int64(id.VMID))
@@ -351,6 +354,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	if v, ok := knownInt(plan.VLANTag); ok {
 		s.VLANTag = v
 	}
+	applyFleetSpec(&s, plan)
 	return s
 }
 
@@ -383,6 +387,9 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 		changed = true
 	}
 	if c.Node = nodeChange(prior, plan); c.Node != nil {
+		changed = true
+	}
+	if fleetChanges(&c, prior, plan) {
 		changed = true
 	}
 	return c, changed

@@ -63,6 +63,9 @@ type vmDataModel struct {
 	IPv4Addresses    types.List     `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List     `tfsdk:"ipv6_addresses"`
 	NetworkInterface types.String   `tfsdk:"network_interface"`
+	Tags             types.Set      `tfsdk:"tags"`
+	Description      types.String   `tfsdk:"description"`
+	Protection       types.Bool     `tfsdk:"protection"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -136,6 +139,10 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"ipv4_addresses":    list("Every IPv4 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
 			"ipv6_addresses":    list("Every IPv6 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
 			"network_interface": str("The guest's name of the interface `ip_address` comes from (or, without an IPv4, the first IPv6)."),
+			"tags": schema.SetAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The VM's Proxmox tags besides `proxy_operator`."},
+			"description": str("The VM's note: its Proxmox description without the ownership mark's lines."),
+			"protection":  boolean("Whether Proxmox's protection flag is set."),
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
@@ -203,7 +210,8 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		Cores: rm.Cores, MemoryMiB: rm.MemoryMiB, DiskGiB: rm.DiskGiB, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
 		StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
-		NetworkInterface: rm.NetworkInterface, Timeouts: m.Timeouts,
+		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
+		Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)

@@ -47,6 +47,9 @@ func TestAccVMDataSource_lookups(t *testing.T) {
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("disk_gib"), knownvalue.Int64Exact(4)),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("bridge"), knownvalue.StringExact("vmbr0")),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("mac_address"), knownvalue.NotNull()),
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("tags"), knownvalue.SetExact([]knownvalue.Check{})),
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("description"), knownvalue.StringExact("")),
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("protection"), knownvalue.Bool(false)),
 				},
 			},
 			{
@@ -54,6 +57,9 @@ func TestAccVMDataSource_lookups(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("vmid"), knownvalue.Int64Exact(150003)),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("uid"), knownvalue.StringExact("")),
+					// An admin's line beside the mark is the note; the user tag beside proxy_operator.
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("description"), knownvalue.StringExact("owner=netops")),
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("tags"), knownvalue.SetExact([]knownvalue.Check{knownvalue.StringExact("dns")})),
 				},
 			},
 			{

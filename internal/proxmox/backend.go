@@ -101,6 +101,12 @@ type Spec struct {
 	CreatedAt    time.Time
 	// UserDataDigest, when set, is written into the mark (MarkKeyUserDataDigest).
 	UserDataDigest string
+	// Tags, when set, are the VM's tags besides ManagedTag (nil: the template's are kept);
+	// Note, when set, the human text after the mark in the description; Protection sets
+	// Proxmox's protection flag when the create finishes (fleet_config.go).
+	Tags       *[]string
+	Note       *string
+	Protection bool
 }
 
 // VM is what Get reads back.
@@ -141,6 +147,9 @@ type VM struct {
 	MarkExtra MarkExtra
 	// Addresses are the agent's addresses (addresses.go), set when the agent was asked.
 	Addresses Addresses
+	// Note is the description without the mark lines; Protected is the protection flag.
+	Note      string
+	Protected bool
 }
 
 // GetOptions tune Get.
@@ -189,6 +198,11 @@ type Changes struct {
 	// UID, when set, is the uid the VM's mark must carry, as in GetOptions.UID: a VM of
 	// another uid is not ours and Update answers ErrNotFound without touching it.
 	UID string
+	// Tags, Note and Protection, when set, replace the user tags, the note and the
+	// protection flag (fleet_config.go); none of them restarts the VM.
+	Tags       *[]string
+	Note       *string
+	Protection *bool
 }
 
 // Instance is one marked VM listed by List (entry 12).

@@ -305,7 +305,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (F4).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
+	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
 	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
@@ -498,6 +498,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		return VM{}, err
 	}
 	vm.Creating = false
+	vm.Protected = vm.Protected || c.s.Protection // set by finalize's write
 	return vm, nil
 }
 
@@ -545,6 +546,7 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]s
 	if s.MemoryMiB > 0 {
 		p["memory"] = strconv.Itoa(s.MemoryMiB)
 	}
+	fleetCreateParams(p, s)
 	if s.Bridge != "" || s.VLANTag != 0 {
 		var tag *int
 		if s.VLANTag != 0 {

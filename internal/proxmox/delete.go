@@ -90,6 +90,9 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		return false, "", b.deleteRecordedSeeds(ctx, id, st, opts)
 	}
 	node := st.r.Node
+	if err := refuseProtected(id, st.cfg); err != nil {
+		return false, node, err
+	}
 	seeds := ownSeeds(b.cfg.ISOStorage, id.Name, st.cfg, opts)
 	// 5. Stop unless stopped; status/current, since the listing may lag (P6) and shows a
 	// paused VM as running (F14).

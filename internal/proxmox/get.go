@@ -198,6 +198,8 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		Meta:         cfg["meta"],
 		Creating:     mark.Creating,
 		MarkExtra:    ParseMarkExtra(cfg["description"]),
+		Note:         NoteOf(cfg["description"]),
+		Protected:    cfg["protection"] == "1",
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)

@@ -89,6 +89,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if ch.OnBoot != nil && *ch.OnBoot != (cfg["onboot"] == "1") {
 		params["onboot"] = boolParam(*ch.OnBoot)
 	}
+	fleetUpdateParams(params, ch, cfg)
 	if ch.Bridge != nil || ch.VLANTag != nil {
 		if ch.VLANTag != nil && (*ch.VLANTag < 0 || *ch.VLANTag > 4094) {
 			return node, nil, Permanentf("VLAN tag %d is outside 1 to 4094 (0 removes the tag)", *ch.VLANTag)

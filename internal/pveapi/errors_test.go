@@ -63,6 +63,7 @@ var classifyTable = map[string]classRow{
 	"err_config_volume_missing":   {Transient, Transient, ""},
 	"err_config_modified":         {Transient, Transient, ""},
 	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
+	"err_destroy_protected":       {Transient, Transient, ""},
 	"err_shutdown_paused":         {Transient, Transient, ""},
 	"err_upload_forbidden":        {Permanent, Permanent, "IsForbidden"},
 	"err_volume_storage_mismatch": {Permanent, Permanent, ""},

@@ -961,3 +961,27 @@ func withoutKey(m map[string]any, k string) map[string]any {
 	}
 	return out
 }
+
+// TestDestroy_protectedVMRefusedBeforeTheRunningCheck: a VM with protection=1 is refused
+// with check_protection's text whether it runs or not (the protection check comes first in
+// destroy_vm's early checks); once the flag is cleared the destroy is accepted.
+func TestDestroy_protectedVMRefusedBeforeTheRunningCheck(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"protection": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	tg.started()
+	_, err := tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_destroy_protected")
+	upid, err := tg.api.Stop(tg.ctx(), tg.node, tg.vmid)
+	tg.mustOK(upid, err)
+	_, err = tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_destroy_protected")
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"delete": "protection"}); err != nil {
+		t.Fatal(err)
+	}
+	upid, err = tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.mustOK(upid, err)
+}
