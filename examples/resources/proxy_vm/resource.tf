@@ -47,10 +47,6 @@ resource "proxy_vm" "prod" {
   # protection = true
 }
 
-output "proxy_prod_addresses" {
-  value = concat(proxy_vm.prod.ipv4_addresses, proxy_vm.prod.ipv6_addresses)
-}
-
 output "proxy_a_ip" {
   value = proxy_vm.egress.ip_address
 }
