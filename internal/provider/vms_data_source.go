@@ -116,13 +116,13 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
 				Computed: true,
-				MarkdownDescription: "Seed ISOs (`<name>-seed.iso`) on the ISO storage of the provider's nodes that " +
-					"no VM of that name uses, in node order then by volume: the seeds of VMs destroyed outside " +
+				MarkdownDescription: "Seed ISOs (`<name>-<uid>-seed.iso`, one per VM, or `<name>-seed.iso` of earlier releases and the " +
+					"operator) on the ISO storage of the provider's nodes that no VM uses, in node order then by volume: the seeds of VMs destroyed outside " +
 					"Terraform, which nothing deletes. Remove them in Proxmox. On a shared ISO storage each orphan " +
 					"shows once per node. A node whose storage cannot be listed is left out with a warning.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"node":  computed("The node whose ISO storage holds the seed."),
-					"volid": computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-seed.iso`."),
+					"volid": computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
 					"name":  computed("The VM name the seed was made for."),
 					"size":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
 				}},

@@ -138,7 +138,7 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	case s.Name == "" || strings.Contains(s.Name, "/"):
 		return Permanentf("the name %q must be non-empty and contain no /", s.Name)
 	case s.UID == "":
-		return Permanentf("no uid was planned for this VM (a provider bug: the uid is set at plan time)")
+		return Permanentf("no uid was given for this VM (a provider bug: Create mints one)")
 	case s.TemplateVMID <= 0:
 		return Permanentf("no template VMID: set image or template_vmid")
 	case s.Cores < 0 || s.MemoryMiB < 0 || s.DiskGiB < 0:

@@ -72,8 +72,8 @@ func TestCreate_localTemplateClonesOnItsNodeThenMigrates(t *testing.T) {
 }
 
 // TestCreate_adoptedCloneOnTemplateNodeIsMigrated: an interruption between the clone and
-// the migration leaves our stopped VM on the template's node; the retry adopts it and
-// migrates it before provisioning.
+// the migration leaves the stopped VM, still marked "creating", on the template's node;
+// the retry takes it over and migrates it before provisioning.
 func TestCreate_adoptedCloneOnTemplateNodeIsMigrated(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	localStorage(h.f)
