@@ -85,7 +85,7 @@ var badResourceAttrs = []badAttr{
 	{name: "node-unknown", attr: "node", vm: func(v *tfrun.VM) { v.Node = "pve9" }},
 	{name: "image-empty", attr: "image", vm: func(v *tfrun.VM) { v.Image = ""; v.Extra = `image = ""` }},
 	{name: "image-unknown-key", attr: "image", vm: func(v *tfrun.VM) { v.Image = "windows-95" }},
-	{name: "image-and-template_vmid", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Extra = "template_vmid = 9001" }},
+	{name: "image-and-another-template_vmid", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Extra = "template_vmid = 9002" }},
 	{name: "no-image-no-template", attr: "image", vm: func(v *tfrun.VM) { v.Image = "" }},
 	{name: "template_vmid-low", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Image = ""; v.Extra = "template_vmid = 99" }},
 	{name: "machine_type-empty", attr: "machine_type", vm: func(v *tfrun.VM) { v.MachineType = ""; v.Extra = `machine_type = ""` }},

@@ -25,7 +25,7 @@ const genDigestKey = "e2e-digest-key-0123456789"
 // configuration and the cloud-init of each VM by name ("" for none): a with cloud_init_wo
 // and a machine type, b with explicit sizes and no cloud-init, c with cloud_init_wo and an
 // explicit template VMID.
-func genFleet(t *testing.T, ctx context.Context, sim *pvesim.Sim, prefix string) (tfrun.ProviderConfig, map[string]string) {
+func genFleet(ctx context.Context, t *testing.T, sim *pvesim.Sim, prefix string) (tfrun.ProviderConfig, map[string]string) {
 	t.Helper()
 	pc := tfrun.SimConfig(sim)
 	pc.Extra = fmt.Sprintf("  cloud_init_digest_key = %q\n", genDigestKey)
@@ -79,7 +79,7 @@ func fillCloudInit(t *testing.T, gen string, texts map[string]string) (string, i
 	edited := 0
 	out := resourceBlockRE.ReplaceAllStringFunc(gen, func(block string) string {
 		for name, text := range texts {
-			if text == "" || !strings.Contains(block, fmt.Sprintf("name          = %q", name)) && !regexp.MustCompile(`(?m)^\s*name\s*=\s*"`+regexp.QuoteMeta(name)+`"$`).MatchString(block) {
+			if text == "" || !regexp.MustCompile(`(?m)^\s*name\s*=\s*"`+regexp.QuoteMeta(name)+`"$`).MatchString(block) {
 				continue
 			}
 			re := regexp.MustCompile(`(?m)^(\s*)cloud_init_wo\s*=\s*null.*$`)
@@ -124,7 +124,7 @@ func TestGenerateConfig_importPlansClean(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	prefix := "proxy-gen-"
-	pc, texts := genFleet(t, ctx, sim, prefix)
+	pc, texts := genFleet(ctx, t, sim, prefix)
 
 	ws := provider.NewWorkspace(t)
 	ws.Timeout = commandTimeout
@@ -195,7 +195,7 @@ func TestQuery_fleetImport(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	prefix := "proxy-fleet-"
-	pc, texts := genFleet(t, ctx, sim, prefix)
+	pc, texts := genFleet(ctx, t, sim, prefix)
 	// A marked VM outside the prefix and an unmarked one inside it are not listed.
 	if err := sim.AddVM(pvesim.VMSpec{VMID: 150999, Name: prefix + "handmade", Config: map[string]string{"description": "made by hand"}}); err != nil {
 		t.Fatal(err)

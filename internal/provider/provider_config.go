@@ -88,7 +88,7 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 
 	// ca_file from the environment: only when the block names no CA and does not set
 	// insecure = true (the block's own choice wins).
-	if c.CAFile == "" && !c.HasCAPEM && !(m.Insecure.ValueBool()) {
+	if c.CAFile == "" && !c.HasCAPEM && !m.Insecure.ValueBool() {
 		c.CAFile = env(envCAFile)
 	}
 

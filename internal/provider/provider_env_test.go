@@ -12,11 +12,18 @@ import (
 // TestProviderConfigure_caFileEnv: PROXMOX_VE_CA_FILE stands in for ca_file when the block
 // names no CA and does not set insecure = true; the block's ca_file, ca_pem or insecure win.
 func TestProviderConfigure_caFileEnv(t *testing.T) {
-	env := map[string]string{envCAFile: "/etc/proxy/env-ca.pem"}
+	dir := t.TempDir()
+	envCA, blockCA := filepath.Join(dir, "env-ca.pem"), filepath.Join(dir, "block-ca.pem")
+	for _, f := range []string{envCA, blockCA} {
+		if err := os.WriteFile(f, []byte(testCAPEM(t)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{envCAFile: envCA}
 	if c := configured(t, configure(t, validConfig(), env, nil, false)).cfg; c.CAFile != env[envCAFile] {
 		t.Errorf("without ca_file: CAFile %q, want the environment's %q", c.CAFile, env[envCAFile])
 	}
-	if c := configured(t, configure(t, validConfig().with("ca_file", "/etc/block-ca.pem"), env, nil, false)).cfg; c.CAFile != "/etc/block-ca.pem" {
+	if c := configured(t, configure(t, validConfig().with("ca_file", blockCA), env, nil, false)).cfg; c.CAFile != blockCA {
 		t.Errorf("with ca_file: CAFile %q, want the block's", c.CAFile)
 	}
 	if c := configured(t, configure(t, validConfig().with("ca_pem", testCAPEM(t)), env, nil, false)).cfg; c.CAFile != "" || !c.HasCAPEM {
@@ -27,6 +34,10 @@ func TestProviderConfigure_caFileEnv(t *testing.T) {
 	}
 	if c := configured(t, configure(t, validConfig(), nil, nil, false)).cfg; c.CAFile != "" {
 		t.Errorf("without the variable: CAFile %q", c.CAFile)
+	}
+	// A missing file named by the variable is refused at configure, as a missing ca_file is.
+	if resp := configure(t, validConfig(), map[string]string{envCAFile: filepath.Join(dir, "missing.pem")}, nil, false); !resp.Diagnostics.HasError() {
+		t.Error("a PROXMOX_VE_CA_FILE naming a missing file was accepted")
 	}
 	// The digest key's fallback too.
 	if c := configured(t, configure(t, validConfig(), map[string]string{envDigestKey: "env-key-0123456789abcdef"}, nil, false)).cfg; c.DigestKey != "env-key-0123456789abcdef" {

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
@@ -62,7 +63,8 @@ func cloudInitDigestKeyAttribute() providerschema.StringAttribute {
 // cloudInitWOAttribute is proxy_vm's write-only cloud-init.
 func cloudInitWOAttribute() schema.StringAttribute {
 	md := "cloud-init user-data, as `cloud_init`, but write-only (Terraform 1.11 and later): " +
-		"never stored in the state or in a plan file. Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
+		"never stored in the state or among a plan's values (read it from a file: a saved plan keeps a copy of the `.tf` " +
+		"files). Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
 		"detected through `cloud_init_digest` and replaces the VM, so the provider needs `cloud_init_digest_key`. " +
 		"An import reads the digest from the VM's mark: with the same text the plan is empty. Prefer it to " +
 		"`cloud_init` whenever the text holds a secret (a proxy password, an upstream credential)."
@@ -72,7 +74,10 @@ func cloudInitWOAttribute() schema.StringAttribute {
 		Sensitive:           true,
 		Description:         plain(md),
 		MarkdownDescription: md,
-		Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("cloud_init"))},
+		Validators: []validator.String{
+			stringvalidator.ConflictsWith(path.MatchRoot("cloud_init")),
+			validators.CloudInitFormat(), // as cloud_init: not empty, a cloud-init format
+		},
 	}
 }
 

@@ -92,13 +92,9 @@ func replaceUnlessUnread(creatingOrDestroying, equal, priorNull, unread bool) bo
 	return !priorNull || !unread
 }
 
-// requiresReplaceUnlessUnreadString is RequiresReplace, except for the first value set
-// after an import that could not read the attribute back.
-func requiresReplaceUnlessUnreadString(a unreadAttr) planmodifier.String {
-	return unlessUnreadModifier{attr: a}
-}
-
-// requiresReplaceUnlessUnreadInt64 is the Int64 variant.
+// requiresReplaceUnlessUnreadInt64 is RequiresReplace, except for the first value set
+// after an import that could not read the attribute back. (cloud_init's replacement is
+// decided in ModifyPlan, with cloud_init_wo: planCloudInitDigest.)
 func requiresReplaceUnlessUnreadInt64(a unreadAttr) planmodifier.Int64 {
 	return unlessUnreadModifier{attr: a}
 }

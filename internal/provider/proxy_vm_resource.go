@@ -274,12 +274,12 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed.")
 		return
 	}
+	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
 	if vm.StatusUnknown {
 		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
-	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
 	applyVM(&state, vm)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})

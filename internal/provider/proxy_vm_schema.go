@@ -264,8 +264,9 @@ at create and stays where it is.
 **Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
 a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
 
-**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` and only VMs carrying the mark.
-` + "`cloud_init`" + ` cannot be read back. The template is identified among the catalogue's templates by
+**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+, the identity
+` + "`{ vmid, name }`" + `) and only VMs carrying the mark. ` + "`cloud_init`" + ` cannot be read back; the digest of
+` + "`cloud_init_wo`" + ` is, so the same text plans nothing. The template is identified among the catalogue's templates by
 the creation time a full clone copies from its template (` + "`meta`" + `), which costs one config read per
 catalogue template at import and nothing in a plan; when no single template matches (a template outside the
 catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it is left unset. For values left unset

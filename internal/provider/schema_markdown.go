@@ -7,6 +7,9 @@ import (
 
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 )
 
 // withMarkdown gives every attribute of a resource schema written with a plain Description
@@ -109,6 +112,9 @@ func markdownDataSourceTimeouts(b dsschema.Block) dsschema.Block {
 	}
 	for k, a := range nb.Attributes {
 		if v, ok := a.(dsschema.StringAttribute); ok && v.MarkdownDescription == "" {
+			// The same rule as proxy_vm's timeouts (positiveTimeouts).
+			v.Validators = append(append([]validator.String(nil), v.Validators...), validators.Duration())
+			v.Description += " A duration above zero."
 			v.MarkdownDescription = v.Description
 			nb.Attributes[k] = v
 		}

@@ -272,9 +272,9 @@ type Backend struct {
 	clock    clock
 	listings *listingCache
 	locks    *keyedLock
-	pre      *preflightCache // Preflight's verdicts, per provider instance
 	// placements are the nodes automatic placement gave (placement.go).
 	placements placementBook
+	pre        *preflightCache // Preflight's verdicts, per provider instance
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
 }

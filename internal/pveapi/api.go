@@ -47,10 +47,10 @@ type API interface {
 	UploadISO(ctx context.Context, node, storage, filename string, r io.Reader, size int64) (string, error)
 	// DeleteVolume is DELETE /nodes/{node}/storage/{storage}/content/{volid}.
 	DeleteVolume(ctx context.Context, node, storage, volid string) (string, error)
-	// NodeNetwork is GET /nodes/{node}/network?type={ifaceType}.
-	NodeNetwork(ctx context.Context, node, ifaceType string) ([]NodeInterface, error)
 	// Migrate is POST /nodes/{node}/qemu/{vmid}/migrate (migrate.go).
 	Migrate(ctx context.Context, node string, vmid int, p MigrateParams) (string, error)
+	// NodeNetwork is GET /nodes/{node}/network?type={ifaceType}.
+	NodeNetwork(ctx context.Context, node, ifaceType string) ([]NodeInterface, error)
 }
 
 // VersionInfo is the answer of GET /version.
