@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 var (
@@ -120,8 +118,9 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"made_by": str("`provider` when the mark says this provider made the VM " +
 				"(`proxy-operator-created-by=terraform-provider-proxy`), else `other` (the proxy operator, or an early " +
 				"release of this provider)."),
-			"status": str("`running`, `provisioning` (running, its agent not answering yet) or `stopped` (also paused " +
-				"or hibernated)."),
+			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
+				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
+				"without addresses."),
 			"image": str("The provider's `templates` key of the template the VM was cloned from, when exactly one key " +
 				"names it; null otherwise."),
 			"template_vmid": num("The template the VM was cloned from, when it could be identified; null otherwise."),
@@ -188,14 +187,25 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	if !ok {
 		return
 	}
-	vm, err := d.data.backend.Get(rctx, in.ID, proxmox.GetOptions{Agent: true, FreshListing: true})
-	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient && rctx.Err() == nil {
-		// The agent is optional here: a guest whose agent fails is read without addresses.
-		vm, err = d.data.backend.Get(rctx, in.ID, proxmox.GetOptions{FreshListing: true})
-	}
+	vm, err := d.data.backend.Get(rctx, in.ID, proxmox.GetOptions{FreshListing: true})
 	if err != nil {
 		resp.Diagnostics.AddError(summaryReadVM, fmt.Sprintf("VM %s (VMID %d): %s", in.ID.Name, in.ID.VMID, ds.dsErrorDetail(err)))
 		return
+	}
+	if vm.State == proxmox.StateRunning {
+		// The status is status/current's; the addresses are the agent's, when it answers (a
+		// guest without the agent is still running, only without addresses).
+		a, err := d.data.backend.AgentAddresses(rctx, vm.Node, vm.ID.VMID)
+		switch {
+		case err != nil:
+			resp.Diagnostics.AddWarning("Unable to read the proxy VM's addresses",
+				fmt.Sprintf("VM %s (VMID %d): its guest agent could not be read, so the addresses are null: %s", in.ID.Name, in.ID.VMID, ds.redact(err.Error())))
+		case len(a.IPv4) > 0 || len(a.IPv6) > 0:
+			vm.Addresses = a
+			if len(a.IPv4) > 0 {
+				vm.IP = a.IPv4[0]
+			}
+		}
 	}
 	cfg := (&proxyVMResource{data: d.data}).cfg()
 	tmpl, found, err := d.data.backend.TemplateOf(rctx, vm, templateCandidates(cfg))

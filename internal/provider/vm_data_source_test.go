@@ -42,6 +42,9 @@ func TestAccVMDataSource_lookups(t *testing.T) {
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("node"), knownvalue.StringExact("pve1")),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("uid"), knownvalue.StringExact(uidA)),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("made_by"), knownvalue.StringExact("other")),
+					// Running without a guest agent: running, no addresses.
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("ipv4_addresses"), knownvalue.Null()),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("memory_mib"), knownvalue.Int64Exact(1024)),
 					statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("disk_gib"), knownvalue.Int64Exact(4)),
