@@ -14,6 +14,7 @@ func fleetAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	maps.Copy(out, addressAttributes())
 	maps.Copy(out, notesAttributes())
+	out["started"] = startedAttribute()
 	return out
 }
 

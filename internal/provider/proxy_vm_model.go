@@ -48,6 +48,7 @@ type proxyVMModel struct {
 	Tags             types.Set    `tfsdk:"tags"`
 	Description      types.String `tfsdk:"description"`
 	Protection       types.Bool   `tfsdk:"protection"`
+	Started          types.Bool   `tfsdk:"started"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -416,5 +417,5 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
-	return running && (c.Cores != nil || c.MemoryMiB != nil)
+	return running && !c.Stop && (c.Cores != nil || c.MemoryMiB != nil)
 }

@@ -112,6 +112,7 @@ func applyFleet(m *proxyVMModel, vm proxmox.VM) {
 	m.Tags = types.SetValueMust(types.StringType, elems)
 	m.Description = types.StringValue(vm.Note)
 	m.Protection = types.BoolValue(vm.Protected)
+	importedStarted(m, vm)
 }
 
 // nullUnknownFleet nulls the fleet values still unknown (the partial state of a create).
@@ -126,6 +127,9 @@ func nullUnknownFleet(m *proxyVMModel) {
 	if m.Protection.IsUnknown() {
 		m.Protection = types.BoolNull()
 	}
+	if m.Started.IsUnknown() {
+		m.Started = types.BoolNull()
+	}
 }
 
 // applyFleetSpec puts the planned tags, note and protection into a create's spec.
@@ -137,12 +141,13 @@ func applyFleetSpec(s *proxmox.Spec, plan proxyVMModel) {
 		s.Note = &v
 	}
 	s.Protection = !plan.Protection.IsUnknown() && plan.Protection.ValueBool()
+	startedSpec(s, plan)
 }
 
 // fleetChanges puts the changed tags, note and protection into an update; it reports
 // whether there was any.
 func fleetChanges(c *proxmox.Changes, prior, plan proxyVMModel) bool {
-	changed := false
+	changed := startedChanges(c, prior, plan)
 	if tags, ok := knownTags(plan.Tags); ok && !plan.Tags.Equal(prior.Tags) {
 		c.Tags, changed = &tags, true
 	}

@@ -107,6 +107,8 @@ type Spec struct {
 	Tags       *[]string
 	Note       *string
 	Protection bool
+	// Stopped leaves the new VM stopped: no start, no address wait (started = false).
+	Stopped bool
 }
 
 // VM is what Get reads back.
@@ -203,6 +205,9 @@ type Changes struct {
 	Tags       *[]string
 	Note       *string
 	Protection *bool
+	// Stop stops a running VM after the config write (started = false), instead of any
+	// start or restart.
+	Stop bool
 }
 
 // Instance is one marked VM listed by List (entry 12).

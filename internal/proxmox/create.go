@@ -381,6 +381,9 @@ func (c *creation) provision(ctx context.Context) error {
 			}
 		}
 	}
+	if s.Stopped {
+		return nil // started = false: the first boot waits for the update that starts it
+	}
 	// 8. Start; 9. wait for running/running.
 	return b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg)
 }
