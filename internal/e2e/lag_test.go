@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,18 +18,8 @@ import (
 
 const lagClone = 30 * time.Second
 
-// lagEnabled gates the scenarios until the backend that treats the listing as a hint is
-// merged: on the old backend they fail as the listing-lag defect describes.
-func lagEnabled(t *testing.T) {
-	t.Helper()
-	if os.Getenv("E2E_LAG") == "" {
-		t.Skip("the lagging-listing scenarios need the backend that waits out \"VM <vmid>\" and clone-locked entries; set E2E_LAG=1 to run them")
-	}
-}
-
 func lagScenario(t *testing.T, cat string) *scenario {
 	t.Helper()
-	lagEnabled(t)
 	s := newScenario(t, cat, scenarioOpts{NoForeign: true, Sim: pvesim.Options{
 		Speed:     1,
 		Durations: pvesim.Durations{Clone: lagClone},

@@ -152,7 +152,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 
 	// The same checks as at plan time (cached when this provider instance planned too):
 	// a configuration mistake fails here, before anything exists and before any state is
-	// saved, so nothing is tainted. cloud_init_wo is only in the config.
+	// saved, so nothing is tainted.
 	var config proxyVMModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
 	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", config, plan, &resp.Diagnostics) {
@@ -171,6 +171,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	spec.UID = uid
 	spec.Namespace = r.cfg().UIDNamespace
 	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
+	// The digest of a write-only cloud-init is keyed by the uid: after it is minted.
 	applyCloudInitWO(&spec, config, r.cfg())
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
@@ -415,7 +416,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	ctx = r.data.withLogging(ctx)
 	var ref importRef
-	if req.ID == "" && req.Identity != nil {
+	if req.ID == "" && req.Identity != nil && !req.Identity.Raw.IsNull() {
 		// An import block with identity = { vmid = ..., name = ... } (Terraform 1.12+).
 		var diags diag.Diagnostics
 		ref, diags = importRefFromIdentity(ctx, req.Identity)

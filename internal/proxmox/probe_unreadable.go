@@ -22,7 +22,7 @@ func unreadableConfig(err error) error { return errUnreadableConfig{err} }
 // is not one we could ever adopt, so it holds that VMID as far as we are concerned.
 func probePast(ctx context.Context, r pveapi.Resource, err error) bool {
 	var u errUnreadableConfig
-	if r.Name != "" || !errors.As(err, &u) {
+	if !listedPlaceholder(r) || !errors.As(err, &u) {
 		return false
 	}
 	tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by a guest whose config cannot be read", map[string]any{

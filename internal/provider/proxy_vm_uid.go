@@ -1,0 +1,73 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+)
+
+// newUID is the uid of a VM a Create makes: a random UUID (version 4, RFC 9562 section
+// 5.4), minted at apply. It is unknown in the plan of a create (Terraform would reject a
+// random value planned twice) and kept in the state afterwards. Where a create looks for a
+// VMID stays deterministic: uidFor(uid_namespace, name), the allocation key.
+func newUID() (string, error) {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		return "", fmt.Errorf("reading random bytes for the VM's uid: %w", err)
+	}
+	u[6] = (u[6] & 0x0f) | 0x40 // version 4
+	u[8] = (u[8] & 0x3f) | 0x80 // RFC 9562 variant
+	return formatUUID(u), nil
+}
+
+// privateKeySeed holds, in the resource's private state, the seed ISO file the VM boots
+// from (proxmox.VM.Seed), so that a destroy of a VM already gone deletes exactly that one.
+const privateKeySeed = "seed"
+
+type seedRecord struct {
+	File string `json:"file"`
+}
+
+// writeSeed records the VM's seed file; "" leaves the record as it is.
+func writeSeed(ctx context.Context, p privateSetter, file string) diag.Diagnostics {
+	if file == "" || isNilPrivate(p) {
+		return nil
+	}
+	raw, err := json.Marshal(seedRecord{File: file})
+	if err != nil {
+		var diags diag.Diagnostics
+		diags.AddError("Unable to record the proxy VM's seed ISO", err.Error())
+		return diags
+	}
+	return p.SetKey(ctx, privateKeySeed, raw)
+}
+
+// readSeed returns the recorded seed file, "" when none (a state written by an earlier
+// release, until its first refresh).
+func readSeed(ctx context.Context, p privateGetter) string {
+	if isNilPrivate(p) {
+		return ""
+	}
+	raw, diags := p.GetKey(ctx, privateKeySeed)
+	if diags.HasError() || len(raw) == 0 {
+		return ""
+	}
+	var r seedRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		tflog.Debug(ctx, "proxy VM seed record unreadable, ignored", map[string]any{"error": err.Error()})
+		return ""
+	}
+	return r.File
+}
+
+// isNilPrivate reports a private state the caller did not set up (a response built by hand
+// in a test; the framework always provides one).
+func isNilPrivate(p any) bool {
+	v := reflect.ValueOf(p)
+	return p == nil || (v.Kind() == reflect.Pointer && v.IsNil())
+}
