@@ -142,8 +142,12 @@ func TestAccProxyVM_tagsDescriptionProtection(t *testing.T) {
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(c.checkOneVM(vmAddr, name), func(*terraform.State) error {
-					if seeds, err := c.seeds(name); err != nil || len(seeds) != 1 {
-						return fmt.Errorf("seed ISOs after the refused destroy: %v %v, want one", seeds, err)
+					seeds, err := c.seeds(name)
+					if err != nil {
+						return fmt.Errorf("seed ISOs after the refused destroy: %w", err)
+					}
+					if len(seeds) != 1 {
+						return fmt.Errorf("seed ISOs after the refused destroy: %v, want one", seeds)
 					}
 					return nil
 				}),
