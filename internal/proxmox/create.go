@@ -318,7 +318,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (F4).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
+	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
 	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
@@ -407,6 +407,9 @@ func (c *creation) provision(ctx context.Context) error {
 				return err
 			}
 		}
+	}
+	if s.Stopped {
+		return nil // started = false: the first boot waits for the update that starts it
 	}
 	// 8. Start; 9. wait for running/running.
 	if err := b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg); err != nil {
@@ -503,9 +506,10 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 func (c *creation) finish(ctx context.Context) (VM, error) {
 	b, id := c.b, ID{VMID: c.vmid, Name: c.s.Name}
 	var ip string
+	var ifaces []pveapi.NetworkInterface
 	if c.s.WaitForIP {
 		var err error
-		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, c.started); err != nil {
+		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, c.started, &ifaces); err != nil {
 			return VM{}, err
 		}
 	}
@@ -522,7 +526,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		vm = c.written()
 	}
 	if ip != "" {
-		vm.IP, vm.State = ip, StateRunning
+		vm.IP, vm.State, vm.Addresses = ip, StateRunning, agentAddresses(ifaces)
 	}
 	if err := c.finalize(ctx); err != nil {
 		return VM{}, err
@@ -530,6 +534,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	vm.Creating = false
 	vm.Passed = c.passed
 	b.finished.Store(c.s.UID, true)
+	vm.Protected = vm.Protected || c.s.Protection // set by finalize's write
 	return vm, nil
 }
 
@@ -566,9 +571,9 @@ func (c *creation) written() VM {
 // user-data installs it), it waits for as long as ctx allows (a first boot installs it in
 // about 50 s on a real host); otherwise the template must ship it, and an agent that does
 // not answer within Budgets.AgentStart of the start ends the wait.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool) (string, error) {
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface) (string, error) {
 	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot,
-		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started}
+		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen}
 	if !b.seedInstallsAgent(s.UserData) {
 		a.expect, a.delayKey = agentInstalled, agentDelayKey(false, 0)
 		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"
@@ -591,6 +596,7 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]s
 	if s.MemoryMiB > 0 {
 		p["memory"] = strconv.Itoa(s.MemoryMiB)
 	}
+	fleetCreateParams(p, s)
 	if s.Bridge != "" || s.VLANTag != 0 {
 		var tag *int
 		if s.VLANTag != 0 {

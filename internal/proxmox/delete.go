@@ -91,6 +91,9 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		return false, "", b.deleteRecordedSeeds(ctx, id, st, opts)
 	}
 	node := st.r.Node
+	if err := refuseProtected(id, st.cfg); err != nil {
+		return false, node, err
+	}
 	seeds := ownSeeds(b.cfg.ISOStorage, id.Name, st.cfg, opts)
 	// 6. The seed before the destroy (CR1), deleted while the VM stops: it does not depend
 	// on the stop. A failure leaves the VM for the next Delete.

@@ -173,10 +173,12 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 	if o.FirstBoot {
 		a.expect, a.why = agentAtFirstBoot, ""
 	}
+	var ifaces []pveapi.NetworkInterface
+	a.seen = &ifaces
 	ip, err := b.waitAddress(ctx, a)
 	if err != nil {
 		return VM{}, err
 	}
-	vm.IP, vm.State = ip, StateRunning
+	vm.IP, vm.State, vm.Addresses = ip, StateRunning, agentAddresses(ifaces)
 	return vm, nil
 }

@@ -317,6 +317,8 @@ type addressWait struct {
 	// caller made, so its delay is a boot's and is remembered.
 	delayKey string
 	learn    bool
+	// seen, when set, receives the agent's answer that ended the wait (addresses.go).
+	seen *[]pveapi.NetworkInterface
 }
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
@@ -368,6 +370,9 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 			if ip = firstIPv4(ifaces); ip != "" {
 				if a.learn {
 					b.agentSeen.observe(key, missed, asked)
+				}
+				if a.seen != nil {
+					*a.seen = ifaces
 				}
 				return done("address " + ip)
 			}
