@@ -460,5 +460,5 @@ func (p *proxyProvider) Resources(_ context.Context) []func() resource.Resource 
 }
 
 func (p *proxyProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewHealthDataSource, NewVMsDataSource}
+	return []func() datasource.DataSource{NewHealthDataSource, NewVMsDataSource, NewVMDataSource}
 }

@@ -41,6 +41,14 @@ type proxyVMModel struct {
 	Status          types.String   `tfsdk:"status"`
 	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
+	// What a proxy fleet needs beyond the basics (proxy_vm_fleet.go).
+	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
+	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
+	NetworkInterface types.String `tfsdk:"network_interface"`
+	Tags             types.Set    `tfsdk:"tags"`
+	Description      types.String `tfsdk:"description"`
+	Protection       types.Bool   `tfsdk:"protection"`
+	Started          types.Bool   `tfsdk:"started"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -170,6 +178,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
+	defer applyFleet(m, vm)
 	if vm.StatusUnknown {
 		// The node did not answer: keep the status and address known before.
 		if m.Status.IsUnknown() {
@@ -214,6 +223,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
+	nullUnknownFleet(&m)
 	m.ID = types.StringValue(id.String())
 	m.Name = types.StringValue(id.Name)
 	m.VMID = types.Int64Value(int64(id.VMID))
@@ -344,6 +354,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	if v, ok := knownInt(plan.VLANTag); ok {
 		s.VLANTag = v
 	}
+	applyFleetSpec(&s, plan)
 	return s
 }
 
@@ -378,6 +389,9 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	if c.Node = nodeChange(prior, plan); c.Node != nil {
 		changed = true
 	}
+	if fleetChanges(&c, prior, plan) {
+		changed = true
+	}
 	return c, changed
 }
 
@@ -402,5 +416,5 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
-	return running && (c.Cores != nil || c.MemoryMiB != nil)
+	return running && !c.Stop && (c.Cores != nil || c.MemoryMiB != nil)
 }

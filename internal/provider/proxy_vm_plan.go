@@ -150,6 +150,7 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 		running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
 		if needsStart(prior.Status) || (running && (sizeChange(prior.Cores, plan.Cores) || sizeChange(prior.MemoryMiB, plan.MemoryMiB))) {
 			plan.IPAddress = types.StringUnknown()
+			planAddressesUnknown(plan)
 		}
 	}
 	return replace, diags

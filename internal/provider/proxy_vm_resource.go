@@ -121,6 +121,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
 		plan.Status = types.StringUnknown()
 	}
+	planStarted(&plan, prior) // started = false (proxy_vm_started.go)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -38,7 +38,7 @@ const (
 )
 
 func proxyVMSchema(ctx context.Context) schema.Schema {
-	return withMarkdown(schema.Schema{
+	return withMarkdown(withAttributes(schema.Schema{
 		Version: 0,
 		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
@@ -243,7 +243,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
 			})),
 		},
-	})
+	}, fleetAttributes()))
 }
 
 const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO

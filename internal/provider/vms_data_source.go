@@ -39,6 +39,8 @@ type vmsModel struct {
 	ID          types.String     `tfsdk:"id"`
 	Node        types.String     `tfsdk:"node"`
 	NameRegex   types.String     `tfsdk:"name_regex"`
+	NamePrefix  types.String     `tfsdk:"name_prefix"`
+	MadeBy      types.String     `tfsdk:"made_by"`
 	VMs         []vmsVMModel     `tfsdk:"vms"`
 	OrphanSeeds []vmsOrphanModel `tfsdk:"orphan_seeds"`
 	Timeouts    timeouts.Value   `tfsdk:"timeouts"`
@@ -52,6 +54,14 @@ type vmsVMModel struct {
 	UID       types.String `tfsdk:"uid"`
 	CreatedAt types.String `tfsdk:"created_at"`
 	Status    types.String `tfsdk:"status"`
+	// Details for a fleet (vms_fleet.go).
+	MadeBy        types.String `tfsdk:"made_by"`
+	Cores         types.Int64  `tfsdk:"cores"`
+	MemoryMiB     types.Int64  `tfsdk:"memory_mib"`
+	DiskGiB       types.Int64  `tfsdk:"disk_gib"`
+	IPAddress     types.String `tfsdk:"ip_address"`
+	IPv4Addresses types.List   `tfsdk:"ipv4_addresses"`
+	IPv6Addresses types.List   `tfsdk:"ipv6_addresses"`
 }
 
 type vmsOrphanModel struct {
@@ -72,11 +82,12 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
 			"and the seed ISOs that no VM uses any more.",
-		Attributes: map[string]schema.Attribute{
+		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
 			"node": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "Only VMs on this node, and only orphan seeds on this node's ISO storage.",
+				Optional: true,
+				MarkdownDescription: "Only VMs on this node, and only orphan seeds on this node's ISO storage. A node the " +
+					"cluster does not have is an error (not an empty list).",
 				Validators: []validator.String{
 					stringvalidator.RegexMatches(nodeNameRE, "must be a Proxmox node name: lowercase letters, digits and '-', not starting or ending with '-'"),
 				},
@@ -91,7 +102,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				Computed: true,
 				MarkdownDescription: "The marked VMs, sorted by VMID. A candidate whose configuration cannot be read " +
 					"(its node is down, or it was destroyed meanwhile) is left out with a warning.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(), map[string]schema.Attribute{
 					"id":   computed("`vms/<vmid>/<name>`, the ID `proxy_vm` uses (and accepts on import)."),
 					"vmid": schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
 					"name": computed("The VM name."),
@@ -101,7 +112,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 						"or it does not parse."),
 					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
 						"(its node does not answer, or the VM is seconds old)."),
-				}},
+				})},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
 				Computed: true,
@@ -116,7 +127,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"size":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
 				}},
 			},
-		},
+		}),
 		// A block, as on proxy_vm: the same form on every object.
 		Blocks: map[string]schema.Block{
 			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
@@ -155,11 +166,15 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		}
 	}
 	node := m.Node.ValueString()
+	prefix := m.NamePrefix.ValueString()
 	keep := func(vmNode, name string) bool {
-		return (node == "" || vmNode == node) && (nameRE == nil || nameRE.MatchString(name))
+		return (node == "" || vmNode == node) && (nameRE == nil || nameRE.MatchString(name)) && strings.HasPrefix(name, prefix)
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if !d.checkVMsNode(rctx, node, &resp.Diagnostics) {
+		return
+	}
 
 	all, skipped, err := d.data.backend.ListWithSkipped(rctx)
 	if err != nil {
@@ -185,10 +200,12 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 				strings.Join(lines, "\n"))
 	}
 	m.VMs = []vmsVMModel{}
+	var kept []proxmox.Instance
 	for _, in := range all {
-		if !keep(in.Node, in.ID.Name) {
+		if !keep(in.Node, in.ID.Name) || !vmsFleetMatch(m, in) {
 			continue
 		}
+		kept = append(kept, in)
 		created := types.StringNull()
 		if !in.CreatedAt.IsZero() {
 			created = types.StringValue(in.CreatedAt.UTC().Format(time.RFC3339))
@@ -203,6 +220,7 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			Status:    types.StringValue(in.Status),
 		})
 	}
+	d.vmsDetails(rctx, kept, m.VMs, &resp.Diagnostics)
 
 	nodes := d.data.cfg.Nodes
 	if node != "" {

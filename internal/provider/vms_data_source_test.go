@@ -120,6 +120,15 @@ func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
 		"uid":        knownvalue.StringExact(uid),
 		"created_at": created,
 		"status":     knownvalue.StringExact(status),
+		// The fleet details: vmsCluster's VMs are the operator's (no created-by line), have
+		// the simulator's default sizes, and no guest agent (no addresses).
+		"made_by":        knownvalue.StringExact("other"),
+		"cores":          knownvalue.Int64Exact(1),
+		"memory_mib":     knownvalue.Int64Exact(1024),
+		"disk_gib":       knownvalue.Int64Exact(4),
+		"ip_address":     knownvalue.Null(),
+		"ipv4_addresses": knownvalue.ListExact([]knownvalue.Check{}),
+		"ipv6_addresses": knownvalue.ListExact([]knownvalue.Check{}),
 	})
 }
 
@@ -190,10 +199,23 @@ func TestAccVMsDataSource_filters(t *testing.T) {
 				ConfigStateChecks: vmsChecks([]knownvalue.Check{vmC}, []knownvalue.Check{}),
 			},
 			{
-				// A node the provider does not list: its VMs, no seeds (only the provider's
-				// nodes' storages are looked at).
-				Config:            cfg + vmsConfig(`node = "pve9"`),
-				ConfigStateChecks: vmsChecks([]knownvalue.Check{}, []knownvalue.Check{}),
+				// A node the cluster does not have is an error naming it, not an empty list.
+				Config:      cfg + vmsConfig(`node = "pve9"`),
+				ExpectError: regexp.MustCompile(`node "pve9" is not a node of this cluster`),
+			},
+			{
+				Config:            cfg + vmsConfig(`name_prefix = "edge-"`),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{vmC}, []knownvalue.Check{}),
+			},
+			{
+				// Every VM of vmsCluster is the operator's.
+				Config:            cfg + vmsConfig(`made_by = "provider"`),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{}, []knownvalue.Check{orphanObject("pve1", "proxy-gone"), orphanObject("pve2", "proxy-gone")}),
+			},
+			{
+				Config: cfg + vmsConfig("made_by = \"other\"\nname_prefix = \"proxy-\""),
+				ConfigStateChecks: vmsChecks([]knownvalue.Check{vmA, vmB},
+					[]knownvalue.Check{orphanObject("pve1", "proxy-gone"), orphanObject("pve2", "proxy-gone")}),
 			},
 		},
 	})

@@ -108,6 +108,14 @@ type Spec struct {
 	CreatedAt    time.Time
 	// UserDataDigest, when set, is written into the mark (MarkKeyUserDataDigest).
 	UserDataDigest string
+	// Tags, when set, are the VM's tags besides ManagedTag (nil: the template's are kept);
+	// Note, when set, the human text after the mark in the description; Protection sets
+	// Proxmox's protection flag when the create finishes (fleet_config.go).
+	Tags       *[]string
+	Note       *string
+	Protection bool
+	// Stopped leaves the new VM stopped: no start, no address wait (started = false).
+	Stopped bool
 }
 
 // VM is what Get reads back.
@@ -151,6 +159,11 @@ type VM struct {
 	StatusUnknown bool
 	// MarkExtra is what the mark says beyond Mark (mark_extra.go).
 	MarkExtra MarkExtra
+	// Addresses are the agent's addresses (addresses.go), set when the agent was asked.
+	Addresses Addresses
+	// Note is the description without the mark lines; Protected is the protection flag.
+	Note      string
+	Protected bool
 }
 
 // PassedVM is a finished VM of the created VM's name and namespace that Create skipped.
@@ -206,6 +219,14 @@ type Changes struct {
 	// UID, when set, is the uid the VM's mark must carry, as in GetOptions.UID: a VM of
 	// another uid is not ours and Update answers ErrNotFound without touching it.
 	UID string
+	// Tags, Note and Protection, when set, replace the user tags, the note and the
+	// protection flag (fleet_config.go); none of them restarts the VM.
+	Tags       *[]string
+	Note       *string
+	Protection *bool
+	// Stop stops a running VM after the config write (started = false), instead of any
+	// start or restart.
+	Stop bool
 }
 
 // Instance is one marked VM listed by List (decision: list-marked).
@@ -217,6 +238,9 @@ type Instance struct {
 	Status    string
 	// CreatedBy is the mark's MarkKeyCreatedBy value, empty when it has none.
 	CreatedBy string
+	// Config is what the VM's config says (sizes, network, tags), as Get reads it; no
+	// status or addresses.
+	Config VM
 }
 
 // Seed is a seed ISO on the ISO storage of a node.
@@ -280,6 +304,8 @@ type Backend struct {
 	// finished are the uids of the VMs this backend's Creates finished (their answers went
 	// back to Terraform): a later Create passing one of them does not report it.
 	finished sync.Map
+	// agentSeen is the agent delay the address waits have seen (pollschedule.go).
+	agentSeen agentDelays
 }
 
 // Default VMID range (decision: vmid-function).

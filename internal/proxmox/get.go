@@ -119,6 +119,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	ifaces, err := b.api.AgentNetworkInterfaces(ctx, r.Node, id.VMID)
 	switch {
 	case err == nil:
+		vm.Addresses = agentAddresses(ifaces)
 		if vm.IP = firstIPv4(ifaces); vm.IP == "" {
 			vm.State = StateProvisioning // network still coming up
 		}
@@ -197,6 +198,8 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		Meta:         cfg["meta"],
 		Creating:     mark.Creating,
 		MarkExtra:    ParseMarkExtra(cfg["description"]),
+		Note:         NoteOf(cfg["description"]),
+		Protected:    cfg["protection"] == "1",
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)

@@ -154,7 +154,7 @@ func (c *creation) refuseForeignByName(ctx context.Context, res []pveapi.Resourc
 func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[string]string) (rebuilt, ok bool, err error) {
 	b, s := c.b, &c.s
 	prev := ParseMark(cfg["description"]).UID
-	desc := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format() + FormatMarkExtra(*s)
+	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
 	c.vmid, c.node = vmid, node
 	c.notify()
 	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
@@ -278,8 +278,8 @@ func (c *creation) finalize(ctx context.Context) error {
 		if s.Abandoned != nil && s.Abandoned() {
 			return Transientf("the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over", MarkKeyState+"="+MarkStateCreating)
 		}
-		desc := MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format() + FormatMarkExtra(*s)
-		err = b.api.SetVMConfig(ctx, c.node, c.vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
+		desc := withNote(MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
+		err = b.api.SetVMConfig(ctx, c.node, c.vmid, finishParams(map[string]string{"description": desc, "digest": cfg["digest"]}, *s))
 		switch {
 		case err == nil:
 			return nil

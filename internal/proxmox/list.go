@@ -71,6 +71,7 @@ func (b *Backend) ListWithSkipped(ctx context.Context) ([]Instance, []SkippedVM,
 				ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node,
 				UID: m.UID, CreatedAt: m.CreatedAt, Status: r.Status,
 				CreatedBy: ParseMarkExtra(cfg["description"]).CreatedBy,
+				Config:    vmFromConfig(ID{VMID: r.VMID, Name: r.Name}, r.Node, cfg, m),
 			}
 		})
 	}

@@ -96,6 +96,13 @@ func TestList_marksDecideAmongCandidates(t *testing.T) {
 		{ID: ID{150007, "proxy-stopped"}, Node: "pv1-2", UID: "77777777-2222-4333-8444-555555555555", CreatedAt: created, Status: "stopped"},
 		{ID: ID{199999, "proxy-reconaaaaaaaaaaa"}, Node: "pv1-1", UID: "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10", CreatedAt: created, Status: "running"},
 	}
+	for i := range got {
+		// Config is what vmFromConfig reads (as Get does); the mark's fields are compared here.
+		if got[i].Config.ID != got[i].ID || got[i].Config.Cores < 1 {
+			t.Errorf("%v: Config %+v not read from its config", got[i].ID, got[i].Config)
+		}
+		got[i].Config = VM{}
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("List =\n%+v\nwant\n%+v", got, want)
 	}

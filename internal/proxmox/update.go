@@ -89,6 +89,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if ch.OnBoot != nil && *ch.OnBoot != (cfg["onboot"] == "1") {
 		params["onboot"] = boolParam(*ch.OnBoot)
 	}
+	fleetUpdateParams(params, ch, cfg)
 	if ch.Bridge != nil || ch.VLANTag != nil {
 		if ch.VLANTag != nil && (*ch.VLANTag < 0 || *ch.VLANTag > 4094) {
 			return node, nil, Permanentf("VLAN tag %d is outside 1 to 4094 (0 removes the tag)", *ch.VLANTag)
@@ -135,7 +136,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	}
 	// A restart is not a first boot: a guest whose agent does not answer now will not
 	// answer after it, and the address wait would last until the timeout.
-	if ch.WaitForIP && running && !paused && restart {
+	if ch.WaitForIP && running && !paused && restart && !ch.Stop {
 		if err := b.agentBeforeRestart(ctx, node, id.VMID, cfg, vs); err != nil {
 			return node, nil, err
 		}
@@ -182,6 +183,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		}
 	}
 	switch {
+	case ch.Stop && running:
+		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
+			return node, nil, err
+		}
+		did = append(did, "stop")
 	case running && (restart || (ch.Start && paused)):
 		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
 			return node, nil, err

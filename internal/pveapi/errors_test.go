@@ -64,6 +64,7 @@ var classifyTable = map[string]classRow{
 	"err_clone_storage_no_images": {Permanent, Permanent, "IsContentUnsupported"},
 	"err_config_volume_missing":   {Transient, Transient, ""},
 	"err_destroy_running":         {Transient, Transient, "IsRunningDestroyFailed"},
+	"err_destroy_protected":       {Transient, Transient, ""},
 	"err_shutdown_paused":         {Transient, Transient, ""},
 	"err_upload_forbidden":        {Permanent, Permanent, "IsForbidden"},
 	"err_volume_storage_mismatch": {Permanent, Permanent, ""},

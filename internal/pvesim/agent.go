@@ -266,6 +266,10 @@ func (s *Sim) hAgentNetwork(c *call) *response {
 		var addrs []map[string]any
 		if i == 0 && g.ip != "" && !c.now.Before(g.ipAt) {
 			addrs = append(addrs, map[string]any{"ip-address": g.ip, "ip-address-type": "ipv4", "prefix": 24})
+			// A router advertisement gives the first NIC a SLAAC address too (ulaSLAAC).
+			if ula := ulaSLAAC(g.ip, mac); ula != "" {
+				addrs = append(addrs, map[string]any{"ip-address": ula, "ip-address-type": "ipv6", "prefix": 64})
+			}
 		}
 		if ll := linkLocal(mac); ll != "" {
 			addrs = append(addrs, map[string]any{"ip-address": ll, "ip-address-type": "ipv6", "prefix": 64})
@@ -290,5 +294,20 @@ func linkLocal(mac string) string {
 		return ""
 	}
 	ip := net.IP{0xfe, 0x80, 0, 0, 0, 0, 0, 0, hw[0] ^ 0x02, hw[1], hw[2], 0xff, 0xfe, hw[3], hw[4], hw[5]}
+	return ip.String()
+}
+
+// ulaSLAAC is the global address SLAAC gives the NIC on the simulated network: prefix
+// fd00:0:0:<third octet of the IPv4>::/64 (a unique local prefix, RFC 4193) plus the MAC's
+// EUI-64 interface identifier, the same suffix as its link-local address.
+func ulaSLAAC(ipv4, mac string) string {
+	v4 := net.ParseIP(ipv4).To4()
+	ll := net.ParseIP(linkLocal(mac))
+	if v4 == nil || ll == nil {
+		return ""
+	}
+	ip := make(net.IP, net.IPv6len)
+	copy(ip, ll)
+	ip[0], ip[1], ip[2], ip[3], ip[4], ip[5], ip[6], ip[7] = 0xfd, 0, 0, 0, 0, 0, 0, v4[2]
 	return ip.String()
 }

@@ -617,6 +617,22 @@ func TestConformance_agentInterfaces(t *testing.T) {
 	if tg.sim != nil && !strings.HasPrefix(ens.IPAddresses[0].Address, "192.168.0.") {
 		t.Errorf("address %s not on the untagged network", ens.IPAddresses[0].Address)
 	}
+	if tg.sim != nil {
+		// The simulated network advertises a unique local prefix too: SLAAC gives ens18 one
+		// fd00:0:0:<subnet>:: address with the link-local address's interface identifier.
+		var ula, ll string
+		for _, a := range ens.IPAddresses {
+			switch {
+			case strings.HasPrefix(a.Address, "fd00:"):
+				ula = a.Address
+			case strings.HasPrefix(a.Address, "fe80:"):
+				ll = a.Address
+			}
+		}
+		if ula == "" || ll == "" || strings.TrimPrefix(ula, "fd00::") != strings.TrimPrefix(ll, "fe80::") {
+			t.Errorf("ens18 addresses %+v: want a SLAAC fd00:0:0:0::/64 address with the link-local suffix", ens.IPAddresses)
+		}
+	}
 	var raw struct {
 		Result []map[string]any `json:"result"`
 	}
@@ -944,4 +960,28 @@ func withoutKey(m map[string]any, k string) map[string]any {
 		}
 	}
 	return out
+}
+
+// TestDestroy_protectedVMRefusedBeforeTheRunningCheck: a VM with protection=1 is refused
+// with check_protection's text whether it runs or not (the protection check comes first in
+// destroy_vm's early checks); once the flag is cleared the destroy is accepted.
+func TestDestroy_protectedVMRefusedBeforeTheRunningCheck(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"protection": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	tg.started()
+	_, err := tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_destroy_protected")
+	upid, err := tg.api.Stop(tg.ctx(), tg.node, tg.vmid)
+	tg.mustOK(upid, err)
+	_, err = tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.wantAPIError(err, "err_destroy_protected")
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"delete": "protection"}); err != nil {
+		t.Fatal(err)
+	}
+	upid, err = tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
+	tg.mustOK(upid, err)
 }

@@ -724,11 +724,15 @@ func (s *Sim) hDestroy(c *call) *response {
 		return r
 	}
 	skiplock := c.params["skiplock"] == "1"
-	if v.status == "running" {
-		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
-	}
+	// Protection first, then running: qemu-server src/PVE/API2/Qemu.pm destroy_vm
+	// $early_checks calls PVE::QemuConfig->check_protection($conf, "can't remove VM $vmid")
+	// (pve-guest-common src/PVE/AbstractConfig.pm check_protection: "$err_msg - protection
+	// mode enabled") before check_running.
 	if v.conf["protection"] == "1" {
 		return apiError(500, fmt.Sprintf("can't remove VM %d - protection mode enabled", v.vmid))
+	}
+	if v.status == "running" {
+		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
 	}
 	// The lock is checked in the task (qemu-server src/PVE/QemuServer.pm destroy_vm:
 	// check_lock unless skiplock or the lock is suspended; a hibernated VM is destroyable,

@@ -12,6 +12,18 @@ data "proxy_vms" "edge" {
   name_regex = "^proxy-edge-"
 }
 
+# The proxies this provider made (not the operator's) whose names start with "proxy-edge-":
+# every address of each, to allow-list at a destination. A node the cluster does not have
+# is an error, not an empty list.
+data "proxy_vms" "edge_fleet" {
+  name_prefix = "proxy-edge-"
+  made_by     = "provider"
+}
+
+output "edge_fleet_addresses" {
+  value = { for vm in data.proxy_vms.edge_fleet.vms : vm.name => concat(vm.ipv4_addresses, vm.ipv6_addresses) }
+}
+
 output "marked_vms" {
   value = { for vm in data.proxy_vms.all.vms : vm.id => "${vm.node} ${vm.status} since ${coalesce(vm.created_at, "?")}" }
 }

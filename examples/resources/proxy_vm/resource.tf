@@ -33,6 +33,20 @@ resource "proxy_vm" "big" {
   }
 }
 
+# A production proxy: tags beside proxy_operator (lowercase, as Proxmox stores them) and a
+# note beside the ownership mark, both changed in place without a restart.
+resource "proxy_vm" "prod" {
+  name         = "proxy-prod-1"
+  image        = "debian-13"
+  machine_type = "small"
+  tags         = ["prod", "egress"]
+  description  = "Egress proxy for the payments team. Owner: netops."
+
+  # Proxmox's protection flag: destroy (and replacement) is then refused until
+  # protection = false has been applied.
+  # protection = true
+}
+
 output "proxy_a_ip" {
   value = proxy_vm.egress.ip_address
 }

@@ -1,0 +1,54 @@
+package provider
+
+import (
+	"maps"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+)
+
+// fleetAttributes are proxy_vm's attributes for running a fleet of proxies: the guest's
+// addresses (proxy_vm_addresses.go), user tags, description and protection
+// (proxy_vm_notes.go).
+func fleetAttributes() map[string]schema.Attribute {
+	out := map[string]schema.Attribute{}
+	maps.Copy(out, addressAttributes())
+	maps.Copy(out, notesAttributes())
+	out["started"] = startedAttribute()
+	return out
+}
+
+// withAttributes adds attrs to s; a name s already has is a programming error.
+func withAttributes(s schema.Schema, attrs map[string]schema.Attribute) schema.Schema {
+	for k, a := range attrs {
+		if _, dup := s.Attributes[k]; dup {
+			panic("proxy_vm schema: attribute " + k + " defined twice")
+		}
+		s.Attributes[k] = a
+	}
+	return s
+}
+
+// plainText is a markdown description without its code spans' backticks, for Description.
+func plainText(md string) string { return strings.ReplaceAll(md, "`", "") }
+
+// withPlainDescriptions fills each attribute's Description from its MarkdownDescription.
+func withPlainDescriptions(attrs map[string]schema.Attribute) map[string]schema.Attribute {
+	for k, a := range attrs {
+		switch v := a.(type) {
+		case schema.StringAttribute:
+			v.Description = plainText(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.BoolAttribute:
+			v.Description = plainText(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.ListAttribute:
+			v.Description = plainText(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.SetAttribute:
+			v.Description = plainText(v.MarkdownDescription)
+			attrs[k] = v
+		}
+	}
+	return attrs
+}

@@ -1,0 +1,278 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
+	rtimeouts "github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+var (
+	_ datasource.DataSource                     = (*vmDataSource)(nil)
+	_ datasource.DataSourceWithConfigure        = (*vmDataSource)(nil)
+	_ datasource.DataSourceWithConfigValidators = (*vmDataSource)(nil)
+)
+
+// vmDataSource is proxy_vm as a data source: one marked VM, looked up by name or VMID, with
+// what the resource would hold after importing it. For configurations that use proxies
+// managed elsewhere (another workspace, the proxy operator).
+type vmDataSource struct{ data *providerData }
+
+// NewVMDataSource is the proxy_vm data source factory.
+func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
+
+type vmDataModel struct {
+	Name             types.String   `tfsdk:"name"`
+	VMID             types.Int64    `tfsdk:"vmid"`
+	ID               types.String   `tfsdk:"id"`
+	Node             types.String   `tfsdk:"node"`
+	UID              types.String   `tfsdk:"uid"`
+	CreatedAt        types.String   `tfsdk:"created_at"`
+	MadeBy           types.String   `tfsdk:"made_by"`
+	Status           types.String   `tfsdk:"status"`
+	Image            types.String   `tfsdk:"image"`
+	TemplateVMID     types.Int64    `tfsdk:"template_vmid"`
+	MachineType      types.String   `tfsdk:"machine_type"`
+	Cores            types.Int64    `tfsdk:"cores"`
+	MemoryMiB        types.Int64    `tfsdk:"memory_mib"`
+	DiskGiB          types.Int64    `tfsdk:"disk_gib"`
+	Bridge           types.String   `tfsdk:"bridge"`
+	VLANTag          types.Int64    `tfsdk:"vlan_tag"`
+	StartOnBoot      types.Bool     `tfsdk:"start_on_boot"`
+	AgentEnabled     types.Bool     `tfsdk:"agent_enabled"`
+	MACAddress       types.String   `tfsdk:"mac_address"`
+	IPAddress        types.String   `tfsdk:"ip_address"`
+	IPv4Addresses    types.List     `tfsdk:"ipv4_addresses"`
+	IPv6Addresses    types.List     `tfsdk:"ipv6_addresses"`
+	NetworkInterface types.String   `tfsdk:"network_interface"`
+	Tags             types.Set      `tfsdk:"tags"`
+	Description      types.String   `tfsdk:"description"`
+	Protection       types.Bool     `tfsdk:"protection"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+}
+
+func (d *vmDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vm"
+}
+
+// madeByOf is made_by's value for a mark's created-by line.
+func madeByOf(createdBy string) string {
+	if createdBy == proxmox.CreatedByProvider {
+		return madeByProvider
+	}
+	return madeByOther
+}
+
+func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	str := func(md string) schema.StringAttribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
+	}
+	num := func(md string) schema.Int64Attribute {
+		return schema.Int64Attribute{Computed: true, MarkdownDescription: md}
+	}
+	boolean := func(md string) schema.BoolAttribute {
+		return schema.BoolAttribute{Computed: true, MarkdownDescription: md}
+	}
+	list := func(md string) schema.ListAttribute {
+		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: md}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "One VM carrying the ownership mark (made by this provider, in any configuration, or by the " +
+			"proxy operator), looked up by `name` or by `vmid`, with the attributes `proxy_vm` would hold after importing " +
+			"it. The guest agent is asked for the addresses when the VM runs. A VM without the mark is not found: " +
+			"use `proxy_vms` to see what carries it.",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "The VM name to look up; exactly one of `name` and `vmid` must be set. Several marked " +
+					"VMs of that name (same-name VMs of different configurations) are an error naming their VMIDs: then " +
+					"look the VM up by `vmid`.",
+				Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
+					"must be a VM name: a DNS label of lowercase letters, digits and hyphens")},
+			},
+			"vmid": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "The VMID to look up; exactly one of `name` and `vmid` must be set.",
+				Validators:          []validator.Int64{int64validator.Between(100, 999999999)},
+			},
+			"id":         str("`vms/<vmid>/<name>`, the ID `proxy_vm` uses and accepts on import."),
+			"node":       str("The node the VM is on."),
+			"uid":        str("The uid in the VM's mark; empty when the mark has none (VMs of early operator releases)."),
+			"created_at": str("When the VM was created (RFC 3339, UTC), from its mark; null when the mark has none."),
+			"made_by": str("`provider` when the mark says this provider made the VM " +
+				"(`proxy-operator-created-by=terraform-provider-proxy`), else `other` (the proxy operator, or an early " +
+				"release of this provider)."),
+			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
+				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
+				"without addresses."),
+			"image": str("The provider's `templates` key of the template the VM was cloned from, when exactly one key " +
+				"names it; null otherwise."),
+			"template_vmid": num("The template the VM was cloned from, when it could be identified; null otherwise."),
+			"machine_type": str("The provider's `machine_types` key whose sizes the VM has, when exactly one matches; " +
+				"null otherwise."),
+			"cores":             num("Virtual CPU cores."),
+			"memory_mib":        num("Memory in MiB."),
+			"disk_gib":          num("Size of the boot disk in GiB."),
+			"bridge":            str("The bridge net0 is on."),
+			"vlan_tag":          num("net0's VLAN tag; null when untagged."),
+			"start_on_boot":     boolean("Whether the VM starts with its node (`onboot`)."),
+			"agent_enabled":     boolean("Whether the VM's QEMU guest agent option is on."),
+			"mac_address":       str("The MAC address of net0."),
+			"ip_address":        str("The first IPv4 address the guest agent reports (as on `proxy_vm`); null when the VM is stopped or its agent does not answer."),
+			"ipv4_addresses":    list("Every IPv4 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
+			"ipv6_addresses":    list("Every IPv6 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
+			"network_interface": str("The guest's name of the interface `ip_address` comes from (or, without an IPv4, the first IPv6)."),
+			"tags": schema.SetAttribute{Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "The VM's Proxmox tags besides `proxy_operator`."},
+			"description": str("The VM's note: its Proxmox description without the ownership mark's lines."),
+			"protection":  boolean("Whether Proxmox's protection flag is set."),
+		},
+		Blocks: map[string]schema.Block{
+			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
+				ReadDescription: "How long the read may take, as a duration (`\"30s\"`, `\"2m\"`); default `2m`.",
+			})),
+		},
+	}
+}
+
+func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
+	return []datasource.ConfigValidator{
+		datasourcevalidator.ExactlyOneOf(path.MatchRoot("name"), path.MatchRoot("vmid")),
+	}
+}
+
+func (d *vmDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+const summaryReadVM = "Unable to read proxy VM"
+
+func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	ctx = d.data.withLogging(ctx)
+	var m vmDataModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if d.data == nil {
+		resp.Diagnostics.AddError(summaryReadVM, dsNotConfigured)
+		return
+	}
+	timeout, diags := m.Timeouts.Read(ctx, defaultVMReadTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ds := &vmsDataSource{data: d.data}
+
+	in, ok := d.lookup(rctx, m, ds, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	vm, err := d.data.backend.Get(rctx, in.ID, proxmox.GetOptions{FreshListing: true})
+	if err != nil {
+		resp.Diagnostics.AddError(summaryReadVM, fmt.Sprintf("VM %s (VMID %d): %s", in.ID.Name, in.ID.VMID, ds.dsErrorDetail(err)))
+		return
+	}
+	if vm.State == proxmox.StateRunning {
+		// The status is status/current's; the addresses are the agent's, when it answers (a
+		// guest without the agent is still running, only without addresses).
+		a, err := d.data.backend.AgentAddresses(rctx, vm.Node, vm.ID.VMID)
+		switch {
+		case err != nil:
+			resp.Diagnostics.AddWarning("Unable to read the proxy VM's addresses",
+				fmt.Sprintf("VM %s (VMID %d): its guest agent could not be read, so the addresses are null: %s", in.ID.Name, in.ID.VMID, ds.redact(err.Error())))
+		case len(a.IPv4) > 0 || len(a.IPv6) > 0:
+			vm.Addresses = a
+			if len(a.IPv4) > 0 {
+				vm.IP = a.IPv4[0]
+			}
+		}
+	}
+	cfg := (&proxyVMResource{data: d.data}).cfg()
+	tmpl, found, err := d.data.backend.TemplateOf(rctx, vm, templateCandidates(cfg))
+	if err != nil || !found {
+		tmpl = 0 // unknown template: image and template_vmid stay null
+	}
+	rm, _ := importedModel(vm, cfg, tmpl, rtimeouts.Value{}) // the resource's timeouts are not used here
+	out := vmDataModel{
+		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
+		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
+		Image: rm.Image, TemplateVMID: rm.TemplateVMID, MachineType: rm.MachineType,
+		Cores: rm.Cores, MemoryMiB: rm.MemoryMiB, DiskGiB: rm.DiskGiB, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
+		StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
+		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
+		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
+		Timeouts: m.Timeouts,
+	}
+	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})
+	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)
+}
+
+// lookup finds the one marked VM the configuration names, or says on the attribute why not.
+func (d *vmDataSource) lookup(ctx context.Context, m vmDataModel, ds *vmsDataSource, diags *diag.Diagnostics) (proxmox.Instance, bool) {
+	all, skipped, err := d.data.backend.ListWithSkipped(ctx)
+	if err != nil {
+		diags.AddError(summaryReadVM, "Listing the marked VMs failed: "+ds.dsErrorDetail(err))
+		return proxmox.Instance{}, false
+	}
+	name, byName := knownString(m.Name)
+	attr := path.Root("vmid")
+	if byName {
+		attr = path.Root("name")
+	}
+	var hits []proxmox.Instance
+	for _, in := range all {
+		if (byName && in.ID.Name == name) || (!byName && int64(in.ID.VMID) == m.VMID.ValueInt64()) {
+			hits = append(hits, in)
+		}
+	}
+	what := fmt.Sprintf("VMID %d", m.VMID.ValueInt64())
+	if byName {
+		what = fmt.Sprintf("named %q", name)
+	}
+	switch len(hits) {
+	case 1:
+		return hits[0], true
+	case 0:
+		for _, s := range skipped {
+			if (byName && s.ID.Name == name) || (!byName && int64(s.ID.VMID) == m.VMID.ValueInt64()) {
+				diags.AddAttributeError(attr, summaryReadVM, fmt.Sprintf("The config of the VM %s (VMID %d on node %s) could not be read, "+
+					"so whether it carries the mark is unknown: %s", what, s.ID.VMID, s.Node, ds.dsErrorDetail(s.Err)))
+				return proxmox.Instance{}, false
+			}
+		}
+		diags.AddAttributeError(attr, summaryReadVM, fmt.Sprintf("No VM %s carries the %s=true mark in this cluster. "+
+			"Check the value (data.proxy_vms lists every marked VM); a VM without the mark is not a proxy VM this provider reads.",
+			what, proxmox.MarkKeyManaged))
+		return proxmox.Instance{}, false
+	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = strconv.Itoa(h.ID.VMID)
+	}
+	diags.AddAttributeError(attr, summaryReadVM, fmt.Sprintf("%d marked VMs are named %q (VMIDs %s): set vmid to the one "+
+		"to read instead of name.", len(hits), name, strings.Join(ids, ", ")))
+	return proxmox.Instance{}, false
+}
+
+// defaultVMReadTimeout is proxy_vm's data source read bound when timeouts.read is unset.
+const defaultVMReadTimeout = 2 * time.Minute
