@@ -1,4 +1,4 @@
-// Package bench measures the provider at scale (issue 8): it drives the real terraform
+// Package bench measures the provider at scale: it drives the real terraform
 // binary with the built provider against an in-process simulator (pvesim) and, for N VMs
 // at a given terraform parallelism, times create, a no-op plan, an in-place memory update
 // and destroy against their lower bound, counts the API requests per VM by endpoint, the
@@ -44,6 +44,15 @@ type Config struct {
 	MemoryMiB int
 	// MaxInFlight is the provider's max_requests_in_flight (0: its default).
 	MaxInFlight int
+	// ScaleNs, ScaleP and ScaleSpeed name the scale scenarios (none when ScaleNs is
+	// empty): the report shows how the figures grow from the first N to the last.
+	ScaleNs    []int
+	ScaleP     int
+	ScaleSpeed float64
+	// UpdateShutdown is the hook for an update that restarts the VM gracefully: when set,
+	// the update's bound is this shutdown + start + agent instead of stop + start + agent.
+	// 0 (today: the update stops the VM).
+	UpdateShutdown time.Duration
 	// WorkDir holds the workspaces (empty: a temporary directory, removed at the end).
 	WorkDir string
 	// Seed seeds the simulator (MACs, PIDs); 0: random.
@@ -205,7 +214,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13", MachineType: "small", MemoryMiB: mem, Count: sc.N}
 		return w.WriteConfig(tfrun.RequiredProviders + "\n" + pc.HCL() + "\n" + vm.HCL())
 	}
-	resize := cfg.DiskGiB > 4 // the simulator's templates have a 4 GiB disk
+	path := PathOptions{Resize: cfg.DiskGiB > 4, Shutdown: cfg.UpdateShutdown} // the simulator's templates have a smaller disk
 	par := fmt.Sprintf("-parallelism=%d", sc.P)
 	d := sim.Durations()
 
@@ -215,7 +224,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 		cfg.logf("  %s: %s", op, strings.Join(args, " "))
 		start := time.Now()
 		o, stdout := measure(ctx, sim, w, op, args)
-		o.LowerBound = LowerBound(op, sc.N, sc.P, d, resize, false, sc.Speed) // one node: no create migrates
+		o.LowerBound = LowerBound(op, sc.N, sc.P, d, path, sc.Speed) // one node: no create migrates
 		if op != OpPlan {
 			st := sim.State()
 			for _, v := range st.VMs {

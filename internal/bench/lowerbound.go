@@ -31,26 +31,51 @@ func Waves(n, p int) int {
 	return (n + p - 1) / p
 }
 
+// PathOptions shape the critical path.
+type PathOptions struct {
+	// Resize: the machine type's disk is larger than the template's, so a create resizes.
+	Resize bool
+	// Migrate: every create needs a migration (its VM goes to another node than the
+	// template's, which is on node-local storage): Migration is added after the clone.
+	Migrate bool
+	// Shutdown, when set, is the guest's graceful shutdown time: an update restarts the VM
+	// with a shutdown instead of a stop. The provider stops today; set it (from the
+	// simulator's shutdown duration) once the update restarts gracefully.
+	Shutdown time.Duration
+}
+
 // Path is the simulated critical path of one VM for an operation: the task durations and
-// agent delays that one VM waits through one after the other, at the simulator's pace
-// (speed 1). A plan runs no task: its path is zero.
+// agent delays that one VM must wait through one after the other, at the simulator's pace
+// (speed 1). Steps that do not depend on each other count once, as the longer of the two.
+// A plan runs no task: its path is zero.
 //
-//   - create: clone, seed upload, resize (when the disk grows), start, then the guest agent
-//     installed at first boot (AgentInstall) and its DHCP lease (wait_for_ip is on);
-//   - update of memory on a running VM: stop, start, then the agent's boot and the lease;
-//   - destroy: stop, seed delete, destroy.
-func Path(op Op, d pvesim.Durations, resize bool) time.Duration {
+//   - create: the clone and the seed upload side by side (the seed goes to the ISO
+//     storage and needs no VM), then the config (a synchronous PUT: no task), the resize
+//     (when the disk grows), the start, then the guest agent installed at first boot
+//     (AgentInstall) and its DHCP lease (wait_for_ip is on);
+//   - update of memory on a running VM: stop (or the graceful shutdown), start, then the
+//     agent's boot and the lease;
+//   - destroy: the stop and the seed delete side by side (the seed must be gone before the
+//     destroy, not before the stop), then the destroy.
+func Path(op Op, d pvesim.Durations, o PathOptions) time.Duration {
 	switch op {
 	case OpCreate:
-		t := d.Clone + d.Upload + d.Start + d.AgentInstall + d.DHCP
-		if resize {
+		t := max(d.Clone, d.Upload) + d.Start + d.AgentInstall + d.DHCP
+		if o.Resize {
 			t += d.Resize
+		}
+		if o.Migrate {
+			t += Migration(d)
 		}
 		return t
 	case OpUpdate:
-		return d.Stop + d.Start + d.AgentBoot + d.DHCP
+		halt := d.Stop
+		if o.Shutdown > 0 {
+			halt = o.Shutdown
+		}
+		return halt + d.Start + d.AgentBoot + d.DHCP
 	case OpDestroy:
-		return d.Stop + d.VolumeDelete + d.Destroy
+		return max(d.Stop, d.VolumeDelete) + d.Destroy
 	}
 	return 0
 }
@@ -63,14 +88,10 @@ func Migration(d pvesim.Durations) time.Duration { return d.Clone }
 
 // LowerBound is the least wall time an operation on n VMs at parallelism p can take
 // against a simulator running speed times faster than a real host: ceil(n/p) waves of
-// the critical path, divided by the speed. migrate says every create needs a migration.
-func LowerBound(op Op, n, p int, d pvesim.Durations, resize, migrate bool, speed float64) time.Duration {
+// the critical path, divided by the speed.
+func LowerBound(op Op, n, p int, d pvesim.Durations, o PathOptions, speed float64) time.Duration {
 	if speed <= 0 {
 		speed = 1
 	}
-	path := Path(op, d, resize)
-	if op == OpCreate && migrate {
-		path += Migration(d)
-	}
-	return time.Duration(float64(Waves(n, p)) * float64(path) / speed)
+	return time.Duration(float64(Waves(n, p)) * float64(Path(op, d, o)) / speed)
 }

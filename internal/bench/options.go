@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,29 +13,45 @@ import (
 // Options are the command's flags.
 type Options struct {
 	Ns, Ps []int
-	// Speed is the simulator's speed factor for scenarios of more than one VM.
+	// RealNs are the Ns run at SingleSpeed (a real host's pace) rather than Speed.
+	RealNs []int
+	// Speed is the simulator's speed factor for the other scenarios.
 	Speed float64
-	// SingleSpeed is the speed of the one-VM scenarios (the create target's anchor).
+	// SingleSpeed is the speed of the RealNs scenarios (the N = 1 targets' anchor).
 	SingleSpeed float64
-	// Full runs every N at every parallelism; without it the scenarios over FullOnly
-	// waves (N=100 at parallelism 1) are skipped.
+	// Full runs every N at every parallelism, then the scale pair; without it the
+	// scenarios over FullOnly waves are skipped and the RealNs run at the first
+	// parallelism only.
 	Full bool
 	// FullOnly: without Full, scenarios with more waves than this are skipped.
-	FullOnly    int
-	Latency     time.Duration
-	DiskGiB     int
-	MemoryMiB   int
+	FullOnly int
+	// Scale runs ScaleNs at ScaleP and ScaleSpeed (also with Full): the growth from the
+	// first to the last of them is reported.
+	Scale      bool
+	ScaleNs    []int
+	ScaleP     int
+	ScaleSpeed float64
+	Latency    time.Duration
+	DiskGiB    int
+	MemoryMiB  int
+	// MaxInFlight is the provider's max_requests_in_flight (0: its default).
 	MaxInFlight int
 	Out         string
 	WorkDir     string
 	Seed        uint64
+	// UpdateShutdown: the update restarts with a graceful shutdown of this simulated
+	// duration (speed 1) instead of a stop; its bound follows (Config.UpdateShutdown).
+	UpdateShutdown time.Duration
+	// Note is printed in bold at the top of results.md (e.g. "noisy: a shared machine").
+	Note string
 }
 
 // DefaultOptions are what `make bench` runs.
 func DefaultOptions() Options {
 	return Options{
-		Ns: []int{1, 10, 50, 100}, Ps: []int{10, 1},
+		Ns: []int{1, 5, 10, 50, 100}, Ps: []int{10, 1}, RealNs: []int{1, 5},
 		Speed: 5, SingleSpeed: 1, FullOnly: 10,
+		ScaleNs: []int{100, 500}, ScaleP: 20, ScaleSpeed: 10,
 		Latency: 10 * time.Millisecond, DiskGiB: 8, MemoryMiB: 512,
 		Out: "bench", Seed: 8,
 	}
@@ -44,37 +61,51 @@ func DefaultOptions() Options {
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Var((*intList)(&o.Ns), "n", "comma-separated numbers of VMs")
 	fs.Var((*intList)(&o.Ps), "p", "comma-separated terraform parallelisms")
-	fs.Float64Var(&o.Speed, "speed", o.Speed, "simulator speed factor for the scenarios of more than one VM (simulated durations are divided by it)")
-	fs.Float64Var(&o.SingleSpeed, "single-speed", o.SingleSpeed, "simulator speed factor for the one-VM scenarios (1: a real host's pace)")
-	fs.BoolVar(&o.Full, "full", o.Full, "run every N at every parallelism (also BENCH_FULL=1); default skips scenarios of more than -full-only waves")
+	fs.Var((*intList)(&o.RealNs), "real-n", "comma-separated numbers of VMs run at -single-speed (a real host's pace) instead of -speed")
+	fs.Float64Var(&o.Speed, "speed", o.Speed, "simulator speed factor for the other scenarios (simulated durations are divided by it)")
+	fs.Float64Var(&o.SingleSpeed, "single-speed", o.SingleSpeed, "simulator speed factor for the -real-n scenarios (1: a real host's pace)")
+	fs.BoolVar(&o.Full, "full", o.Full, "run every N at every parallelism, then the scale scenarios (also BENCH_FULL=1); default skips scenarios of more than -full-only waves")
 	fs.IntVar(&o.FullOnly, "full-only", o.FullOnly, "without -full, skip scenarios needing more than this many waves (ceil(N/P))")
+	fs.BoolVar(&o.Scale, "scale", o.Scale, "run the scale scenarios (-scale-n at -scale-p and -scale-speed; -full runs them too)")
+	fs.Var((*intList)(&o.ScaleNs), "scale-n", "comma-separated numbers of VMs of the scale scenarios (growth is reported from the first to the last)")
+	fs.IntVar(&o.ScaleP, "scale-p", o.ScaleP, "terraform parallelism of the scale scenarios")
+	fs.Float64Var(&o.ScaleSpeed, "scale-speed", o.ScaleSpeed, "simulator speed factor of the scale scenarios")
 	fs.DurationVar(&o.Latency, "latency", o.Latency, "each API request's service time at a real host's pace (divided by the speed like the tasks)")
-	fs.IntVar(&o.DiskGiB, "disk-gib", o.DiskGiB, "machine type disk size in GiB (the template has 4: larger puts a resize on the create path; 0: none)")
+	fs.IntVar(&o.DiskGiB, "disk-gib", o.DiskGiB, "machine type disk size in GiB (the template's is smaller: larger puts a resize on the create path; 0: none)")
 	fs.IntVar(&o.MemoryMiB, "memory-mib", o.MemoryMiB, "memory at create in MiB (the update doubles it)")
 	fs.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "provider max_requests_in_flight (0: the provider's default)")
 	fs.StringVar(&o.Out, "out", o.Out, "directory for results.md and results.png")
 	fs.StringVar(&o.WorkDir, "work", o.WorkDir, "directory for the terraform workspaces, kept (default: a temporary directory, removed)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "simulator seed (0: random)")
+	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the update's graceful shutdown time at a real host's pace, once the update restarts with a shutdown (0: it stops; the bound is stop + start + agent)")
+	fs.StringVar(&o.Note, "note", o.Note, "a line printed in bold at the top of results.md, e.g. that the machine was busy (also BENCH_NOTE)")
 }
 
 // CommandLine is how the run was asked for, for the report.
 func (o Options) CommandLine() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "-n %s -p %s -speed %g -single-speed %g -latency %s -disk-gib %d -memory-mib %d",
-		joinInts(o.Ns), joinInts(o.Ps), o.Speed, o.SingleSpeed, o.Latency, o.DiskGiB, o.MemoryMiB)
+	fmt.Fprintf(&b, "-n %s -p %s -real-n %s -speed %g -single-speed %g -latency %s -disk-gib %d -memory-mib %d",
+		joinInts(o.Ns), joinInts(o.Ps), joinInts(o.RealNs), o.Speed, o.SingleSpeed, o.Latency, o.DiskGiB, o.MemoryMiB)
 	if o.MaxInFlight != 0 {
 		fmt.Fprintf(&b, " -max-in-flight %d", o.MaxInFlight)
+	}
+	if o.UpdateShutdown != 0 {
+		fmt.Fprintf(&b, " -update-shutdown %s", o.UpdateShutdown)
 	}
 	if o.Full {
 		b.WriteString(" -full")
 	} else {
 		fmt.Fprintf(&b, " -full-only %d", o.FullOnly)
 	}
+	if o.Full || o.Scale {
+		fmt.Fprintf(&b, " -scale-n %s -scale-p %d -scale-speed %g", joinInts(o.ScaleNs), o.ScaleP, o.ScaleSpeed)
+	}
 	return b.String()
 }
 
-// Config turns the options into a run's configuration: every (P, N) pair in flag order,
-// N=1 once (parallelism does not matter for one VM) unless Full.
+// Config turns the options into a run's configuration: every (P, N) pair in flag order
+// (the RealNs at the first P only, at SingleSpeed, unless Full), then with Scale or Full
+// the scale scenarios.
 func (o Options) Config() (Config, error) {
 	if len(o.Ns) == 0 || len(o.Ps) == 0 {
 		return Config{}, errors.New("-n and -p need at least one value")
@@ -82,9 +113,9 @@ func (o Options) Config() (Config, error) {
 	if o.Speed <= 0 || o.SingleSpeed <= 0 {
 		return Config{}, errors.New("-speed and -single-speed must be positive")
 	}
-	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed}
-	single := false
-	for _, p := range o.Ps {
+	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed,
+		UpdateShutdown: o.UpdateShutdown}
+	for i, p := range o.Ps {
 		for _, n := range o.Ns {
 			if n <= 0 || p <= 0 {
 				return Config{}, fmt.Errorf("n and p must be positive (got N=%d P=%d)", n, p)
@@ -93,14 +124,26 @@ func (o Options) Config() (Config, error) {
 				continue
 			}
 			speed := o.Speed
-			if n == 1 {
-				if single && !o.Full {
+			if slices.Contains(o.RealNs, n) {
+				if i > 0 && !o.Full {
 					continue
 				}
-				single, speed = true, o.SingleSpeed
+				speed = o.SingleSpeed
 			}
 			cfg.Scenarios = append(cfg.Scenarios, Scenario{N: n, P: p, Speed: speed})
 		}
+	}
+	if o.Full || o.Scale {
+		if o.ScaleP <= 0 || o.ScaleSpeed <= 0 || len(o.ScaleNs) == 0 {
+			return Config{}, errors.New("-scale-n, -scale-p and -scale-speed must be positive")
+		}
+		for _, n := range o.ScaleNs {
+			sc := Scenario{N: n, P: o.ScaleP, Speed: o.ScaleSpeed}
+			if !slices.Contains(cfg.Scenarios, sc) {
+				cfg.Scenarios = append(cfg.Scenarios, sc)
+			}
+		}
+		cfg.ScaleNs, cfg.ScaleP, cfg.ScaleSpeed = o.ScaleNs, o.ScaleP, o.ScaleSpeed
 	}
 	if len(cfg.Scenarios) == 0 {
 		return Config{}, errors.New("no scenario left to run (see -full)")

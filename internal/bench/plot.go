@@ -240,7 +240,7 @@ func sign(v int) int {
 
 // plotPanels builds the three panels of a run: time at a real host's pace (wall × speed)
 // with the create lower bound, wall over lower bound with the targets, and requests per
-// VM. Parallelism 10 (the highest P run) is drawn solid, the others dashed.
+// VM. The highest parallelism run is drawn solid, the others dashed.
 func plotPanels(rs []Result) ([]panel, []int) {
 	var ns, ps []int
 	for _, r := range rs {
@@ -272,8 +272,8 @@ func plotPanels(rs []Result) ([]panel, []int) {
 	}
 	var timeP, ratio, reqs panel
 	timeP = panel{title: "Time (wall x speed)", ylabel: "seconds at a real host's pace"}
-	ratio = panel{title: "Wall / lower bound", ylabel: "ratio (destroy: see the table)",
-		hlines: []hline{{y: 1.25, label: "target 1.25 (N>=50, P=10)"}, {y: 1.10, label: "target 1.10 (N=1)", below: true}}}
+	ratio = panel{title: "Wall / lower bound", ylabel: "ratio",
+		hlines: []hline{{y: waveLimit, label: fmt.Sprintf("target %.2f (N=100, P=10)", waveLimit)}, {y: realPaceLimit, label: fmt.Sprintf("target %.2f (N=1, speed 1)", realPaceLimit), below: true}}}
 	reqs = panel{title: "API requests per VM", ylabel: "requests per VM"}
 	for i, p := range ps {
 		dashed := i > 0
@@ -286,7 +286,7 @@ func plotPanels(rs []Result) ([]panel, []int) {
 			if len(tp) > 0 {
 				timeP.series = append(timeP.series, series{label: lbl, col: c, dashed: dashed, pts: tp})
 			}
-			if op == OpCreate || op == OpUpdate {
+			if op != OpPlan {
 				rp := pick(op, p, func(_ Result, o OpResult) (float64, bool) { return o.Ratio(), o.Ratio() > 0 })
 				if len(rp) > 0 {
 					ratio.series = append(ratio.series, series{label: lbl, col: c, dashed: dashed, pts: rp})

@@ -11,46 +11,56 @@ import (
 // fakeRun is a run whose every target is met; tests spoil one value at a time.
 func fakeRun() []Result {
 	s := time.Second
+	ms := time.Millisecond
 	op := func(o Op, wall, lb time.Duration, reqs map[string]int, rss int64, inflight int) OpResult {
-		return OpResult{Op: o, Wall: wall, LowerBound: lb, Requests: reqs, PeakRSS: rss, MaxInFlight: inflight}
+		return OpResult{Op: o, Wall: wall, Span: wall - 200*ms, LowerBound: lb, Requests: reqs, PeakRSS: rss, MaxInFlight: inflight}
 	}
 	createReqs := func(n int) map[string]int {
-		return map[string]int{tfrun.StatClone: n, tfrun.StatResources: 2 * n, tfrun.StatTaskStatus: 9 * n}
+		return map[string]int{tfrun.StatClone: n, tfrun.StatResources: 2 * n, tfrun.StatTaskStatus: 9 * n, tfrun.StatAgent: 12 * n}
 	}
 	planReqs := func(n int) map[string]int {
 		return map[string]int{tfrun.StatResources: 1, tfrun.StatConfigGet: n, tfrun.StatStatus: n}
 	}
-	mk := func(n, p int, speed float64, create time.Duration, lb time.Duration) Result {
+	mk := func(n, p int, speed float64, create, update, destroy, lb time.Duration) Result {
 		return Result{Scenario: Scenario{N: n, P: p, Speed: speed}, VMs: n, DistinctVMIDs: n, Ops: []OpResult{
 			op(OpCreate, create, lb, createReqs(n), 30<<20, 8),
 			op(OpPlan, s, 0, planReqs(n), 30<<20, 8),
-			op(OpUpdate, 2*s, s, map[string]int{tfrun.StatStop: n}, 30<<20, 8),
-			op(OpDestroy, s, s/2, map[string]int{tfrun.StatDestroy: n}, 30<<20, 8),
+			op(OpUpdate, update, 13*lb/49, map[string]int{tfrun.StatStop: n}, 30<<20, 8),
+			op(OpDestroy, destroy, 2*lb/49, map[string]int{tfrun.StatDestroy: n}, 30<<20, 8),
 		}}
 	}
 	return []Result{
-		mk(1, 10, 1, 53*s, 50*s),
-		mk(50, 10, 10, 30*s, 25*s),
-		mk(100, 10, 10, 60*s, 50*s),
+		mk(1, 10, 1, 51*s, 13500*ms, 2090*ms, 49*s),
+		mk(5, 10, 1, 51*s, 13500*ms, 2090*ms, 49*s),
+		mk(100, 10, 5, 110*s, 29*s, 4500*ms, 98*s),
+		mk(100, 20, 10, 28*s, 8*s, 1500*ms, 24500*ms),
+		mk(500, 20, 10, 130*s, 35*s, 6*s, 122500*ms),
 	}
+}
+
+func fakeReport(rs []Result) Report {
+	return Report{Results: rs, Config: Config{ScaleNs: []int{100, 500}, ScaleP: 20, ScaleSpeed: 10}}
 }
 
 func verdicts(rs []Result) map[string]Target {
 	m := map[string]Target{}
-	for _, t := range (Report{Results: rs}).Targets() {
-		m[t.Name[:20]] = t
+	for _, t := range fakeReport(rs).Targets() {
+		m[t.Name[:24]] = t
 	}
 	return m
 }
 
 func TestTargets_allMet(t *testing.T) {
-	ts := (Report{Results: fakeRun()}).Targets()
-	if len(ts) != 7 {
-		t.Fatalf("%d targets, want 7", len(ts))
+	ts := fakeReport(fakeRun()).Targets()
+	if len(ts) != 12 {
+		t.Fatalf("%d targets, want 12", len(ts))
 	}
 	for _, tg := range ts {
 		if !tg.Ran || !tg.Met || tg.Ratio > 1 {
 			t.Errorf("%s: %+v, want met with a ratio of at most 1", tg.Name, tg)
+		}
+		if !strings.HasPrefix(tg.Line(), "met ") {
+			t.Errorf("line %q", tg.Line())
 		}
 	}
 }
@@ -62,15 +72,22 @@ func TestTargets_eachMiss(t *testing.T) {
 		spoil  func(rs []Result)
 		substr string
 	}{
-		{"slow single create", "Create of one VM wit", func(rs []Result) { rs[0].Ops[0].Wall = 56 * time.Second }, "1.12x"},
-		{"plan requests", "No-op plan of 100 VM", func(rs []Result) { rs[2].Ops[1].Requests[tfrun.StatConfigGet] = 201 }, "302 requests: 3.01 per VM + 1 listing"},
-		{"plan listings", "No-op plan of 100 VM", func(rs []Result) { rs[2].Ops[1].Requests[tfrun.StatResources] = 102 }, "+ 102 listing"},
-		{"agent in plan", "No agent polling dur", func(rs []Result) { rs[1].Ops[1].Requests[tfrun.StatAgent] = 3 }, "3 agent requests"},
-		{"slow waves", "Create of 50 VMs at ", func(rs []Result) { rs[1].Ops[0].Wall = 32 * time.Second }, "1.28x"},
-		{"duplicate VMID", "Create of 100 VMs at", func(rs []Result) { rs[2].DistinctVMIDs = 99 }, "1 duplicate VMIDs"},
-		{"retry left", "Create of 100 VMs at", func(rs []Result) { rs[2].Ops[0].ExitCode = 1 }, "terraform exit 1"},
-		{"RSS", "Provider peak RSS un", func(rs []Result) { rs[2].Ops[3].PeakRSS = 151 << 20 }, "151.0 MiB"},
-		{"in flight", "Requests in flight p", func(rs []Result) { rs[0].Ops[2].MaxInFlight = 9 }, "at most 9"},
+		{"slow single create", "Create of one VM at a re", func(rs []Result) { rs[0].Ops[0].Wall = 52 * time.Second }, "1.06x"},
+		{"slow single update", "Update of one VM at a re", func(rs []Result) { rs[0].Ops[2].Wall = 14 * time.Second }, "1.08x"},
+		{"slow single destroy", "Destroy of one VM at a r", func(rs []Result) { rs[0].Ops[3].Wall = 2500 * time.Millisecond }, "1.25x"},
+		{"failed single destroy", "Destroy of one VM at a r", func(rs []Result) { rs[0].Ops[3].ExitCode = 1 }, "terraform exit 1"},
+		{"plan requests", "No-op plan of 100 VMs: a", func(rs []Result) { rs[2].Ops[1].Requests[tfrun.StatConfigGet] = 101 }, "202 requests: 2.01 per VM + 1 listing"},
+		{"plan listings", "No-op plan of 100 VMs: a", func(rs []Result) { rs[2].Ops[1].Requests[tfrun.StatResources] = 2 }, "+ 2 listing"},
+		{"agent requests at real pace", "Agent requests per creat", func(rs []Result) { rs[1].Ops[0].Requests[tfrun.StatAgent] = 105 }, "21.0 per VM at N=5"},
+		{"agent in plan", "No agent polling during ", func(rs []Result) { rs[1].Ops[1].Requests[tfrun.StatAgent] = 3 }, "3 agent requests"},
+		{"slow waves", "Create of 100 VMs at par", func(rs []Result) { rs[2].Ops[0].Wall = 115 * time.Second }, "1.17x"},
+		{"slow update waves", "Update of 100 VMs at par", func(rs []Result) { rs[2].Ops[2].Wall = 31 * time.Second }, "1.19x"},
+		{"duplicate VMID", "Create of 100 VMs at par", func(rs []Result) { rs[2].DistinctVMIDs = 99 }, "1 duplicate VMIDs"},
+		{"retry left", "Create of 100 VMs at par", func(rs []Result) { rs[2].Ops[0].ExitCode = 1 }, "terraform exit 1"},
+		{"RSS", "Provider peak RSS under ", func(rs []Result) { rs[2].Ops[3].PeakRSS = 65 << 20 }, "65.0 MiB"},
+		{"in flight", "Requests in flight per p", func(rs []Result) { rs[0].Ops[2].MaxInFlight = 9 }, "at most 9"},
+		{"scale duplicate", "Scale: 500 VMs at parall", func(rs []Result) { rs[4].DistinctVMIDs = 498 }, "2 duplicate VMIDs"},
+		{"scale leftovers", "Scale: 500 VMs at parall", func(rs []Result) { rs[4].Leftovers = []string{"vm 1 bench-1"} }, "1 leftovers"},
 	} {
 		rs := fakeRun()
 		c.spoil(rs)
@@ -78,36 +95,56 @@ func TestTargets_eachMiss(t *testing.T) {
 		if !got.Ran || got.Met || !strings.Contains(got.Measured, c.substr) {
 			t.Errorf("%s: %+v; want missed, measured containing %q", c.name, got, c.substr)
 		}
+		if !strings.HasPrefix(got.Line(), "MISSED") {
+			t.Errorf("%s: line %q", c.name, got.Line())
+		}
 	}
 }
 
 func TestTargets_notRun(t *testing.T) {
 	rs := fakeRun()[:1]
 	got := verdicts(rs)
-	for _, k := range []string{"No-op plan of 100 VM", "Create of 50 VMs at ", "Create of 100 VMs at", "Provider peak RSS un"} {
+	for _, k := range []string{"No-op plan of 100 VMs: a", "Create of 100 VMs at par", "Destroy of 100 VMs at pa", "Provider peak RSS under "} {
 		if got[k].Ran || got[k].Met {
 			t.Errorf("%s: %+v, want not run", k, got[k])
 		}
 	}
-	md := (Report{Results: rs}).Markdown()
+	if _, ok := got["Scale: 500 VMs at parall"]; ok {
+		t.Error("a scale target without the scale scenarios")
+	}
+	md := fakeReport(rs).Markdown()
 	if !strings.Contains(md, "(not run)") || !strings.Contains(md, "| met |") {
 		t.Errorf("markdown does not say what ran:\n%s", md)
 	}
 }
 
+func TestMarkdown_scaleGrowth(t *testing.T) {
+	md := fakeReport(fakeRun()).Markdown()
+	for _, want := range []string{
+		"## Scale: 100 to 500 VMs at parallelism 20, speed 10",
+		"(5 to 25: 5.0x)",
+		"| create | 28.00 | 130.00 | 4.64x | 1.14 | 1.06 | 24.00 | 24.00 | 8 | 30.0 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 func TestMarkdown_tables(t *testing.T) {
 	rs := fakeRun()
-	rs[1].Ops[0].Wall = 40 * time.Second
+	rs[1].Ops[0].Wall = 60 * time.Second
 	rs[1].Problems = []string{"update: terraform exited 1: a | b"}
 	rs[0].Ops[0].Requests["GET /version"] = 1
-	md := (Report{Results: rs, Command: "-n 1", Elapsed: time.Minute}).Markdown()
+	md := (Report{Results: rs, Command: "-n 1", Elapsed: time.Minute, Note: "noisy: a shared machine"}).Markdown()
 	for _, want := range []string{
-		"| 50 | 10 | 10 | create | 40.00 | 0.00 | 25.00 | 1.60 |", // wall, span, bound, ratio
-		"| 100 | 10 | 10 | destroy | 1.00 | 0.00 | 0.50 | 2.00 | - | 1.00 | 0 | 8 | 30.0 | 0.00 | 0.00 | 0 |",
-		"| 100 | 10 | 10 | plan | 1.00 | 0.00 | 0.00 | - |",
-		"**missed**",
-		"| N | P | op | listing | config GET | clone | stop | status | task status | destroy | `GET /version` | total |",
-		"| 100 | 10 | plan | 0.01 | 1.00 | . | . | 1.00 | . | . | . | 2.01 |",
+		"**noisy: a shared machine**",
+		"| 5 | 10 | 1 | create | 60.00 | 50.80 | 49.00 | 1.22 | 1.04 |", // wall, span, bound, ratios
+		"| 100 | 10 | 5 | destroy | 4.50 | 4.30 | 4.00 | 1.12 | 1.07 | 1.00 | 0 | 8 | 30.0 | 0.00 | 0.00 | 0 |",
+		"| 100 | 10 | 5 | plan | 1.00 | 0.80 | 0.00 | - |",
+		"max(clone, seed upload)", "max(stop, seed delete)",
+		"| N | P | op | listing | config GET | clone | stop | status | agent | task status | destroy | `GET /version` | total |",
+		"| 100 | 10 | plan | 0.01 | 1.00 | . | . | 1.00 | . | . | . | . | 2.01 |",
 		`a \| b`,
 		"took 1m0s",
 	} {

@@ -32,8 +32,10 @@ func TestWatchRSS_samplesTheGivenProcesses(t *testing.T) {
 		t.Skip("no /proc:", err)
 	}
 	own, _ := parseVmHWM(b)
-	// The pid that does not exist is not counted; our own peak is at most what we read after.
-	if procs != 1 || peak <= 0 || peak > own {
+	// The pid that does not exist is not counted; our own peak is at most what we read
+	// after, give or take the kernel's per-thread RSS counter batching (up to a few
+	// hundred kB between reads through different threads).
+	if procs != 1 || peak <= 0 || peak > own+1<<20 {
 		t.Errorf("peak %d over %d processes; want one process with 0 < peak <= %d", peak, procs, own)
 	}
 	if cpu <= 0 {

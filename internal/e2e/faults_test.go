@@ -234,6 +234,10 @@ func runFaultCase(t *testing.T, c faultCase) {
 	// state matches the cluster (tainted entries aside).
 	if f := s.chk.Live(s.state()); len(f.Violations) > 0 {
 		t.Errorf("after the faulty %s: %v", c.step.op, f.Err())
+	} else if len(f.Orphans) > 0 && c.step.name == "clone-task" && c.kind == kindTaskFail {
+		// The seed upload runs beside the clone task; a clone that fails (and takes its VM
+		// with it) must not leave the seed it uploaded, not even until the next apply.
+		t.Errorf("after a failed clone task: %v", f.Orphans)
 	} else if len(f.Orphans) > 0 {
 		figures.note(cat, "untracked right after the failure")
 		t.Logf("untracked right after the faulty %s (the next apply must adopt or remove them): %v", c.step.op, f.Orphans)

@@ -173,6 +173,9 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
 	// The digest of a write-only cloud-init is keyed by the uid: after it is minted.
 	applyCloudInitWO(&spec, config, r.cfg())
+	// Terraform killed (kill -9): its answer would never be saved, so the mark is left
+	// "creating" for the next apply, even before the closed connection cancels ctx.
+	spec.Abandoned = func() bool { return parentGone(startedBy) }
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -223,6 +226,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
+	warnRecentPassed(&resp.Diagnostics, spec.Name, final, createdAt, timeout)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
 }

@@ -7,6 +7,7 @@
 package proxmox
 
 import (
+	"sync"
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
@@ -87,7 +88,12 @@ type Spec struct {
 	AllocKey string
 	// Namespace is the provider's uid_namespace, written in the mark: an interrupted create
 	// is resumed only by a Create of the same name in the same namespace.
-	Namespace    string
+	Namespace string
+	// Abandoned, when set, reports that nobody waits for this Create's answer any more
+	// (the process that asked for it is gone). It is asked right before the last step: an
+	// abandoned Create leaves the mark "creating", for the next Create of its name to take
+	// over, instead of finishing a VM that no state would track.
+	Abandoned    func() bool
 	Node         string
 	TemplateVMID int
 	Cores        int
@@ -141,6 +147,11 @@ type VM struct {
 	// Seed is the seed ISO file the VM's ide2 names, when it is a seed of this VM
 	// (<name>-<uid>-seed.iso, or <name>-seed.iso of earlier releases and the operator).
 	Seed string
+	// Passed lists the finished VMs of this name and namespace that Create met on the
+	// name's probe sequence and left alone (another resource's, or one a crash left
+	// untracked: the two cannot be told apart), except those this backend's own Creates
+	// finished. Only Create fills it.
+	Passed []PassedVM
 	// StatusUnknown is set when the listing said "unknown" and status/current could not
 	// be read either (a node not answering): State is then StateProvisioning as a
 	// placeholder and the caller should keep the state it knew.
@@ -152,6 +163,13 @@ type VM struct {
 	// Note is the description without the mark lines; Protected is the protection flag.
 	Note      string
 	Protected bool
+}
+
+// PassedVM is a finished VM of the created VM's name and namespace that Create skipped.
+type PassedVM struct {
+	VMID      int
+	Node      string
+	CreatedAt time.Time // the mark's created-at (the zero time when missing)
 }
 
 // GetOptions tune Get.
@@ -282,6 +300,11 @@ type Backend struct {
 	pre        *preflightCache // Preflight's verdicts, per provider instance
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
+	// finished are the uids of the VMs this backend's Creates finished (their answers went
+	// back to Terraform): a later Create passing one of them does not report it.
+	finished sync.Map
+	// agentSeen is the agent delay the address waits have seen (pollschedule.go).
+	agentSeen agentDelays
 }
 
 // Default VMID range (DESIGN.md).

@@ -1,7 +1,6 @@
 package proxmox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,14 +12,14 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Create runs entry 10 under the per-name lock: the by-name lookup, the template checks
 // (entry 4), the VMID allocation with the ownership check (entry 2, findings P2/CR3),
-// the clone with the mark, then seed upload, config, resize, start and the wait for
-// running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
+// the clone with the mark and, while its task runs, the seed upload (a failed clone
+// deletes the seed again; a failed upload fails the create once the clone task ended, the
+// VM tracked), then config, resize, start and the wait for running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
 // only by ctx (the Terraform create timeout).
 //
 // onAllocated is called as soon as a VMID and node are chosen: before each clone request
@@ -63,8 +62,14 @@ type creation struct {
 	cfg     map[string]string // the VM's config after the clone or at adoption
 	adopted bool
 	cloned  bool
+	// started: this call started the VM (its address wait measures a boot).
+	started bool
+	// upload is the seed upload started beside the clone task, until provision joins it.
+	upload *seedUpload
 	// notified is the ID last handed to onAllocated.
 	notified ID
+	// passed are the finished VMs of this name and namespace the probe skipped.
+	passed []PassedVM
 }
 
 type verdict int
@@ -91,6 +96,13 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 		return VM{}, Transientf("waiting for another operation on this VM to finish: %w", err)
 	}
 	defer unlock()
+	defer func() {
+		// No upload outlives Create (provision joins it; this is a guard).
+		if u := c.upload; u != nil {
+			u.cancel()
+			_ = u.join()
+		}
+	}()
 
 	res, err := c.b.listing(ctx, true)
 	if err != nil {
@@ -278,6 +290,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid holds another resource's vm", map[string]any{
 					"vmid": vmid, "name": c.s.Name, "other_name": cfg["name"],
 				})
+				c.notePassed(vmid, r.Node, cfg)
 				return false, nil
 			case verdictOurs:
 				return false, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
@@ -332,33 +345,47 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm clone started", map[string]any{
 		"vmid": vmid, "name": s.Name, "node": s.Node, "upid": upid, "template_vmid": s.TemplateVMID,
 	})
-	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Clone); err != nil {
+	// The seed upload does not depend on the clone: it runs while the clone task does, when
+	// the clone lands where the VM will run (a clone that migrates afterwards uploads its
+	// seed once it has moved, so that a failed migration leaves no seed on another node).
+	if lands == s.Node {
+		c.upload = c.startSeedUpload(ctx)
+	}
+	if err := c.awaitClone(ctx, upid); err != nil {
+		if c.upload != nil {
+			err = c.abandonSeedUpload(ctx, c.upload, err)
+			c.upload = nil
+		}
 		return true, err
+	}
+	return true, nil
+}
+
+// awaitClone waits for the clone task, then checks that the VMID holds the VM it made.
+func (c *creation) awaitClone(ctx context.Context, upid string) error {
+	b := c.b
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Clone); err != nil {
+		return err
 	}
 	cfg, err := c.checkStillOurs(ctx)
 	if err != nil {
-		return true, err
+		return err
 	}
 	c.cfg = cfg
-	return true, nil
+	return nil
 }
 
 // provision is entry 10 steps 5 to 9; each step is repeatable.
 func (c *creation) provision(ctx context.Context) error {
 	b, s := c.b, &c.s
-	// 5. The seed, uploaded over any previous one (F12): no delete first.
-	iso, err := b.buildSeed(nocloud.Seed{
-		Name: s.Name, UserData: s.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
-	})
-	if err != nil {
-		return Permanentf("building the seed ISO failed: %w", err)
-	}
-	seed := seedFile(s.Name, s.UID)
-	upid, err := b.api.UploadISO(ctx, c.node, b.cfg.ISOStorage, seed, bytes.NewReader(iso), int64(len(iso)))
-	if err != nil {
-		return apiErrorf("create", err, "uploading %s to storage %s on node %s", seed, b.cfg.ISOStorage, c.node)
-	}
-	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
+	// 5. The seed, uploaded over any previous one (F12): no delete first. After a clone of
+	// ours it was started with the clone task; an adopted VM uploads it now.
+	if u := c.upload; u != nil {
+		c.upload = nil
+		if err := u.join(); err != nil {
+			return err
+		}
+	} else if err := b.uploadSeed(ctx, c.node, *s); err != nil {
 		return err
 	}
 	// 6. The config.
@@ -385,7 +412,11 @@ func (c *creation) provision(ctx context.Context) error {
 		return nil // started = false: the first boot waits for the update that starts it
 	}
 	// 8. Start; 9. wait for running/running.
-	return b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg)
+	if err := b.startAndWait(ctx, "create", c.node, c.vmid, c.cfg); err != nil {
+		return err
+	}
+	c.started = true
+	return nil
 }
 
 // startAndWait starts a VM, waits for the task, then for running/running. cfg, the VM's
@@ -478,7 +509,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	var ifaces []pveapi.NetworkInterface
 	if c.s.WaitForIP {
 		var err error
-		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, &ifaces); err != nil {
+		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, c.started, &ifaces); err != nil {
 			return VM{}, err
 		}
 	}
@@ -502,7 +533,22 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	}
 	vm.Creating = false
 	vm.Protected = vm.Protected || c.s.Protection // set by finalize's write
+	vm.Passed = c.passed
+	b.finished.Store(c.s.UID, true)
 	return vm, nil
+}
+
+// notePassed records a skipped VM that is a finished create of this name in this
+// namespace (not one being created, not another namespace's).
+func (c *creation) notePassed(vmid int, node string, cfg map[string]string) {
+	m := ParseMark(cfg["description"])
+	if cfg["name"] != c.s.Name || !m.Managed || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
+		return
+	}
+	if _, ours := c.b.finished.Load(m.UID); ours {
+		return // a VM of this provider process's own, already answered to Terraform
+	}
+	c.passed = append(c.passed, PassedVM{VMID: vmid, Node: node, CreatedAt: m.CreatedAt})
 }
 
 // written is the VM as Create left it, from the spec and the cloned config.
@@ -525,10 +571,11 @@ func (c *creation) written() VM {
 // user-data installs it), it waits for as long as ctx allows (a first boot installs it in
 // about 50 s on a real host); otherwise the template must ship it, and an agent that does
 // not answer within Budgets.AgentStart of the start ends the wait.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, seen *[]pveapi.NetworkInterface) (string, error) {
-	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot, seen: seen}
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface) (string, error) {
+	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot,
+		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen}
 	if !b.seedInstallsAgent(s.UserData) {
-		a.expect = agentInstalled
+		a.expect, a.delayKey = agentInstalled, agentDelayKey(false, 0)
 		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"
 	}
 	return b.waitAddress(ctx, a)

@@ -70,10 +70,23 @@ func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
 		t.Errorf("clone call %+v", clones[0])
 	}
 	h.assertProvisioned(testVMID0)
-	want := []string{"ClusterResources", "VMConfig", "Clone", "TaskStatus", "VMConfig", "UploadISO", "TaskStatus",
-		"SetVMConfig", "Start", "TaskStatus", "VMStatus"}
-	if got := h.f.methods(); !slices.Equal(got[:len(want)], want) {
+	// The clone task and the seed upload run side by side: their requests interleave in any
+	// order between the clone request and the config write.
+	got := h.f.methods()
+	cfgAt := slices.Index(got, "SetVMConfig")
+	if cfgAt < 0 {
+		t.Fatalf("steps %v: no config write", got)
+	}
+	head, between := got[:3], slices.Clone(got[3:cfgAt])
+	slices.Sort(between)
+	if want := []string{"ClusterResources", "VMConfig", "Clone"}; !slices.Equal(head, want) {
 		t.Errorf("steps %v, want them to start %v", got, want)
+	}
+	if want := []string{"TaskStatus", "TaskStatus", "UploadISO", "VMConfig"}; !slices.Equal(between, want) {
+		t.Errorf("steps between the clone and the config write %v, want %v in any order", got[3:cfgAt], want)
+	}
+	if want := []string{"SetVMConfig", "Start", "TaskStatus", "VMStatus"}; !slices.Equal(got[cfgAt:cfgAt+len(want)], want) {
+		t.Errorf("steps %v, want %v after the upload and the clone", got[cfgAt:], want)
 	}
 }
 

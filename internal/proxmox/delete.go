@@ -10,15 +10,16 @@ import (
 )
 
 // Delete runs entry 11 with review findings CR1, CR2 and P1, under the per-name lock:
-// stop (a paused VM too), delete the seed ISO the VM's ide2 names on the VM's node, then
-// destroy with purge=1&destroy-unreferenced-disks=1. A VM already gone, or a VMID that now
-// holds a VM that is not ours (another name, no mark, a container, another uid), is success
-// without touching it; the seed the caller recorded is then deleted on every configured
-// node (plus node, the one the caller last knew, when it is not configured), unless the VM
-// at the VMID boots from it. A seed delete that fails on the VM's node fails the call
-// before the destroy, so nothing leaks; on the every-node path a node's failure is logged
-// and skipped unless it is Permanent (a 403) or ctx ended. A task lock other than
-// suspended, a clone in progress or a listing status "unknown" is waited on within
+// stop (a paused VM too) and, at the same time, delete the seed ISO the VM's ide2 names on
+// the VM's node; once both ended, destroy with purge=1&destroy-unreferenced-disks=1. A VM
+// already gone, or a VMID that now holds a VM that is not ours (another name, no mark, a
+// container, another uid), is success without touching it; the seed the caller recorded is
+// then deleted on every configured node (plus node, the one the caller last knew, when it
+// is not configured), unless the VM at the VMID boots from it. A seed delete that fails on
+// the VM's node fails the call before the destroy, so nothing leaks; on the every-node path
+// a node's failure is logged and skipped unless it is Permanent (a 403) or ctx ended. A
+// task lock other than suspended, a clone in progress or a listing status "unknown" is
+// waited on within
 // Budgets.Destroy. A hibernated VM of ours is destroyed (Phase 10).
 func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
 	return b.DeleteVM(ctx, id, DeleteOptions{Node: node})
@@ -94,26 +95,19 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		return false, node, err
 	}
 	seeds := ownSeeds(b.cfg.ISOStorage, id.Name, st.cfg, opts)
+	// 6. The seed before the destroy (CR1), deleted while the VM stops: it does not depend
+	// on the stop. A failure leaves the VM for the next Delete.
+	seed := b.startSeedDelete(ctx, node, seeds)
 	// 5. Stop unless stopped; status/current, since the listing may lag (P6) and shows a
 	// paused VM as running (F14).
-	vs, err := b.api.VMStatus(ctx, node, id.VMID)
-	switch {
-	case err == nil:
-	case isNotExist(err):
-		return false, node, b.deleteSeeds(ctx, node, seeds)
-	default:
-		return false, node, apiErrorf("delete", err, "reading the status on node %s", node)
-	}
-	if vs.Status != "stopped" {
-		if err := b.stopAndWait(ctx, "delete", node, id.VMID); err != nil {
-			if isNotExist(err) {
-				return false, node, b.deleteSeeds(ctx, node, seeds)
-			}
-			return false, node, err
+	if gone, err := b.stopForDelete(ctx, node, id.VMID); gone || err != nil {
+		serr := seed.join()
+		if gone {
+			return false, node, serr
 		}
+		return false, node, err
 	}
-	// 6. The seed before the destroy (CR1): a failure leaves the VM for the next Delete.
-	if err := b.deleteSeeds(ctx, node, seeds); err != nil {
+	if err := seed.join(); err != nil {
 		return false, node, err
 	}
 	// 7. Destroy with purge.
@@ -131,6 +125,29 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		return false, node, err
 	}
 	return true, node, nil
+}
+
+// stopForDelete stops the VM unless status/current says it is stopped; gone reports a VM
+// that vanished meanwhile.
+func (b *Backend) stopForDelete(ctx context.Context, node string, vmid int) (gone bool, err error) {
+	vs, err := b.api.VMStatus(ctx, node, vmid)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return true, nil
+	default:
+		return false, apiErrorf("delete", err, "reading the status on node %s", node)
+	}
+	if vs.Status == "stopped" {
+		return false, nil
+	}
+	if err := b.stopAndWait(ctx, "delete", node, vmid); err != nil {
+		if isNotExist(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return false, nil
 }
 
 // ownSeeds are the seed files of a VM of ours: the one its ide2 names (its own, whoever

@@ -34,7 +34,22 @@ func mutating(f *fakeAPI) []string {
 	return out
 }
 
-// TestDelete_stepsTable is entry 11 steps 2 to 7 with CR1 (stop, seed, destroy) and the
+// unorderedBeforeDestroy sorts the calls between two destroys (or the ends): the stop and
+// the seed delete run at the same time, so their order is not part of the contract; the
+// destroy coming after both is.
+func unorderedBeforeDestroy(calls []string) []string {
+	out := slices.Clone(calls)
+	start := 0
+	for i := 0; i <= len(out); i++ {
+		if i == len(out) || out[i] == "Destroy" {
+			slices.Sort(out[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// TestDelete_stepsTable is entry 11 steps 2 to 7 with CR1 (stop and seed, then destroy) and the
 // Phase 10 answers (a paused VM stops, a hibernated VM is destroyed).
 func TestDelete_stepsTable(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,7 +103,7 @@ func TestDelete_stepsTable(t *testing.T) {
 			if err := h.del(h.ctx, "pv1-1"); err != nil {
 				t.Fatal(err)
 			}
-			if got := mutating(h.f); !slices.Equal(got, tc.calls) {
+			if got := mutating(h.f); !slices.Equal(unorderedBeforeDestroy(got), unorderedBeforeDestroy(tc.calls)) {
 				t.Errorf("calls %v, want %v", got, tc.calls)
 			}
 			if got := seedNodes(h.f); !slices.Equal(got, tc.seedOn) {

@@ -18,6 +18,7 @@ package proxmox
 //	f.log()                                // every call in order
 //	f.vm(vmid)                             // a copy of a VM (nil when absent)
 //	f.iso(node, "proxy-seeds", "x-seed.iso") // an uploaded seed's bytes
+//	f.seeds()                              // every seed ISO as "<node>/<volid>"
 //	f.taskPolls = 2                        // TaskStatus answers "running" twice before "stopped"
 //	f.failTask("resize", exitstatus)     // the next task of that type ends with that exitstatus
 //	f.finishTasks()                        // completes every pending task now (a crash-then-retry)
@@ -25,7 +26,8 @@ package proxmox
 // A start fails, as Proxmox's does, when a drive names a volume on the ISO storage that
 // the node's storage does not hold (the seed deleted by a destroy that then failed).
 // Behaviour: a clone creates the VM at once, listed nameless with lock "clone" and status
-// "unknown" (F8) and with a config holding only the lock, until its task completes. Locked
+// "unknown" (F8) and with a config holding only the lock, until its task completes; a
+// clone task that fails removes the VM, as Proxmox does. Locked
 // VMs refuse config writes, resizes, starts, stops and destroys with err_locked_clone's
 // text (lock name substituted). Tasks complete when polled (after taskPolls "running"
 // answers); their effect applies then.
@@ -372,6 +374,22 @@ func (f *fakeAPI) iso(node, storage, filename string) ([]byte, bool) {
 	return b, ok
 }
 
+// seeds lists the seed ISOs on every node's storage, as "<node>/<volid>", sorted.
+func (f *fakeAPI) seeds() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for k := range f.isos {
+		if strings.HasSuffix(k, "-seed.iso") {
+			node, rest, _ := strings.Cut(k, "/")
+			_, volid, _ := strings.Cut(rest, "/")
+			out = append(out, node+"/"+volid)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // finishTasks completes every pending task now, applying its effect.
 func (f *fakeAPI) finishTasks() {
 	f.mu.Lock()
@@ -654,11 +672,20 @@ func (f *fakeAPI) Clone(ctx context.Context, node string, vmid int, p pveapi.Clo
 	}
 	nv := &fakeVM{VMID: p.NewID, Node: target, Type: "qemu", Name: p.Name, Status: "stopped", Lock: "clone", Config: cfg, cloning: true}
 	f.vms[p.NewID] = nv
-	return f.newTask(node, "qmclone", strconv.Itoa(vmid), func() {
+	upid := f.newTask(node, "qmclone", strconv.Itoa(vmid), func() {
 		if cur := f.vms[p.NewID]; cur == nv {
 			nv.cloning, nv.Lock = false, ""
 		}
-	}), nil
+	})
+	if t := f.tasks[upid]; !taskSucceeded(t.exit) {
+		// A failed clone removes the VM it was making, as Proxmox does.
+		t.apply = func() {
+			if cur := f.vms[p.NewID]; cur == nv {
+				delete(f.vms, p.NewID)
+			}
+		}
+	}
+	return upid, nil
 }
 
 func (f *fakeAPI) Resize(ctx context.Context, node string, vmid int, disk, size string) (string, error) {

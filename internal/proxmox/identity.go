@@ -267,6 +267,17 @@ func (c *creation) finalize(ctx context.Context) error {
 		if !m.Creating {
 			return nil
 		}
+		// A create whose context is done (Terraform was killed or interrupted, or the
+		// create timeout passed) never finishes the mark: nobody would save this VM in a
+		// state, and a VM left "creating" is taken over by the next create of its name,
+		// while a finished one would be left untracked. The HTTP client refuses a request
+		// whose context is done too; this check is the rule, stated where it matters.
+		if err := ctx.Err(); err != nil {
+			return Transientf("the create was cancelled before its last step; the VM is left marked %q for the next apply to take over: %w", MarkKeyState+"="+MarkStateCreating, err)
+		}
+		if s.Abandoned != nil && s.Abandoned() {
+			return Transientf("the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over", MarkKeyState+"="+MarkStateCreating)
+		}
 		desc := withNote(MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
 		err = b.api.SetVMConfig(ctx, c.node, c.vmid, finishParams(map[string]string{"description": desc, "digest": cfg["digest"]}, *s))
 		switch {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -150,5 +151,114 @@ func TestOrphanSeeds_perVMSeedsByReference(t *testing.T) {
 	}
 	if n := h.f.calls("VMConfig"); n != 2 {
 		t.Errorf("%d config reads, want one per VM of a name a per-VM seed carries (2)", n)
+	}
+}
+
+// cancelAfterFinalRead is the seam with a context cancelled right after the config read
+// that precedes the last step (the second read of the running VM still marked creating:
+// the first is the read-back): Terraform killed while the create was about to finish its
+// mark.
+type cancelAfterFinalRead struct {
+	*fakeAPI
+	cancel context.CancelFunc
+	reads  int
+	fired  bool
+}
+
+func (a *cancelAfterFinalRead) VMConfig(ctx context.Context, node string, vmid int) (map[string]string, error) {
+	cfg, err := a.fakeAPI.VMConfig(ctx, node, vmid)
+	if err == nil && !a.fired && cfg["ide2"] != "" && ParseMark(cfg["description"]).Creating {
+		if v := a.fakeAPI.vm(vmid); v != nil && v.Status == "running" {
+			if a.reads++; a.reads == 2 {
+				a.fired = true
+				a.cancel()
+			}
+		}
+	}
+	return cfg, err
+}
+
+// A create cancelled between the last config read and the last step never sends the
+// finished mark: the VM stays marked creating, so the next create of its name takes it
+// over instead of leaving it untracked.
+func TestCreate_cancelledBeforeTheLastStepLeavesTheMarkCreating(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	api := &cancelAfterFinalRead{fakeAPI: h.f, cancel: cancel}
+	h.b.api = api
+	_, err := h.b.Create(ctx, h.spec(), nil)
+	if err == nil {
+		t.Fatal("Create succeeded after its context was cancelled")
+	}
+	if !api.fired {
+		t.Fatal("the context was never cancelled: the test did not reach the last step")
+	}
+	assertContains(t, err.Error(), "cancelled before its last step", MarkKeyState+"="+MarkStateCreating)
+	writes := h.f.callsOf("SetVMConfig")
+	for _, w := range writes {
+		if w.Args["description"] != "" && !strings.Contains(w.Args["description"], MarkKeyState+"="+MarkStateCreating) {
+			t.Errorf("the finished mark was sent after the cancel: %v", w.Args)
+		}
+	}
+	if m := ParseMark(h.f.vm(testVMID0).Config["description"]); !m.Creating || m.UID != testUID {
+		t.Errorf("mark %+v, want this create's uid, still creating", m)
+	}
+}
+
+// A finished VM of this name and namespace on the probe sequence is skipped and reported
+// (it may be a create a crash left untracked: the provider warns when it is recent); one
+// being created in another namespace is skipped and not reported.
+func TestCreate_reportsTheFinishedSameNameVMsItPassed(t *testing.T) {
+	h := newHarness(t)
+	h.addFinished(testVMID0, testName, otherUID)
+	h.addInterrupted(testVMID1, testName, prevUID)
+	h.f.mutate(testVMID1, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: prevUID, Namespace: "team-b", Creating: true}.Format()
+	})
+	vm := h.create(h.spec())
+	if vm.ID.VMID == testVMID0 || vm.ID.VMID == testVMID1 {
+		t.Fatalf("created onto VMID %d, which holds another VM", vm.ID.VMID)
+	}
+	want := []PassedVM{{VMID: testVMID0, Node: "pv1-1", CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC)}}
+	if !slices.Equal(vm.Passed, want) {
+		t.Errorf("Passed %+v, want %+v", vm.Passed, want)
+	}
+}
+
+// A same-name VM this backend created itself (two resources of one name in one apply) is
+// not reported: its answer went back to Terraform.
+func TestCreate_doesNotReportTheSameNameVMItFinishedItself(t *testing.T) {
+	h := newHarness(t)
+	first := h.create(h.spec())
+	s := h.spec()
+	s.UID = otherUID
+	second := h.create(s)
+	if second.ID.VMID == first.ID.VMID {
+		t.Fatalf("both creates landed on VMID %d", first.ID.VMID)
+	}
+	if len(second.Passed) != 0 {
+		t.Errorf("Passed %+v, want none: VMID %d is this backend's own", second.Passed, first.ID.VMID)
+	}
+}
+
+// A create whose requester is gone (Spec.Abandoned) skips the last step: the mark stays
+// creating and the finished description is never sent.
+func TestCreate_abandonedBeforeTheLastStepLeavesTheMarkCreating(t *testing.T) {
+	h := newHarness(t)
+	s := h.spec()
+	s.Abandoned = func() bool { return true }
+	err := h.createFails(s)
+	assertContains(t, err.Error(), "abandoned before its last step", MarkKeyState+"="+MarkStateCreating)
+	for _, w := range h.f.callsOf("SetVMConfig") {
+		if w.Args["description"] != "" && !strings.Contains(w.Args["description"], MarkKeyState+"="+MarkStateCreating) {
+			t.Errorf("the finished mark was sent by an abandoned create: %v", w.Args)
+		}
+	}
+	if m := ParseMark(h.f.vm(testVMID0).Config["description"]); !m.Creating || m.UID != testUID {
+		t.Errorf("mark %+v, want this create's uid, still creating", m)
+	}
+	if h.f.vm(testVMID0).Status != "running" {
+		t.Error("the abandoned create did not get as far as the last step")
 	}
 }

@@ -59,6 +59,40 @@ func (b *Backend) pollUntil(ctx context.Context, budget time.Duration, step func
 	}
 }
 
+// pollEvery is pollUntil with the wait before each next step given by delay, from the
+// time since the first step.
+func (b *Backend) pollEvery(ctx context.Context, budget time.Duration, delay func(elapsed time.Duration) time.Duration,
+	step func(context.Context) (bool, error)) error {
+	start := b.clock.Now()
+	var deadline time.Time
+	if budget > 0 {
+		deadline = start.Add(budget)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		done, err := step(ctx)
+		if err != nil || done {
+			return err
+		}
+		now := b.clock.Now()
+		wait := delay(now.Sub(start))
+		if !deadline.IsZero() {
+			left := deadline.Sub(now)
+			if left <= 0 {
+				return errBudget
+			}
+			wait = min(wait, left)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-b.clock.After(wait):
+		}
+	}
+}
+
 // waitTask polls a task until it stops: exitstatus OK or "WARNINGS: <n>" is success,
 // anything else a Transient error carrying the text. The node comes from the UPID. A
 // budget that runs out is Transient naming the UPID (the task keeps running on Proxmox).

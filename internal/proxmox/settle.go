@@ -168,7 +168,7 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 	if !o.Address {
 		return vm, nil
 	}
-	a := addressWait{op: "update", node: vm.Node, vmid: id.VMID, expect: agentInstalled,
+	a := addressWait{op: "update", node: vm.Node, vmid: id.VMID, expect: agentInstalled, learn: true,
 		why: "this start is not a first boot, so no seed installs the agent now (cloud-init runs the seed once)"}
 	if o.FirstBoot {
 		a.expect, a.why = agentAtFirstBoot, ""

@@ -79,6 +79,9 @@ type waitSpec struct {
 	// onBudget builds the error when the budget runs out; nil: a Transient error naming
 	// what, the budget and what was seen last.
 	onBudget func(seen string, last error) error
+	// delay, when set, is the wait before the next poll given the time since the first
+	// (agentPollDelay); nil: pollUntil's schedule.
+	delay func(elapsed time.Duration) time.Duration
 }
 
 // progressEvery is how often a long wait says at INFO what it has seen so far.
@@ -118,7 +121,22 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 		failure   error
 	)
 	elapsed := func() time.Duration { return b.clock.Now().Sub(start).Round(time.Millisecond) }
-	err := b.pollUntil(ctx, spec.budget, func(ctx context.Context) (bool, error) {
+	schedule := func(ctx context.Context, step func(context.Context) (bool, error)) error {
+		if spec.delay != nil {
+			// A node that stopped answering is polled again when its grace ends, not on
+			// the wait's own, sparser schedule.
+			delay := func(elapsed time.Duration) time.Duration {
+				d := spec.delay(elapsed)
+				if !downSince.IsZero() {
+					d = min(d, max(downSince.Add(b.cfg.Budgets.NodeGrace).Sub(b.clock.Now()), minAgentPoll))
+				}
+				return d
+			}
+			return b.pollEvery(ctx, spec.budget, delay, step)
+		}
+		return b.pollUntil(ctx, spec.budget, step)
+	}
+	err := schedule(ctx, func(ctx context.Context) (bool, error) {
 		obs := poll(ctx)
 		polls++
 		if ctx.Err() != nil && obs.verdict != waitDone {
@@ -296,6 +314,11 @@ type addressWait struct {
 	budget time.Duration
 	// seen, when set, receives the agent's answer that ended the wait (addresses.go).
 	seen *[]pveapi.NetworkInterface
+	// delayKey names the kind of boot whose agent delay the poll schedule expects and
+	// learns (agentDelayKey); "": by expect alone. learn: this wait follows a start the
+	// caller made, so its delay is a boot's and is remembered.
+	delayKey string
+	learn    bool
 }
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
@@ -319,9 +342,25 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	} else {
 		spec.note = fmt.Sprintf("no seed installs the agent at this start, so it must answer within %s of the boot", b.cfg.Budgets.AgentStart)
 	}
+	// The polls follow the delay this backend expects for this kind of boot (learned from
+	// earlier waits, else a real host's), and an address found after a start we made
+	// teaches it.
+	key, def := a.delayKey, bootAgentDelay
+	if a.expect == agentAtFirstBoot {
+		def = firstBootAgentDelay
+	}
+	if key == "" {
+		key = agentDelayKey(a.expect == agentAtFirstBoot, 0)
+	}
+	expected := b.agentSeen.expected(key, def)
+	spec.delay = func(elapsed time.Duration) time.Duration { return agentPollDelay(elapsed, expected) }
+	start := b.clock.Now()
+	var missed, prev time.Duration // the last poll without the address, since start
 	var lastStatus time.Time
 	var lastAnswer error
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
+		asked := b.clock.Now().Sub(start)
+		missed, prev = prev, asked // every earlier poll found no address
 		ifaces, err := b.api.AgentNetworkInterfaces(ctx, a.node, a.vmid)
 		if ctx.Err() == nil {
 			lastAnswer = err
@@ -331,6 +370,9 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 			if ip = firstIPv4(ifaces); ip != "" {
 				if a.seen != nil {
 					*a.seen = ifaces
+				}
+				if a.learn {
+					b.agentSeen.observe(key, missed, asked)
 				}
 				return done("address " + ip)
 			}

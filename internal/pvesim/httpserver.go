@@ -131,6 +131,8 @@ func isTimeout(err error) bool {
 // down; the panic is printed because it is a simulator bug (the fuzz test calls handle
 // directly so that it sees panics).
 func (s *Sim) safeHandle(req *http.Request) (resp *response) {
+	received := time.Now()
+	defer func() { s.logRequest(req, received, resp) }()
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(os.Stderr, "pvesim: panic serving %s %s: %v\n%s", req.Method, req.URL.Path, r, debug.Stack())

@@ -188,6 +188,7 @@ type Sim struct {
 	faults    []*faultEntry
 	faultSeq  int
 	stats     map[string]int
+	reqlog    requestLog       // opt-in request record (requestlog.go)
 	conc      concurrencyGauge // requests in flight (concurrency.go)
 	deny      map[Privilege]bool
 	seeds     map[int]SeedFiles

@@ -1,4 +1,4 @@
-// Command bench runs the provider's scale benchmark (issue 8) and writes a markdown table
+// Command bench runs the provider's scale benchmark and writes a markdown table
 // and a PNG plot.
 //
 //	go run ./internal/bench/cmd/bench                 # what `make bench` runs
@@ -56,6 +56,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if os.Getenv("BENCH_FULL") == "1" {
 		opts.Full = true
 	}
+	if n := os.Getenv("BENCH_NOTE"); n != "" && opts.Note == "" {
+		opts.Note = n
+	}
 	cfg, err := opts.Config()
 	if err != nil {
 		return err
@@ -67,11 +70,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	results, err := bench.Run(ctx, cfg)
 	if len(results) > 0 {
 		rep := bench.Report{Results: results, Config: cfg, Elapsed: time.Since(start), Command: opts.CommandLine(),
-			Host: host(ctx), Date: time.Now()}
+			Host: host(ctx), Date: time.Now(), Note: opts.Note}
 		if werr := rep.Write(opts.Out); werr != nil {
 			return errors.Join(err, werr)
 		}
 		fmt.Fprint(stdout, rep.Markdown())
+		// The verdicts once more, one line each, last on the screen.
+		fmt.Fprintln(stdout, "\nTargets:")
+		for _, t := range rep.Targets() {
+			fmt.Fprintln(stdout, "  "+t.Line())
+		}
 		fmt.Fprintf(stderr, "wrote %s and %s in %s\n", opts.Out+"/results.md", opts.Out+"/results.png", time.Since(start).Round(time.Second))
 	}
 	return err

@@ -1,0 +1,99 @@
+package proxmox
+
+import (
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The guest agent answers a while after the start: about 45 s on a first boot whose seed
+// installs qemu-guest-agent (cloud-init fetches and starts it, then DHCP), about 11 s on a
+// boot of a guest that has it. Polling it once a second through that wait costs some 45
+// requests per create for nothing; polling rarely adds the time between the address
+// appearing and the next poll to every create. The address wait therefore follows the
+// delay it expects: polls grow from a short first wait (a fast guest, or a simulator, is
+// seen soon), never overshoot the expected time by much, are close together around it,
+// and back off once it has passed.
+
+const (
+	// firstBootAgentDelay is the expected delay from the start to the agent's address on
+	// a first boot that installs the agent (AgentInstall + DHCP on the simulator, close to
+	// what a real host shows).
+	firstBootAgentDelay = 45 * time.Second
+	// bootAgentDelay is the same for a guest whose agent is already installed.
+	bootAgentDelay = 11 * time.Second
+	// minAgentPoll is the shortest wait between two agent polls.
+	minAgentPoll = 10 * time.Millisecond
+)
+
+// agentPollDelay is how long an address wait that began elapsed ago waits before its next
+// agent poll, when it expects the address after about expected:
+//
+//   - before expected: half the time elapsed (the polls grow 1.5x) from expected/90 (0.5 s
+//     for 45 s), but never more than half the time left to expected, nor less than
+//     expected/60 (0.75 s for 45 s) once near it;
+//   - after expected: the time past it (the polls back off 2x), at least expected/30, at
+//     most expected/4.
+//
+// A first boot of 45 s costs about 17 polls and is seen within about half a second of its
+// address; a guest five times faster than expected is seen within a few seconds (1.5x
+// growth, not 2x: a boot much faster than expected is common, a template with the agent
+// baked in, and costs less lag for three more polls).
+func agentPollDelay(elapsed, expected time.Duration) time.Duration {
+	if expected <= 0 {
+		expected = firstBootAgentDelay
+	}
+	elapsed = max(elapsed, 0)
+	first := max(expected/90, minAgentPoll)
+	near := max(expected/60, minAgentPoll)
+	if elapsed < expected {
+		return min(max(elapsed/2, first), max((expected-elapsed)/2, near))
+	}
+	return min(max(elapsed-expected, 2*near), max(expected/4, near))
+}
+
+// agentDelays remembers, per kind of boot, the agent delay this backend has seen, so that
+// a fleet's later VMs (the next waves of a terraform apply) poll around the delay their
+// host really shows instead of the default. The key is the boot kind and the template
+// (agentDelayKey): one template boots alike on one cluster.
+type agentDelays struct {
+	mu   sync.Mutex
+	seen map[string]time.Duration
+}
+
+// agentDelayKey keys the first boot of a template's clones (firstBoot) or a later boot.
+func agentDelayKey(firstBoot bool, templateVMID int) string {
+	if firstBoot {
+		return "first-boot/" + strconv.Itoa(templateVMID)
+	}
+	return "boot"
+}
+
+// expected is the delay to expect for key: the least seen so far, else def.
+func (a *agentDelays) expected(key string, def time.Duration) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if d, ok := a.seen[key]; ok {
+		return d
+	}
+	return def
+}
+
+// observe records an address that appeared between notBefore (the last poll without it)
+// and found (the poll that saw it), both measured from the wait's start: the middle of
+// the two is the estimate, and the least estimate is kept (every estimate carries poll
+// lag, none comes early).
+func (a *agentDelays) observe(key string, notBefore, found time.Duration) {
+	if found <= 0 || notBefore < 0 || notBefore > found {
+		return
+	}
+	est := notBefore + (found-notBefore)/2
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen == nil {
+		a.seen = map[string]time.Duration{}
+	}
+	if d, ok := a.seen[key]; !ok || est < d {
+		a.seen[key] = est
+	}
+}

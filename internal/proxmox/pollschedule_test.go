@@ -1,0 +1,171 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestAgentPollDelay_table(t *testing.T) {
+	s, ms := time.Second, time.Millisecond
+	for _, c := range []struct {
+		elapsed, expected, want time.Duration
+	}{
+		{0, 45 * s, 500 * ms},                 // the first wait: expected/90
+		{500 * ms, 45 * s, 500 * ms},          // still the first wait
+		{4 * s, 45 * s, 2 * s},                // half the time elapsed: 1.5x growth
+		{28 * s, 45 * s, 8500 * ms},           // capped at half the time left
+		{44 * s, 45 * s, 750 * ms},            // near the expected time: expected/60
+		{45 * s, 45 * s, 1500 * ms},           // at it: backing off from expected/30
+		{49 * s, 45 * s, 4 * s},               // past it: the time past it
+		{5 * time.Minute, 45 * s, 11250 * ms}, // long past: at most expected/4
+		{0, 11 * s, 122222222},                // a boot with the agent installed: 11 s/90
+		{-s, 45 * s, 500 * ms},                // a clock that went back counts as 0
+		{0, 0, 500 * ms},                      // no expectation: a first boot's
+		{0, 100 * ms, minAgentPoll},           // a fast simulator: never below the minimum
+	} {
+		if got := agentPollDelay(c.elapsed, c.expected); got != c.want {
+			t.Errorf("agentPollDelay(%s, %s) = %s, want %s", c.elapsed, c.expected, got, c.want)
+		}
+	}
+}
+
+// schedule replays the address wait against an address that appears at ready: the polls
+// made and when the address was seen.
+func schedule(ready, expected time.Duration) (polls int, seen, lastMiss time.Duration) {
+	var t time.Duration
+	for {
+		polls++
+		if t >= ready {
+			return polls, t, lastMiss
+		}
+		lastMiss = t
+		t += agentPollDelay(t, expected)
+	}
+}
+
+// The schedule's cost and lag: at most 20 agent requests for a real host's first boot
+// (and for one a little slower), the address seen within about a second; a boot that
+// comes much sooner or later than expected is still seen within a bounded lag.
+func TestAgentPollDelay_costAndLag(t *testing.T) {
+	s := time.Second
+	for _, c := range []struct {
+		name            string
+		ready, expected time.Duration
+		maxPolls        int
+		maxLag          time.Duration
+	}{
+		{"first boot on time", 45 * s, 45 * s, 20, 1200 * time.Millisecond},
+		{"first boot 5 s late (a slow mirror)", 50 * s, 45 * s, 20, 4 * s},
+		{"first boot early", 30 * s, 45 * s, 20, 8 * s},
+		{"a boot with the agent installed", 11 * s, 11 * s, 20, 300 * time.Millisecond},
+		{"a fast guest while a first boot is expected", 2 * s, 45 * s, 10, 2 * s},
+		{"five times faster than expected (a simulator at speed 5)", 9 * s, 45 * s, 10, 7 * s},
+		{"learned: the next wave", 9 * s, 9500 * time.Millisecond, 20, 500 * time.Millisecond},
+	} {
+		polls, seen, _ := schedule(c.ready, c.expected)
+		t.Logf("%s: %d polls, address seen %s after it appeared", c.name, polls, seen-c.ready)
+		if polls > c.maxPolls || seen-c.ready > c.maxLag {
+			t.Errorf("%s: %d polls, seen %s after the address (at %s); want at most %d polls and %s", c.name, polls, seen-c.ready, seen, c.maxPolls, c.maxLag)
+		}
+	}
+}
+
+func TestAgentDelays_learnTheLeastMidpoint(t *testing.T) {
+	var a agentDelays
+	key := agentDelayKey(true, 9001)
+	if got := a.expected(key, firstBootAgentDelay); got != firstBootAgentDelay {
+		t.Errorf("nothing seen: %s, want the default", got)
+	}
+	// A first wave at speed 5 while 45 s is expected: the address at 9 s, seen a little later.
+	_, seen, miss := schedule(9*time.Second, firstBootAgentDelay)
+	a.observe(key, miss, seen)
+	first := a.expected(key, firstBootAgentDelay)
+	if first != miss+(seen-miss)/2 || first < 9*time.Second-(seen-miss) || first > seen {
+		t.Errorf("after the first wave: %s, want the middle of %s and %s", first, miss, seen)
+	}
+	_, seen, miss = schedule(9*time.Second, first)
+	a.observe(key, miss, seen)
+	second := a.expected(key, firstBootAgentDelay)
+	if second >= first || second < 9*time.Second-time.Second {
+		t.Errorf("after the second wave: %s, want closer to 9 s than %s", second, first)
+	}
+	a.observe(key, 20*time.Second, 30*time.Second) // a slower VM does not raise it
+	if got := a.expected(key, firstBootAgentDelay); got != second {
+		t.Errorf("a slower VM moved the estimate to %s", got)
+	}
+	a.observe(key, 5*time.Second, 2*time.Second) // nonsense is ignored
+	if got := a.expected(agentDelayKey(true, 9000), firstBootAgentDelay); got != firstBootAgentDelay {
+		t.Errorf("another template: %s, want the default", got)
+	}
+	if agentDelayKey(false, 9001) == key {
+		t.Error("a later boot shares the first boot's key")
+	}
+}
+
+// agentReadyAfter makes every VM's agent report its address once ready has passed on the
+// fake clock since that VM's first agent poll; it returns, per VMID, when the address was
+// first seen after it appeared.
+func agentReadyAfter(t *testing.T, h *harness, ready time.Duration) map[int]time.Duration {
+	first := map[int]time.Time{}
+	lag := map[int]time.Duration{}
+	h.f.onCall("AgentNetworkInterfaces", func(_ context.Context, c fakeCall) error {
+		now := h.clock.Now()
+		if _, ok := first[c.VMID]; !ok {
+			first[c.VMID] = now
+		}
+		if at := first[c.VMID].Add(ready); !now.Before(at) {
+			if _, ok := lag[c.VMID]; !ok {
+				lag[c.VMID] = now.Sub(at)
+			}
+			h.f.mutate(c.VMID, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	return lag
+}
+
+// A create whose agent answers after a real host's first boot (45 s) asks the agent at
+// most 20 times and sees the address within about a second.
+func TestCreate_addressWaitFollowsTheExpectedFirstBoot(t *testing.T) {
+	h := newHarness(t)
+	h.f.taskPolls = 1
+	lag := agentReadyAfter(t, h, 45*time.Second)
+	s := h.spec()
+	s.WaitForIP = true
+	vm := h.create(s)
+	if vm.IP == "" {
+		t.Fatal("no address")
+	}
+	n := h.f.calls("AgentNetworkInterfaces")
+	t.Logf("%d agent requests, address seen %s after it appeared", n, lag[vm.ID.VMID])
+	if n > 20 || n < 5 {
+		t.Errorf("%d agent requests, want 5 to 20", n)
+	}
+	if lag[vm.ID.VMID] > 1500*time.Millisecond {
+		t.Errorf("address seen %s after it appeared, want within 1.5 s", lag[vm.ID.VMID])
+	}
+}
+
+// The next VM of the same template polls around the delay the first one showed: a host
+// five times faster than a real one (a simulator at speed 5) costs the first VM its lag,
+// not every VM.
+func TestCreate_addressWaitLearnsTheTemplatesBoot(t *testing.T) {
+	h := newHarness(t)
+	lag := agentReadyAfter(t, h, 9*time.Second)
+	var lags []time.Duration
+	for i, uid := range []string{testUID, otherUID, prevUID} {
+		s := h.spec()
+		s.Name, s.UID, s.WaitForIP = fmt.Sprintf("proxy-%c", 'a'+i), uid, true
+		vm := h.create(s)
+		lags = append(lags, lag[vm.ID.VMID])
+	}
+	t.Logf("address seen after it appeared: %v", lags)
+	if lags[0] < 2*time.Second {
+		t.Errorf("the first VM saw its address %s after it appeared; want the real host's expectation (45 s) to make it late", lags[0])
+	}
+	if last := lags[len(lags)-1]; last > 500*time.Millisecond || last >= lags[0] {
+		t.Errorf("the third VM saw its address %s after it appeared, want within 0.5 s (the first: %s)", last, lags[0])
+	}
+}
