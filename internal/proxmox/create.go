@@ -532,9 +532,9 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		return VM{}, err
 	}
 	vm.Creating = false
-	vm.Protected = vm.Protected || c.s.Protection // set by finalize's write
 	vm.Passed = c.passed
 	b.finished.Store(c.s.UID, true)
+	vm.Protected = vm.Protected || c.s.Protection // set by finalize's write
 	return vm, nil
 }
 

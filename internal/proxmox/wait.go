@@ -312,13 +312,13 @@ type addressWait struct {
 	why string
 	// budget bounds the wait; 0: ctx only.
 	budget time.Duration
-	// seen, when set, receives the agent's answer that ended the wait (addresses.go).
-	seen *[]pveapi.NetworkInterface
 	// delayKey names the kind of boot whose agent delay the poll schedule expects and
 	// learns (agentDelayKey); "": by expect alone. learn: this wait follows a start the
 	// caller made, so its delay is a boot's and is remembered.
 	delayKey string
 	learn    bool
+	// seen, when set, receives the agent's answer that ended the wait (addresses.go).
+	seen *[]pveapi.NetworkInterface
 }
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
@@ -368,11 +368,11 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 		switch {
 		case err == nil:
 			if ip = firstIPv4(ifaces); ip != "" {
-				if a.seen != nil {
-					*a.seen = ifaces
-				}
 				if a.learn {
 					b.agentSeen.observe(key, missed, asked)
+				}
+				if a.seen != nil {
+					*a.seen = ifaces
 				}
 				return done("address " + ip)
 			}
