@@ -55,10 +55,10 @@ func vmsDetailAttributes() map[string]schema.Attribute {
 		"memory_mib": num("Memory in MiB, from the VM's config."),
 		"disk_gib":   num("Boot disk size in GiB, from the VM's config; null when the config names no boot disk size."),
 		"ip_address": schema.StringAttribute{Computed: true, MarkdownDescription: "The first of `ipv4_addresses`; null when there is none."},
-		"ipv4_addresses": list("The IPv4 addresses the guest agent of a running VM reports (not loopback, not " +
-			"link-local), in its order; empty when the VM is not running or its agent does not answer."),
-		"ipv6_addresses": list("The IPv6 addresses the guest agent of a running VM reports (not loopback, not " +
-			"link-local), in its order; empty when the VM is not running or its agent does not answer."),
+		"ipv4_addresses": list("The IPv4 addresses the guest agent reports (not loopback, not link-local), in " +
+			"its order; empty when the VM is not running, its agent option is off or its agent does not answer."),
+		"ipv6_addresses": list("The IPv6 addresses the guest agent reports (not loopback, not link-local), in " +
+			"its order; empty when the VM is not running, its agent option is off or its agent does not answer."),
 	}
 }
 
@@ -81,8 +81,8 @@ func (d *vmsDataSource) checkVMsNode(ctx context.Context, node string, diags *di
 	return true
 }
 
-// vmsDetails fills each listed VM's sizes, maker and, for running VMs, the guest agent's
-// addresses (one agent read per running VM, vmsAgentReads at a time). An agent read that
+// vmsDetails fills each listed VM's sizes, maker and the guest agent's addresses (one agent
+// read per VM whose config enables the agent, vmsAgentReads at a time). An agent read that
 // fails leaves that VM's addresses empty and is reported as one warning.
 func (d *vmsDataSource) vmsDetails(ctx context.Context, ins []proxmox.Instance, out []vmsVMModel, diags *diag.Diagnostics) {
 	addrs := make([]proxmox.Addresses, len(ins))
@@ -90,7 +90,10 @@ func (d *vmsDataSource) vmsDetails(ctx context.Context, ins []proxmox.Instance, 
 	sem := make(chan struct{}, vmsAgentReads)
 	var wg sync.WaitGroup
 	for i, in := range ins {
-		if in.Status != "running" {
+		// The config says whether there is an agent to ask; the listing's status may lag a
+		// start or restart by seconds, so it does not decide (an agent of a VM that is not
+		// running answers so at once, and the VM is listed without addresses).
+		if !in.Config.AgentEnabled {
 			continue
 		}
 		wg.Go(func() {

@@ -959,7 +959,9 @@ func TestCreate_cloneAnswerLost(t *testing.T) {
 			ctx, cancel := context.WithCancel(h.ctx)
 			defer cancel()
 			go func() {
-				waitFor(t, func() bool { return h.f.vm(testVMID0) != nil })
+				// Until the VM exists, or the subtest is over (the VM may be made and
+				// deleted again before this goroutine looks).
+				waitFor(t, func() bool { return h.f.vm(testVMID0) != nil || ctx.Err() != nil })
 				cancel()
 			}()
 			var allocated []ID
