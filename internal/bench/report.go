@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // Report renders a run.

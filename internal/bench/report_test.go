@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // fakeRun is a run whose every target is met; tests spoil one value at a time.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // Concurrency: two workspaces (two teams, two CI pipelines) apply 20 VMs each at the

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // Failure semantics for a one-shot tool: a plan that cannot look fails, a configuration

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // The fault matrix: every step of create and delete, every fault kind the simulator

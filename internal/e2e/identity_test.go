@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // Identity: a proxy_vm owns only the VM it created or was given by import. Every test here

@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/mod/sumdb/dirhash"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // The install tests build release archives with scripts/release.sh (what `make release`

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 var (

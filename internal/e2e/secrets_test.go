@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // Secrets: a full lifecycle at TF_LOG=TRACE with a sentinel token and a sentinel

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // TestE2E_Lifecycle is the baseline every other scenario perturbs: apply two VMs, check

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // TestE2E_Identity_FinishedUntrackedIsNamed is the kill between a create's last step and

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/e2e/tfrun"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
 // planFileHolds reports whether any file inside a saved plan (a zip) holds s.

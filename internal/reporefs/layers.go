@@ -29,13 +29,12 @@ var Layers = map[string]Layer{
 	"internal/fixture": {Allowed: []string{}},
 	"internal/pvesim":  {Allowed: []string{}},
 	"internal/proxmox": {Allowed: []string{"internal/pveapi", "internal/nocloud"}},
-	"internal/provider": {Forbidden: []string{"internal/pvesim", "internal/fixture", "internal/e2e", "internal/e2e/tfrun",
+	"internal/provider": {Forbidden: []string{"internal/pvesim", "internal/fixture", "internal/e2e",
 		"internal/tfrun", "internal/bench"}},
 	"internal/provider/validators": {Allowed: []string{}},
-	// The harness: under internal/e2e/tfrun until it moves to internal/tfrun.
-	"internal/e2e/tfrun":         {Allowed: []string{"internal/pvesim"}},
+	// The harness the reliability suite and the benchmark share.
 	"internal/tfrun":             {Allowed: []string{"internal/pvesim"}},
-	"internal/bench":             {Allowed: []string{"internal/e2e/tfrun", "internal/tfrun", "internal/pvesim", "internal/pveapi"}},
+	"internal/bench":             {Allowed: []string{"internal/tfrun", "internal/pvesim", "internal/pveapi"}},
 	"internal/reporefs":          {Allowed: []string{}},
 	"internal/tools/testsummary": {Allowed: []string{}},
 }
