@@ -170,7 +170,6 @@ func TestE2E_Identity_SameNameTwiceInOneConfig(t *testing.T) {
 	vms := s.state().OfType("proxy_vm")
 	wrong := 0
 	if len(vms) != 2 || vms[0].Int("vmid") == vms[1].Int("vmid") {
-		wrong++
 		t.Fatalf("state %+v, want two resources on two VMIDs", vms)
 	}
 	if n := len(s.namedVMs(one.Name)); n != 2 {

@@ -66,7 +66,7 @@ func TestE2E_LaggingListing_KillMidCloneAdoptsTheOneVM(t *testing.T) {
 			}
 			// Kill a third into the clone: the entry reads "VM <vmid>", lock clone.
 			if !tfrun.WaitUntil(s.ctx, 2*time.Minute, func() bool { return s.cloneRunning(lagClone / 3) }) {
-				p.Kill()
+				_ = p.Kill()
 				t.Fatalf("no clone ran:\n%s", p.Stdout()+p.Stderr())
 			}
 			if victim == "provider" {

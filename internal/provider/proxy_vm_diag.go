@@ -91,11 +91,6 @@ func vmLabel(name string, vmid int) string {
 	}
 }
 
-// addVMError adds "Unable to <verb> proxy VM" with vmErrorDetail.
-func addVMError(diags *diag.Diagnostics, verb, name string, vmid int, err error, note string) {
-	diags.AddError("Unable to "+verb+" proxy VM", vmErrorDetail(verb, name, vmid, err, note))
-}
-
 // trimEnd drops the final punctuation of a message that a sentence's period follows: Proxmox
 // ends its 401 reason phrase with "!" ("Authentication failed!").
 func trimEnd(msg string) string { return strings.TrimRight(strings.TrimSpace(msg), ".!") }

@@ -168,7 +168,7 @@ type cancelAfterFinalRead struct {
 func (a *cancelAfterFinalRead) VMConfig(ctx context.Context, node string, vmid int) (map[string]string, error) {
 	cfg, err := a.fakeAPI.VMConfig(ctx, node, vmid)
 	if err == nil && !a.fired && cfg["ide2"] != "" && ParseMark(cfg["description"]).Creating {
-		if v := a.fakeAPI.vm(vmid); v != nil && v.Status == "running" {
+		if v := a.vm(vmid); v != nil && v.Status == "running" {
 			if a.reads++; a.reads == 2 {
 				a.fired = true
 				a.cancel()

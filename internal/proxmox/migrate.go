@@ -118,7 +118,7 @@ func (b *Backend) waitOnNode(ctx context.Context, vmid int, node string) error {
 	return b.pollUntil(ctx, 0, func(ctx context.Context) (bool, error) {
 		res, err := b.listing(ctx, true)
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a listing that failed is asked again, within ctx
 		}
 		r, ok := findResource(res, vmid)
 		return ok && r.Node == node && r.Lock == "", nil

@@ -44,7 +44,7 @@ func TestCreate_seedUploadOverlapsTheCloneTask(t *testing.T) {
 	}
 	h.assertProvisioned(testVMID0)
 	// The config that names the seed is written after the upload's task ended.
-	var uploadDone, config int = -1, -1
+	uploadDone, config := -1, -1
 	for i, c := range h.f.log() {
 		if c.Method == "TaskStatus" && strings.Contains(c.Args["upid"], ":imgcopy:") {
 			uploadDone = i

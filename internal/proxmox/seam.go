@@ -19,15 +19,6 @@ var (
 	taskSucceeded          = pveapi.TaskSucceeded
 )
 
-// upidNode returns the node field of a UPID (UPID:<node>:...).
-func upidNode(upid string) (string, bool) {
-	u, err := pveapi.ParseUPID(upid)
-	if err != nil {
-		return "", false
-	}
-	return u.Node, true
-}
-
 // classify is the class of a failure (decision: error-classes): an *Error keeps its class, anything else is
 // classified by the seam for op.
 func classify(op string, err error) pveapi.Class {

@@ -149,6 +149,9 @@ func goProxmoxLifecycle(t *testing.T, nodes []string) {
 	}
 	list, err = node.VirtualMachines(ctx)
 	must("node qemu list, one running", err)
+	if len(list) == 0 {
+		t.Error("the node's qemu list is empty with a VM running")
+	}
 	task, err = vm.Shutdown(ctx)
 	wait("shutdown", task, err)
 	task, err = vm.Start(ctx)

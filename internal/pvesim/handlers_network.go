@@ -49,7 +49,7 @@ func (s *Sim) hNetwork(c *call) *response {
 		typ, _ := ifc["type"].(string)
 		name, _ := ifc["iface"].(string)
 		isBridge := typ == "bridge" || typ == "OVSBridge"
-		if want != "" && want != "include_sdn" && want != typ && !(isBridge && (want == "any_bridge" || want == "any_local_bridge")) {
+		if want != "" && want != "include_sdn" && want != typ && (!isBridge || (want != "any_bridge" && want != "any_local_bridge")) {
 			continue
 		}
 		if isBridge {

@@ -127,8 +127,8 @@ func (s *Sim) statusDue(limit time.Time) (time.Time, bool) {
 // several were missed while nothing changed) and schedules the next.
 func (s *Sim) runStatus(at time.Time) {
 	iv := s.statusInterval()
-	if n := at.Sub(s.status.next) / iv; n > 0 {
-		s.status.next = s.status.next.Add(n * iv)
+	if d := at.Sub(s.status.next); d >= iv {
+		s.status.next = s.status.next.Add(d - d%iv) // the last due time at or before at
 	}
 	s.takeStatus(s.status.next)
 	s.status.next = s.status.next.Add(iv)

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/fixture"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
@@ -45,7 +46,10 @@ func TestClone_crossNodeRefusedForLocalStorage(t *testing.T) {
 // offline (no flag needed), holds lock migrate during the task, and ends on the target with
 // its MAC and disks.
 func TestMigrate_offlineMovesTheConfigAndKeepsTheMAC(t *testing.T) {
-	tg, sim := twoNodes(t)
+	// The migration lasts a clone's duration: long enough (300 simulated seconds, 0.3 s)
+	// that the config write below meets it under load.
+	tg, sim := simTarget(t, pvesim.Options{Nodes: []string{"pv1-1", "pv1-2"}, TemplateAgent: true,
+		Durations: pvesim.Durations{Clone: 300 * time.Second}})
 	tg.cloned()
 	before, _ := sim.VM(tg.vmid)
 	upid, err := tg.api.Migrate(tg.ctx(), "pv1-1", tg.vmid, pveapi.MigrateParams{Target: "pv1-2", Online: true})

@@ -3,6 +3,7 @@ package pvesim_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
@@ -109,7 +110,7 @@ func TestSource_endpointsOtherClientsCallFirst(t *testing.T) {
 			sameShape(t, "qemu list", got, fixtureAny(t, "qemu_list"))
 			tg.eventually("the agent", func() bool {
 				resp, _ := tg.raw("GET", "/nodes/"+tg.node+"/qemu/"+strconv.Itoa(tg.vmid)+"/agent/get-osinfo", nil, nil)
-				return resp.StatusCode == 200
+				return resp.StatusCode == http.StatusOK
 			})
 			for _, name := range []string{"get-osinfo", "get-host-name"} {
 				tg.rawJSON("GET", "/nodes/"+tg.node+"/qemu/"+strconv.Itoa(tg.vmid)+"/agent/"+name, nil, &got)
@@ -143,7 +144,7 @@ func TestSource_shutdown(t *testing.T) {
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(body, &env)
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != http.StatusOK {
 			return "", fmt.Errorf("%d %s", resp.StatusCode, strings.TrimSpace(env.Message))
 		}
 		return env.Data, nil

@@ -294,9 +294,9 @@ func TestSource_resizeComparesWithTheVolumesRealSize(t *testing.T) {
 	tg.parallel()
 	tg.cloned()
 	conf, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
-	real := optOf(conf["scsi0"], "size") // 3G
+	size := optOf(conf["scsi0"], "size") // 3G
 	// Someone edits size= down in the config file; the volume keeps its size.
-	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Config: map[string]string{"scsi0": strings.Replace(conf["scsi0"], "size="+real, "size=1G", 1)}}); err != nil {
+	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Config: map[string]string{"scsi0": strings.Replace(conf["scsi0"], "size="+size, "size=1G", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	upid, err := tg.api.Resize(tg.ctx(), tg.node, tg.vmid, "scsi0", "2G")
@@ -304,7 +304,7 @@ func TestSource_resizeComparesWithTheVolumesRealSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := tg.waitTask(upid); st.ExitStatus != fixtureData(t, "task_status_stopped_error")["exitstatus"] {
-		t.Errorf("a resize below the real size (config says 1G, volume %s) ended %q", real, st.ExitStatus)
+		t.Errorf("a resize below the real size (config says 1G, volume %s) ended %q", size, st.ExitStatus)
 	}
 }
 
@@ -329,7 +329,7 @@ func TestSource_guestsOfANodeDownFiveMinutesLoseTheirName(t *testing.T) {
 		return e["name"] == nil
 	})
 	// Counted from the last sample, at most one interval before the node went down.
-	if min := sim.WallTime(5*time.Minute - 10*time.Second); time.Since(down) < min {
-		t.Errorf("the name went after %v, before 5 minutes less an interval (%v here)", time.Since(down), min)
+	if least := sim.WallTime(5*time.Minute - 10*time.Second); time.Since(down) < least {
+		t.Errorf("the name went after %v, before 5 minutes less an interval (%v here)", time.Since(down), least)
 	}
 }

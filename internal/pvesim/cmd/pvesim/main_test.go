@@ -163,5 +163,7 @@ func TestRun_durationFlagsApply(t *testing.T) {
 		t.Errorf("after the clone, live listing: %v", e)
 	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Errorf("the server ended with %v", err)
+	}
 }
