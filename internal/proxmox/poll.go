@@ -29,38 +29,17 @@ var errBudget = errors.New("budget exhausted")
 // reports done or an error, the budget runs out (errBudget), or ctx ends (ctx.Err()).
 // A budget of 0 means no budget: only ctx bounds the wait.
 func (b *Backend) pollUntil(ctx context.Context, budget time.Duration, step func(context.Context) (bool, error)) error {
-	var deadline time.Time
-	if budget > 0 {
-		deadline = b.clock.Now().Add(budget)
-	}
-	interval := b.cfg.Budgets.PollMin
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		done, err := step(ctx)
-		if err != nil || done {
-			return err
-		}
-		wait := interval
-		if !deadline.IsZero() {
-			left := deadline.Sub(b.clock.Now())
-			if left <= 0 {
-				return errBudget
-			}
-			wait = min(wait, left)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-b.clock.After(wait):
-		}
-		interval = min(interval*3/2, b.cfg.Budgets.PollMax)
-	}
+	next := b.cfg.Budgets.PollMin
+	return b.pollEvery(ctx, budget, func(time.Duration) time.Duration {
+		wait := next
+		next = min(next*3/2, b.cfg.Budgets.PollMax)
+		return wait
+	}, step)
 }
 
-// pollEvery is pollUntil with the wait before each next step given by delay, from the
-// time since the first step.
+// pollEvery calls step at once, then again after delay(time since the first step), until
+// step reports done or an error, the budget runs out (errBudget), or ctx ends (ctx.Err()).
+// A budget of 0 means no budget. pollUntil is pollEvery with the growing schedule.
 func (b *Backend) pollEvery(ctx context.Context, budget time.Duration, delay func(elapsed time.Duration) time.Duration,
 	step func(context.Context) (bool, error)) error {
 	start := b.clock.Now()
