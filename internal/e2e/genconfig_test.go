@@ -187,14 +187,15 @@ func latestTerraform(t *testing.T) string {
 
 // TestQuery_fleetImport (Terraform 1.14+): `terraform query -generate-config-out` over the
 // list resource writes an import block (by identity) and a configuration for every VM of
-// the fleet; with the cloud-init filled in, the plan imports all three and changes nothing.
+// the fleet; with the cloud-init filled in, the plan imports all three and changes nothing. The
+// query file is the list resource's documented example.
 func TestQuery_fleetImport(t *testing.T) {
 	needTF(t)
 	tf := latestTerraform(t)
 	sim := pvesim.NewForTest(t, pvesim.Options{Seed: runSeed, Speed: 50})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	prefix := "proxy-fleet-"
+	prefix := "proxy-edge-"
 	pc, texts := genFleet(ctx, t, sim, prefix)
 	// A marked VM outside the prefix and an unmarked one inside it are not listed.
 	if err := sim.AddVM(pvesim.VMSpec{VMID: 150999, Name: prefix + "handmade", Config: map[string]string{"description": "made by hand"}}); err != nil {
@@ -208,15 +209,15 @@ func TestQuery_fleetImport(t *testing.T) {
 	if err := ws.WriteConfig(tfrun.RequiredProviders + pc.HCL()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ws.WriteFile("fleet.tfquery.hcl", fmt.Sprintf(`list "proxy_vm" "fleet" {
-  provider         = proxy
-  include_resource = true
-  config {
-    name_prefix = %q
-    made_by     = "provider"
-  }
-}
-`, prefix)); err != nil {
+	// The documented example, as written (its prefix is this test's).
+	example, err := os.ReadFile("../../examples/list-resources/proxy_vm/list-resource.tfquery.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(example), fmt.Sprintf("name_prefix = %q", prefix)) {
+		t.Fatalf("the list resource example does not filter on %q:\n%s", prefix, example)
+	}
+	if err := ws.WriteFile("fleet.tfquery.hcl", string(example)); err != nil {
 		t.Fatal(err)
 	}
 	r := ws.Run(ctx, "query", "-no-color", "-generate-config-out=fleet.tf")
