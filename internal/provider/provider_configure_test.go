@@ -271,6 +271,11 @@ func TestProviderConfigure_neverDials(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = probe.Close()
+	// The kernel completes the probe's handshake before Accept returns it: closing the
+	// listener at once can drop it unaccepted on a loaded machine, so wait for the count.
+	for deadline := time.Now().Add(10 * time.Second); conns.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	_ = ln.Close()
 	<-done
 	if n := conns.Load(); n != 1 {

@@ -676,7 +676,7 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 		}, reason: ReasonUnreachable, requests: 4},
 		{name: "request timeout", override: map[string]http.HandlerFunc{
 			"/api2/json/cluster/resources": hang,
-		}, opts: func(_ *ckServer, o *pveapi.Options) { o.RequestTimeout = 200 * time.Millisecond },
+		}, opts: func(_ *ckServer, o *pveapi.Options) { o.RequestTimeout = 1500 * time.Millisecond }, // above a TLS handshake under -race on a loaded machine
 			reason: ReasonTimeout, requests: 8},
 	}
 	for _, tt := range tests {
