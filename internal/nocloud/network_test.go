@@ -62,16 +62,16 @@ func TestValidateNetworkConfig(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":                           "empty",
-		"  \n":                       "empty",
-		"version: 3\n":               "version is \"3\"",
-		"version: \"2\"\n":           "version is \"2\"",
-		"ethernets: {}\n":            "no version",
-		"- version: 2\n":             "not a YAML mapping",
-		"version: 2\n  bad: [\n":     "line",
-		"network: 2\n":               "network: key must hold a mapping",
+		"":                            "empty",
+		"  \n":                        "empty",
+		"version: 3\n":                "version is \"3\"",
+		"version: \"2\"\n":            "version is \"2\"",
+		"ethernets: {}\n":             "no version",
+		"- version: 2\n":              "not a YAML mapping",
+		"version: 2\n  bad: [\n":      "line",
+		"network: 2\n":                "network: key must hold a mapping",
 		"network:\n  ethernets: {}\n": "no version",
-		"null\n":                     "no YAML mapping",
+		"null\n":                      "no YAML mapping",
 	}
 	for in, want := range bad {
 		err := ValidateNetworkConfig([]byte(in))
