@@ -372,3 +372,73 @@ func TestStaticIPv4Validator_paths(t *testing.T) {
 		t.Errorf("a good value: %v", ok.Diagnostics)
 	}
 }
+
+// TestPlanNetwork decides replacement and ip_address without a backend: a VM made by
+// Terraform is replaced by any change; an imported one is compared with the mark's digest,
+// or, without a digest, by the addresses the agent reported at the import.
+func TestPlanNetwork(t *testing.T) {
+	ctx := context.Background()
+	static := func(addr string) types.Object {
+		return types.ObjectValueMust(staticIPv4AttrTypes, map[string]attr.Value{
+			"address": types.StringValue(addr), "gateway": types.StringNull(),
+			"dns": types.ListNull(types.StringType), "search": types.ListNull(types.StringType),
+		})
+	}
+	model := func(nc types.String, st types.Object, v4 ...string) proxyVMModel {
+		m := proxyVMModel{NetworkConfig: nc, StaticIPv4: st, Started: types.BoolValue(true), IPv4Addresses: nullStringList}
+		if v4 != nil {
+			m.IPv4Addresses = stringList(v4)
+		}
+		return m
+	}
+	none := model(types.StringNull(), nullStatic)
+	s5 := model(types.StringNull(), static("10.0.0.5/24"))
+	s6 := model(types.StringNull(), static("10.0.0.6/24"))
+	raw := model(types.StringValue("version: 2\n"), nullStatic)
+	digest5 := proxmox.NetworkDigest(&proxmox.NetworkConfig{Static: &nocloud.StaticIPv4{Address: netip.MustParsePrefix("10.0.0.5/24")}})
+	cases := []struct {
+		name          string
+		config, prior proxyVMModel
+		imp           networkImport
+		replace       string
+	}{
+		{"same static", s5, s5, networkImport{}, ""},
+		{"other static", s6, s5, networkImport{}, "static_ipv4"},
+		{"static to raw", raw, s5, networkImport{}, "network_config"},
+		{"raw removed", none, raw, networkImport{}, "network_config"},
+		{"set on a VM made without", s5, none, networkImport{}, "static_ipv4"},
+		{"imported, same digest", s5, none, networkImport{unread: true, digest: digest5}, ""},
+		{"imported, other digest", s6, none, networkImport{unread: true, digest: digest5}, "static_ipv4"},
+		{"imported, none set", none, none, networkImport{unread: true, digest: digest5}, ""},
+		{"imported without digest, address seen", s5, model(types.StringNull(), nullStatic, "10.0.0.5"), networkImport{unread: true}, ""},
+		{"imported without digest, other address", s5, model(types.StringNull(), nullStatic, "192.168.0.150"), networkImport{unread: true}, "static_ipv4"},
+		{"imported without digest, raw", raw, none, networkImport{unread: true}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := tc.config
+			prior := tc.prior
+			got := planNetwork(ctx, tc.config, &plan, &prior, tc.imp)
+			want := []path.Path{}
+			if tc.replace != "" {
+				want = append(want, path.Root(tc.replace))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+				t.Errorf("replace %v, want %v", got, want)
+			}
+		})
+	}
+	// ip_address: the static address at create, unless the VM is kept stopped.
+	plan := s5
+	planNetwork(ctx, s5, &plan, nil, networkImport{})
+	if plan.IPAddress.ValueString() != "10.0.0.5" {
+		t.Errorf("ip_address %v, want 10.0.0.5", plan.IPAddress)
+	}
+	stopped := s5
+	stopped.Started = types.BoolValue(false)
+	stopped.IPAddress = types.StringNull()
+	planNetwork(ctx, s5, &stopped, nil, networkImport{})
+	if !stopped.IPAddress.IsNull() {
+		t.Errorf("ip_address %v for started = false, want null", stopped.IPAddress)
+	}
+}
