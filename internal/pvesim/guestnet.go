@@ -11,7 +11,8 @@ import (
 )
 
 // The guest's network as cloud-init configures it from the seed's network-config at the
-// instance's first boot (the configuration it writes stays for later boots).
+// instance's first boot (the configuration it writes stays for later boots; fact:
+// nocloud-network-config).
 //
 // What the model follows, from canonical/cloud-init:
 //   - cloudinit/sources/DataSourceNoCloud.py reads network-config with util.load_yaml,
