@@ -43,7 +43,14 @@ func ValidateNetworkConfig(b []byte) error {
 	}
 	switch n := v.(type) {
 	case int:
-		if n == 1 || n == 2 {
+		switch n {
+		case 2:
+			return nil
+		case 1:
+			// cloud-init parses a version 1 document's config: list, and refuses one without.
+			if _, ok := doc["config"].([]any); !ok {
+				return errors.New("the network-config is version 1 but has no config: list; add config: with the interfaces, or use version: 2")
+			}
 			return nil
 		}
 	}

@@ -72,6 +72,7 @@ func TestValidateNetworkConfig(t *testing.T) {
 		"network: 2\n":                "network: key must hold a mapping",
 		"network:\n  ethernets: {}\n": "no version",
 		"null\n":                      "no YAML mapping",
+		"version: 1\n":                "no config: list",
 	}
 	for in, want := range bad {
 		err := ValidateNetworkConfig([]byte(in))

@@ -214,7 +214,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Description: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
 					"reports it. Refreshing never waits for the agent: the last known address is kept while the " +
 					"VM runs, and unknown in a plan that starts or restarts the VM. With static_ipv4 it is that " +
-					"address, known at plan time (unless started is false) and confirmed from the agent by the create.",
+					"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless wait_for_ip is false).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"mac_address": schema.StringAttribute{
