@@ -502,3 +502,71 @@ resource "proxy_vm" "fleet" {
 		},
 	})
 }
+
+// TestAccProxyVM_staticIPv4StartedLater: a VM made with started = false has no address;
+// its first boot, when started turns true, applies the static address, which the plan
+// already knows and the update reads back from the agent.
+func TestAccProxyVM_staticIPv4StartedLater(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	c := newCluster(t, env)
+	name := vmName("slater")
+	base := vmProviderConfig(env, "")
+	cfg := func(started bool) string {
+		return base + vmResource(env, name, fmt.Sprintf("  machine_type = \"small\"\n  started = %t\n%s", started, staticHCL("10.20.0.31/24")))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("stopped")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.Null()),
+				},
+			},
+			{
+				Config: cfg(true),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.31")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.31")),
+				},
+				Check: checkNetworkSeed(env, c, staticSeed("10.20.0.31/24")),
+			},
+			{
+				Config:           cfg(true),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// TestApplyNetwork_staticAddressIsIPAddress: the static address is ip_address when the
+// agent reports it among others (the first may be another interface's); when it reports
+// other addresses only, the apply fails naming both.
+func TestApplyNetwork_staticAddressIsIPAddress(t *testing.T) {
+	plan := proxyVMModel{
+		StaticIPv4: types.ObjectValueMust(staticIPv4AttrTypes, map[string]attr.Value{
+			"address": types.StringValue("10.0.0.5/24"), "gateway": types.StringNull(),
+			"dns": types.ListNull(types.StringType), "search": types.ListNull(types.StringType),
+		}),
+		IPAddress: types.StringValue("10.0.0.5"), Started: types.BoolValue(true),
+	}
+	vm := vmFixture()
+	vm.IP, vm.Addresses = "172.17.0.1", proxmox.Addresses{IPv4: []string{"172.17.0.1", "10.0.0.5"}, Interface: "docker0"}
+	got := plan
+	applyVM(&got, vm)
+	if got.IPAddress.ValueString() != "10.0.0.5" || mismatch(plan, got) != "" {
+		t.Errorf("ip_address %v, mismatch %q: want the static address", got.IPAddress, mismatch(plan, got))
+	}
+	vm.Addresses.IPv4 = []string{"172.17.0.1"}
+	got = plan
+	applyVM(&got, vm)
+	if msg := mismatch(plan, got); !strings.Contains(msg, "172.17.0.1") || !strings.Contains(msg, "static address 10.0.0.5") {
+		t.Errorf("mismatch %q: want both addresses", msg)
+	}
+}
