@@ -13,8 +13,9 @@ import (
 // NetworkConfig is the network-config a VM's seed carries: cloud-init applies it at the
 // instance's first boot instead of its DHCP fallback on the first NIC. Either Raw, written
 // byte for byte, or Static, rendered for the NIC with net0's MAC address
-// (nocloud.RenderStaticIPv4). Proxmox generates that MAC when it clones the template, so a
-// Static seed is built once the clone exists, not beside the clone task.
+// (nocloud.RenderStaticIPv4). Proxmox generates that MAC when it clones the template and
+// writes it into the config only when the clone task ends (fact: clone-mac), so a Static seed
+// is built after the clone task, not beside it.
 type NetworkConfig struct {
 	Raw    []byte
 	Static *nocloud.StaticIPv4
