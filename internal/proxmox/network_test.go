@@ -109,15 +109,19 @@ func TestCreate_staticSeedRenderedForTheClonesMAC(t *testing.T) {
 }
 
 // TestCreate_rawNetworkConfigUploadedBesideTheClone: a raw network-config needs no MAC:
-// written byte for byte, its upload still runs beside the clone task.
+// written byte for byte, its upload still runs beside the clone task; its text is never
+// logged.
 func TestCreate_rawNetworkConfigUploadedBesideTheClone(t *testing.T) {
 	h, seeds := staticHarness(t)
-	raw := []byte("network:\n  version: 1\n  config: []\n")
+	raw := []byte("network:\n  version: 1\n  config: [] # sentinel-net-4f2a\n")
 	s := h.spec()
 	s.Network = &NetworkConfig{Raw: raw}
 	h.create(s)
 	if got := seeds(); len(got) != 1 || !bytes.Equal(got[0].NetworkConfig, raw) {
 		t.Fatalf("seeds %+v", got)
+	}
+	if logs := h.logs.String(); logs == "" || strings.Contains(logs, "sentinel-net-4f2a") {
+		t.Error("the backend's log holds the network-config text (or nothing was logged)")
 	}
 	m := h.f.methods()
 	cfgAt := -1
