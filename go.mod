@@ -12,6 +12,7 @@ require (
 	github.com/kdomanski/iso9660 v0.4.0
 	github.com/luthermonson/go-proxmox v0.8.2
 	golang.org/x/mod v0.35.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
@@ -91,7 +92,6 @@ require (
 	google.golang.org/grpc v1.79.3 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/yaml.v2 v2.3.0 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 tool github.com/hashicorp/terraform-plugin-docs/cmd/tfplugindocs

@@ -1,9 +1,10 @@
 // Package nocloud builds NoCloud seed ISOs (decision: seed-iso) and reads them back.
 //
-// A seed is an ISO9660 image with the volume label "cidata" holding three files in its root:
-// user-data (written byte for byte, never parsed), meta-data (instance-id and local-hostname)
-// and, when there is something to say, vendor-data (the qemu-guest-agent install script, the
-// configured vendor data, or both joined as a MIME multipart).
+// A seed is an ISO9660 image with the volume label "cidata" holding these files in its root:
+// user-data (written byte for byte, never parsed), meta-data (instance-id and local-hostname),
+// when there is something to say vendor-data (the qemu-guest-agent install script, the
+// configured vendor data, or both joined as a MIME multipart), and when one is given
+// network-config (written byte for byte; network.go).
 package nocloud
 
 import (
@@ -48,6 +49,9 @@ type Seed struct {
 	VendorData string
 	// InstallGuestAgent adds the qemu-guest-agent install script as vendor-data.
 	InstallGuestAgent bool
+	// NetworkConfig, when not nil, is written byte for byte as network-config, which
+	// cloud-init applies at the instance's first boot instead of its DHCP fallback.
+	NetworkConfig []byte
 }
 
 // GuestAgentScript is the vendor-data shell script that installs, enables and starts
@@ -111,6 +115,12 @@ func Build(s Seed) ([]byte, error) {
 			name string
 			data []byte
 		}{VendorDataFile, vendor})
+	}
+	if s.NetworkConfig != nil {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{NetworkConfigFile, s.NetworkConfig})
 	}
 	for _, f := range files {
 		if err := w.AddFile(bytes.NewReader(f.data), f.name); err != nil {

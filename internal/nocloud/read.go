@@ -20,6 +20,8 @@ type Files struct {
 	UserData   []byte
 	MetaData   []byte
 	VendorData []byte
+	// NetworkConfig is the network-config file, nil when the seed has none.
+	NetworkConfig []byte
 }
 
 // Read opens a seed image and returns its files. It fails with ErrNotSeed when the volume
@@ -57,6 +59,8 @@ func Read(iso []byte) (Files, error) {
 			dst = &f.MetaData
 		case VendorDataFile:
 			dst = &f.VendorData
+		case NetworkConfigFile:
+			dst = &f.NetworkConfig
 		default:
 			continue
 		}

@@ -107,6 +107,9 @@ func TestAccExamples_proxyVMResource(t *testing.T) {
 					statecheck.ExpectKnownValue(big, tfjsonpath.New("start_on_boot"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(big, tfjsonpath.New("ip_address"), knownvalue.StringRegexp(ipv4RE)),
 					statecheck.ExpectKnownOutputValue("proxy_a_ip", knownvalue.StringRegexp(ipv4RE)),
+					// The pinned proxy runs at its static address, as the agent reports it.
+					statecheck.ExpectKnownValue("proxy_vm.pinned", tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.10")),
+					statecheck.ExpectKnownValue("proxy_vm.pinned", tfjsonpath.New("ipv4_addresses"), knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("10.20.0.10")})),
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					c.checkOneVM(egress, "proxy-a"),

@@ -9,12 +9,13 @@ import (
 
 // fleetAttributes are proxy_vm's attributes for running a fleet of proxies: the guest's
 // addresses (proxy_vm_addresses.go), user tags, description and protection
-// (proxy_vm_notes.go).
+// (proxy_vm_notes.go), network_config and static_ipv4 (proxy_vm_network.go).
 func fleetAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	maps.Copy(out, addressAttributes())
 	maps.Copy(out, notesAttributes())
 	out["started"] = startedAttribute()
+	maps.Copy(out, networkAttributes())
 	return out
 }
 

@@ -49,6 +49,9 @@ type proxyVMModel struct {
 	Description      types.String `tfsdk:"description"`
 	Protection       types.Bool   `tfsdk:"protection"`
 	Started          types.Bool   `tfsdk:"started"`
+	// The seed's network-config (proxy_vm_network.go).
+	NetworkConfig types.String `tfsdk:"network_config"`
+	StaticIPv4    types.Object `tfsdk:"static_ipv4"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -251,9 +254,10 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		MigrateBack:     types.BoolValue(true),
 		IPAddress:       types.StringNull(),
 		Timeouts:        nullTimeouts,
+		StaticIPv4:      nullStatic,
 	}
 	applyVM(&m, vm)
-	unread := []unreadAttr{unreadCloudInit}
+	unread := []unreadAttr{unreadCloudInit, unreadNetwork}
 	if templateVMID != 0 {
 		m.TemplateVMID = types.Int64Value(int64(templateVMID))
 		m.Image = stringOrNull(imageKeyOf(cfg, templateVMID))
@@ -355,6 +359,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 		s.VLANTag = v
 	}
 	applyFleetSpec(&s, plan)
+	applyNetworkSpec(&s, plan)
 	return s
 }
 

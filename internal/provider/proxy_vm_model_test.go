@@ -257,8 +257,8 @@ func TestImportedModel_resolvesCatalogue(t *testing.T) {
 	if m.Image.ValueString() != "debian-13" || m.TemplateVMID.ValueInt64() != 9001 {
 		t.Errorf("image/template = %v/%v, want the identified template and its key", m.Image, m.TemplateVMID)
 	}
-	if fmt.Sprint(unread) != "[cloud_init]" {
-		t.Errorf("unread = %v, want [cloud_init]", unread)
+	if fmt.Sprint(unread) != "[cloud_init network]" {
+		t.Errorf("unread = %v, want [cloud_init network]", unread)
 	}
 	if !m.CloudInit.IsNull() || !m.WaitForIP.ValueBool() || m.ID.ValueString() != "vms/105967/proxy-a" {
 		t.Errorf("defaults: cloud_init %v wait_for_ip %v id %v", m.CloudInit, m.WaitForIP, m.ID)
@@ -267,14 +267,14 @@ func TestImportedModel_resolvesCatalogue(t *testing.T) {
 	// The template not identified: unread, even with a single-template catalogue (a guess
 	// could be wrong, and a wrong value would replace the VM).
 	m, unread = importedModel(vm, cfg, 0, proxyVMModel{}.Timeouts)
-	if !m.Image.IsNull() || !m.TemplateVMID.IsNull() || fmt.Sprint(unread) != "[cloud_init template]" {
+	if !m.Image.IsNull() || !m.TemplateVMID.IsNull() || fmt.Sprint(unread) != "[cloud_init network template]" {
 		t.Errorf("template not identified: image %v template %v unread %v", m.Image, m.TemplateVMID, unread)
 	}
 
 	// Identified, but two keys name it: template_vmid set, image left for the configuration.
 	cfg.Templates["alias"] = 9001
 	m, unread = importedModel(vm, cfg, 9001, proxyVMModel{}.Timeouts)
-	if !m.Image.IsNull() || m.TemplateVMID.ValueInt64() != 9001 || fmt.Sprint(unread) != "[cloud_init]" {
+	if !m.Image.IsNull() || m.TemplateVMID.ValueInt64() != 9001 || fmt.Sprint(unread) != "[cloud_init network]" {
 		t.Errorf("two keys: image %v template %v unread %v", m.Image, m.TemplateVMID, unread)
 	}
 	// Identified outside the catalogue (a template_vmid VM): template_vmid only.

@@ -104,6 +104,7 @@ func (noteValidator) ValidateString(_ context.Context, req validator.StringReque
 // note and protection.
 func applyFleet(m *proxyVMModel, vm proxmox.VM) {
 	applyAddresses(m, vm)
+	applyNetwork(m, vm)
 	tags := proxmox.UserTags(vm.Tags)
 	elems := make([]attr.Value, len(tags))
 	for i, t := range tags {
@@ -118,6 +119,7 @@ func applyFleet(m *proxyVMModel, vm proxmox.VM) {
 // nullUnknownFleet nulls the fleet values still unknown (the partial state of a create).
 func nullUnknownFleet(m *proxyVMModel) {
 	nullUnknownAddresses(m)
+	applyNetwork(m, proxmox.VM{}) // types a zero static_ipv4
 	if m.Tags.IsUnknown() || m.Tags.ElementType(context.Background()) == nil {
 		m.Tags = types.SetNull(types.StringType)
 	}

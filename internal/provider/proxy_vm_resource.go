@@ -122,6 +122,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.Status = types.StringUnknown()
 	}
 	planStarted(&plan, prior) // started = false (proxy_vm_started.go)
+	{
+		// network_config and static_ipv4: ip_address, and the replacement (proxy_vm_network.go).
+		imp, diags := readNetworkImport(ctx, req.Private)
+		resp.Diagnostics.Append(diags...)
+		replace = append(replace, planNetwork(ctx, config, &plan, prior, imp)...)
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -181,7 +187,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
 		"bridge": spec.Bridge, "vlan_tag": spec.VLANTag, "wait_for_ip": spec.WaitForIP,
-		"cloud_init_bytes": len(spec.UserData), "timeout": timeout.String(),
+		"cloud_init_bytes": len(spec.UserData), "network_config_bytes": networkBytes(spec), "timeout": timeout.String(),
 	})
 
 	// The VMID goes into the state the moment it is known: from then on an error or an
@@ -332,6 +338,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
+	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP
 	if waitIP && changes.Start && !changes.UserDataKnown && !restarts(prior.Status, changes) {
@@ -454,6 +461,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	model, unread := importedModel(vm, r.cfg(), tmpl, nullTimeouts)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
+	resp.Diagnostics.Append(writeNetworkDigest(ctx, resp.Private, vm.MarkExtra.NetworkDigest)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
 		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
@@ -550,6 +558,7 @@ func mismatch(plan, got proxyVMModel) string {
 	if w, ok := knownString(plan.Status); ok && !plan.Status.Equal(got.Status) {
 		out = append(out, fmt.Sprintf("status is %s, planned %q", got.Status.String(), w))
 	}
+	out = append(out, networkMismatch(plan, got)...)
 	if len(out) == 0 {
 		return ""
 	}

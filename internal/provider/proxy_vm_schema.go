@@ -213,7 +213,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Computed: true,
 				Description: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
 					"reports it. Refreshing never waits for the agent: the last known address is kept while the " +
-					"VM runs, and unknown in a plan that starts or restarts the VM.",
+					"VM runs, and unknown in a plan that starts or restarts the VM. With static_ipv4 it is that " +
+					"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless wait_for_ip is false).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"mac_address": schema.StringAttribute{
@@ -262,7 +263,8 @@ node than the configured one, unless ` + "`migrate_back = false`" + `. Without `
 at create and stays where it is.
 
 **Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
-a smaller ` + "`disk_gib`" + `, and a VM whose guest agent was switched off.
+` + "`network_config` and `static_ipv4`" + ` (cloud-init applies them at first boot only), a smaller ` + "`disk_gib`" + `,
+and a VM whose guest agent was switched off.
 
 **Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+, the identity
 ` + "`{ vmid, name }`" + `) and only VMs carrying the mark. ` + "`cloud_init`" + ` cannot be read back; the digest of

@@ -45,6 +45,9 @@ type Budgets struct {
 	AgentStart time.Duration
 	// ListingTTL is how long one /cluster/resources listing serves reads.
 	ListingTTL time.Duration
+	// StaticAddress is how long an address wait with a static address goes on once the
+	// agent reports other IPv4 addresses only; 0: defaultStaticAddress (network.go).
+	StaticAddress time.Duration
 }
 
 // DefaultBudgets are the budgets the provider runs with (decision: poll-schedule), polls
@@ -116,6 +119,11 @@ type Spec struct {
 	Protection bool
 	// Stopped leaves the new VM stopped: no start, no address wait (started = false).
 	Stopped bool
+	// Network, when set, is the seed's network-config (network.go); with a static address
+	// the address wait waits for that address. NetworkDigest, when set, is written into
+	// the mark (MarkKeyNetworkDigest).
+	Network       *NetworkConfig
+	NetworkDigest string
 }
 
 // VM is what Get reads back.
@@ -212,6 +220,9 @@ type Changes struct {
 	// by itself.
 	UserData      []byte
 	UserDataKnown bool
+	// Network is the network-config the VM was made with, for the same rebuilds as
+	// UserData (nil: none). Not a change by itself.
+	Network *NetworkConfig
 	// WaitForIP says the caller waits for the agent's address after a start or restart
 	// (WaitReady): a restart of a running VM whose agent cannot answer after it is then
 	// refused before anything is changed (see Update).

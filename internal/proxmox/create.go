@@ -217,6 +217,9 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	if err := checkIDE2Free(s.TemplateVMID, cfg); err != nil {
 		return "", err
 	}
+	if s.Network.needsMAC() && parseNet0(cfg["net0"]).MAC == "" {
+		return "", Permanentf("template %d has no net0 with a MAC address, so static_ipv4 cannot be matched to the VM's NIC; add a network device to the template, or use network_config", s.TemplateVMID)
+	}
 	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
 		return "", Permanentf("template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template", s.TemplateVMID)
 	}
@@ -350,7 +353,9 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	// The seed upload does not depend on the clone: it runs while the clone task does, when
 	// the clone lands where the VM will run (a clone that migrates afterwards uploads its
 	// seed once it has moved, so that a failed migration leaves no seed on another node).
-	if lands == s.Node {
+	// A static address is rendered for the MAC Proxmox gives the clone: that seed waits
+	// for the clone (provision uploads it).
+	if lands == s.Node && !s.Network.needsMAC() {
 		c.upload = c.startSeedUpload(ctx)
 	}
 	if err := c.awaitClone(ctx, upid); err != nil {
@@ -388,7 +393,7 @@ func (c *creation) provision(ctx context.Context) error {
 		if err := u.join(); err != nil {
 			return err
 		}
-	} else if err := b.uploadSeed(ctx, c.node, *s); err != nil {
+	} else if err := b.uploadSeed(ctx, c.node, *s, c.cfg["net0"]); err != nil {
 		return err
 	}
 	// The config.
@@ -576,7 +581,7 @@ func (c *creation) written() VM {
 // not answer within Budgets.AgentStart of the start ends the wait.
 func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface) (string, error) {
 	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot,
-		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen}
+		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen, want: s.Network.WantIPv4()}
 	if !b.seedInstallsAgent(s.UserData) {
 		a.expect, a.delayKey = agentInstalled, agentDelayKey(false, 0)
 		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"

@@ -16,6 +16,9 @@ const (
 	// (Spec.UserDataDigest), so an import can tell whether a configuration's cloud-init is
 	// the one the VM was made with, without the text.
 	MarkKeyUserDataDigest = "proxy-operator-user-data-digest"
+	// MarkKeyNetworkDigest carries the digest of the VM's network-config
+	// (Spec.NetworkDigest, NetworkDigest), for the same purpose.
+	MarkKeyNetworkDigest = "proxy-operator-network-digest"
 )
 
 // MarkExtra is what ParseMarkExtra reads from a description: the lines beyond Mark.
@@ -24,6 +27,8 @@ type MarkExtra struct {
 	CreatedBy string
 	// UserDataDigest is empty when the line is missing.
 	UserDataDigest string
+	// NetworkDigest is empty when the line is missing.
+	NetworkDigest string
 }
 
 // FormatMarkExtra returns this provider's extra mark lines for a new VM, each preceded by a
@@ -33,6 +38,9 @@ func FormatMarkExtra(s Spec) string {
 	if s.UserDataDigest != "" {
 		out += "\n" + MarkKeyUserDataDigest + "=" + s.UserDataDigest
 	}
+	if s.NetworkDigest != "" {
+		out += "\n" + MarkKeyNetworkDigest + "=" + s.NetworkDigest
+	}
 	return out
 }
 
@@ -40,7 +48,7 @@ func FormatMarkExtra(s Spec) string {
 // and values, other lines ignored, the first occurrence of a key wins.
 func ParseMarkExtra(desc string) MarkExtra {
 	var m MarkExtra
-	var seenBy, seenDigest bool
+	var seenBy, seenDigest, seenNet bool
 	for line := range strings.SplitSeq(desc, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok {
@@ -52,6 +60,8 @@ func ParseMarkExtra(desc string) MarkExtra {
 			m.CreatedBy, seenBy = v, true
 		case k == MarkKeyUserDataDigest && !seenDigest:
 			m.UserDataDigest, seenDigest = v, true
+		case k == MarkKeyNetworkDigest && !seenNet:
+			m.NetworkDigest, seenNet = v, true
 		}
 	}
 	return m

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
@@ -39,6 +38,7 @@ type migration struct {
 	id       ID
 	from, to string
 	cfg      map[string]string
+	network  *NetworkConfig // the seed's network-config, rebuilt with the user-data
 	seed     seedMove
 	upid     string
 }
@@ -47,11 +47,11 @@ type migration struct {
 // only (the operation's timeout). cfg is the VM's current config. userData, when known,
 // rebuilds the seed ISO for the target; without it the seed is left ejected (cloud-init
 // reads it at first boot only) and deleted from the source.
-func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, userData []byte, userDataKnown bool) error {
+func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, userData []byte, userDataKnown bool, network *NetworkConfig) error {
 	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, to) {
 		return Permanentf("node %q is not one of the provider's nodes (%s)", to, strings.Join(b.cfg.Nodes, ", "))
 	}
-	m := &migration{b: b, op: op, id: id, from: from, to: to, cfg: cfg}
+	m := &migration{b: b, op: op, id: id, from: from, to: to, cfg: cfg, network: network}
 	st, err := b.api.VMStatus(ctx, from, id.VMID)
 	if err != nil {
 		return apiErrorf(op, err, "reading the status on node %s before migrating the VM to node %s", from, to)
@@ -143,11 +143,9 @@ func (m *migration) prepareSeed(ctx context.Context, userData []byte, known bool
 	}
 	m.seed = seedMove{vol: vol, ide2: m.cfg["ide2"]}
 	if known {
-		data, err := b.buildSeed(nocloud.Seed{
-			Name: m.id.Name, UserData: userData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
-		})
+		data, err := b.buildSeedFor(m.id.Name, userData, m.network, m.cfg["net0"])
 		if err != nil {
-			return Permanentf("building the seed ISO failed: %w", err)
+			return err
 		}
 		m.seed.iso = data
 		file := strings.TrimPrefix(vol, iso+":iso/")
@@ -262,7 +260,7 @@ func (b *Backend) moveIfAsked(ctx context.Context, id ID, node string, cfg map[s
 		return node, cfg, false, nil
 	}
 	to := *ch.Node
-	if err := b.migrate(ctx, "update", id, node, to, cfg, ch.UserData, ch.UserDataKnown); err != nil {
+	if err := b.migrate(ctx, "update", id, node, to, cfg, ch.UserData, ch.UserDataKnown, ch.Network); err != nil {
 		return node, cfg, false, err
 	}
 	moved, err := b.api.VMConfig(ctx, to, id.VMID)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 )
 
 // seedUpload is a seed ISO upload running beside the clone task: the seed goes to the ISO
@@ -24,10 +22,10 @@ type seedUpload struct {
 func (c *creation) startSeedUpload(ctx context.Context) *seedUpload {
 	uctx, cancel := context.WithCancel(ctx)
 	u := &seedUpload{cancel: cancel, done: make(chan struct{})}
-	node, s := c.node, c.s
+	node, s, net0 := c.node, c.s, c.cfg["net0"]
 	go func() {
 		defer close(u.done)
-		u.err = c.b.uploadSeed(uctx, node, s)
+		u.err = c.b.uploadSeed(uctx, node, s, net0)
 	}()
 	return u
 }
@@ -39,14 +37,13 @@ func (u *seedUpload) join() error {
 	return u.err
 }
 
-// uploadSeed builds the seed of s and uploads it to node's ISO storage over any previous
-// one (no delete first), then waits for the task.
-func (b *Backend) uploadSeed(ctx context.Context, node string, s Spec) error {
-	iso, err := b.buildSeed(nocloud.Seed{
-		Name: s.Name, UserData: s.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
-	})
+// uploadSeed builds the seed of s (its network-config rendered for net0, the VM's) and
+// uploads it to node's ISO storage over any previous one (no delete first), then waits for
+// the task.
+func (b *Backend) uploadSeed(ctx context.Context, node string, s Spec, net0 string) error {
+	iso, err := b.buildSeedFor(s.Name, s.UserData, s.Network, net0)
 	if err != nil {
-		return Permanentf("building the seed ISO failed: %w", err)
+		return err
 	}
 	seed := seedFile(s.Name, s.UID)
 	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, seed, bytes.NewReader(iso), int64(len(iso)))

@@ -161,7 +161,7 @@ func (c *creation) moveToTarget(ctx context.Context) error {
 		return nil
 	}
 	from := c.node
-	if err := c.b.migrate(ctx, "create", ID{VMID: c.vmid, Name: c.s.Name}, from, c.s.Node, c.cfg, nil, false); err != nil {
+	if err := c.b.migrate(ctx, "create", ID{VMID: c.vmid, Name: c.s.Name}, from, c.s.Node, c.cfg, nil, false, nil); err != nil {
 		return err
 	}
 	c.node = c.s.Node

@@ -8,8 +8,6 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 )
 
 // Update applies in-place changes under the per-name lock (decision: update-in-place):
@@ -245,11 +243,9 @@ func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[st
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
 		return seedDropIDE2, nil
 	}
-	iso, err := b.buildSeed(nocloud.Seed{
-		Name: id.Name, UserData: ch.UserData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
-	})
+	iso, err := b.buildSeedFor(id.Name, ch.UserData, ch.Network, cfg["net0"])
 	if err != nil {
-		return seedPresent, Permanentf("building the seed ISO failed: %w", err)
+		return seedPresent, err
 	}
 	fields["cloud_init_bytes"] = len(ch.UserData)
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing: uploading it again before the start", fields)

@@ -319,6 +319,11 @@ type addressWait struct {
 	learn    bool
 	// seen, when set, receives the agent's answer that ended the wait (addresses.go).
 	seen *[]pveapi.NetworkInterface
+	// want, when set, is the static address the seed gives the guest: the wait ends when
+	// the agent reports it among the guest's IPv4 addresses, not at the first address,
+	// and fails once the agent has reported other addresses only for
+	// Budgets.StaticAddress.
+	want string
 }
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
@@ -358,6 +363,11 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	var missed, prev time.Duration // the last poll without the address, since start
 	var lastStatus time.Time
 	var lastAnswer error
+	var othersSince time.Time // since when the agent reports other addresses than a.want only
+	var others string
+	if a.want != "" {
+		spec.what = "the static address " + a.want + " from the guest agent"
+	}
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
 		asked := b.clock.Now().Sub(start)
 		missed, prev = prev, asked // every earlier poll found no address
@@ -366,6 +376,30 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 			lastAnswer = err
 		}
 		switch {
+		case err == nil && a.want != "":
+			found, seenOthers := staticAddressSeen(agentAddresses(ifaces), a.want)
+			if found {
+				ip = a.want
+				if a.learn {
+					b.agentSeen.observe(key, missed, asked)
+				}
+				if a.seen != nil {
+					*a.seen = ifaces
+				}
+				return done("address " + ip)
+			}
+			if seenOthers == "" {
+				return keep(addressSeen(ifaces))
+			}
+			others = seenOthers
+			now := b.clock.Now()
+			if othersSince.IsZero() {
+				othersSince = now
+			}
+			if waited := now.Sub(othersSince); waited >= b.staticAddressBudget() {
+				return cannot("address "+others, staticAddressErr(a.want, others, waited))
+			}
+			return keep("address " + others + ", not " + a.want)
 		case err == nil:
 			if ip = firstIPv4(ifaces); ip != "" {
 				if a.learn {
@@ -428,6 +462,10 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	why := "the guest agent reported no routable IPv4 address"
 	if lastAnswer != nil {
 		why = "last answer: " + lastAnswer.Error()
+	}
+	if others != "" {
+		return "", Transientf("the guest agent reports %s, not the static address %s, at the timeout; check the guest's "+
+			"/var/log/cloud-init.log for why its network-config was not applied: %w", others, a.want, err)
 	}
 	return "", Transientf("no IPv4 address from the guest agent before the timeout (%s); the guest must run qemu-guest-agent "+
 		"(installed at first boot unless install_guest_agent is off, which needs a package mirror) and get an address; "+

@@ -119,6 +119,7 @@ func (s *Sim) bootGuest(v *vm, at time.Time) {
 		g.seed = sf
 		s.seeds[v.vmid] = *sf
 		installing = sf.InstallsAgent && !g.agentInstalled
+		g.nics = guestNetwork(sf.NetworkConfig, v.conf)
 	}
 	if !agentEnabled(v.conf) {
 		return
@@ -135,9 +136,31 @@ func (s *Sim) bootGuest(v *vm, at time.Time) {
 	}
 	g.agentAt = at.Add(s.real(delay))
 	g.ipAt = g.agentAt.Add(s.real(s.dur.DHCP))
-	if g.ip == "" {
-		g.ip = s.lease(v)
+	switch net0 := g.nic(0); {
+	case net0.static.IsValid():
+		if s.leases[g.ip] == v.vmid {
+			delete(s.leases, g.ip)
+		}
+		g.ip = net0.static.Addr().String()
+	case net0.dhcp:
+		if g.ip == "" || s.leases[g.ip] != v.vmid {
+			g.ip = s.lease(v)
+		}
+	default:
+		if s.leases[g.ip] == v.vmid {
+			delete(s.leases, g.ip)
+		}
+		g.ip = "" // no network configuration: no IPv4 (guestnet.go)
 	}
+}
+
+// nic is net<i>'s IPv4 configuration: DHCP on net0 until a seed's network-config says
+// otherwise.
+func (g *guest) nic(i int) nicNet {
+	if g.nics == nil {
+		return nicNet{dhcp: i == 0}
+	}
+	return g.nics[i]
 }
 
 // resumeGuest: a hibernated guest resumes where it was.
@@ -264,17 +287,28 @@ func (s *Sim) hAgentNetwork(c *call) *response {
 		}
 		mac := strings.ToLower(macOf(val))
 		var addrs []map[string]any
-		if i == 0 && g.ip != "" && !c.now.Before(g.ipAt) {
-			addrs = append(addrs, map[string]any{"ip-address": g.ip, "ip-address-type": "ipv4", "prefix": 24})
+		// A static address from the seed's network-config with its prefix, else net0's
+		// DHCP lease (a /24), once the network is up.
+		v4, prefix := "", 24
+		if n := g.nic(i); !c.now.Before(g.ipAt) {
+			switch {
+			case n.static.IsValid():
+				v4, prefix = n.static.Addr().String(), n.static.Bits()
+			case n.dhcp && i == 0:
+				v4 = g.ip
+			}
+		}
+		if v4 != "" {
+			addrs = append(addrs, map[string]any{"ip-address": v4, "ip-address-type": "ipv4", "prefix": prefix})
 			// A router advertisement gives the first NIC a SLAAC address too (ulaSLAAC).
-			if ula := ulaSLAAC(g.ip, mac); ula != "" {
+			if ula := ulaSLAAC(v4, mac); ula != "" && i == 0 {
 				addrs = append(addrs, map[string]any{"ip-address": ula, "ip-address-type": "ipv6", "prefix": 64})
 			}
 		}
 		if ll := linkLocal(mac); ll != "" {
 			addrs = append(addrs, map[string]any{"ip-address": ll, "ip-address-type": "ipv6", "prefix": 64})
 		}
-		e := map[string]any{"name": "ens" + strconv.Itoa(18+i), "hardware-address": mac, "statistics": stats(987654, 123456)}
+		e := map[string]any{"name": guestNICName(i), "hardware-address": mac, "statistics": stats(987654, 123456)}
 		if len(addrs) > 0 {
 			e["ip-addresses"] = addrs
 		}

@@ -115,6 +115,9 @@ type guest struct {
 	// Per boot: agentAt is when the agent answers, ipAt when DHCP has given an address.
 	agentAt, ipAt time.Time
 	ip            string
+	// nics is the IPv4 configuration cloud-init wrote from the last seed's network-config
+	// (guestnet.go); nil: none written yet, DHCP on net0.
+	nics map[int]nicNet
 	// resumeAgent: the agent was up when the VM hibernated.
 	resumeAgent bool
 }

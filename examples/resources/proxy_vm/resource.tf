@@ -47,6 +47,24 @@ resource "proxy_vm" "prod" {
   # protection = true
 }
 
+# A proxy pinned to a static address, as destinations that allow-list egress by IP need. The
+# provider renders a version 2 network-config matching the NIC by its MAC; ip_address is known
+# at plan time and the create waits until the guest agent reports this address. Changing it
+# replaces the VM (cloud-init applies network config at first boot only). For anything else
+# (several NICs, IPv6, bonds) set network_config to a netplan-style document instead.
+resource "proxy_vm" "pinned" {
+  name         = "proxy-pinned"
+  image        = "debian-13"
+  machine_type = "small"
+
+  static_ipv4 = {
+    address = "10.20.0.10/24"
+    gateway = "10.20.0.1"
+    dns     = ["10.20.0.53"]
+    search  = ["corp.example"]
+  }
+}
+
 output "proxy_a_ip" {
   value = proxy_vm.egress.ip_address
 }

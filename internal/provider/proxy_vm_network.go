@@ -1,0 +1,384 @@
+package provider
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+// The guest's network configuration through the NoCloud seed's network-config:
+// network_config (raw, byte for byte) or static_ipv4 (a static address on the first NIC,
+// rendered by the backend for the MAC Proxmox gives the clone, nocloud.RenderStaticIPv4).
+// cloud-init applies network-config when an instance boots for the first time (fact:
+// nocloud-network-config), so a change replaces the VM; its digest sits in the mark
+// (proxmox.MarkKeyNetworkDigest), so an import can tell whether a configuration's network
+// is the one the VM was made with.
+
+// staticIPv4AttrTypes are static_ipv4's attributes.
+var staticIPv4AttrTypes = map[string]attr.Type{
+	"address": types.StringType,
+	"gateway": types.StringType,
+	"dns":     types.ListType{ElemType: types.StringType},
+	"search":  types.ListType{ElemType: types.StringType},
+}
+
+// nullStatic is a null static_ipv4 of the right type.
+var nullStatic = types.ObjectNull(staticIPv4AttrTypes)
+
+// staticIPv4Model is static_ipv4's value.
+type staticIPv4Model struct {
+	Address types.String `tfsdk:"address"`
+	Gateway types.String `tfsdk:"gateway"`
+	DNS     types.List   `tfsdk:"dns"`
+	Search  types.List   `tfsdk:"search"`
+}
+
+const networkReplaces = "cloud-init applies a network configuration when the VM boots for the first time (per instance, " +
+	"like the user-data), so changing it replaces the VM. After an import, which cannot read the seed back, the " +
+	"value is compared with the digest the provider wrote into the VM's mark: the same network plans no replacement " +
+	"(the value is recorded in place), another one a replacement; a VM without that digest (made by the proxy operator " +
+	"or an earlier release) records the first value set without replacing it, unless the addresses the guest agent " +
+	"reported at the import lack a configured static address. An imported VM's network is left alone while neither " +
+	"attribute is set."
+
+func networkAttributes() map[string]schema.Attribute {
+	ncMD := "A NoCloud `network-config` for the guest, written byte for byte into the seed ISO beside the user-data: " +
+		"version 2 (netplan-style) or version 1 YAML, optionally under a top-level `network:` key. It replaces " +
+		"cloud-init's default (DHCP on the first NIC). Checked at plan time: not empty, a YAML mapping with " +
+		"`version: 1` or `version: 2`; what a guest's renderer makes of it is not checked. Not sensitive (it is in " +
+		"the state and the plan), but only its size is logged. Set this or `static_ipv4`, not both. " + networkReplaces
+	staticMD := "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`: the provider " +
+		"renders a version 2 network-config that matches the NIC by the MAC address Proxmox gives the clone (so it " +
+		"works with every cloud-init renderer, not only netplan) and turns DHCP off. With it, `ip_address` is this " +
+		"address, known at plan time, and the create waits until the guest agent reports it (not any address; unless " +
+		"`wait_for_ip = false`): a guest that reports other addresses only fails the create, naming both. Set this or `network_config`, not " +
+		"both. " + networkReplaces
+	return map[string]schema.Attribute{
+		"network_config": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: ncMD,
+			Description:         plainText(ncMD),
+			Validators:          []validator.String{networkConfigValidator{}},
+		},
+		"static_ipv4": schema.SingleNestedAttribute{
+			Optional:            true,
+			MarkdownDescription: staticMD,
+			Description:         plainText(staticMD),
+			Validators: []validator.Object{
+				objectvalidator.ConflictsWith(path.MatchRoot("network_config")),
+				staticIPv4Validator{},
+			},
+			Attributes: withPlainDescriptions(map[string]schema.Attribute{
+				"address": schema.StringAttribute{
+					Required: true,
+					MarkdownDescription: "The address with its prefix length, e.g. `10.0.0.5/24`: an IPv4 prefix of /1 to /32 " +
+						"that is not the network or broadcast address of its prefix (up to /30).",
+				},
+				"gateway": schema.StringAttribute{
+					Optional: true,
+					MarkdownDescription: "The default gateway, e.g. `10.0.0.1`: an IPv4 address inside `address`'s prefix. " +
+						"Unset: no default route.",
+				},
+				"dns": schema.ListAttribute{
+					ElementType:         types.StringType,
+					Optional:            true,
+					MarkdownDescription: "Name servers, IPv4 or IPv6 addresses, in order.",
+				},
+				"search": schema.ListAttribute{
+					ElementType:         types.StringType,
+					Optional:            true,
+					MarkdownDescription: "DNS search domains, in order.",
+				},
+			}),
+		},
+	}
+}
+
+// networkConfigValidator refuses a network_config cloud-init would not read
+// (nocloud.ValidateNetworkConfig).
+type networkConfigValidator struct{}
+
+func (networkConfigValidator) Description(context.Context) string {
+	return "must be a non-empty YAML mapping with version 1 or 2 (optionally under network:)"
+}
+
+func (v networkConfigValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (networkConfigValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	s, ok := knownString(req.ConfigValue)
+	if !ok {
+		return
+	}
+	if err := nocloud.ValidateNetworkConfig([]byte(s)); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, summaryInvalidConfig, "network_config: "+err.Error()+".")
+	}
+}
+
+// staticIPv4Validator checks static_ipv4's values and how they fit together.
+type staticIPv4Validator struct{}
+
+func (staticIPv4Validator) Description(context.Context) string {
+	return "address must be an IPv4 CIDR host address, gateway inside its prefix, dns IP addresses"
+}
+
+func (v staticIPv4Validator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (staticIPv4Validator) ValidateObject(ctx context.Context, req validator.ObjectRequest, resp *validator.ObjectResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	var m staticIPv4Model
+	resp.Diagnostics.Append(req.ConfigValue.As(ctx, &m, basetypes.ObjectAsOptions{})...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	_, diags, _ := staticFrom(m, req.Path)
+	resp.Diagnostics.Append(diags...)
+}
+
+// staticFrom parses a static_ipv4 value into the backend's form, with a diagnostic on the
+// attribute (under at) for each value that is wrong. complete is false while a value is
+// unknown (nothing is returned then, and only the known values are checked).
+func staticFrom(m staticIPv4Model, at path.Path) (s nocloud.StaticIPv4, diags diag.Diagnostics, complete bool) {
+	complete = true
+	// The diagnostics go on static_ipv4 itself, naming the field in the detail: Terraform
+	// points at the attribute in the configuration, but not into its object value.
+	bad := func(attr string, detail string) {
+		diags.AddAttributeError(at, summaryInvalidConfig, "static_ipv4."+attr+" "+detail)
+	}
+	if a, ok := knownString(m.Address); ok {
+		p, err := netip.ParsePrefix(a)
+		if err != nil || !p.Addr().Is4() {
+			bad("address", "is "+strconv.Quote(a)+", not an IPv4 address with its prefix length: write it as 10.0.0.5/24.")
+			return s, diags, false
+		}
+		s.Address = p
+	} else {
+		complete = false
+	}
+	if g, ok := knownString(m.Gateway); ok {
+		a, err := netip.ParseAddr(g)
+		if err != nil || !a.Is4() {
+			bad("gateway", "is "+strconv.Quote(g)+", not an IPv4 address: write it as 10.0.0.1, without a prefix length.")
+			return s, diags, false
+		}
+		s.Gateway = a
+	} else if m.Gateway.IsUnknown() {
+		complete = false
+	}
+	for i, e := range listElems(m.DNS, &complete) {
+		a, err := netip.ParseAddr(e)
+		if err != nil {
+			diags.AddAttributeError(at, summaryInvalidConfig,
+				"static_ipv4.dns["+strconv.Itoa(i)+"] is "+strconv.Quote(e)+", not an IP address: name servers are given by address (10.0.0.53 or fd00::53).")
+			continue
+		}
+		s.DNS = append(s.DNS, a)
+	}
+	s.Search = listElems(m.Search, &complete)
+	if diags.HasError() || !complete {
+		return s, diags, false
+	}
+	if field, err := s.Check(); err != nil {
+		bad(field, err.Error()+".")
+		return s, diags, false
+	}
+	return s, diags, true
+}
+
+// listElems is a list's known strings; an unknown list or element clears complete.
+func listElems(l types.List, complete *bool) []string {
+	if l.IsUnknown() {
+		*complete = false
+		return nil
+	}
+	var out []string
+	for _, e := range l.Elements() {
+		v, ok := e.(types.String)
+		if !ok || v.IsUnknown() {
+			*complete = false
+			continue
+		}
+		if !v.IsNull() {
+			out = append(out, v.ValueString())
+		}
+	}
+	return out
+}
+
+// networkOf is the network configuration a model says, and whether it is known (an
+// unknown value is not). nil, true: none.
+func networkOf(ctx context.Context, m proxyVMModel) (*proxmox.NetworkConfig, bool) {
+	switch {
+	case m.NetworkConfig.IsUnknown() || m.StaticIPv4.IsUnknown():
+		return nil, false
+	case !m.NetworkConfig.IsNull():
+		return &proxmox.NetworkConfig{Raw: []byte(m.NetworkConfig.ValueString())}, true
+	case m.StaticIPv4.IsNull() || len(m.StaticIPv4.AttributeTypes(ctx)) == 0:
+		return nil, true
+	}
+	var sm staticIPv4Model
+	if d := m.StaticIPv4.As(ctx, &sm, basetypes.ObjectAsOptions{}); d.HasError() {
+		return nil, false
+	}
+	s, _, complete := staticFrom(sm, path.Root("static_ipv4"))
+	if !complete {
+		return nil, false
+	}
+	return &proxmox.NetworkConfig{Static: &s}, true
+}
+
+// networkImport is what an import left for the plan: whether it could not read the
+// network configuration (always: the seed cannot be read through the API) and the digest
+// in the VM's mark ("" when the mark has none).
+type networkImport struct {
+	unread bool
+	digest string
+}
+
+const privateKeyNetworkDigest = "network_digest"
+
+// writeNetworkDigest keeps the mark's network digest for the plan after an import.
+func writeNetworkDigest(ctx context.Context, p privateSetter, digest string) diag.Diagnostics {
+	if digest == "" {
+		return p.SetKey(ctx, privateKeyNetworkDigest, nil)
+	}
+	return p.SetKey(ctx, privateKeyNetworkDigest, []byte(`"`+digest+`"`))
+}
+
+func readNetworkImport(ctx context.Context, p privateGetter) (networkImport, diag.Diagnostics) {
+	unread, diags := isUnread(ctx, p, unreadNetwork)
+	ni := networkImport{unread: unread}
+	if !unread || p == nil {
+		return ni, diags
+	}
+	raw, d := p.GetKey(ctx, privateKeyNetworkDigest)
+	diags.Append(d...)
+	if len(raw) > 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		ni.digest = string(raw[1 : len(raw)-1])
+	}
+	return ni, diags
+}
+
+// planNetwork plans ip_address for a static address and decides whether the network
+// configuration replaces the VM. prior is nil for a create.
+func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, imp networkImport) []path.Path {
+	cur, known := networkOf(ctx, config)
+	// The static address is ip_address, known now, whenever the VM is planned to run: the
+	// create's wait (or, after a start, the check of what the agent reports) confirms it.
+	if known && cur != nil && cur.Static != nil && !startedFalse(plan.Started) && !plan.Started.IsUnknown() {
+		plan.IPAddress = types.StringValue(cur.WantIPv4())
+	}
+	if prior == nil {
+		return nil
+	}
+	attrPath := path.Root("network_config")
+	if !config.StaticIPv4.IsNull() {
+		attrPath = path.Root("static_ipv4")
+	}
+	if !known {
+		return []path.Path{attrPath}
+	}
+	was, _ := networkOf(ctx, *prior)
+	recorded := !prior.NetworkConfig.IsNull() || (!prior.StaticIPv4.IsNull() && len(prior.StaticIPv4.AttributeTypes(ctx)) != 0)
+	newDigest := proxmox.NetworkDigest(cur)
+	switch {
+	case recorded || !imp.unread:
+		// Made by Terraform (no network configuration counts as one), or recorded since.
+		if proxmox.NetworkDigest(was) == newDigest {
+			return nil
+		}
+	case cur == nil:
+		// Imported, and none configured: the VM's network is left as it is (not managed
+		// until a value is set), as cloud_init is.
+		return nil
+	case imp.digest != "":
+		// Imported with a digest in the mark: the same network is recorded, another replaces.
+		if imp.digest == newDigest {
+			return nil
+		}
+	default:
+		// Imported without a digest: nothing tells what the VM was made with, except, for
+		// a static address, the addresses the agent reported at the import.
+		if cur.Static == nil {
+			return nil
+		}
+		if addrs, ok := knownStrings(prior.IPv4Addresses); !ok || len(addrs) == 0 || slices.Contains(addrs, cur.WantIPv4()) {
+			return nil
+		}
+	}
+	return []path.Path{attrPath}
+}
+
+// knownStrings is a known list of strings.
+func knownStrings(l types.List) ([]string, bool) {
+	if l.IsNull() || l.IsUnknown() {
+		return nil, false
+	}
+	complete := true
+	out := listElems(l, &complete)
+	return out, complete
+}
+
+// applyNetworkSpec puts the planned network configuration and its digest into a create.
+func applyNetworkSpec(s *proxmox.Spec, plan proxyVMModel) {
+	if n, ok := networkOf(context.Background(), plan); ok && n != nil {
+		s.Network, s.NetworkDigest = n, proxmox.NetworkDigest(n)
+	}
+}
+
+// networkBytes is the size of a create's raw network-config, for the logs (the static
+// form's rendering is as long as the address data); 0 without one.
+func networkBytes(s proxmox.Spec) int {
+	switch {
+	case s.Network == nil:
+		return 0
+	case s.Network.Static != nil:
+		return len(nocloud.RenderStaticIPv4(*s.Network.Static, "00:00:00:00:00:00"))
+	}
+	return len(s.Network.Raw)
+}
+
+// applyNetwork types a zero static_ipv4 and, when the agent reported the static address
+// among the guest's addresses, makes it ip_address (the first address the agent reports
+// may be another interface's).
+func applyNetwork(m *proxyVMModel, vm proxmox.VM) {
+	if len(m.StaticIPv4.AttributeTypes(context.Background())) == 0 {
+		m.StaticIPv4 = nullStatic
+	}
+	n, ok := networkOf(context.Background(), *m)
+	if !ok || n == nil || n.Static == nil {
+		return
+	}
+	if want := n.WantIPv4(); slices.Contains(vm.Addresses.IPv4, want) {
+		m.IPAddress = types.StringValue(want)
+	}
+}
+
+// networkMismatch says when the agent reported another address than the planned static one.
+func networkMismatch(plan, got proxyVMModel) []string {
+	w, ok := knownString(plan.IPAddress)
+	h, hok := knownString(got.IPAddress)
+	if !ok || !hok || w == h || plan.StaticIPv4.IsNull() {
+		return nil
+	}
+	return []string{"the guest agent reports " + h + ", not the static address " + w + " static_ipv4 gives the VM: " +
+		"its network-config was not applied (check the guest's /var/log/cloud-init.log)"}
+}

@@ -1,0 +1,127 @@
+package proxmox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+)
+
+// NetworkConfig is the network-config a VM's seed carries: cloud-init applies it at the
+// instance's first boot instead of its DHCP fallback on the first NIC. Either Raw, written
+// byte for byte, or Static, rendered for the NIC with net0's MAC address
+// (nocloud.RenderStaticIPv4). Proxmox generates that MAC when it clones the template and
+// writes it into the config only when the clone task ends (fact: clone-mac), so a Static seed
+// is built after the clone task, not beside it.
+type NetworkConfig struct {
+	Raw    []byte
+	Static *nocloud.StaticIPv4
+}
+
+// needsMAC reports whether the seed can only be built once net0's MAC is known.
+func (n *NetworkConfig) needsMAC() bool { return n != nil && n.Static != nil }
+
+// WantIPv4 is the address the guest agent must report with a static address: the
+// address without its prefix length; "" without one.
+func (n *NetworkConfig) WantIPv4() string {
+	if n == nil || n.Static == nil || !n.Static.Address.IsValid() {
+		return ""
+	}
+	return n.Static.Address.Addr().String()
+}
+
+// render is the network-config file for a VM whose net0 is net0, nil when there is none.
+func (n *NetworkConfig) render(net0 string) ([]byte, error) {
+	switch {
+	case n == nil:
+		return nil, nil
+	case n.Static != nil:
+		mac := parseNet0(net0).MAC
+		if mac == "" {
+			return nil, Permanentf("the VM has no net0 with a MAC address, so static_ipv4 cannot be matched to its NIC; give the template a network device, or use network_config")
+		}
+		return nocloud.RenderStaticIPv4(*n.Static, mac), nil
+	default:
+		return n.Raw, nil
+	}
+}
+
+// NetworkDigest is the digest of a network configuration, written into the mark
+// (MarkKeyNetworkDigest) so that an import can tell whether a configuration's network is
+// the one the VM was made with: SHA-256 over a label and the raw text, or over the static
+// form's rendering without a MAC (the mark is written with the clone, before Proxmox has
+// made the MAC; the MAC is the VM's own, not configuration). A network-config is no
+// secret, so the digest is not keyed. "" for no network configuration.
+func NetworkDigest(n *NetworkConfig) string {
+	if n == nil {
+		return ""
+	}
+	h := sha256.New()
+	if n.Static != nil {
+		h.Write([]byte("proxy_vm static_ipv4\x00"))
+		h.Write(nocloud.RenderStaticIPv4(*n.Static, ""))
+	} else {
+		h.Write([]byte("proxy_vm network_config\x00"))
+		h.Write(n.Raw)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// seedOf is the seed of a VM called name, with the provider's vendor-data, the user-data
+// and the network-config rendered for net0.
+func (b *Backend) seedOf(name string, userData []byte, n *NetworkConfig, net0 string) (nocloud.Seed, error) {
+	nc, err := n.render(net0)
+	if err != nil {
+		return nocloud.Seed{}, err
+	}
+	return nocloud.Seed{
+		Name: name, UserData: userData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
+		NetworkConfig: nc,
+	}, nil
+}
+
+// buildSeedFor builds the seed ISO of seedOf.
+func (b *Backend) buildSeedFor(name string, userData []byte, n *NetworkConfig, net0 string) ([]byte, error) {
+	s, err := b.seedOf(name, userData, n, net0)
+	if err != nil {
+		return nil, err
+	}
+	iso, err := b.buildSeed(s)
+	if err != nil {
+		return nil, Permanentf("building the seed ISO failed: %w", err)
+	}
+	return iso, nil
+}
+
+// staticAddressSeen says, for an address wait with a static address, what an agent answer
+// holds: whether want is among its IPv4 addresses, and the others.
+func staticAddressSeen(a Addresses, want string) (found bool, others string) {
+	if slices.Contains(a.IPv4, want) {
+		return true, ""
+	}
+	return false, strings.Join(a.IPv4, ", ")
+}
+
+// defaultStaticAddress is Budgets.StaticAddress when unset. cloud-init writes the guest's
+// network configuration in its local stage, before the network (and the agent) comes up,
+// so a guest whose agent reports another address has, nearly always, not applied the
+// seed's network-config; the budget leaves room for an address change soon after boot.
+const defaultStaticAddress = 60 * time.Second
+
+func (b *Backend) staticAddressBudget() time.Duration {
+	if d := b.cfg.Budgets.StaticAddress; d > 0 {
+		return d
+	}
+	return defaultStaticAddress
+}
+
+// staticAddressErr is a guest that reports other addresses than its static one.
+func staticAddressErr(want, others string, waited time.Duration) error {
+	return Permanentf("the guest agent has reported %s for %s, but not the static address %s the seed's network-config gives the VM: "+
+		"cloud-init did not apply it (a network-config its renderer refused, which falls back to DHCP on the first NIC, or an image "+
+		"without NoCloud network support); check static_ipv4 or network_config and the guest's /var/log/cloud-init.log",
+		others, waited.Round(time.Second), want)
+}
