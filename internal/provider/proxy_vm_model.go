@@ -256,8 +256,13 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		Timeouts:        nullTimeouts,
 		StaticIPv4:      nullStatic,
 	}
-	applyVM(&m, vm)
 	unread := []unreadAttr{unreadCloudInit, unreadNetwork}
+	if vm.MarkExtra.Static != nil {
+		// The mark says the static address the VM was made with: read back, not unread.
+		m.StaticIPv4 = staticValue(vm.MarkExtra.Static)
+		unread = []unreadAttr{unreadCloudInit}
+	}
+	applyVM(&m, vm)
 	if templateVMID != 0 {
 		m.TemplateVMID = types.Int64Value(int64(templateVMID))
 		m.Image = stringOrNull(imageKeyOf(cfg, templateVMID))

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -23,9 +24,10 @@ import (
 // network_config (raw, byte for byte) or static_ipv4 (a static address on the first NIC,
 // rendered by the backend for the MAC Proxmox gives the clone, nocloud.RenderStaticIPv4).
 // cloud-init applies network-config when an instance boots for the first time (fact:
-// nocloud-network-config), so a change replaces the VM; its digest sits in the mark
-// (proxmox.MarkKeyNetworkDigest), so an import can tell whether a configuration's network
-// is the one the VM was made with.
+// nocloud-network-config), so a change replaces the VM. The mark keeps static_ipv4 whole
+// (proxmox.MarkKeyStaticIPv4), which an import reads back, and the digest of either
+// (proxmox.MarkKeyNetworkDigest), so an import can tell whether a configuration's raw
+// network_config is the one the VM was made with.
 
 // staticIPv4AttrTypes are static_ipv4's attributes.
 var staticIPv4AttrTypes = map[string]attr.Type{
@@ -47,12 +49,12 @@ type staticIPv4Model struct {
 }
 
 const networkReplaces = "cloud-init applies a network configuration when the VM boots for the first time (per instance, " +
-	"like the user-data), so changing it replaces the VM. After an import, which cannot read the seed back, the " +
-	"value is compared with the digest the provider wrote into the VM's mark: the same network plans no replacement " +
-	"(the value is recorded in place), another one a replacement; a VM without that digest (made by the proxy operator " +
-	"or an earlier release) records the first value set without replacing it, unless the addresses the guest agent " +
-	"reported at the import lack a configured static address. An imported VM's network is left alone while neither " +
-	"attribute is set."
+	"like the user-data), so changing it (or removing it) replaces the VM. An import cannot read the seed back, so the " +
+	"VM's mark keeps what it needs: `static_ipv4` whole (read back by the import: the same value plans nothing, another " +
+	"or none a replacement), and the digest of a `network_config` (the same text is recorded in place, another one " +
+	"replaces the VM, and with neither attribute set the network is left alone). A VM without these mark lines (made by " +
+	"the proxy operator or an earlier release) records the first value set without replacing it, unless the addresses " +
+	"the guest agent reported at the import lack a configured static address."
 
 func networkAttributes() map[string]schema.Attribute {
 	ncMD := "A NoCloud `network-config` for the guest, written byte for byte into the seed ISO beside the user-data: " +
@@ -149,8 +151,16 @@ func (staticIPv4Validator) ValidateObject(ctx context.Context, req validator.Obj
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	_, diags, _ := staticFrom(m, req.Path)
+	s, diags, complete := staticFrom(m, req.Path)
 	resp.Diagnostics.Append(diags...)
+	if complete {
+		if n := len(proxmox.FormatStaticIPv4(s)); n > proxmox.MaxStaticIPv4MarkBytes {
+			resp.Diagnostics.AddAttributeError(req.Path, summaryInvalidConfig, fmt.Sprintf(
+				"static_ipv4 takes %d characters in the VM's description mark, more than the %d it may: "+
+					"give fewer name servers or search domains (or write the configuration as network_config).",
+				n, proxmox.MaxStaticIPv4MarkBytes))
+		}
+	}
 }
 
 // staticFrom parses a static_ipv4 value into the backend's form, with a diagnostic on the
@@ -289,8 +299,10 @@ func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, p
 	if prior == nil {
 		return nil
 	}
+	// Terraform replaces only for a path whose value changes: the attribute set now, or, when
+	// neither is set any more, the one that was.
 	attrPath := path.Root("network_config")
-	if !config.StaticIPv4.IsNull() {
+	if !config.StaticIPv4.IsNull() || (config.NetworkConfig.IsNull() && !prior.StaticIPv4.IsNull() && len(prior.StaticIPv4.AttributeTypes(ctx)) != 0) {
 		attrPath = path.Root("static_ipv4")
 	}
 	if !known {
@@ -381,4 +393,37 @@ func networkMismatch(plan, got proxyVMModel) []string {
 	}
 	return []string{"the guest agent reports " + h + ", not the static address " + w + " static_ipv4 gives the VM: " +
 		"its network-config was not applied (check the guest's /var/log/cloud-init.log)"}
+}
+
+// staticValue is static_ipv4 as the mark (proxmox.MarkKeyStaticIPv4) gives it back to an
+// import: empty lists and an unset gateway are null, as in a configuration that leaves
+// them out.
+func staticValue(s *nocloud.StaticIPv4) types.Object {
+	if s == nil {
+		return nullStatic
+	}
+	list := func(vs []string) types.List {
+		if len(vs) == 0 {
+			return types.ListNull(types.StringType)
+		}
+		elems := make([]attr.Value, len(vs))
+		for i, v := range vs {
+			elems[i] = types.StringValue(v)
+		}
+		return types.ListValueMust(types.StringType, elems)
+	}
+	gateway := types.StringNull()
+	if s.Gateway.IsValid() {
+		gateway = types.StringValue(s.Gateway.String())
+	}
+	dns := make([]string, len(s.DNS))
+	for i, a := range s.DNS {
+		dns[i] = a.String()
+	}
+	return types.ObjectValueMust(staticIPv4AttrTypes, map[string]attr.Value{
+		"address": types.StringValue(s.Address.String()),
+		"gateway": gateway,
+		"dns":     list(dns),
+		"search":  list(s.Search),
+	})
 }

@@ -123,18 +123,17 @@ func TestAccProxyVM_staticIPv4(t *testing.T) {
 				ResourceName:            vmAddr,
 				ImportState:             true,
 				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: append([]string{"static_ipv4", "static_ipv4.%", "static_ipv4.address", "static_ipv4.gateway", "static_ipv4.dns.#", "static_ipv4.dns.0", "static_ipv4.search.#", "static_ipv4.search.0"}, importIgnore...),
+				// static_ipv4 is read back from the mark, whole.
+				ImportStateVerifyIgnore: importIgnore,
 			},
 			{
-				// An import block with the same configuration: the mark's digest matches, so
-				// static_ipv4 is recorded in place, never a replacement.
-				Config:             cfg("10.20.0.7/24"),
-				ResourceName:       vmAddr,
-				ImportState:        true,
-				ImportStateKind:    resource.ImportBlockWithID,
-				ExpectNonEmptyPlan: true,
+				// An import block with the same configuration: nothing to change.
+				Config:          cfg("10.20.0.7/24"),
+				ResourceName:    vmAddr,
+				ImportState:     true,
+				ImportStateKind: resource.ImportBlockWithID,
 				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop),
 					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.7")),
 				}},
 			},
@@ -150,6 +149,14 @@ func TestAccProxyVM_staticIPv4(t *testing.T) {
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.8")),
 				},
 				Check: resource.ComposeAggregateTestCheckFunc(checkNetworkSeed(env, c, staticSeed("10.20.0.8/24")), c.checkOneVM(vmAddr, name)),
+			},
+			{
+				// static_ipv4 removed: back to DHCP, which is a new first boot too.
+				Config: base + vmResourceBare(env, name, "  machine_type = \"small\"\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{uid.AddStateValue(vmAddr, tfjsonpath.New("uid"))},
 			},
 		},
 	})
@@ -225,10 +232,14 @@ func TestAccProxyVM_networkConfigRaw(t *testing.T) {
 	})
 }
 
-// TestAccProxyVM_networkImport: a VM forgotten and imported again with an import block:
-// with the network it was made with, the value is recorded in place (its digest is in
-// the mark) and the next plan is empty; with another one, the plan replaces it; with none,
-// it is left alone, and the first value set afterwards is still compared with the mark.
+// TestAccProxyVM_networkImport: a VM forgotten and imported again with an import block.
+// A static address is read back from the mark: the same one plans nothing, another one or
+// none a replacement. A raw network_config only has its digest there: the same text is
+// recorded in place, another replaces; with none it is left alone, and the first value set
+// afterwards is still compared with the digest.
+// netImportRaw is a raw network-config (by name: the MAC is not known before the clone).
+const netImportRaw = "version: 2\nethernets:\n  ens18:\n    addresses: [10.20.0.31/24]\n"
+
 func TestAccProxyVM_networkImport(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	needsAddressPlan(t, env)
@@ -250,13 +261,21 @@ func TestAccProxyVM_networkImport(t *testing.T) {
 			},
 			{Config: base + removed},
 			{
+				// Imported with the same static address: nothing to change, since the mark
+				// gives static_ipv4 back whole (the gateway, name servers and search domains too).
 				Config: base + body(staticHCL("10.20.0.21/24")) + imp,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("static_ipv4").AtMapKey("address"), knownvalue.StringExact("10.20.0.21/24")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("static_ipv4"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"address": knownvalue.StringExact("10.20.0.21/24"),
+						"gateway": knownvalue.StringExact("10.20.0.1"),
+						"dns":     knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("10.20.0.53")}),
+						"search":  knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("corp.example")}),
+					})),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.21")),
 				},
 			},
 			{
@@ -265,7 +284,7 @@ func TestAccProxyVM_networkImport(t *testing.T) {
 			},
 			{Config: base + removed},
 			{
-				// Imported with another network: replaced (the mark's digest differs).
+				// Imported with another network: replaced.
 				Config: base + body(staticHCL("10.20.0.22/24")) + imp,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
@@ -274,7 +293,36 @@ func TestAccProxyVM_networkImport(t *testing.T) {
 			},
 			{Config: base + removed},
 			{
-				// Imported with none: its network is left alone, as cloud_init is.
+				// Imported with none while the mark says a static address: managed as if this
+				// configuration had made it, so the DHCP configuration replaces it.
+				Config: base + body("") + imp,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
+				}},
+			},
+			{
+				// A raw network_config replaces the DHCP VM; its mark keeps only the digest.
+				Config: base + body("  network_config = "+hclString(netImportRaw)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+			},
+			{Config: base + removed},
+			{
+				// Imported with the same raw text: recorded in place (the digest matches),
+				// no request to change the VM.
+				Config: base + body("  network_config = "+hclString(netImportRaw)) + imp,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				Config:           base + body("  network_config = "+hclString(netImportRaw)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{Config: base + removed},
+			{
+				// Imported with none: a raw network is left alone, as cloud_init is.
 				Config: base + body("") + imp,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionNoop),
@@ -355,6 +403,11 @@ func TestStaticIPv4Validator_paths(t *testing.T) {
 		})
 	}
 	root := path.Root("static_ipv4")
+	// 24 long IPv6 name servers: some 940 characters in the mark line.
+	var manyDNS []string
+	for i := range 24 {
+		manyDNS = append(manyDNS, fmt.Sprintf("fd00:1111:2222:3333:4444:5555:6666:%x", 0x1000+i))
+	}
 	cases := []struct {
 		v   types.Object
 		msg string
@@ -365,6 +418,7 @@ func TestStaticIPv4Validator_paths(t *testing.T) {
 		{obj("bad", ""), "static_ipv4.address is \"bad\", not an IPv4 address"},
 		{obj("10.0.0.5/24", "fd00::1"), "static_ipv4.gateway is \"fd00::1\", not an IPv4 address"},
 		{obj("10.0.0.5/24", "", "10.0.0.53", "x"), "static_ipv4.dns[1] is \"x\", not an IP address"},
+		{obj("10.0.0.5/24", "10.0.0.1", manyDNS...), "more than the 512 it may: give fewer name servers"},
 	}
 	for _, tc := range cases {
 		var resp validator.ObjectResponse

@@ -1,6 +1,10 @@
 package proxmox
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+)
 
 // Lines this provider adds to the description mark after the three lines the operator
 // shares (FormatMark). The operator's parser ignores lines it does not know, so a VM made
@@ -29,6 +33,9 @@ type MarkExtra struct {
 	UserDataDigest string
 	// NetworkDigest is empty when the line is missing.
 	NetworkDigest string
+	// Static is the static IPv4 configuration of MarkKeyStaticIPv4 (mark_network.go); nil
+	// when the line is missing or unreadable.
+	Static *nocloud.StaticIPv4
 }
 
 // FormatMarkExtra returns this provider's extra mark lines for a new VM, each preceded by a
@@ -41,6 +48,9 @@ func FormatMarkExtra(s Spec) string {
 	if s.NetworkDigest != "" {
 		out += "\n" + MarkKeyNetworkDigest + "=" + s.NetworkDigest
 	}
+	if s.Network != nil && s.Network.Static != nil {
+		out += "\n" + MarkKeyStaticIPv4 + "=" + FormatStaticIPv4(*s.Network.Static)
+	}
 	return out
 }
 
@@ -48,7 +58,7 @@ func FormatMarkExtra(s Spec) string {
 // and values, other lines ignored, the first occurrence of a key wins.
 func ParseMarkExtra(desc string) MarkExtra {
 	var m MarkExtra
-	var seenBy, seenDigest, seenNet bool
+	var seenBy, seenDigest, seenNet, seenStatic bool
 	for line := range strings.SplitSeq(desc, "\n") {
 		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
 		if !ok {
@@ -62,6 +72,11 @@ func ParseMarkExtra(desc string) MarkExtra {
 			m.UserDataDigest, seenDigest = v, true
 		case k == MarkKeyNetworkDigest && !seenNet:
 			m.NetworkDigest, seenNet = v, true
+		case k == MarkKeyStaticIPv4 && !seenStatic:
+			seenStatic = true
+			if st, ok := ParseStaticIPv4(v); ok {
+				m.Static = &st
+			}
 		}
 	}
 	return m
