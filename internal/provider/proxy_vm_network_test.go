@@ -638,3 +638,37 @@ func TestApplyNetwork_staticAddressIsIPAddress(t *testing.T) {
 		t.Errorf("mismatch %q: want both addresses", msg)
 	}
 }
+
+// TestAccVMDataSource_staticIPv4: the proxy_vm data source reads static_ipv4 back from the
+// mark of a VM made with one, and null for a DHCP VM.
+func TestAccVMDataSource_staticIPv4(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	needsAddressPlan(t, env)
+	c := newCluster(t, env)
+	name := vmName("dsstatic")
+	cfg := vmProviderConfig(env, "") + vmResourceBare(env, name, "  machine_type = \"small\"\n"+staticHCL("10.20.0.41/24")) +
+		"\ndata \"proxy_vm\" \"s\" {\n  vmid = proxy_vm.test.vmid\n}\n"
+	ds := "data.proxy_vm.s"
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{{
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(ds, tfjsonpath.New("static_ipv4"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"address": knownvalue.StringExact("10.20.0.41/24"),
+					"gateway": knownvalue.StringExact("10.20.0.1"),
+					"dns":     knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("10.20.0.53")}),
+					"search":  knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("corp.example")}),
+				})),
+				statecheck.ExpectKnownValue(ds, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.41")),
+			},
+		}, {
+			Config: vmProviderConfig(env, "") + vmResourceBare(env, name, "  machine_type = \"small\"\n") +
+				"\ndata \"proxy_vm\" \"s\" {\n  vmid = proxy_vm.test.vmid\n}\n",
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(ds, tfjsonpath.New("static_ipv4"), knownvalue.Null()),
+			},
+		}},
+	})
+}

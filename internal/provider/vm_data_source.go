@@ -64,6 +64,7 @@ type vmDataModel struct {
 	Tags             types.Set      `tfsdk:"tags"`
 	Description      types.String   `tfsdk:"description"`
 	Protection       types.Bool     `tfsdk:"protection"`
+	StaticIPv4       types.Object   `tfsdk:"static_ipv4"`
 	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -142,6 +143,17 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 				MarkdownDescription: "The VM's Proxmox tags besides `proxy_operator`."},
 			"description": str("The VM's note: its Proxmox description without the ownership mark's lines."),
 			"protection":  boolean("Whether Proxmox's protection flag is set."),
+			"static_ipv4": schema.SingleNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
+					"from its mark; null when it was made without one (DHCP, or a raw `network_config`, which cannot be read back).",
+				Attributes: map[string]schema.Attribute{
+					"address": str("The address with its prefix length."),
+					"gateway": str("The default gateway; null when none."),
+					"dns":     list("Name servers, in order; null when none."),
+					"search":  list("DNS search domains, in order; null when none."),
+				},
+			},
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
@@ -221,7 +233,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
 		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
-		Timeouts: m.Timeouts,
+		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)
