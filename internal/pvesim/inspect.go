@@ -179,6 +179,9 @@ type VMPatch struct {
 	LockFor time.Duration `json:"lock_for,omitempty"`
 	// AgentInstalled: the guest has (or lacks) qemu-guest-agent from its next boot.
 	AgentInstalled *bool `json:"agent_installed,omitempty"`
+	// IgnoresACPI: the guest ignores the ACPI power button, so a shutdown without the
+	// agent answering times out.
+	IgnoresACPI *bool `json:"ignores_acpi,omitempty"`
 	// Node moves the guest to another node (a migration done out of band).
 	Node string `json:"node,omitempty"`
 	// Config sets raw config keys; an empty value deletes the key.
@@ -210,6 +213,9 @@ func (s *Sim) SetVMState(vmid int, p VMPatch) error {
 	}
 	if p.AgentInstalled != nil {
 		v.guest.agentInstalled = *p.AgentInstalled
+	}
+	if p.IgnoresACPI != nil {
+		v.guest.ignoresACPI = *p.IgnoresACPI
 	}
 	if p.Power != "" {
 		if err := s.setPower(v, p.Power, now); err != nil {

@@ -63,14 +63,9 @@ type vm struct {
 	// has them (the config's size= is only what was last written there).
 	volSizes map[string]int64
 	// pending holds config values written while the VM ran that apply at its next start
-	// (cores, memory... with the default hotplug "network,disk,usb").
+	// or at a stop or shutdown through the API (vm.staysPending, hotplug.go).
 	pending map[string]string
 }
-
-// pendingKeys are the keys qemu-server cannot hotplug with the default hotplug setting
-// (src/PVE/QemuServer.pm vmconfig_hotplug_pending: cpu and memory hotplug are off), so a
-// write to a running VM leaves them pending.
-var pendingKeys = map[string]bool{"cores": true, "sockets": true, "vcpus": true, "memory": true, "cpu": true, "numa": true}
 
 // withPending is the config as GET .../config shows it without current=1.
 func (v *vm) withPending() map[string]string {
@@ -91,7 +86,8 @@ func (v *vm) digestConf() map[string]string {
 	return out
 }
 
-// applyPending applies the pending values (at a start).
+// applyPending applies the pending values: at a start (vm_start_nolock) and at a stop or
+// shutdown through the API (_do_vm_stop calls vm_stop_cleanup with apply_pending_changes).
 func (v *vm) applyPending() {
 	maps.Copy(v.conf, v.pending)
 	v.pending = nil
@@ -117,6 +113,9 @@ type guest struct {
 	ip            string
 	// resumeAgent: the agent was up when the VM hibernated.
 	resumeAgent bool
+	// ignoresACPI: the guest does not act on the ACPI power button (no acpid, a hung
+	// kernel), so only the agent's guest-shutdown or a stop powers it off.
+	ignoresACPI bool
 }
 
 func (s *Sim) vmOn(nodeName string, vmid int) *vm {
