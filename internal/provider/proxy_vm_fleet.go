@@ -15,6 +15,7 @@ func fleetAttributes() map[string]schema.Attribute {
 	maps.Copy(out, addressAttributes())
 	maps.Copy(out, notesAttributes())
 	out["started"] = startedAttribute()
+	maps.Copy(out, powerAttributes())
 	return out
 }
 

@@ -392,18 +392,21 @@ type NodeState struct {
 
 // VMState is one guest. Power is running, stopped, paused, hibernated or starting.
 type VMState struct {
-	VMID           int               `json:"vmid"`
-	Node           string            `json:"node"`
-	Type           string            `json:"type"`
-	Name           string            `json:"name,omitempty"`
-	Status         string            `json:"status"`
-	QMPStatus      string            `json:"qmpstatus"`
-	Power          string            `json:"power"`
-	Lock           string            `json:"lock,omitempty"`
-	Template       bool              `json:"template"`
-	Tags           string            `json:"tags,omitempty"`
-	Description    string            `json:"description,omitempty"`
-	Config         map[string]string `json:"config"`
+	VMID        int               `json:"vmid"`
+	Node        string            `json:"node"`
+	Type        string            `json:"type"`
+	Name        string            `json:"name,omitempty"`
+	Status      string            `json:"status"`
+	QMPStatus   string            `json:"qmpstatus"`
+	Power       string            `json:"power"`
+	Lock        string            `json:"lock,omitempty"`
+	Template    bool              `json:"template"`
+	Tags        string            `json:"tags,omitempty"`
+	Description string            `json:"description,omitempty"`
+	Config      map[string]string `json:"config"`
+	// Pending is the config's pending section: values written while the VM ran that
+	// apply at its next start (Config holds the current ones).
+	Pending        map[string]string `json:"pending,omitempty"`
 	AgentInstalled bool              `json:"agent_installed"`
 	AgentRunning   bool              `json:"agent_running"`
 	IP             string            `json:"ip,omitempty"`
@@ -430,6 +433,8 @@ type TaskState struct {
 	ExitStatus string    `json:"exitstatus,omitempty"`
 	Submitted  time.Time `json:"submitted"`
 	Ended      time.Time `json:"ended,omitzero"`
+	// Log holds the task log lines the simulator writes (warnings and notes).
+	Log []string `json:"log,omitempty"`
 }
 
 func (s *Sim) power(v *vm) string {
@@ -454,7 +459,7 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 		vs := VMState{
 			VMID: id, Node: v.node, Type: v.typ, Name: v.name(), Status: v.status, QMPStatus: v.qmp,
 			Power: s.power(v), Lock: v.lock, Template: v.isTemplate(), Tags: v.conf["tags"],
-			Description: v.conf["description"], Config: maps.Clone(v.conf),
+			Description: v.conf["description"], Config: maps.Clone(v.conf), Pending: maps.Clone(v.pending),
 			AgentInstalled: v.guest.agentInstalled,
 			AgentRunning:   v.status == "running" && v.qmp == "running" && !v.guest.agentAt.IsZero() && !now.Before(v.guest.agentAt),
 		}
@@ -471,7 +476,8 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 		st.Volumes = append(st.Volumes, VolumeState{Node: vol.node, VolID: vol.volid(), Size: int64(len(vol.data)), CTime: vol.ctime})
 	}
 	for _, t := range s.taskList {
-		ts := TaskState{UPID: t.upid, Node: t.node, Type: t.typ, ID: t.id, VMID: t.vmid, Status: "running", Submitted: t.submitted}
+		ts := TaskState{UPID: t.upid, Node: t.node, Type: t.typ, ID: t.id, VMID: t.vmid, Status: "running", Submitted: t.submitted,
+			Log: slices.Clone(t.log)}
 		if t.done {
 			ts.Status, ts.ExitStatus, ts.Ended = "stopped", t.exit, t.endAt
 		}
