@@ -30,8 +30,9 @@ const defaultShutdownTimeout = "2m"
 func powerAttributes() map[string]schema.Attribute {
 	st := "How long the restart that a `cores` or `memory_mib` change needs gives the guest to shut down " +
 		"(the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
-		"it. Default `" + defaultShutdownTimeout + "`; a duration above zero and below `timeouts.update`, which " +
-		"also has to hold the start and the address wait. Changing it changes nothing on the VM."
+		"it. Default `" + defaultShutdownTimeout + "` (half of `timeouts.update` when that is shorter); a duration above " +
+		"zero and below `timeouts.update`, which also has to hold the start and the address wait. Changing it " +
+		"changes nothing on the VM."
 	rb := "Whether a `cores` or `memory_mib` change restarts a running VM to apply it. Default `true`: the " +
 		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
 		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +

@@ -43,7 +43,7 @@ func runningSizes(cfg map[string]string, vs pveapi.VMStatus, cfgCores, cfgMem in
 
 // memoryHotplug reports a VM whose memory changes apply to it running: the config's
 // hotplug names memory and numa is on (qemu-server vmconfig_hotplug_pending plugs memory
-// only with the memory feature, and a start with it needs numa, Memory.pm config). cores
+// only with the memory feature, and a start with it needs numa; fact: memory-hotplug). cores
 // is never hotplugged (only vcpus is, with the cpu feature), so a cores change always
 // waits for a restart.
 func memoryHotplug(cfg map[string]string) bool {
@@ -113,7 +113,7 @@ func shutdownSeconds(d time.Duration) int {
 // timeout and forceStop (the guest agent's guest-shutdown when it is configured and
 // answers, else ACPI; past the timeout Proxmox kills the VM inside the same task, under
 // the VM's config lock, so nothing can start it in between, and the task still ends OK).
-// An HA-managed VM's task only hands the request to the HA manager, so the status is read
+// An HA-managed VM's task only hands the request to the HA manager (fact: shutdown-force), so the status is read
 // after the task, and a VM still running is stopped.
 func (b *Backend) shutdownAndWait(ctx context.Context, op, node string, vmid int, timeout time.Duration) error {
 	secs := shutdownSeconds(timeout)
