@@ -101,6 +101,10 @@ func checkMemoryHotplug(cfg map[string]string, mib int) error {
 		"%d MiB is not one; set memory_mib to %d or %d. Nothing was changed", mib, below, above)
 }
 
+// expectedShutdown is about how long a Linux guest takes to power off after the request
+// (the simulator's Durations.Shutdown): the shutdown task is polled closely around it.
+const expectedShutdown = 4 * time.Second
+
 // shutdownSeconds is the shutdown timeout Proxmox gets, in whole seconds (at least 1).
 func shutdownSeconds(d time.Duration) int {
 	if d <= 0 {
@@ -122,7 +126,10 @@ func (b *Backend) shutdownAndWait(ctx context.Context, op, node string, vmid int
 	if err != nil {
 		return apiErrorf(op, err, "shutting the VM down on node %s", node)
 	}
-	if err := b.waitTask(ctx, upid, time.Duration(secs)*time.Second+shutdownKillGrace); err != nil {
+	// Polled around the time a guest usually takes to power off, so that the start follows
+	// the power-off closely (the default schedule is at 1 s intervals by then).
+	paced := func(elapsed time.Duration) time.Duration { return agentPollDelay(elapsed, expectedShutdown) }
+	if err := b.waitTaskPaced(ctx, upid, time.Duration(secs)*time.Second+shutdownKillGrace, paced); err != nil {
 		return err
 	}
 	took := b.clock.Now().Sub(start)
