@@ -88,6 +88,16 @@ func TestSource_hotplugPending(t *testing.T) {
 	if cfg, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); cfg["memory"] != "3072" {
 		t.Errorf("after writing the current memory back: %q", cfg["memory"])
 	}
+	// vcpus is hotplugged only with cpu in hotplug (qemu_cpu_hotplug); cores never is.
+	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Config: map[string]string{"hotplug": "network,disk,usb,memory,cpu"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"vcpus": "1", "cores": "5"}); err != nil {
+		t.Fatal(err)
+	}
+	if cur := tg.currentConfig(); cur["vcpus"] != "1" || cur["cores"] == "5" {
+		t.Errorf("with cpu hotplug: current vcpus %q (want 1 applied), cores %q (want still pending)", cur["vcpus"], cur["cores"])
+	}
 	// Without memory in hotplug, memory stays pending too.
 	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Config: map[string]string{"hotplug": ""}}); err != nil {
 		t.Fatal(err)
