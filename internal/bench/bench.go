@@ -49,9 +49,9 @@ type Config struct {
 	ScaleNs    []int
 	ScaleP     int
 	ScaleSpeed float64
-	// UpdateShutdown is the hook for an update that restarts the VM gracefully: when set,
-	// the update's bound is this shutdown + start + agent instead of stop + start + agent.
-	// 0 (today: the update stops the VM).
+	// UpdateShutdown is the guest's graceful shutdown time (speed 1) the simulator gives
+	// the update's restart; 0 keeps the simulator's (Durations.Shutdown). The update's bound
+	// is this shutdown + start + agent boot + DHCP.
 	UpdateShutdown time.Duration
 	// WorkDir holds the workspaces (empty: a temporary directory, removed at the end).
 	WorkDir string
@@ -75,6 +75,10 @@ type OpResult struct {
 	// LowerBound is the critical path (Path) times ceil(N/P), at the run's speed; 0 for
 	// the plan.
 	LowerBound time.Duration
+	// Shutdown (update only) is the longest graceful shutdown task (qmshutdown) of the
+	// update, and ShutdownBound its share of one VM's path (the simulated shutdown time),
+	// both at the run's speed.
+	Shutdown, ShutdownBound time.Duration
 	// Requests counts API requests by simulator endpoint ("GET /cluster/resources"...).
 	Requests map[string]int
 	// MaxInFlight is the most API requests the simulator served at once.
@@ -194,7 +198,7 @@ const benchPrefix = "bench-"
 
 func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scenario, dir string) (Result, error) {
 	res := Result{Scenario: sc}
-	sim, err := pvesim.Start(pvesim.Options{Speed: sc.Speed, Seed: cfg.Seed})
+	sim, err := pvesim.Start(pvesim.Options{Speed: sc.Speed, Seed: cfg.Seed, Durations: pvesim.Durations{Shutdown: cfg.UpdateShutdown}})
 	if err != nil {
 		return res, err
 	}
@@ -214,9 +218,10 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13", MachineType: "small", MemoryMiB: mem, Count: sc.N}
 		return w.WriteConfig(tfrun.RequiredProviders + "\n" + pc.HCL() + "\n" + vm.HCL())
 	}
-	path := PathOptions{Resize: cfg.DiskGiB > 4, Shutdown: cfg.UpdateShutdown} // the simulator's templates have a smaller disk
 	par := fmt.Sprintf("-parallelism=%d", sc.P)
 	d := sim.Durations()
+	// The simulator's templates have a smaller disk; the update restarts gracefully.
+	path := PathOptions{Resize: cfg.DiskGiB > 4, Shutdown: d.Shutdown}
 
 	vmids := map[string]int{}
 	agent := map[Op]time.Duration{OpCreate: sim.WallTime(d.AgentInstall + d.DHCP), OpUpdate: sim.WallTime(d.AgentBoot + d.DHCP)}
@@ -239,6 +244,14 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 				}
 			}
 			o.Breakdown = breakdown(resourceTimes(stdout), vmids, tasks, agent[op])
+			if op == OpUpdate {
+				o.ShutdownBound = sim.WallTime(d.Shutdown)
+				for _, t := range tasks {
+					if t.Type == "qmshutdown" && !t.Ended.IsZero() {
+						o.Shutdown = max(o.Shutdown, t.Ended.Sub(t.Submitted))
+					}
+				}
+			}
 		}
 		cfg.logf("  %s: exit %d in %s (bound %s), %d requests, %d in flight at most, peak RSS %.1f MiB",
 			op, o.ExitCode, o.Wall.Round(time.Millisecond), o.LowerBound.Round(time.Millisecond), o.TotalRequests(), o.MaxInFlight, float64(o.PeakRSS)/(1<<20))

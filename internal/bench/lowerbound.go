@@ -38,9 +38,8 @@ type PathOptions struct {
 	// Migrate: every create needs a migration (its VM goes to another node than the
 	// template's, which is on node-local storage): Migration is added after the clone.
 	Migrate bool
-	// Shutdown, when set, is the guest's graceful shutdown time: an update restarts the VM
-	// with a shutdown instead of a stop. The provider stops today; set it (from the
-	// simulator's shutdown duration) once the update restarts gracefully.
+	// Shutdown is the guest's graceful shutdown time: an update restarts the VM with a
+	// shutdown (the simulator's Durations.Shutdown); 0 counts a stop instead.
 	Shutdown time.Duration
 }
 
@@ -53,8 +52,8 @@ type PathOptions struct {
 //     storage and needs no VM), then the config (a synchronous PUT: no task), the resize
 //     (when the disk grows), the start, then the guest agent installed at first boot
 //     (AgentInstall) and its DHCP lease (wait_for_ip is on);
-//   - update of memory on a running VM: stop (or the graceful shutdown), start, then the
-//     agent's boot and the lease;
+//   - update of memory on a running VM: the graceful shutdown (a stop when Shutdown is
+//     0), start, then the agent's boot and the lease;
 //   - destroy: the stop and the seed delete side by side (the seed must be gone before the
 //     destroy, not before the stop), then the destroy.
 func Path(op Op, d pvesim.Durations, o PathOptions) time.Duration {

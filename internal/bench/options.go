@@ -77,7 +77,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "directory for results.md and results.png")
 	fs.StringVar(&o.WorkDir, "work", o.WorkDir, "directory for the terraform workspaces, kept (default: a temporary directory, removed)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "simulator seed (0: random)")
-	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the update's graceful shutdown time at a real host's pace, once the update restarts with a shutdown (0: it stops; the bound is stop + start + agent)")
+	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the guest's graceful shutdown time at a real host's pace in the update's restart (0: the simulator's, 4s); the update's bound is shutdown + start + agent boot + DHCP")
 	fs.StringVar(&o.Note, "note", o.Note, "a line printed in bold at the top of results.md, e.g. that the machine was busy (also BENCH_NOTE)")
 }
 

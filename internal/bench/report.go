@@ -122,6 +122,15 @@ func boundTarget(name string, res Result, o OpResult, limit float64, extra strin
 		Ratio: ratio / limit, Met: ratio <= limit && o.ExitCode == 0 && extraOK, Ran: true}
 }
 
+// shutdownNote is the update's graceful shutdown against its part of the bound.
+func shutdownNote(o OpResult) string {
+	if o.Op != OpUpdate || o.ShutdownBound <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("graceful shutdown %s for its bound of %s (%.2fx)", secs(o.Shutdown), secs(o.ShutdownBound),
+		float64(o.Shutdown)/float64(o.ShutdownBound))
+}
+
 // Targets evaluates the benchmark's targets on the results.
 func (r Report) Targets() []Target {
 	var ts []Target
@@ -131,7 +140,7 @@ func (r Report) Targets() []Target {
 	for _, op := range []Op{OpCreate, OpUpdate, OpDestroy} {
 		name := fmt.Sprintf("%s of one VM at a real host's pace within %.2fx its bound", capital(op), realPaceLimit)
 		if res, o, ok := r.find(1, 0, 1, op); ok && o.LowerBound > 0 {
-			ts = append(ts, boundTarget(name, res, o, realPaceLimit, "", true))
+			ts = append(ts, boundTarget(name, res, o, realPaceLimit, shutdownNote(o), true))
 		} else {
 			ts = append(ts, notRun(name, "N=1 speed 1", fmt.Sprintf("%.2fx", realPaceLimit)))
 		}
@@ -143,7 +152,7 @@ func (r Report) Targets() []Target {
 			ts = append(ts, notRun(name, "N=100 P=10", fmt.Sprintf("%.2fx", waveLimit)))
 			continue
 		}
-		extra, extraOK := "", true
+		extra, extraOK := shutdownNote(o), true
 		if op == OpCreate {
 			dup := res.N - res.DistinctVMIDs
 			extra = fmt.Sprintf("%d duplicate VMIDs, %d clone collisions solved inside", dup, max(res.CloneCollisions, 0))
@@ -340,7 +349,7 @@ func (r Report) Markdown() string {
 		"(for the plan: the refreshes), without terraform's start-up, plan and state writes. " +
 		"The bound is ceil(N/P) waves of one VM's critical path, steps that run side by side counting as the longer one: " +
 		"create = max(clone, seed upload) + config (a synchronous write, no task) + resize + start + agent install + DHCP, " +
-		"update = stop (or the graceful shutdown, -update-shutdown) + start + agent boot + DHCP, destroy = max(stop, seed delete) + destroy.\n\n")
+		"update = graceful shutdown (the simulator's, or -update-shutdown) + start + agent boot + DHCP, destroy = max(stop, seed delete) + destroy.\n\n")
 	b.WriteString("| N | P | speed | op | wall s | span s | bound s | wall / bound | span / bound | requests / VM | listings | max in flight | peak RSS MiB | provider CPU s | terraform CPU s | exit |\n")
 	b.WriteString("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {

@@ -64,7 +64,7 @@ func TestE2E_ImportedVMWithoutAgentRestart(t *testing.T) {
 		t.Errorf("the VM was changed before the refusal: cores %q, power %s", got.Config["cores"], got.Power)
 	}
 	for _, task := range s.sim.State().Tasks {
-		if task.Type == "qmstop" || task.Type == "qmstart" {
+		if task.Type == "qmstop" || task.Type == "qmshutdown" || task.Type == "qmstart" {
 			t.Errorf("a %s task was started", task.Type)
 		}
 	}

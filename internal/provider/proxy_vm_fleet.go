@@ -16,6 +16,7 @@ func fleetAttributes() map[string]schema.Attribute {
 	maps.Copy(out, notesAttributes())
 	out["started"] = startedAttribute()
 	maps.Copy(out, networkAttributes())
+	maps.Copy(out, powerAttributes())
 	return out
 }
 

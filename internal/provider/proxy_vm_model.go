@@ -52,6 +52,9 @@ type proxyVMModel struct {
 	// The seed's network-config (proxy_vm_network.go).
 	NetworkConfig types.String `tfsdk:"network_config"`
 	StaticIPv4    types.Object `tfsdk:"static_ipv4"`
+	// Restarts for cores and memory (proxy_vm_power.go).
+	ShutdownTimeout types.String `tfsdk:"shutdown_timeout"`
+	RebootOnChange  types.Bool   `tfsdk:"reboot_on_change"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -182,6 +185,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
 	defer applyFleet(m, vm)
+	defer importedPower(m) // an import, or a state written before the attributes
 	if vm.StatusUnknown {
 		// The node did not answer: keep the status and address known before.
 		if m.Status.IsUnknown() {
@@ -426,5 +430,5 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
-	return running && !c.Stop && (c.Cores != nil || c.MemoryMiB != nil)
+	return running && !c.Stop && !c.DeferRestart && (c.Cores != nil || c.MemoryMiB != nil)
 }

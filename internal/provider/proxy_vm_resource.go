@@ -64,6 +64,7 @@ func (r *proxyVMResource) ValidateConfig(ctx context.Context, req resource.Valid
 		return
 	}
 	resp.Diagnostics.Append(validateProxyVMConfig(config)...)
+	resp.Diagnostics.Append(validatePower(ctx, config)...)
 }
 
 // cfg is the provider's resolved configuration, nil before Configure.
@@ -122,6 +123,8 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		plan.Status = types.StringUnknown()
 	}
 	planStarted(&plan, prior) // started = false (proxy_vm_started.go)
+	// What a cores or memory change does to a running VM (proxy_vm_power.go).
+	resp.Diagnostics.Append(planPower(config, &plan, prior, readPower(ctx, req.Private))...)
 	{
 		// network_config and static_ipv4: ip_address, and the replacement (proxy_vm_network.go).
 		imp, diags := readNetworkImport(ctx, req.Private)
@@ -233,6 +236,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
+	resp.Diagnostics.Append(writePower(ctx, resp.Private, final)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 	warnRecentPassed(&resp.Diagnostics, spec.Name, final, createdAt, timeout)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
@@ -299,6 +303,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
+	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 }
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -338,6 +343,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
+	powerChanges(&changes, plan, timeout)
 	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP
@@ -378,10 +384,12 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	state := plan
 	applyVM(&state, vm)
+	keepPending(&state, plan, vm) // reboot_on_change = false: the written value (proxy_vm_power.go)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
@@ -463,6 +471,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
 	resp.Diagnostics.Append(writeNetworkDigest(ctx, resp.Private, vm.MarkExtra.NetworkDigest)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
+	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
 		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),
 		"image": model.Image.ValueString(), "template_vmid": tmpl, "unread": fmt.Sprint(unread)})

@@ -43,7 +43,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
 			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
 			"the proxy operator). Create blocks until the VM runs and, unless wait_for_ip is false, " +
-			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib, a larger " +
+			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib (a graceful restart of a " +
+			"running VM, or pending with reboot_on_change = false; memory hotplug where configured), a larger " +
 			"disk_gib, bridge, vlan_tag and start_on_boot are made in place, and a node change migrates the VM; " +
 			"name, the template and cloud_init replace the VM.",
 		MarkdownDescription: proxyVMMarkdown,
@@ -117,7 +118,10 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Description: "vCPU cores. Defaults to the machine type's. Changing it updates the VM in place: the " +
-					"config is written, then a running VM is restarted (its IP address may change).",
+					"config is written, and Proxmox applies it at the VM's next start, so a running VM is restarted " +
+					"gracefully (a shutdown within shutdown_timeout, then a stop if the guest is still up, then a start; its IP " +
+					"address may change), and the plan warns about it. Cores are never hotplugged (Proxmox hotplugs only vcpus). " +
+					"With reboot_on_change = false the change stays pending, and the value shown is what the VM runs with.",
 				Validators:    []validator.Int64{int64validator.Between(1, 512)},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
@@ -125,7 +129,10 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Description: "Memory in MiB. Defaults to the machine type's. Changing it updates the VM in place: the " +
-					"config is written, then a running VM is restarted (its IP address may change).",
+					"config is written, then a running VM is restarted gracefully as for cores, unless the VM has memory " +
+					"hotplug (its Proxmox hotplug option names memory, with numa on): then it applies at once, without a " +
+					"restart, and must be a DIMM step (1024, then multiples of 512 up to 17408, then of 1024...). With " +
+					"reboot_on_change = false a change that needs a restart stays pending.",
 				Validators:    []validator.Int64{int64validator.AtLeast(16)},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
@@ -255,12 +262,23 @@ Create blocks until the VM runs and, unless ` + "`wait_for_ip = false`" + `, unt
 IPv4 address. As soon as the VMID is known it is saved in the state, so a failed or interrupted
 create leaves a tainted resource that the next apply replaces, never an untracked VM.
 
-**In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a restart of a running VM), a larger
+**In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a graceful restart of a running VM, which
+the plan warns about: see "Restarts" below), a larger
 ` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
 ` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again. A ` + "`node`" + ` change
 migrates the VM (online when it runs: its address, MAC, VMID and disks stay), and so does a VM found on another
 node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
 at create and stays where it is.
+
+**Restarts.** Proxmox applies a ` + "`cores` or `memory_mib`" + ` change to a running VM at its next start. The
+apply shuts the guest down (the guest agent's shutdown when the agent answers, else ACPI), gives it
+` + "`shutdown_timeout`" + ` (default 2m), lets Proxmox stop it if it is still up, and starts it again. With
+` + "`reboot_on_change = false`" + ` the change is written and left pending instead: the state reports what the VM
+runs with, so every plan shows the change (and warns that it is pending) until the VM restarts, by
+` + "`started`" + ` going ` + "`false`" + ` then ` + "`true`" + `, or a stop and start in Proxmox (a reboot inside the guest does not
+apply it). Memory on a VM with memory hotplug (` + "`hotplug`" + ` naming ` + "`memory`" + `, ` + "`numa: 1`" + `) applies
+without a restart, in DIMM steps; cores always need the restart (Proxmox hotplugs only ` + "`vcpus`" + `, which this
+provider does not manage).
 
 **Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
 ` + "`network_config` and `static_ipv4`" + ` (cloud-init applies them at first boot only), a smaller ` + "`disk_gib`" + `,

@@ -172,6 +172,12 @@ type VM struct {
 	// Note is the description without the mark lines; Protected is the protection flag.
 	Note      string
 	Protected bool
+	// For a running VM, Cores and MemoryMiB are what it runs with; PendingCores and
+	// PendingMemoryMiB (0: none) are the values its config holds that wait for a restart.
+	PendingCores     int
+	PendingMemoryMiB int
+	// MemoryHotplug: memory changes apply to the running VM (hotplug names memory, numa on).
+	MemoryHotplug bool
 }
 
 // PassedVM is a finished VM of the created VM's name and namespace that Create skipped.
@@ -238,6 +244,13 @@ type Changes struct {
 	// Stop stops a running VM after the config write (started = false), instead of any
 	// start or restart.
 	Stop bool
+	// ShutdownTimeout is how long the restart a cores or memory change needs lets the
+	// guest shut down before Proxmox stops it (zero: DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+	// DeferRestart writes a cores or memory change that a running VM cannot take without
+	// a restart and leaves it pending (Proxmox applies it at the VM's next stop or start)
+	// instead of restarting the VM. A hotplugged memory change applies either way.
+	DeferRestart bool
 }
 
 // Instance is one marked VM listed by List (decision: list-marked).

@@ -27,7 +27,7 @@ func seedNodes(f *fakeAPI) []string {
 func mutating(f *fakeAPI) []string {
 	var out []string
 	for _, m := range f.methods() {
-		if slices.Contains([]string{"Stop", "Start", "DeleteVolume", "Destroy", "SetVMConfig", "Resize", "Clone", "UploadISO"}, m) {
+		if slices.Contains([]string{"Stop", "Shutdown", "Start", "DeleteVolume", "Destroy", "SetVMConfig", "Resize", "Clone", "UploadISO"}, m) {
 			out = append(out, m)
 		}
 	}

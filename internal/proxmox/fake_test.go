@@ -138,6 +138,12 @@ type fakeVM struct {
 	AgentErr error
 	// Uptime is the seconds status/current reports while the VM runs.
 	Uptime int64
+	// Pending holds cores and memory written while the VM ran (no memory hotplug): the
+	// config read shows them, status/current's cpus and maxmem do not, and a start, stop
+	// or shutdown applies them.
+	Pending map[string]string
+	// IgnoresShutdown: the guest never powers off on a shutdown request.
+	IgnoresShutdown bool
 
 	cloning bool // nameless in the listing until the clone task completes
 }
@@ -556,6 +562,7 @@ func (f *fakeAPI) VMConfig(ctx context.Context, node string, vmid int) (map[stri
 		return map[string]string{"lock": v.Lock}, nil
 	}
 	cfg := maps.Clone(v.Config)
+	maps.Copy(cfg, v.Pending)
 	if v.Lock != "" {
 		cfg["lock"] = v.Lock
 	}
@@ -619,6 +626,16 @@ func (f *fakeAPI) SetVMConfig(ctx context.Context, node string, vmid int, params
 		if k == "delete" {
 			for d := range strings.SplitSeq(val, ",") {
 				delete(v.Config, d)
+			}
+			continue
+		}
+		if v.Status == "running" && (k == "cores" || (k == "memory" && !fakeMemoryHotplug(v.Config))) {
+			if v.Pending == nil {
+				v.Pending = map[string]string{}
+			}
+			v.Pending[k] = val
+			if v.Config[k] == val {
+				delete(v.Pending, k)
 			}
 			continue
 		}
@@ -748,6 +765,9 @@ func (f *fakeAPI) Start(ctx context.Context, node string, vmid int) (string, err
 		}
 	}
 	return f.newTask(node, "qmstart", strconv.Itoa(vmid), func() {
+		if v.Lock != "suspended" {
+			v.applyPending()
+		}
 		v.Status, v.QMP, v.Lock = "running", "running", "" // a hibernated VM resumes
 	}), nil
 }
@@ -766,8 +786,58 @@ func (f *fakeAPI) Stop(ctx context.Context, node string, vmid int) (string, erro
 		return "", errLocked(v.Lock)
 	}
 	return f.newTask(node, "qmstop", strconv.Itoa(vmid), func() {
+		if v.Status == "running" {
+			v.applyPending()
+		}
 		v.Status, v.QMP = "stopped", "" // a paused VM stops too (fact: paused-stop)
 	}), nil
+}
+
+// Shutdown: a guest that ignores it fails the task past the timeout
+// (task_status_shutdown_timeout), or with ForceStop is killed and the task ends OK
+// (task_status_shutdown_forced); a paused VM without ForceStop is refused.
+func (f *fakeAPI) Shutdown(ctx context.Context, node string, vmid int, p pveapi.ShutdownParams) (string, error) {
+	args := map[string]string{"timeout": strconv.Itoa(p.TimeoutSeconds), "forceStop": boolParam(p.ForceStop)}
+	if err := f.enter(ctx, fakeCall{Method: "Shutdown", Node: node, VMID: vmid, Args: args}); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return "", err
+	}
+	if v.Status == "running" && v.QMP == "paused" && !p.ForceStop {
+		return "", fixtureErr("err_shutdown_paused")
+	}
+	if v.Lock != "" && v.Lock != "suspended" {
+		return "", errLocked(v.Lock)
+	}
+	if v.Status == "running" && v.IgnoresShutdown && !p.ForceStop {
+		upid := f.newTask(node, "qmshutdown", strconv.Itoa(vmid), nil)
+		f.tasks[upid].exit = fixtureExit("task_status_shutdown_timeout")
+		return upid, nil
+	}
+	upid := f.newTask(node, "qmshutdown", strconv.Itoa(vmid), func() {
+		if v.Status == "running" {
+			v.applyPending()
+		}
+		v.Status, v.QMP = "stopped", ""
+	})
+	if v.Status == "running" && v.IgnoresShutdown {
+		f.tasks[upid].exit = fixtureExit("task_status_shutdown_forced")
+	}
+	return upid, nil
+}
+
+func (v *fakeVM) applyPending() {
+	maps.Copy(v.Config, v.Pending)
+	v.Pending = nil
+}
+
+// fakeMemoryHotplug: the config's hotplug has memory and numa is on.
+func fakeMemoryHotplug(cfg map[string]string) bool {
+	return strings.Contains(cfg["hotplug"], "memory") && cfg["numa"] == "1"
 }
 
 func (f *fakeAPI) VMStatus(ctx context.Context, node string, vmid int) (pveapi.VMStatus, error) {
@@ -780,7 +850,8 @@ func (f *fakeAPI) VMStatus(ctx context.Context, node string, vmid int) (pveapi.V
 	if err != nil {
 		return pveapi.VMStatus{}, err
 	}
-	st := pveapi.VMStatus{Status: v.Status, Lock: v.Lock, Name: v.Name, QMPStatus: "stopped"}
+	st := pveapi.VMStatus{Status: v.Status, Lock: v.Lock, Name: v.Name, QMPStatus: "stopped",
+		CPUs: atoiDefault(v.Config["cores"], 1), MaxMem: int64(atoiDefault(v.Config["memory"], 512)) << 20}
 	if v.Status == "running" {
 		st.QMPStatus = v.QMP
 		if st.QMPStatus == "" {

@@ -113,6 +113,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return vm, nil
 	}
 	vm.State, vm.QMPStatus = mapState(st.Status, st.QMPStatus), st.QMPStatus
+	applyRunningSizes(&vm, cfg, st)
 	if vm.State != StateRunning || !opts.Agent {
 		return vm, nil
 	}
@@ -133,6 +134,20 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return VM{}, &Error{Class: pveapi.Transient, Err: wrapMsg("querying the guest agent", err)}
 	}
 	return vm, nil
+}
+
+// applyRunningSizes reports a running VM's cores and memory as it runs with them, and the
+// config's values that differ as pending (runningSizes): no request beyond the config and
+// status/current the read makes anyway.
+func applyRunningSizes(vm *VM, cfg map[string]string, st pveapi.VMStatus) {
+	vm.MemoryHotplug = memoryHotplug(cfg)
+	cores, mem := runningSizes(cfg, st, vm.Cores, vm.MemoryMiB)
+	if cores != vm.Cores {
+		vm.PendingCores, vm.Cores = vm.Cores, cores
+	}
+	if mem != vm.MemoryMiB {
+		vm.PendingMemoryMiB, vm.MemoryMiB = vm.MemoryMiB, mem
+	}
 }
 
 // owned applies the name and mark checks to a config read at id's VMID: another

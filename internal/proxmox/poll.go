@@ -79,6 +79,11 @@ func (b *Backend) pollEvery(ctx context.Context, budget time.Duration, delay fun
 // node not answering for Budgets.NodeGrace ends the wait (wait); a Permanent one (a 403
 // on the task) ends it at once.
 func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duration) error {
+	return b.waitTaskPaced(ctx, upid, budget, nil)
+}
+
+// waitTaskPaced is waitTask with the poll delay given (waitSpec.delay; nil: the schedule).
+func (b *Backend) waitTaskPaced(ctx context.Context, upid string, budget time.Duration, delay func(time.Duration) time.Duration) error {
 	u, perr := pveapi.ParseUPID(upid)
 	if perr != nil {
 		return Transientf("Proxmox returned a malformed task id %q", upid)
@@ -86,7 +91,7 @@ func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duratio
 	node := u.Node
 	start := b.clock.Now()
 	var exit string
-	spec := waitSpec{kind: "task", what: taskWhat(u) + " " + upid, node: node, vmid: taskVMID(u), budget: budget,
+	spec := waitSpec{kind: "task", what: taskWhat(u) + " " + upid, node: node, vmid: taskVMID(u), budget: budget, delay: delay,
 		onBudget: func(_ string, last error) error {
 			if last != nil {
 				return Transientf("task %s did not finish within %s (it may still be running on Proxmox; last poll failed: %w)", upid, budget, last)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Update applies in-place changes under the per-name lock (decision: update-in-place):
@@ -17,8 +19,15 @@ import (
 //     that differ from the config are written;
 //   - a resize when DiskGiB is larger than the boot disk; smaller is Permanent ("disk can
 //     only grow"), checked before anything is written;
-//   - a restart (stop, then start, each task waited on, then running/running) when the VM
-//     runs and cores or memory changed, since they apply at the next boot;
+//   - a restart when the VM runs and its cores or memory (as status/current reports what it
+//     runs with) differ from Changes, since Proxmox keeps them pending until the next
+//     start: a graceful shutdown (one qmshutdown task with Changes.ShutdownTimeout and
+//     forceStop, so Proxmox stops a guest that does not power off in time), then a start,
+//     then running/running; a paused VM is stopped instead of shut down. With
+//     Changes.DeferRestart the values are written and left pending, no restart. A memory
+//     change on a VM with memory hotplug (hotplug names memory, numa on) is plugged with
+//     no restart, and a size that is not a DIMM step is refused before anything is
+//     written (MemoryHotplugStep); cores always needs the restart;
 //   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
 //     and a paused VM with a stop then a start.
 //
@@ -70,19 +79,54 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		return node, nil, err
 	}
 
+	vs, err := b.api.VMStatus(ctx, node, id.VMID)
+	if err != nil {
+		return node, nil, apiErrorf("update", err, "reading the status on node %s", node)
+	}
+	hibernated := vs.Lock == "suspended" || cfg["lock"] == "suspended"
+	running := vs.Status == "running"
+	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
+	// What the VM runs with (status/current), against what its config says (the pending
+	// values included): a running VM needs a restart for a value it does not run with yet,
+	// even when the config already holds it (a change left pending). A hibernated VM that
+	// is resumed first runs with its config's values.
+	cfgCores := atoiDefault(cfg["cores"], 1)
+	cfgMem := vmFromConfig(id, node, cfg, Mark{}).MemoryMiB
+	runCores, runMem := runningSizes(cfg, vs, cfgCores, cfgMem)
+	runs := running || (hibernated && ch.Start)
+	hotplug := memoryHotplug(cfg)
+
 	params := map[string]string{}
-	restart := false
-	if ch.Cores != nil && *ch.Cores != atoiDefault(cfg["cores"], 1) {
+	coresRestart, memRestart, memHot := false, false, false
+	if ch.Cores != nil {
 		if *ch.Cores < 1 {
 			return node, nil, Permanentf("cores must be at least 1")
 		}
-		params["cores"], restart = strconv.Itoa(*ch.Cores), true
+		if *ch.Cores != cfgCores {
+			params["cores"] = strconv.Itoa(*ch.Cores)
+		}
+		coresRestart = runs && *ch.Cores != runCores
 	}
-	if ch.MemoryMiB != nil && *ch.MemoryMiB != vmFromConfig(id, node, cfg, Mark{}).MemoryMiB {
+	if ch.MemoryMiB != nil {
 		if *ch.MemoryMiB < 1 {
 			return node, nil, Permanentf("memory must be at least 1 MiB")
 		}
-		params["memory"], restart = strconv.Itoa(*ch.MemoryMiB), true
+		if hotplug && *ch.MemoryMiB != cfgMem {
+			if err := checkMemoryHotplug(cfg, *ch.MemoryMiB); err != nil {
+				return node, nil, err
+			}
+		}
+		if *ch.MemoryMiB != cfgMem {
+			params["memory"] = strconv.Itoa(*ch.MemoryMiB)
+		}
+		if runs && *ch.MemoryMiB != runMem {
+			if running && hotplug {
+				// Written (again, if it is pending) so that Proxmox plugs it now.
+				memHot, params["memory"] = true, strconv.Itoa(*ch.MemoryMiB)
+			} else {
+				memRestart = true
+			}
+		}
 	}
 	if ch.OnBoot != nil && *ch.OnBoot != (cfg["onboot"] == "1") {
 		params["onboot"] = boolParam(*ch.OnBoot)
@@ -121,14 +165,8 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if resizeDisk != "" {
 		did = append(did, "disk")
 	}
+	restart := (coresRestart || memRestart) && !ch.DeferRestart
 
-	vs, err := b.api.VMStatus(ctx, node, id.VMID)
-	if err != nil {
-		return node, nil, apiErrorf("update", err, "reading the status on node %s", node)
-	}
-	hibernated := vs.Lock == "suspended" || cfg["lock"] == "suspended"
-	running := vs.Status == "running"
-	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
 	if hibernated && len(did) > 0 && !ch.Start {
 		return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
 	}
@@ -146,11 +184,13 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	}
 	// Every volume must exist before a start, the seed ISO too: a destroy that failed after
 	// deleting the seed (decision: seed-before-destroy) leaves the VM stopped with ide2 naming it.
+	seedChecked := false
 	if willStart := (running && (restart || (ch.Start && paused))) || (!running && ch.Start); willStart {
 		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, hibernated)
 		if err != nil {
 			return node, nil, err
 		}
+		seedChecked = true
 		switch fix {
 		case seedUploaded:
 			did = append(did, "seed")
@@ -167,8 +207,40 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		running, paused = true, false
 	}
 	if len(params) > 0 {
-		if err := b.api.SetVMConfig(ctx, node, id.VMID, params); err != nil {
+		err := b.api.SetVMConfig(ctx, node, id.VMID, params)
+		switch {
+		case err != nil && memHot && pveapi.IsHotplugProblem(err, "memory"):
+			// The other values are written; the memory stays pending.
+			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "node": node, "error": err.Error()})
+			memHot, memRestart = false, true
+		case err != nil:
 			return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
+		}
+	}
+	if memHot {
+		// Proxmox plugs DIMMs one by one; what the VM runs with now decides.
+		vs, err := b.api.VMStatus(ctx, node, id.VMID)
+		if err != nil {
+			return node, nil, apiErrorf("update", err, "reading the status on node %s after the memory hotplug", node)
+		}
+		if _, m := runningSizes(cfg, vs, cfgCores, cfgMem); m == *ch.MemoryMiB {
+			did = append(did, "hotplug")
+		} else {
+			memRestart = true
+		}
+	}
+	restart = (coresRestart || memRestart) && !ch.DeferRestart
+	if restart && running && !seedChecked {
+		// The hotplug fell back to a restart.
+		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, false)
+		if err != nil {
+			return node, nil, err
+		}
+		if fix == seedDropIDE2 {
+			if err := b.api.SetVMConfig(ctx, node, id.VMID, map[string]string{"delete": "ide2"}); err != nil {
+				return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
+			}
 		}
 	}
 	if resizeDisk != "" {
@@ -186,7 +258,8 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 			return node, nil, err
 		}
 		did = append(did, "stop")
-	case running && (restart || (ch.Start && paused)):
+	case running && paused && (restart || ch.Start):
+		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
 		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
 			return node, nil, err
 		}
@@ -194,6 +267,16 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 			return node, nil, err
 		}
 		did = append(did, "restart")
+	case running && restart:
+		if err := b.shutdownAndWait(ctx, "update", node, id.VMID, ch.ShutdownTimeout); err != nil {
+			return node, nil, err
+		}
+		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
+			return node, nil, err
+		}
+		did = append(did, "restart")
+	case running && (coresRestart || memRestart):
+		did = append(did, "pending") // DeferRestart: applies at the next stop or start
 	case !running && ch.Start:
 		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
 			return node, nil, err

@@ -20,9 +20,9 @@ func TestUpdate_table(t *testing.T) {
 		params map[string]string // the config write, when one is expected
 		check  func(t *testing.T, v *fakeVM)
 	}{
-		{"cores and memory on a running VM: write, then restart", func(h *harness) { h.ourRunningVM(testVMID0, testName) },
+		{"cores and memory on a running VM: write, then a graceful restart", func(h *harness) { h.ourRunningVM(testVMID0, testName) },
 			Changes{Cores: ptr(4), MemoryMiB: ptr(4096)},
-			[]string{"SetVMConfig", "Stop", "Start"}, map[string]string{"cores": "4", "memory": "4096"},
+			[]string{"SetVMConfig", "Shutdown", "Start"}, map[string]string{"cores": "4", "memory": "4096"},
 			func(t *testing.T, v *fakeVM) {
 				if v.Status != "running" {
 					t.Errorf("status %q after the restart", v.Status)
@@ -63,7 +63,7 @@ func TestUpdate_table(t *testing.T) {
 		{"hibernated with changes and start: resume, write, restart", func(h *harness) {
 			h.f.addOurVM(testVMID0, testName, testUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
-		}, Changes{Cores: ptr(4), Start: true}, []string{"Start", "SetVMConfig", "Stop", "Start"}, map[string]string{"cores": "4"}, runningCheck},
+		}, Changes{Cores: ptr(4), Start: true}, []string{"Start", "SetVMConfig", "Shutdown", "Start"}, map[string]string{"cores": "4"}, runningCheck},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -232,7 +232,7 @@ func TestUpdate_seedCheckedOnlyBeforeAStart(t *testing.T) {
 		{"restart of a running VM whose seed is gone: upload before the stop", func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
 			h.f.isos = map[string][]byte{}
-		}, Changes{Cores: ptr(4), UserDataKnown: true}, 1, []string{"UploadISO", "SetVMConfig", "Stop", "Start"}},
+		}, Changes{Cores: ptr(4), UserDataKnown: true}, 1, []string{"UploadISO", "SetVMConfig", "Shutdown", "Start"}},
 		{"ide2 names something else: not checked", func(h *harness) {
 			h.f.addOurVM(testVMID0, testName, testUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = "none,media=cdrom" })

@@ -178,7 +178,7 @@ func TestWait_firstBootIsNotCutShort(t *testing.T) {
 	if err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(4), UID: testUID, WaitForIP: true}); err != nil {
 		t.Fatal(err)
 	}
-	if h.f.calls("Stop") != 1 || h.f.calls("Start") != 1 {
+	if h.f.calls("Shutdown") != 1 || h.f.calls("Start") != 1 {
 		t.Errorf("the restart of a VM 60 s into its boot was not made: %v", h.f.methods())
 	}
 }

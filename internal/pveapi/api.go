@@ -34,6 +34,8 @@ type API interface {
 	Start(ctx context.Context, node string, vmid int) (string, error)
 	// Stop is POST /nodes/{node}/qemu/{vmid}/status/stop.
 	Stop(ctx context.Context, node string, vmid int) (string, error)
+	// Shutdown is POST /nodes/{node}/qemu/{vmid}/status/shutdown with timeout and forceStop.
+	Shutdown(ctx context.Context, node string, vmid int, p ShutdownParams) (string, error)
 	// VMStatus is GET /nodes/{node}/qemu/{vmid}/status/current.
 	VMStatus(ctx context.Context, node string, vmid int) (VMStatus, error)
 	// Destroy is DELETE /nodes/{node}/qemu/{vmid}?purge=1&destroy-unreferenced-disks=1.
@@ -132,6 +134,20 @@ type VMStatus struct {
 	Agent     int    `json:"agent"`
 	Name      string `json:"name"`
 	Uptime    int64  `json:"uptime"`
+	// CPUs and MaxMem (bytes) come from the config's current values, not its pending
+	// section (qemu-server vmstatus loads the config and reads sockets x cores, or vcpus,
+	// and memory): for a running VM they are what it runs with.
+	CPUs   int   `json:"cpus"`
+	MaxMem int64 `json:"maxmem"`
+}
+
+// ShutdownParams are the form fields of a shutdown. TimeoutSeconds is how long Proxmox
+// waits for the guest to power off (sent when positive; Proxmox's default is 60 s, or the
+// config's startup down= value); ForceStop makes Proxmox kill the VM past it, and the task
+// then ends with a warning instead of failing.
+type ShutdownParams struct {
+	TimeoutSeconds int
+	ForceStop      bool
 }
 
 // TaskStatus is GET /nodes/{node}/tasks/{upid}/status. ExitStatus is set only when

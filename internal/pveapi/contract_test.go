@@ -173,6 +173,12 @@ func contractCases(t *testing.T) []contractCase {
 			form:  url.Values{},
 			call:  func(ctx context.Context, c *Client) (any, error) { return c.Stop(ctx, tNode, tVMID) },
 			check: wantUPID("stop_response")},
+		{name: "Shutdown", fixture: "shutdown_response", method: "POST", path: "/nodes/pv1-1/qemu/199999/status/shutdown",
+			form: url.Values{"timeout": {"90"}, "forceStop": {"1"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Shutdown(ctx, tNode, tVMID, ShutdownParams{TimeoutSeconds: 90, ForceStop: true})
+			},
+			check: wantUPID("shutdown_response")},
 		{name: "VMStatus", fixture: "status_current_paused", method: "GET", path: "/nodes/pv1-1/qemu/199999/status/current",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.VMStatus(ctx, tNode, tVMID) },
 			check: func(t *testing.T, got any) {
@@ -277,8 +283,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 19 {
-		t.Errorf("API has %d methods, the contract covers 19", api.NumMethod())
+	if api.NumMethod() != 20 {
+		t.Errorf("API has %d methods, the contract covers 20", api.NumMethod())
 	}
 }
 

@@ -391,3 +391,15 @@ func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.E
 // 595/596 (the endpoint answered; a node behind it did not) or a connection lost mid-answer.
 // A caller that waits must stop on it: the client has already retried.
 func IsEndpointUnreachable(err error) bool { return errors.Is(err, ErrUnreachable) }
+
+// IsHotplugProblem reports a config write to a running VM that Proxmox stored as pending
+// but could not hotplug for key: a 400 whose errors name key with "hotplug problem - "
+// (qemu-server vmconfig_hotplug_pending add_error, raised by update_vm_api after the
+// write). The value stays pending until the VM restarts.
+func IsHotplugProblem(err error, key string) bool {
+	var e *APIError
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+		return false
+	}
+	return strings.HasPrefix(e.Errors[key], "hotplug problem - ")
+}

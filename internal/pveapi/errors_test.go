@@ -39,6 +39,7 @@ var matchers = map[string]func(error) bool{
 	"IsUnknownNode":          IsUnknownNode,
 	"IsContentUnsupported":   IsContentUnsupported,
 	"IsEndpointUnreachable":  IsEndpointUnreachable,
+	"IsHotplugProblem":       func(err error) bool { return IsHotplugProblem(err, "memory") },
 }
 
 type classRow struct {
@@ -56,6 +57,7 @@ var classifyTable = map[string]classRow{
 	"err_auth_failed":             {Permanent, Permanent, "IsUnauthorized"},
 	"err_no_ticket":               {Permanent, Permanent, "IsUnauthorized"},
 	"err_bad_param":               {Permanent, Permanent, ""},
+	"err_hotplug_memory_min":      {Permanent, Permanent, "IsHotplugProblem"},
 	"err_clone_exists":            {Transient, Transient, "IsAlreadyExists"},
 	"err_config_modified":         {Transient, Transient, "IsConfigModified"},
 	"err_clone_local_storage":     {Transient, Transient, ""},

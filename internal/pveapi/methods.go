@@ -195,6 +195,29 @@ func (c *Client) Stop(ctx context.Context, node string, vmid int) (string, error
 	return c.power(ctx, "Stop", node, vmid, "/status/stop")
 }
 
+// Shutdown is POST /nodes/{node}/qemu/{vmid}/status/shutdown: the guest agent's
+// guest-shutdown when the agent is configured and answers, else an ACPI power button
+// press. It returns the qmshutdown UPID; the task waits for the guest to power off.
+func (c *Client) Shutdown(ctx context.Context, node string, vmid int, p ShutdownParams) (string, error) {
+	if err := checkArgs("Shutdown", node, vmid); err != nil {
+		return "", err
+	}
+	form := url.Values{}
+	f := vmFields(node, vmid)
+	if p.TimeoutSeconds > 0 {
+		form.Set("timeout", strconv.Itoa(p.TimeoutSeconds))
+		f["timeout"] = p.TimeoutSeconds
+	}
+	if p.ForceStop {
+		form.Set("forceStop", "1")
+		f["force_stop"] = true
+	}
+	var upid string
+	err := c.do(ctx, request{call: "Shutdown", method: http.MethodPost, path: vmPath(node, vmid, "/status/shutdown"),
+		form: form, fields: f}, &upid)
+	return upidResult("Shutdown", upid, err)
+}
+
 func (c *Client) power(ctx context.Context, call, node string, vmid int, rest string) (string, error) {
 	if err := checkArgs(call, node, vmid); err != nil {
 		return "", err

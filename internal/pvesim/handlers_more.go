@@ -131,28 +131,45 @@ func (s *Sim) hQemuList(c *call) *response {
 	return okData(out)
 }
 
-// hShutdown is qemu-server src/PVE/API2/Qemu.pm vm_shutdown (a paused VM is refused
-// before the task unless forceStop) and src/PVE/QemuServer.pm _do_vm_stop in the
-// qmshutdown task: a missing config fails, a VM not running ends OK at once, a lock
-// refuses; the guest powers off after Durations.Shutdown, and past timeout (default 60 s)
-// the task fails "VM quit/powerdown failed - got timeout", or with forceStop kills the VM
-// with a warning.
+// hShutdown is qemu-server src/PVE/API2/Qemu.pm vm_shutdown and src/PVE/QemuServer.pm
+// _do_vm_stop in the qmshutdown task. Before the task: a paused VM is refused unless
+// forceStop, which turns the shutdown into a stop (quit, at once). In the task: a missing
+// config fails, a VM not running ends OK at once, a lock refuses; without timeout the
+// config's startup down= value, else 60 s. The guest agent's guest-shutdown is used when
+// the agent is configured and answers, else the ACPI power button, which a guest set to
+// ignore it (VMPatch.IgnoresACPI) never acts on. The guest powers off after
+// Durations.Shutdown; past timeout the task fails "VM quit/powerdown failed - got
+// timeout", or with forceStop logs "VM still running - terminating now with SIGTERM" (a
+// plain Perl warn, which pvedaemon prints to the task log without counting it as a
+// warning, so the task still ends OK) and kills the VM. A stop by the task applies the
+// pending changes (vm_stop_cleanup with apply_pending_changes).
 func (s *Sim) hShutdown(c *call) *response {
 	v := s.vmOn(c.node, c.vmid)
 	if v == nil {
 		return s.missingVMTask(c, "qmshutdown", stopMissingMsg(c.node, c.vmid))
 	}
 	force := c.params["forceStop"] == "1"
-	if v.status == "running" && v.qmp == "paused" && !force {
-		return apiError(500, "VM is paused - cannot shutdown")
+	quit := false
+	if v.status == "running" && v.qmp == "paused" {
+		if !force {
+			return apiError(500, "VM is paused - cannot shutdown")
+		}
+		quit = true // "VM is paused - stop instead of shutdown", warned outside the task
 	}
 	timeout := 60 * time.Second
 	if n, err := strconv.Atoi(c.params["timeout"]); err == nil {
 		timeout = time.Duration(n) * time.Second
+	} else if n, err := strconv.Atoi(optValue(v.conf["startup"], "down")); err == nil && n > 0 {
+		timeout = time.Duration(n) * time.Second
 	}
 	skiplock := c.params["skiplock"] == "1"
+	// Whether the guest acts on the request is decided when the task sends it.
+	viaAgent := agentEnabled(v.conf) && v.qmp == "running" && !v.guest.agentAt.IsZero() && !c.now.Before(v.guest.agentAt)
 	d := s.dur.Shutdown
-	timedOut := d > timeout
+	if quit {
+		d = s.dur.Stop
+	}
+	timedOut := !quit && (d > timeout || (v.guest.ignoresACPI && !viaAgent))
 	if timedOut {
 		d = timeout
 	}
@@ -177,14 +194,14 @@ func (s *Sim) hShutdown(c *call) *response {
 		if v.status != "running" {
 			return ""
 		}
-		if timedOut && v.qmp != "paused" {
+		if timedOut {
 			if !force {
 				return "VM quit/powerdown failed - got timeout"
 			}
 			t.log = append(t.log, "VM still running - terminating now with SIGTERM")
-			t.warnings++
 		}
 		s.powerOff(v)
+		v.applyPending()
 		return ""
 	}
 	s.submitTask(t, c.now)

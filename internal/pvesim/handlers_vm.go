@@ -112,6 +112,7 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		}
 	}
 	var added []string
+	hotplugErrs := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(c.params)) {
 		if control[k] {
 			continue
@@ -185,12 +186,31 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		if _, existed := conf[k]; !existed && driveKeyRe.MatchString(k) && isCDROM(val) && !strings.Contains(val, "cloudinit") {
 			added = append(added, k)
 		}
-		if pendingKeys[k] && v.status == "running" {
+		if v.status == "running" && v.staysPending(k, val) {
 			if v.pending == nil {
 				v.pending = map[string]string{}
 			}
 			v.pending[k] = val
+			// cleanup_pending drops a pending value equal to the current one.
+			if conf[k] == val {
+				delete(v.pending, k)
+			}
 			continue
+		}
+		if k == "memory" && v.status == "running" {
+			// Memory hotplug (hotplug has memory): a failure leaves the value pending and
+			// the write answers 400 "hotplug problem - ..." after writing it.
+			applied, msg := hotplugMemory(conf, val)
+			if msg != "" {
+				if v.pending == nil {
+					v.pending = map[string]string{}
+				}
+				v.pending[k] = val
+				hotplugErrs[k] = "hotplug problem - " + msg
+				continue
+			}
+			delete(v.pending, k)
+			val = strconv.FormatInt(applied, 10)
 		}
 		conf[k] = val
 	}
@@ -214,6 +234,9 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		}
 	}
 	v.conf = conf
+	if len(hotplugErrs) > 0 {
+		return paramError(hotplugErrs)
+	}
 	return nil
 }
 
@@ -565,7 +588,12 @@ func (s *Sim) hStart(c *call) *response {
 			}
 		}
 		resuming = v.lock == "suspended"
-		v.applyPending()
+		if !resuming {
+			v.applyPending() // vm_start_nolock, not for a resume from a state file
+		}
+		if msg := memoryHotplugStartError(v.conf); msg != "" {
+			return msg
+		}
 		v.status, v.qmp = "running", "prelaunch"
 		return ""
 	}
@@ -620,7 +648,11 @@ func (s *Sim) hStop(c *call) *response {
 		if s.vms[v.vmid] != v {
 			return notExistMsg(v.node, v.vmid)
 		}
+		wasRunning := v.status == "running"
 		s.powerOff(v)
+		if wasRunning {
+			v.applyPending() // vm_stop_cleanup with apply_pending_changes
+		}
 		return ""
 	}
 	s.submitTask(t, c.now)

@@ -179,6 +179,12 @@ type VMPatch struct {
 	LockFor time.Duration `json:"lock_for,omitempty"`
 	// AgentInstalled: the guest has (or lacks) qemu-guest-agent from its next boot.
 	AgentInstalled *bool `json:"agent_installed,omitempty"`
+	// IgnoresACPI: the guest ignores the ACPI power button, so a shutdown without the
+	// agent answering times out.
+	IgnoresACPI *bool `json:"ignores_acpi,omitempty"`
+	// AgentStopped: the guest agent stops answering now (it comes back at the next boot
+	// when installed).
+	AgentStopped bool `json:"agent_stopped,omitempty"`
 	// Node moves the guest to another node (a migration done out of band).
 	Node string `json:"node,omitempty"`
 	// Config sets raw config keys; an empty value deletes the key.
@@ -211,6 +217,12 @@ func (s *Sim) SetVMState(vmid int, p VMPatch) error {
 	if p.AgentInstalled != nil {
 		v.guest.agentInstalled = *p.AgentInstalled
 	}
+	if p.IgnoresACPI != nil {
+		v.guest.ignoresACPI = *p.IgnoresACPI
+	}
+	if p.AgentStopped {
+		v.guest.agentAt, v.guest.ipAt = time.Time{}, time.Time{}
+	}
 	if p.Power != "" {
 		if err := s.setPower(v, p.Power, now); err != nil {
 			return err
@@ -237,6 +249,7 @@ func (s *Sim) setPower(v *vm, power string, now time.Time) error {
 			v.status, v.qmp = "running", "running"
 			s.resumeGuest(v, now)
 		case v.status != "running":
+			v.applyPending() // a start applies the pending values
 			v.status, v.qmp = "running", "running"
 			v.bootAt = now
 			if v.typ == "qemu" {

@@ -63,14 +63,9 @@ type vm struct {
 	// has them (the config's size= is only what was last written there).
 	volSizes map[string]int64
 	// pending holds config values written while the VM ran that apply at its next start
-	// (cores, memory... with the default hotplug "network,disk,usb").
+	// or at a stop or shutdown through the API (vm.staysPending, hotplug.go).
 	pending map[string]string
 }
-
-// pendingKeys are the keys qemu-server cannot hotplug with the default hotplug setting
-// (src/PVE/QemuServer.pm vmconfig_hotplug_pending: cpu and memory hotplug are off), so a
-// write to a running VM leaves them pending.
-var pendingKeys = map[string]bool{"cores": true, "sockets": true, "vcpus": true, "memory": true, "cpu": true, "numa": true}
 
 // withPending is the config as GET .../config shows it without current=1.
 func (v *vm) withPending() map[string]string {
@@ -91,7 +86,8 @@ func (v *vm) digestConf() map[string]string {
 	return out
 }
 
-// applyPending applies the pending values (at a start).
+// applyPending applies the pending values: at a start (vm_start_nolock) and at a stop or
+// shutdown through the API (_do_vm_stop calls vm_stop_cleanup with apply_pending_changes).
 func (v *vm) applyPending() {
 	maps.Copy(v.conf, v.pending)
 	v.pending = nil
@@ -120,6 +116,9 @@ type guest struct {
 	nics map[int]nicNet
 	// resumeAgent: the agent was up when the VM hibernated.
 	resumeAgent bool
+	// ignoresACPI: the guest does not act on the ACPI power button (no acpid, a hung
+	// kernel), so only the agent's guest-shutdown or a stop powers it off.
+	ignoresACPI bool
 }
 
 func (s *Sim) vmOn(nodeName string, vmid int) *vm {
@@ -396,18 +395,21 @@ type NodeState struct {
 
 // VMState is one guest. Power is running, stopped, paused, hibernated or starting.
 type VMState struct {
-	VMID           int               `json:"vmid"`
-	Node           string            `json:"node"`
-	Type           string            `json:"type"`
-	Name           string            `json:"name,omitempty"`
-	Status         string            `json:"status"`
-	QMPStatus      string            `json:"qmpstatus"`
-	Power          string            `json:"power"`
-	Lock           string            `json:"lock,omitempty"`
-	Template       bool              `json:"template"`
-	Tags           string            `json:"tags,omitempty"`
-	Description    string            `json:"description,omitempty"`
-	Config         map[string]string `json:"config"`
+	VMID        int               `json:"vmid"`
+	Node        string            `json:"node"`
+	Type        string            `json:"type"`
+	Name        string            `json:"name,omitempty"`
+	Status      string            `json:"status"`
+	QMPStatus   string            `json:"qmpstatus"`
+	Power       string            `json:"power"`
+	Lock        string            `json:"lock,omitempty"`
+	Template    bool              `json:"template"`
+	Tags        string            `json:"tags,omitempty"`
+	Description string            `json:"description,omitempty"`
+	Config      map[string]string `json:"config"`
+	// Pending is the config's pending section: values written while the VM ran that
+	// apply at its next start (Config holds the current ones).
+	Pending        map[string]string `json:"pending,omitempty"`
 	AgentInstalled bool              `json:"agent_installed"`
 	AgentRunning   bool              `json:"agent_running"`
 	IP             string            `json:"ip,omitempty"`
@@ -434,6 +436,8 @@ type TaskState struct {
 	ExitStatus string    `json:"exitstatus,omitempty"`
 	Submitted  time.Time `json:"submitted"`
 	Ended      time.Time `json:"ended,omitzero"`
+	// Log holds the task log lines the simulator writes (warnings and notes).
+	Log []string `json:"log,omitempty"`
 }
 
 func (s *Sim) power(v *vm) string {
@@ -458,7 +462,7 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 		vs := VMState{
 			VMID: id, Node: v.node, Type: v.typ, Name: v.name(), Status: v.status, QMPStatus: v.qmp,
 			Power: s.power(v), Lock: v.lock, Template: v.isTemplate(), Tags: v.conf["tags"],
-			Description: v.conf["description"], Config: maps.Clone(v.conf),
+			Description: v.conf["description"], Config: maps.Clone(v.conf), Pending: maps.Clone(v.pending),
 			AgentInstalled: v.guest.agentInstalled,
 			AgentRunning:   v.status == "running" && v.qmp == "running" && !v.guest.agentAt.IsZero() && !now.Before(v.guest.agentAt),
 		}
@@ -475,7 +479,8 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 		st.Volumes = append(st.Volumes, VolumeState{Node: vol.node, VolID: vol.volid(), Size: int64(len(vol.data)), CTime: vol.ctime})
 	}
 	for _, t := range s.taskList {
-		ts := TaskState{UPID: t.upid, Node: t.node, Type: t.typ, ID: t.id, VMID: t.vmid, Status: "running", Submitted: t.submitted}
+		ts := TaskState{UPID: t.upid, Node: t.node, Type: t.typ, ID: t.id, VMID: t.vmid, Status: "running", Submitted: t.submitted,
+			Log: slices.Clone(t.log)}
 		if t.done {
 			ts.Status, ts.ExitStatus, ts.Ended = "stopped", t.exit, t.endAt
 		}

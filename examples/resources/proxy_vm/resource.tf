@@ -19,9 +19,14 @@ resource "proxy_vm" "egress" {
 resource "proxy_vm" "big" {
   name          = "proxy-b"
   template_vmid = 9001
-  cores         = 4    # in place: config write, then a restart of the running VM
-  memory_mib    = 4096 # in place, same
-  disk_gib      = 20   # growing is in place; shrinking replaces the VM
+  cores         = 4    # in place: a graceful restart of the running VM, which the plan warns about
+  memory_mib    = 4096 # in place, same (applied without a restart on a VM with memory hotplug)
+  # How long the guest gets to shut down for that restart before Proxmox stops it.
+  shutdown_timeout = "3m"
+  # With false, a cores or memory change is left pending until the VM restarts, and every
+  # plan shows it until then.
+  # reboot_on_change = false
+  disk_gib      = 20 # growing is in place; shrinking replaces the VM
   bridge        = "vmbr1"
   vlan_tag      = 10 # in place: net0 rewritten, model and MAC kept
   start_on_boot = true

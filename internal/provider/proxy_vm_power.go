@@ -1,0 +1,238 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+// Restarts for cores and memory. Proxmox keeps a cores or memory change to a running VM
+// pending until the VM's next start; the provider then restarts it gracefully (a shutdown
+// the guest has shutdown_timeout to finish, then Proxmox stops it), or with
+// reboot_on_change = false leaves the change pending. Memory on a VM with memory hotplug
+// applies at once. Read reports what the VM runs with, so a pending change shows in every
+// plan until the VM restarts.
+
+const defaultShutdownTimeout = "2m"
+
+func powerAttributes() map[string]schema.Attribute {
+	st := "How long the restart that a `cores` or `memory_mib` change needs gives the guest to shut down " +
+		"(the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
+		"it. Default `" + defaultShutdownTimeout + "` (half of `timeouts.update` when that is shorter); a duration above " +
+		"zero and below `timeouts.update`, which also has to hold the start and the address wait. Changing it " +
+		"changes nothing on the VM."
+	rb := "Whether a `cores` or `memory_mib` change restarts a running VM to apply it. Default `true`: the " +
+		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
+		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
+		"until the VM's next start: the VM keeps running with its old values, and since the provider reports what " +
+		"the VM runs with, every plan shows the change again (with a warning that it is pending) until the VM " +
+		"restarts, by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
+		"(a stop and start in Proxmox; a reboot from inside the guest does not apply it). A memory change on a " +
+		"VM with memory hotplug applies without a restart either way. Changing it changes nothing on the VM."
+	return map[string]schema.Attribute{
+		"shutdown_timeout": schema.StringAttribute{Optional: true, Computed: true,
+			Default:             stringdefault.StaticString(defaultShutdownTimeout),
+			Validators:          []validator.String{validators.Duration()},
+			MarkdownDescription: st, Description: plainText(st)},
+		"reboot_on_change": schema.BoolAttribute{Optional: true, Computed: true,
+			Default:             booldefault.StaticBool(true),
+			MarkdownDescription: rb, Description: plainText(rb)},
+	}
+}
+
+// validatePower checks shutdown_timeout against timeouts.update: the update must also
+// hold the start and the address wait after the shutdown.
+func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	s, ok := knownString(config.ShutdownTimeout)
+	if !ok {
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return nil // the attribute's validator says so
+	}
+	if !config.Timeouts.Object.IsNull() && !config.Timeouts.Object.IsUnknown() {
+		if v, ok := config.Timeouts.Object.Attributes()["update"].(types.String); ok && v.IsUnknown() {
+			return nil
+		}
+	}
+	update, tdiags := config.Timeouts.Update(ctx, mustDuration(defaultUpdateTimeout))
+	if tdiags.HasError() {
+		return nil
+	}
+	if d >= update {
+		diags.AddAttributeError(path.Root("shutdown_timeout"), summaryInvalidConfig,
+			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), restart and address wait included: "+
+				"set shutdown_timeout below it, or raise timeouts.update.", d, update))
+	}
+	return diags
+}
+
+// privateKeyPower holds what the last read saw of the VM's sizes: the values its config
+// holds that wait for a restart, and whether memory is hotplugged. ModifyPlan reads it to
+// say what an apply will do, without a request.
+const privateKeyPower = "power"
+
+type powerRecord struct {
+	PendingCores     int  `json:"pending_cores,omitempty"`
+	PendingMemoryMiB int  `json:"pending_memory_mib,omitempty"`
+	MemoryHotplug    bool `json:"memory_hotplug,omitempty"`
+}
+
+func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
+	if isNilPrivate(p) {
+		return nil
+	}
+	rec := powerRecord{PendingCores: vm.PendingCores, PendingMemoryMiB: vm.PendingMemoryMiB, MemoryHotplug: vm.MemoryHotplug}
+	if rec == (powerRecord{}) {
+		return p.SetKey(ctx, privateKeyPower, nil)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		var diags diag.Diagnostics
+		diags.AddError("Unable to record the proxy VM's pending changes", err.Error())
+		return diags
+	}
+	return p.SetKey(ctx, privateKeyPower, raw)
+}
+
+func readPower(ctx context.Context, p privateGetter) powerRecord {
+	var rec powerRecord
+	if isNilPrivate(p) {
+		return rec
+	}
+	raw, diags := p.GetKey(ctx, privateKeyPower)
+	if diags.HasError() || len(raw) == 0 {
+		return rec
+	}
+	_ = json.Unmarshal(raw, &rec) // unreadable: nothing known, the apply decides
+	return rec
+}
+
+// planPower says in the plan what a cores or memory change does to a running VM: a
+// restart (a warning on the attribute), nothing for hotplugged memory, or, with
+// reboot_on_change = false, a change left pending (a warning). A size a VM with memory
+// hotplug cannot take is an error here. Without a restart the address stays known.
+func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if prior == nil || prior.Status.IsNull() || prior.Status.IsUnknown() || needsStart(prior.Status) || startedFalse(plan.Started) {
+		return nil
+	}
+	name := plan.Name.ValueString()
+	deferred := startedFalse(plan.RebootOnChange)
+	restart := false
+	for _, a := range []struct {
+		attr, label string
+		prior, plan types.Int64
+		pending     int
+		hot         bool
+	}{
+		{"cores", "cores", prior.Cores, plan.Cores, rec.PendingCores, false},
+		{"memory_mib", "memory_mib", prior.MemoryMiB, plan.MemoryMiB, rec.PendingMemoryMiB, rec.MemoryHotplug},
+	} {
+		p := path.Root(a.attr)
+		want, known := knownInt(a.plan)
+		was, wasKnown := knownInt(a.prior)
+		if !known {
+			restart = restart || !deferred
+			continue
+		}
+		if a.plan.Equal(a.prior) {
+			if a.pending != 0 && a.pending != want {
+				diags.AddAttributeWarning(p, "Proxy VM change pending",
+					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, written while it ran: "+
+						"that value applies at its next start. Restart the VM with the configured value to drop it, or write %d to it in Proxmox.",
+						name, a.label, want, a.pending, want))
+			}
+			continue
+		}
+		from := "?"
+		if wasKnown {
+			from = fmt.Sprint(was)
+		}
+		if a.hot {
+			ok, below, above := proxmox.MemoryHotplugStep(want, false, 1)
+			if !ok {
+				diags.AddAttributeError(p, summaryInvalidConfig, fmt.Sprintf(
+					"Proxy VM %q has memory hotplug (its Proxmox hotplug option names memory), so its memory grows and shrinks in DIMM steps "+
+						"of Proxmox's: %d MiB is not one. Set memory_mib to %d or %d.", name, want, below, above))
+			}
+			continue // plugged, no restart
+		}
+		switch {
+		case !deferred:
+			restart = true
+			diags.AddAttributeWarning(p, "Proxy VM will be restarted",
+				fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %d: Proxmox applies it at the VM's next start, so the apply shuts the guest "+
+					"down (up to shutdown_timeout, then Proxmox stops it) and starts it again; its address may change. "+
+					"Set reboot_on_change = false to leave the change pending until the VM restarts.", name, a.label, from, want))
+		case a.pending == want:
+			diags.AddAttributeWarning(p, "Proxy VM change pending",
+				fmt.Sprintf("%s %d is pending until the VM restarts; set reboot_on_change = true or restart it. Proxy VM %q runs with %s %s; "+
+					"every plan shows this change until then.", a.label, want, name, a.label, from))
+		default:
+			diags.AddAttributeWarning(p, "Proxy VM change pending",
+				fmt.Sprintf("%s %d is written to the config of proxy VM %q and stays pending until the VM restarts (reboot_on_change = false); "+
+					"set reboot_on_change = true or restart it. The VM runs with %s %s until then, and every plan shows this change.", a.label, want, name, a.label, from))
+		}
+	}
+	if !restart {
+		// Nothing restarts: the address stays.
+		plan.IPAddress, plan.IPv4Addresses, plan.IPv6Addresses, plan.NetworkInterface =
+			prior.IPAddress, prior.IPv4Addresses, prior.IPv6Addresses, prior.NetworkInterface
+	}
+	return diags
+}
+
+// powerChanges passes the restart settings to the backend. A shutdown_timeout set in the
+// configuration is below the update timeout (validatePower); the default may not be, with
+// a short timeouts.update, and then half of the update timeout is the shutdown's.
+func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration) {
+	if s, ok := knownString(plan.ShutdownTimeout); ok {
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			c.ShutdownTimeout = d
+		}
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = mustDuration(defaultShutdownTimeout)
+	}
+	if c.ShutdownTimeout >= update {
+		c.ShutdownTimeout = update / 2
+	}
+	c.DeferRestart = startedFalse(plan.RebootOnChange)
+}
+
+// keepPending is the state after an apply that left a change pending: the planned
+// (written) value, not the one the VM runs with, so the apply is consistent; the next
+// refresh reports the running value again.
+func keepPending(state *proxyVMModel, plan proxyVMModel, vm proxmox.VM) {
+	if v, ok := knownInt(plan.Cores); ok && vm.PendingCores == v {
+		state.Cores = plan.Cores
+	}
+	if v, ok := knownInt(plan.MemoryMiB); ok && vm.PendingMemoryMiB == v {
+		state.MemoryMiB = plan.MemoryMiB
+	}
+}
+
+// importedPower fills the restart settings of an imported VM with their defaults.
+func importedPower(m *proxyVMModel) {
+	if m.ShutdownTimeout.IsNull() || m.ShutdownTimeout.IsUnknown() {
+		m.ShutdownTimeout = types.StringValue(defaultShutdownTimeout)
+	}
+	if m.RebootOnChange.IsNull() || m.RebootOnChange.IsUnknown() {
+		m.RebootOnChange = types.BoolValue(true)
+	}
+}

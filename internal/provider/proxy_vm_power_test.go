@@ -1,0 +1,338 @@
+package provider
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// powerCalls are the VM's power requests (shutdown, stop, start) and config writes the
+// simulator received since mark, in order, as "shutdown", "stop", "start", "config".
+type powerLog struct {
+	env  *testEnv
+	mark int
+}
+
+func (p *powerLog) reset() { p.mark = len(p.env.Sim.RequestLog()) }
+
+func (p *powerLog) calls(vmid int) []string {
+	var out []string
+	for _, r := range p.env.Sim.RequestLog()[p.mark:] {
+		if r.VMID != vmid || r.Method == "GET" {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(r.Path, "/status/shutdown"):
+			out = append(out, "shutdown")
+		case strings.HasSuffix(r.Path, "/status/stop"):
+			out = append(out, "stop")
+		case strings.HasSuffix(r.Path, "/status/start"):
+			out = append(out, "start")
+		case strings.HasSuffix(r.Path, "/config"):
+			out = append(out, "config")
+		}
+	}
+	return out
+}
+
+// checkPowerCalls checks the requests since the last reset, then resets.
+func (p *powerLog) check(vmid *int, want ...string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		got := p.calls(*vmid)
+		p.reset()
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("VM %d: requests %v, want %v", *vmid, got, want)
+		}
+		return nil
+	}
+}
+
+// saveVMID records the VMID of vmAddr for later steps.
+func saveVMID(dst *int) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		v, err := vmidOf(s, vmAddr)
+		*dst = v
+		return err
+	}
+}
+
+// checkSimConfig checks the VM's current config values and its pending section.
+func checkSimConfig(env *testEnv, vmid *int, current, pending map[string]string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		vm, ok := env.Sim.VM(*vmid)
+		if !ok {
+			return fmt.Errorf("VM %d gone", *vmid)
+		}
+		for k, v := range current {
+			if vm.Config[k] != v {
+				return fmt.Errorf("VM %d: current %s %q, want %q", *vmid, k, vm.Config[k], v)
+			}
+		}
+		for k, v := range pending {
+			if vm.Pending[k] != v {
+				return fmt.Errorf("VM %d: pending %s %q, want %q (pending %v)", *vmid, k, vm.Pending[k], v, vm.Pending)
+			}
+		}
+		if len(pending) == 0 && len(vm.Pending) > 0 {
+			return fmt.Errorf("VM %d: pending %v, want none", *vmid, vm.Pending)
+		}
+		return nil
+	}
+}
+
+// TestAccProxyVM_gracefulRestart: a cores change on a running VM is written, then the VM
+// is shut down (never stopped first) and started; the next plan is empty, the import
+// plans nothing, the destroy removes it. A guest that ignores the ACPI power button (and
+// whose agent does not answer) is stopped by Proxmox once shutdown_timeout has passed:
+// the shutdown task logs the kill, and the restart goes on.
+func TestAccProxyVM_gracefulRestart(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("reads the simulator's request log")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("restart")
+	base := vmProviderConfig(env, "")
+	sized := func(cores int, extra string) string {
+		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n%s", cores, extra))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	same := statecheck.CompareValue(compare.ValuesSame())
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config:            sized(1, ""),
+				ConfigStateChecks: []statecheck.StateCheck{same.AddStateValue(vmAddr, tfjsonpath.New("vmid"))},
+				Check:             resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+			},
+			{
+				Config: sized(2, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil),
+					checkPower(env, "running")),
+			},
+			{
+				Config:           sized(2, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: importIgnore,
+			},
+			{
+				// The guest no longer acts on ACPI and its agent stopped answering: the
+				// shutdown times out after 5 s and Proxmox stops the VM in the same task.
+				PreConfig: func() {
+					yes := true
+					if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{IgnoresACPI: &yes, AgentStopped: true}); err != nil {
+						t.Fatal(err)
+					}
+					log.reset()
+				},
+				Config: sized(3, "  shutdown_timeout = \"5s\"\n  wait_for_ip = false"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(3)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkForcedShutdown(env, &vmid),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "3"}, nil),
+					checkPower(env, "running")),
+			},
+		},
+	})
+}
+
+// checkForcedShutdown checks the VM's last qmshutdown task: it ended OK, lasted the 5 s
+// timeout (simulated), and logged that the VM was killed.
+func checkForcedShutdown(env *testEnv, vmid *int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		var last *pvesim.TaskState
+		for _, task := range env.Sim.State().Tasks {
+			if task.Type == "qmshutdown" && task.VMID == *vmid {
+				last = &task
+			}
+		}
+		switch {
+		case last == nil:
+			return fmt.Errorf("VM %d: no shutdown task", *vmid)
+		case last.ExitStatus != "OK" || !slices.Contains(last.Log, "VM still running - terminating now with SIGTERM"):
+			return fmt.Errorf("shutdown task %s ended %q with log %q, want OK after a kill", last.UPID, last.ExitStatus, last.Log)
+		case last.Ended.Sub(last.Submitted) < env.Sim.WallTime(5e9):
+			return fmt.Errorf("shutdown task took %s, want the 5 s timeout (%s at this speed)", last.Ended.Sub(last.Submitted), env.Sim.WallTime(5e9))
+		}
+		return nil
+	}
+}
+
+// TestAccProxyVM_rebootOnChangeFalse: with reboot_on_change = false a cores change on a
+// running VM is written and left pending, with no power request; the state holds the
+// planned value after the apply, and the next plan shows the change again (the VM runs
+// with the old value); applying it again writes nothing; a restart outside Terraform
+// applies it, and the plan is then empty; the import plans nothing; the destroy removes it.
+func TestAccProxyVM_rebootOnChangeFalse(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("reads the simulator's request log and pending values")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("pending")
+	base := vmProviderConfig(env, "")
+	cfg := func(cores int) string {
+		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n  reboot_on_change = false", cores))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(1),
+				Check:  resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+			},
+			{
+				Config: cfg(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config"),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+					checkPower(env, "running")),
+				// The refresh after the apply reads what the VM runs with: cores 1.
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// The plan shows the pending change again; applying it writes nothing.
+				Config: cfg(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"})),
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Stopped and started outside Terraform: the pending cores apply.
+				PreConfig: func() {
+					for _, p := range []string{"stopped", "running"} {
+						if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{Power: p}); err != nil {
+							t.Fatal(err)
+						}
+					}
+				},
+				Config:           cfg(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				Check:            checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil),
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: append(slices.Clone(importIgnore), "reboot_on_change"),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_memoryHotplug: on a VM whose hotplug option names memory (numa on), a
+// memory change applies to the running VM with one config write and no power request,
+// the address stays known in the plan, and the next plan is empty.
+func TestAccProxyVM_memoryHotplug(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("sets the simulated VM's hotplug option")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("hotplug")
+	base := vmProviderConfig(env, "")
+	cfg := func(mem int) string {
+		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(1024),
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
+					// Memory hotplug is set, and the VM restarted outside to run with it.
+					for _, p := range []pvesim.VMPatch{
+						{Config: map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}},
+						{Power: "stopped"}, {Power: "running"},
+					} {
+						if err := env.Sim.SetVMState(vmid, p); err != nil {
+							return err
+						}
+					}
+					log.reset()
+					return nil
+				}),
+			},
+			{
+				Config: cfg(2048),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("memory_mib"), knownvalue.Int64Exact(2048)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config"),
+					checkSimConfig(env, &vmid, map[string]string{"memory": "2048"}, nil),
+					checkPower(env, "running")),
+			},
+			{
+				Config:           cfg(2048),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: importIgnore,
+			},
+		},
+	})
+}

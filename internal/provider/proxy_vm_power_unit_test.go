@@ -1,0 +1,112 @@
+package provider
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// runningPrior is the state of a running VM with 2 cores and 2048 MiB.
+func runningPrior() proxyVMModel {
+	m := cfgModel("proxy-a", func(m *proxyVMModel) {
+		m.Cores, m.MemoryMiB = types.Int64Value(2), types.Int64Value(2048)
+		m.Status, m.IPAddress = types.StringValue(statusRunning), types.StringValue("192.0.2.10")
+		m.Started, m.RebootOnChange = types.BoolValue(true), types.BoolValue(true)
+	})
+	return m
+}
+
+func oneDiag(t *testing.T, diags diag.Diagnostics, attr string, sev diag.Severity, want ...string) {
+	t.Helper()
+	if len(diags) != 1 {
+		t.Fatalf("diagnostics %v, want one on %s", diags, attr)
+	}
+	d := diags[0]
+	wp, ok := d.(diag.DiagnosticWithPath)
+	if d.Severity() != sev || !ok || !wp.Path().Equal(path.Root(attr)) {
+		t.Fatalf("diagnostic %v (severity %v), want one on %s", d, d.Severity(), attr)
+	}
+	for _, w := range want {
+		if !strings.Contains(d.Summary()+"\n"+d.Detail(), w) {
+			t.Errorf("diagnostic %q / %q lacks %q", d.Summary(), d.Detail(), w)
+		}
+	}
+}
+
+func TestPlanPower_restartWarning(t *testing.T) {
+	prior := runningPrior()
+	plan := prior
+	plan.Cores = types.Int64Value(4)
+	plan.IPAddress = types.StringUnknown() // as planProxyVM plans a restart
+	diags := planPower(prior, &plan, &prior, powerRecord{})
+	oneDiag(t, diags, "cores", diag.SeverityWarning, "proxy VM proxy-a will be restarted to apply cores 2 → 4", "reboot_on_change = false")
+	if !plan.IPAddress.IsUnknown() {
+		t.Errorf("a restart keeps the address unknown, got %s", plan.IPAddress)
+	}
+}
+
+func TestPlanPower_pending(t *testing.T) {
+	prior := runningPrior()
+	plan := prior
+	plan.Cores, plan.RebootOnChange, plan.IPAddress = types.Int64Value(4), types.BoolValue(false), types.StringUnknown()
+	diags := planPower(prior, &plan, &prior, powerRecord{})
+	oneDiag(t, diags, "cores", diag.SeverityWarning, "cores 4 is written to the config", "stays pending until the VM restarts", "set reboot_on_change = true or restart it")
+	if plan.IPAddress.ValueString() != "192.0.2.10" {
+		t.Errorf("no restart: the address stays, got %s", plan.IPAddress)
+	}
+	// Already pending (the last read saw it in the config).
+	plan.IPAddress = types.StringUnknown()
+	diags = planPower(prior, &plan, &prior, powerRecord{PendingCores: 4})
+	oneDiag(t, diags, "cores", diag.SeverityWarning, "cores 4 is pending until the VM restarts; set reboot_on_change = true or restart it")
+	// Reverted in the configuration while a value is pending.
+	plan = prior
+	diags = planPower(prior, &plan, &prior, powerRecord{PendingCores: 4})
+	oneDiag(t, diags, "cores", diag.SeverityWarning, "its Proxmox config holds 4")
+}
+
+func TestPlanPower_hotplug(t *testing.T) {
+	prior := runningPrior()
+	plan := prior
+	plan.MemoryMiB, plan.IPAddress = types.Int64Value(3072), types.StringUnknown()
+	if diags := planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}); len(diags) != 0 {
+		t.Errorf("hotplugged memory: %v, want no diagnostic", diags)
+	}
+	if plan.IPAddress.ValueString() != "192.0.2.10" {
+		t.Errorf("hotplug: the address stays, got %s", plan.IPAddress)
+	}
+	plan.MemoryMiB = types.Int64Value(3000)
+	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one", "2560 or 3072")
+	// A stopped VM restarts nothing: no warning.
+	prior.Status = types.StringValue(statusStopped)
+	plan = prior
+	plan.Cores = types.Int64Value(4)
+	if diags := planPower(prior, &plan, &prior, powerRecord{}); len(diags) != 0 {
+		t.Errorf("stopped VM: %v", diags)
+	}
+}
+
+func TestValidatePower(t *testing.T) {
+	ctx := context.Background()
+	withUpdate := func(st, update string) proxyVMModel {
+		m := cfgModel("proxy-a", nil)
+		m.ShutdownTimeout = types.StringValue(st)
+		attrs := map[string]attr.Value{"create": types.StringNull(), "read": types.StringNull(), "update": types.StringNull(), "delete": types.StringNull()}
+		if update != "" {
+			attrs["update"] = types.StringValue(update)
+		}
+		m.Timeouts = timeouts.Value{Object: types.ObjectValueMust(map[string]attr.Type{
+			"create": types.StringType, "read": types.StringType, "update": types.StringType, "delete": types.StringType}, attrs)}
+		return m
+	}
+	if d := validatePower(ctx, withUpdate("5m", "")); d.HasError() {
+		t.Errorf("5m within the default update timeout: %v", d)
+	}
+	oneDiag(t, validatePower(ctx, withUpdate("5m", "5m")), "shutdown_timeout", diag.SeverityError, "below it, or raise timeouts.update")
+	oneDiag(t, validatePower(ctx, withUpdate("30m", "")), "shutdown_timeout", diag.SeverityError, "20m0s")
+}

@@ -1,0 +1,147 @@
+package proxmox
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// A cores change on a running VM restarts it gracefully: a shutdown with the timeout and
+// forceStop, then a start; never a stop.
+func TestUpdate_gracefulRestart(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.calllog = nil
+	if err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(4), ShutdownTimeout: 90 * time.Second, UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	if a := h.f.callsOf("Shutdown")[0].Args; a["timeout"] != "90" || a["forceStop"] != "1" {
+		t.Errorf("shutdown %v, want timeout 90 and forceStop", a)
+	}
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.Cores != 4 || vm.PendingCores != 0 || vm.State != StateRunning {
+		t.Errorf("after the restart: cores %d pending %d state %s (%v)", vm.Cores, vm.PendingCores, vm.State, err)
+	}
+}
+
+// A guest that does not power off is stopped by Proxmox inside the shutdown task
+// (forceStop), which ends OK; the restart goes on and the pending cores apply.
+func TestUpdate_gracefulRestartForced(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) { v.IgnoresShutdown = true })
+	h.f.calllog = nil
+	if err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(3), UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	if a := h.f.callsOf("Shutdown")[0].Args; a["timeout"] != "120" {
+		t.Errorf("default shutdown timeout sent as %q, want 120", a["timeout"])
+	}
+	if v := h.f.vm(testVMID0); v.Config["cores"] != "3" || v.Status != "running" {
+		t.Errorf("cores %q status %q", v.Config["cores"], v.Status)
+	}
+}
+
+// DeferRestart writes the change and leaves it pending; Get reports what the VM runs
+// with and the pending value; a second apply writes nothing; an apply without
+// DeferRestart restarts without writing again, and the value applies.
+func TestUpdate_deferRestart(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.calllog = nil
+	ch := Changes{Cores: ptr(4), MemoryMiB: ptr(4096), DeferRestart: true, UID: testUID}
+	if err := h.b.Update(h.ctx, testID, ch); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.Cores != 2 || vm.PendingCores != 4 || vm.MemoryMiB != 2048 || vm.PendingMemoryMiB != 4096 {
+		t.Fatalf("pending: cores %d (pending %d), memory %d (pending %d), %v", vm.Cores, vm.PendingCores, vm.MemoryMiB, vm.PendingMemoryMiB, err)
+	}
+	h.f.calllog = nil
+	if err := h.b.Update(h.ctx, testID, ch); err != nil {
+		t.Fatal(err)
+	}
+	if got := mutating(h.f); len(got) != 0 {
+		t.Errorf("a second deferred apply made %v, want nothing", got)
+	}
+	h.f.calllog = nil
+	ch.DeferRestart = false
+	if err := h.b.Update(h.ctx, testID, ch); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("restart of the pending change: calls %v, want %v", got, want)
+	}
+	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.Cores != 4 || vm.PendingCores != 0 || vm.MemoryMiB != 4096 || vm.PendingMemoryMiB != 0 {
+		t.Errorf("after the restart: cores %d (pending %d), memory %d (pending %d), %v", vm.Cores, vm.PendingCores, vm.MemoryMiB, vm.PendingMemoryMiB, err)
+	}
+}
+
+// With memory hotplug, memory applies without a restart; a size off the DIMM steps is
+// refused before anything is written; a hotplug Proxmox refuses falls back to a restart.
+func TestUpdate_memoryHotplug(t *testing.T) {
+	hot := func(h *harness) {
+		h.ourRunningVM(testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["hotplug"], v.Config["numa"] = "network,disk,usb,memory", "1" })
+		h.f.calllog = nil
+	}
+	h := newHarness(t)
+	hot(h)
+	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(3072), UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig"}; !slices.Equal(got, want) {
+		t.Errorf("hotplug: calls %v, want %v", got, want)
+	}
+	if vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true}); err != nil || vm.MemoryMiB != 3072 || vm.PendingMemoryMiB != 0 || !vm.MemoryHotplug {
+		t.Errorf("after the hotplug: memory %d pending %d hotplug %v (%v)", vm.MemoryMiB, vm.PendingMemoryMiB, vm.MemoryHotplug, err)
+	}
+
+	h = newHarness(t)
+	hot(h)
+	err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(3000), UID: testUID})
+	assertClass(t, err, pveapi.Permanent)
+	assertContains(t, err.Error(), "3000 MiB is not one", "2560 or 3072")
+	if got := mutating(h.f); len(got) != 0 {
+		t.Errorf("a refused size made %v", got)
+	}
+
+	h = newHarness(t)
+	hot(h)
+	h.f.onCall("SetVMConfig", func(context.Context, fakeCall) error { return fixtureErr("err_hotplug_memory_min") })
+	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(4096), UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("a refused hotplug: calls %v, want %v", got, want)
+	}
+}
+
+func TestMemoryHotplugStep(t *testing.T) {
+	for _, tc := range []struct {
+		mib          int
+		ok           bool
+		below, above int
+	}{
+		{1024, true, 1024, 1024}, {1536, true, 1536, 1536}, {2048, true, 2048, 2048}, {3000, false, 2560, 3072},
+		{512, false, 1024, 1024}, {17408, true, 17408, 17408}, {17920, false, 17408, 18432}, {18432, true, 18432, 18432},
+	} {
+		ok, below, above := MemoryHotplugStep(tc.mib, false, 1)
+		if ok != tc.ok || below != tc.below || above != tc.above {
+			t.Errorf("%d: %v %d %d, want %v %d %d", tc.mib, ok, below, above, tc.ok, tc.below, tc.above)
+		}
+	}
+}
