@@ -152,7 +152,7 @@ func domainName(s string) bool {
 			return false
 		}
 		for _, c := range l {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			if !domainRune(c) {
 				return false
 			}
 		}
@@ -196,4 +196,9 @@ func RenderStaticIPv4(s StaticIPv4, mac string) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// domainRune is a letter, a digit, a hyphen or an underscore.
+func domainRune(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }

@@ -120,9 +120,9 @@ func TestAccProxyVM_staticIPv4(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 			{
-				ResourceName:            vmAddr,
-				ImportState:             true,
-				ImportStateVerify:       true,
+				ResourceName:      vmAddr,
+				ImportState:       true,
+				ImportStateVerify: true,
 				// static_ipv4 is read back from the mark, whole.
 				ImportStateVerifyIgnore: importIgnore,
 			},
@@ -490,7 +490,7 @@ func TestPlanNetwork(t *testing.T) {
 			if tc.replace != "" {
 				want = append(want, path.Root(tc.replace))
 			}
-			if fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+			if fmt.Sprint(got) != fmt.Sprint(want) && (len(got) != 0 || len(want) != 0) {
 				t.Errorf("replace %v, want %v", got, want)
 			}
 		})

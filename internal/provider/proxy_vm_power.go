@@ -64,8 +64,8 @@ func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	if err != nil || d <= 0 {
 		return nil // the attribute's validator says so
 	}
-	if !config.Timeouts.Object.IsNull() && !config.Timeouts.Object.IsUnknown() {
-		if v, ok := config.Timeouts.Object.Attributes()["update"].(types.String); ok && v.IsUnknown() {
+	if !config.Timeouts.IsNull() && !config.Timeouts.IsUnknown() {
+		if v, ok := config.Timeouts.Attributes()["update"].(types.String); ok && v.IsUnknown() {
 			return nil
 		}
 	}

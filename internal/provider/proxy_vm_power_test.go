@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ func (p *powerLog) reset() { p.mark = len(p.env.Sim.RequestLog()) }
 func (p *powerLog) calls(vmid int) []string {
 	var out []string
 	for _, r := range p.env.Sim.RequestLog()[p.mark:] {
-		if r.VMID != vmid || r.Method == "GET" {
+		if r.VMID != vmid || r.Method == http.MethodGet {
 			continue
 		}
 		switch {
