@@ -9,15 +9,16 @@ import (
 )
 
 // started: whether the VM runs. false keeps it stopped (a create makes it without starting
-// it and without the address wait; an update stops a running VM); true (the default) starts
-// a VM found stopped, as before.
+// it and without the address wait; an update shuts a running VM down, as a restart does);
+// true (the default) starts a VM found stopped, as before.
 
 func startedAttribute() schema.BoolAttribute {
 	md := "Whether the VM runs. Default `true`: a create starts it (and waits for its address unless " +
 		"`wait_for_ip = false`), and a VM found stopped, paused or hibernated is started again in place. With " +
 		"`false`, a create makes the VM without starting it (no address wait; its first boot, which runs " +
-		"cloud-init, happens when `started` is set to `true`), an update stops a running VM (a hard stop, as " +
-		"Proxmox's stop), and a VM found stopped stays stopped. Changing it starts or stops the VM in place. " +
+		"cloud-init, happens when `started` is set to `true`), an update shuts a running VM down as a restart " +
+		"does (the guest has `shutdown_timeout`, then Proxmox stops it; a paused VM is stopped), and a VM found " +
+		"stopped stays stopped. Changing it starts or stops the VM in place. " +
 		"`status` is `stopped` and the addresses are null while it is `false`. An import sets it from the VM's " +
 		"status (`false` for a stopped VM)."
 	return schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),

@@ -33,7 +33,7 @@ func checkPower(env *testEnv, want string) resource.TestCheckFunc {
 
 // TestAccProxyVM_started: started = false makes the VM without starting it (no address
 // wait), the next plan is empty, true starts it in place (its first boot: the address is
-// read), false stops it in place, an import of the stopped VM reads started = false, and
+// read), false shuts it down in place, an import of the stopped VM reads started = false, and
 // the destroy removes it.
 func TestAccProxyVM_started(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
@@ -46,6 +46,9 @@ func TestAccProxyVM_started(t *testing.T) {
 	stopped := base + vmResource(env, name, "  machine_type = \"small\"\n  started = false")
 	running := base + vmResource(env, name, "  machine_type = \"small\"")
 	vmid := statecheck.CompareValue(compare.ValuesSame())
+	env.Sim.EnableRequestLog()
+	power := &powerLog{env: env}
+	var id int
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(name),
@@ -80,7 +83,8 @@ func TestAccProxyVM_started(t *testing.T) {
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringRegexp(regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`))),
 				},
-				Check: resource.ComposeAggregateTestCheckFunc(checkPower(env, "running"), checkSeed(env, vmAddr, "")),
+				Check: resource.ComposeAggregateTestCheckFunc(checkPower(env, "running"), checkSeed(env, vmAddr, ""), saveVMID(&id),
+					func(*terraform.State) error { power.reset(); return nil }),
 			},
 			{
 				Config: stopped,
@@ -92,7 +96,8 @@ func TestAccProxyVM_started(t *testing.T) {
 					vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ipv4_addresses"), knownvalue.Null()),
 				},
-				Check: checkPower(env, "stopped"),
+				// Shut down as a restart is (the guest gets shutdown_timeout), never a hard stop.
+				Check: resource.ComposeAggregateTestCheckFunc(checkPower(env, "stopped"), power.check(&id, "shutdown")),
 			},
 			{
 				Config:           stopped,

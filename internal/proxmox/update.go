@@ -29,7 +29,8 @@ import (
 //     no restart, and a size that is not a DIMM step is refused before anything is
 //     written (MemoryHotplugStep); cores always needs the restart;
 //   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
-//     and a paused VM with a stop then a start.
+//     and a paused VM with a stop then a start; Stop shuts a running VM down as the
+//     restart does (a paused one is stopped).
 //
 // A hibernated VM refuses config writes and resizes, so with such changes it is resumed
 // first when Start is set, and Update is Permanent otherwise. With WaitForIP, a restart of a
@@ -253,11 +254,18 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		}
 	}
 	switch {
-	case ch.Stop && running:
+	case ch.Stop && running && paused:
+		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
 		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
 			return node, nil, err
 		}
 		did = append(did, "stop")
+	case ch.Stop && running:
+		// Kept stopped (started = false): shut down as a restart is, within ShutdownTimeout.
+		if err := b.shutdownAndWait(ctx, "update", node, id.VMID, ch.ShutdownTimeout); err != nil {
+			return node, nil, err
+		}
+		did = append(did, "shutdown")
 	case running && paused && (restart || ch.Start):
 		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
 		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
