@@ -328,7 +328,8 @@ type Backend struct {
 	// finished are the uids of the VMs this backend's Creates finished (their answers went
 	// back to Terraform): a later Create passing one of them does not report it.
 	finished sync.Map
-	// agentSeen is the agent delay the address waits have seen (pollschedule.go).
+	// agentSeen is the agent delay the address waits have seen (pollschedule.go), and the
+	// power-off time of clean shutdowns (power.go).
 	agentSeen agentDelays
 }
 

@@ -102,8 +102,26 @@ func checkMemoryHotplug(cfg map[string]string, mib int) error {
 }
 
 // expectedShutdown is about how long a Linux guest takes to power off after the request
-// (the simulator's Durations.Shutdown): the shutdown task is polled closely around it.
+// (the simulator's Durations.Shutdown): the shutdown task is polled closely around it,
+// until this backend has seen its own guests power off (shutdownDelayKey).
 const expectedShutdown = 4 * time.Second
+
+// shutdownDelayKey keys the power-off time of clean shutdowns in Backend.agentSeen: a
+// fleet's later waves poll around what their guests really take.
+const shutdownDelayKey = "shutdown"
+
+// shutdownPollDelay is the wait before the next poll of a shutdown task that began
+// elapsed ago, when the guest is expected to power off after about expected: the address
+// wait's schedule (agentPollDelay) around it, and the usual task interval (at least
+// pollMax) once twice that has passed, so a guest that takes its whole timeout (one that
+// ignores ACPI) costs a poll a second, not one per expected/4.
+func shutdownPollDelay(elapsed, expected, pollMax time.Duration) time.Duration {
+	d := agentPollDelay(elapsed, expected)
+	if elapsed > 2*expected {
+		d = max(d, pollMax)
+	}
+	return d
+}
 
 // shutdownSeconds is the shutdown timeout Proxmox gets, in whole seconds (at least 1).
 func shutdownSeconds(d time.Duration) int {
@@ -128,11 +146,22 @@ func (b *Backend) shutdownAndWait(ctx context.Context, op, node string, vmid int
 	}
 	// Polled around the time a guest usually takes to power off, so that the start follows
 	// the power-off closely (the default schedule is at 1 s intervals by then).
-	paced := func(elapsed time.Duration) time.Duration { return agentPollDelay(elapsed, expectedShutdown) }
+	expected := b.agentSeen.expected(shutdownDelayKey, expectedShutdown)
+	var lastRunning time.Duration // elapsed at the last poll that saw the task running
+	pollStart := b.clock.Now()
+	paced := func(elapsed time.Duration) time.Duration {
+		lastRunning = elapsed
+		return shutdownPollDelay(elapsed, expected, b.cfg.Budgets.PollMax)
+	}
 	if err := b.waitTaskPaced(ctx, upid, time.Duration(secs)*time.Second+shutdownKillGrace, paced); err != nil {
 		return err
 	}
 	took := b.clock.Now().Sub(start)
+	if took < time.Duration(secs)*time.Second {
+		// A clean power-off (not the kill at the timeout): between the last poll that saw
+		// the task running and the one that saw it end.
+		b.agentSeen.observe(shutdownDelayKey, lastRunning, b.clock.Now().Sub(pollStart))
+	}
 	fields := map[string]any{"vmid": vmid, "node": node, "shutdown_timeout": fmt.Sprintf("%ds", secs), "duration_ms": took.Milliseconds()}
 	if took >= time.Duration(secs)*time.Second {
 		tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox guest did not power off within the shutdown timeout: Proxmox stopped it", fields)

@@ -145,3 +145,43 @@ func TestMemoryHotplugStep(t *testing.T) {
 		}
 	}
 }
+
+// A clean shutdown teaches the backend how long its guests take to power off, so the next
+// shutdown's polls gather around that (the fake's tasks end after two polls, well before
+// the default expectation).
+func TestUpdate_shutdownDelayLearned(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.taskPolls = 2
+	if got := h.b.agentSeen.expected(shutdownDelayKey, expectedShutdown); got != expectedShutdown {
+		t.Fatalf("before any shutdown: expected %s, want the default %s", got, expectedShutdown)
+	}
+	if err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(4), ShutdownTimeout: 90 * time.Second, UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.b.agentSeen.expected(shutdownDelayKey, expectedShutdown); got >= expectedShutdown {
+		t.Errorf("after a shutdown that ended at once: expected %s, want less than %s", got, expectedShutdown)
+	}
+}
+
+// shutdownPollDelay follows the address wait's schedule around the expected power-off and
+// falls back to the usual task interval once twice that has passed.
+func TestShutdownPollDelay(t *testing.T) {
+	const pollMax = time.Second
+	for _, tc := range []struct {
+		elapsed, expected time.Duration
+		atLeast, atMost   time.Duration
+	}{
+		{0, 4 * time.Second, 10 * time.Millisecond, 100 * time.Millisecond},
+		{3900 * time.Millisecond, 4 * time.Second, 10 * time.Millisecond, 100 * time.Millisecond},
+		{5 * time.Second, 4 * time.Second, 10 * time.Millisecond, time.Second},
+		// A learned 0.8 s power-off, and a guest that takes its whole timeout.
+		{time.Second, 800 * time.Millisecond, 10 * time.Millisecond, 200 * time.Millisecond},
+		{30 * time.Second, 800 * time.Millisecond, pollMax, 10 * time.Second},
+	} {
+		d := shutdownPollDelay(tc.elapsed, tc.expected, pollMax)
+		if d < tc.atLeast || d > tc.atMost {
+			t.Errorf("shutdownPollDelay(%s, %s) = %s, want %s to %s", tc.elapsed, tc.expected, d, tc.atLeast, tc.atMost)
+		}
+	}
+}
