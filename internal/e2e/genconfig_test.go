@@ -23,8 +23,8 @@ const genDigestKey = "e2e-digest-key-0123456789"
 
 // genFleet applies three VMs in a workspace of their own and returns the provider
 // configuration and the cloud-init of each VM by name ("" for none): a with cloud_init_wo
-// and a machine type, b with explicit sizes and no cloud-init, c with cloud_init_wo and an
-// explicit template VMID.
+// and a machine type, b with explicit sizes, a static address and no cloud-init, c with
+// cloud_init_wo and an explicit template VMID.
 func genFleet(ctx context.Context, t *testing.T, sim *pvesim.Sim, prefix string) (tfrun.ProviderConfig, map[string]string) {
 	t.Helper()
 	pc := tfrun.SimConfig(sim)
@@ -47,6 +47,11 @@ resource "proxy_vm" "b" {
   image      = "debian-13"
   cores      = 2
   memory_mib = 768
+  static_ipv4 = {
+    address = "10.30.0.12/24"
+    gateway = "10.30.0.1"
+    dns     = ["10.30.0.53"]
+  }
 }
 
 resource "proxy_vm" "c" {
@@ -111,6 +116,10 @@ func checkGenerated(t *testing.T, gen string, prefix string) {
 	}
 	if n := strings.Count(gen, `resource "proxy_vm"`); n != 3 {
 		t.Fatalf("the generated configuration has %d proxy_vm blocks, want 3:\n%s", n, gen)
+	}
+	// The static address is read back from the mark, whole.
+	if !regexp.MustCompile(`(?s)static_ipv4 = \{.*address = "10\.30\.0\.12/24".*gateway = "10\.30\.0\.1"`).MatchString(gen) {
+		t.Errorf("the generated configuration does not hold b's static_ipv4:\n%s", gen)
 	}
 }
 
