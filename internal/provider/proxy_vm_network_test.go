@@ -510,66 +510,6 @@ func TestPlanNetwork(t *testing.T) {
 	}
 }
 
-// TestAccProxyVM_staticPlanRequestsPerVM: a no-op plan of VMs with static addresses costs
-// what any no-op plan does: one config and one status read per VM and refresh, and the
-// shared listing; the guest agent is never asked.
-func TestAccProxyVM_staticPlanRequestsPerVM(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("needs the simulator's request counts")
-	}
-	c := newCluster(t, env)
-	const n = 3
-	prefix := vmName("sreq")
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("%s-%d", prefix, i)
-	}
-	cfg := env.ProviderConfig("") + fmt.Sprintf(`
-resource "proxy_vm" "fleet" {
-  count        = %d
-  name         = "%s-${count.index}"
-  image        = %q
-  machine_type = "small"
-  static_ipv4 = {
-    address = "10.20.1.${count.index + 10}/24"
-    gateway = "10.20.1.1"
-  }
-}
-`, n, prefix, imageKey(env))
-	const (
-		listing = "GET /cluster/resources"
-		config  = "GET /nodes/{node}/qemu/{vmid}/config"
-		status  = "GET /nodes/{node}/qemu/{vmid}/status/current"
-	)
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(names...),
-		Steps: []resource.TestStep{
-			{Config: cfg},
-			{
-				PreConfig:        env.Sim.ResetStats,
-				Config:           cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-				Check: func(*terraform.State) error {
-					st := env.Sim.Stats()
-					refreshes := st[config] / n
-					if refreshes == 0 || st[config] != n*refreshes || st[status] != st[config] {
-						return fmt.Errorf("config reads %d, status reads %d for %d VMs: want one of each per VM and refresh: %v", st[config], st[status], n, st)
-					}
-					for k := range st {
-						if k != listing && k != config && k != status {
-							return fmt.Errorf("a plan of existing static VMs made %s: %v", k, st)
-						}
-					}
-					t.Logf("%d refreshes of %d static VMs: %d listings, %d config, %d status reads", refreshes, n, st[listing], st[config], st[status])
-					return nil
-				},
-			},
-		},
-	})
-}
-
 // TestAccProxyVM_staticIPv4StartedLater: a VM made with started = false has no address;
 // its first boot, when started turns true, applies the static address, which the plan
 // already knows and the update reads back from the agent.

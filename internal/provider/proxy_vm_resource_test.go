@@ -1430,16 +1430,30 @@ func TestAccProxyVM_uidNamespace(t *testing.T) {
 
 // TestAccProxyVM_planRequestsPerVM: refreshing existing VMs costs at most three requests
 // per VM and refresh (the shared listing, the config, status/current): no agent query, no
-// template lookup (that is import's alone). Terraform refreshes more than once per step,
-// so the test counts refreshes from the config reads and checks the ratios.
+// template lookup (that is import's alone), also for VMs with a static address. Terraform
+// refreshes more than once per step, so the test counts refreshes from the config reads
+// and checks the ratios.
 func TestAccProxyVM_planRequestsPerVM(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("needs the simulator's request counts")
+	for _, tc := range []struct{ name, prefix, extra string }{
+		{"dhcp", "req", ""},
+		{"static", "sreq", "  static_ipv4 = {\n    address = \"10.20.1.${count.index + 10}/24\"\n    gateway = \"10.20.1.1\"\n  }\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTestEnv(t, pvesim.Options{})
+			if env.Sim == nil {
+				t.Skip("needs the simulator's request counts")
+			}
+			if tc.extra != "" {
+				needsAddressPlan(t, env)
+			}
+			testPlanRequestsPerVM(t, env, vmName(tc.prefix), tc.extra)
+		})
 	}
+}
+
+func testPlanRequestsPerVM(t *testing.T, env *testEnv, prefix, extra string) {
 	c := newCluster(t, env)
 	const n = 3
-	prefix := vmName("req")
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-%d", prefix, i)
@@ -1451,8 +1465,8 @@ resource "proxy_vm" "fleet" {
   name         = "%s-${count.index}"
   image        = %q
   machine_type = "small"
-}
-`, n, prefix, imageKey(env))
+%s}
+`, n, prefix, imageKey(env), extra)
 	const (
 		listing = "GET /cluster/resources"
 		config  = "GET /nodes/{node}/qemu/{vmid}/config"
