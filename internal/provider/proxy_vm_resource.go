@@ -298,12 +298,38 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
+	r.fillAddress(ctx, state, &vm)
 	applyVM(&state, vm)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
+}
+
+// fillAddress asks the guest agent once for the addresses of a running VM whose state has
+// none (a start or restart applied with wait_for_ip = false, or an agent that answered
+// late), so a refresh fills them in once the agent answers. A VM whose address is known
+// costs nothing more: a refresh never asks the agent for it. An agent that does not answer
+// leaves the address empty, as before; it never fails the refresh.
+func (r *proxyVMResource) fillAddress(ctx context.Context, state proxyVMModel, vm *proxmox.VM) {
+	if vm.IP != "" || vm.StatusUnknown || vm.State != proxmox.StateRunning || !vm.AgentEnabled {
+		return
+	}
+	if ip, ok := knownString(state.IPAddress); ok && ip != "" {
+		return
+	}
+	a, err := r.data.backend.AgentAddresses(ctx, vm.Node, vm.ID.VMID)
+	if err != nil {
+		tflog.Debug(ctx, "proxy VM address not read: the guest agent did not answer", map[string]any{
+			"name": vm.ID.Name, "vmid": vm.ID.VMID, "error": err.Error()})
+		return
+	}
+	if len(a.IPv4) > 0 {
+		vm.Addresses, vm.IP = a, a.IPv4[0]
+	} else if len(a.IPv6) > 0 {
+		vm.Addresses = a
+	}
 }
 
 func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
