@@ -81,7 +81,7 @@ func TestPlanPower_hotplug(t *testing.T) {
 		t.Errorf("hotplug: the address stays, got %s", plan.IPAddress)
 	}
 	plan.MemoryMiB = types.Int64Value(3000)
-	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one", "2560 or 3072")
+	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one", "2560 or 3072", "Proxmox's DIMM steps")
 	// A stopped VM restarts nothing: no warning.
 	prior.Status = types.StringValue(statusStopped)
 	plan = prior
@@ -109,4 +109,50 @@ func TestValidatePower(t *testing.T) {
 	}
 	oneDiag(t, validatePower(ctx, withUpdate("5m", "5m")), "shutdown_timeout", diag.SeverityError, "below it, or raise timeouts.update")
 	oneDiag(t, validatePower(ctx, withUpdate("30m", "")), "shutdown_timeout", diag.SeverityError, "20m0s")
+}
+
+// A value the VM runs with, against another one pending in its config: a config write,
+// no restart, the address known.
+func TestPlanPower_pendingDropped(t *testing.T) {
+	prior := runningPrior()
+	prior.Cores = types.Int64Value(8) // reportPending: the config's pending value
+	plan := prior
+	plan.Cores, plan.IPAddress = types.Int64Value(2), types.StringUnknown()
+	diags := planPower(prior, &plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2})
+	oneDiag(t, diags, "cores", diag.SeverityWarning, "Proxy VM pending change dropped", "runs with cores 2, as configured", "holds 8", "No restart")
+	if plan.IPAddress.ValueString() != "192.0.2.10" {
+		t.Errorf("no restart: the address stays, got %s", plan.IPAddress)
+	}
+	// The state reports the configured pending value: still pending, no change planned.
+	prior.Cores = types.Int64Value(8)
+	plan = prior
+	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2}), "cores", diag.SeverityWarning,
+		"cores 8 is pending until proxy VM \"proxy-a\" restarts; it runs with cores 2")
+}
+
+// An unknown size on a running VM may restart it: a warning, the address unknown.
+func TestPlanPower_unknownMayRestart(t *testing.T) {
+	prior := runningPrior()
+	plan := prior
+	plan.Cores, plan.IPAddress = types.Int64Unknown(), types.StringUnknown()
+	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{}), "cores", diag.SeverityWarning, "Proxy VM may be restarted", "known only at apply")
+	if !plan.IPAddress.IsUnknown() {
+		t.Errorf("a possible restart keeps the address unknown, got %s", plan.IPAddress)
+	}
+	plan.RebootOnChange = types.BoolValue(false)
+	if diags := planPower(prior, &plan, &prior, powerRecord{}); len(diags) != 0 {
+		t.Errorf("reboot_on_change = false: %v, want none", diags)
+	}
+}
+
+func TestHotplugStepDiag(t *testing.T) {
+	if d := hotplugStepDiag("proxy-a", 1000, false, 1); !strings.Contains(d, "memory hotplug needs at least 1024 MiB") || strings.Contains(d, "1024 or 1024") {
+		t.Errorf("below the minimum: %q", d)
+	}
+	if d := hotplugStepDiag("proxy-a", 3000, false, 1); !strings.Contains(d, "Proxmox's DIMM steps, and 3000 MiB is not one") || !strings.Contains(d, "2560 or 3072") {
+		t.Errorf("off-step: %q", d)
+	}
+	if d := hotplugStepDiag("proxy-a", 3072, false, 1); d != "" {
+		t.Errorf("on a step: %q", d)
+	}
 }
