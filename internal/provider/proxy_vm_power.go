@@ -273,7 +273,14 @@ func hotplugStepDiag(name string, want int, hugepages1G bool, sockets int) strin
 // plan does not change it, so that the config write before any power-off (a restart, a
 // shutdown for started = false) writes it and Proxmox drops the pending value, rather
 // than applying it at the start.
-func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration, rec powerRecord) {
+//
+// A memory hotplug that Proxmox refuses during the update is a warning on memory_mib.
+func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration, rec powerRecord, diags *diag.Diagnostics) {
+	name := plan.Name.ValueString()
+	c.Notify = func(msg string) {
+		diags.AddAttributeWarning(path.Root("memory_mib"), "Proxy VM memory hotplug refused",
+			fmt.Sprintf("Proxy VM %q: %s The plan expected the memory to be plugged with no restart.", name, msg))
+	}
 	if v, ok := knownInt(plan.Cores); ok && c.Cores == nil && rec.PendingCores != 0 && rec.PendingCores != v {
 		c.Cores = &v
 	}

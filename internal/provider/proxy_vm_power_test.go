@@ -442,3 +442,48 @@ func TestAccProxyVM_pendingReverted(t *testing.T) {
 		},
 	})
 }
+
+// TestAccProxyVM_memoryHotplugPending: hotplug (naming memory) and numa written by an
+// admin to a running VM stay pending (a restart applies them), so the VM has no memory
+// hotplug yet: the plan of a memory change says the VM restarts (the address unknown),
+// and the apply restarts it.
+func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("reads the simulator's request log and pending values")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("hotpend")
+	base := vmProviderConfig(env, "")
+	cfg := func(mem int) string {
+		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(1024),
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
+					putConfig(t, env, c, vmid, map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"})
+					log.reset()
+					return nil
+				}),
+			},
+			{
+				Config: cfg(2048),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					checkSimConfig(env, &vmid, map[string]string{"memory": "2048", "hotplug": "network,disk,usb,memory", "numa": "1"}, nil),
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkPower(env, "running")),
+			},
+		},
+	})
+}

@@ -345,7 +345,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
-	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private))
+	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), &resp.Diagnostics)
 	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,11 +123,42 @@ func TestUpdate_memoryHotplug(t *testing.T) {
 	h = newHarness(t)
 	hot(h)
 	h.f.onCall("SetVMConfig", func(context.Context, fakeCall) error { return fixtureErr("err_hotplug_memory_min") })
-	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(4096), UID: testUID}); err != nil {
+	var told []string
+	notify := func(msg string) { told = append(told, msg) }
+	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(4096), UID: testUID, Notify: notify}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
 		t.Errorf("a refused hotplug: calls %v, want %v", got, want)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "did not hotplug memory 4096 MiB") || !strings.Contains(told[0], "restarted to apply it") {
+		t.Errorf("a refused hotplug told %q, want one note of the restart", told)
+	}
+}
+
+// hotplug and numa set on a running VM stay pending: the VM has no memory hotplug until
+// its next start, so a memory change restarts it, and the read says no hotplug. The
+// current config is read only for a VM whose config read names memory hotplug.
+func TestUpdate_memoryHotplugPending(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.MemoryHotplug || h.f.calls("VMConfigCurrent") != 0 {
+		t.Fatalf("ordinary VM: hotplug %v, %d current reads (%v)", vm.MemoryHotplug, h.f.calls("VMConfigCurrent"), err)
+	}
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Pending = map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}
+	})
+	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.MemoryHotplug || h.f.calls("VMConfigCurrent") != 1 {
+		t.Errorf("pending hotplug: read hotplug %v after %d current reads (%v), want false after 1", vm.MemoryHotplug, h.f.calls("VMConfigCurrent"), err)
+	}
+	h.f.calllog = nil
+	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(3072), UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("pending hotplug: calls %v, want %v", got, want)
 	}
 }
 

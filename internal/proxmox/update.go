@@ -3,6 +3,7 @@ package proxmox
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -95,7 +96,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	cfgMem := vmFromConfig(id, node, cfg, Mark{}).MemoryMiB
 	runCores, runMem := runningSizes(cfg, vs, cfgCores, cfgMem)
 	runs := running || (hibernated && ch.Start)
-	hotplug := memoryHotplug(cfg)
+	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, running)
+	if err != nil {
+		return node, nil, err
+	}
 
 	params := map[string]string{}
 	coresRestart, memRestart, memHot := false, false, false
@@ -212,9 +216,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		switch {
 		case err != nil && memHot && pveapi.IsHotplugProblem(err, "memory"):
 			// The other values are written; the memory stays pending.
-			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
+			tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
 				"vmid": id.VMID, "name": id.Name, "node": node, "error": err.Error()})
 			memHot, memRestart = false, true
+			hotplugRefused(ch, *ch.MemoryMiB, err.Error())
 		case err != nil:
 			return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
 		}
@@ -228,7 +233,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		if _, m := runningSizes(cfg, vs, cfgCores, cfgMem); m == *ch.MemoryMiB {
 			did = append(did, "hotplug")
 		} else {
+			tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug fell short: the change waits for a restart", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "node": node, "memory_mib": *ch.MemoryMiB, "running_mib": m})
 			memRestart = true
+			hotplugRefused(ch, *ch.MemoryMiB, fmt.Sprintf("the VM runs with %d MiB after the hotplug", m))
 		}
 	}
 	restart = (coresRestart || memRestart) && !ch.DeferRestart
@@ -292,6 +300,19 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		did = append(did, "start")
 	}
 	return node, did, nil
+}
+
+// hotplugRefused tells the caller (Changes.Notify) that a memory change planned as a
+// hotplug needs the restart after all.
+func hotplugRefused(ch Changes, mib int, why string) {
+	if ch.Notify == nil {
+		return
+	}
+	then := "so the VM is restarted to apply it"
+	if ch.DeferRestart {
+		then = "so the change is left pending until the VM restarts (reboot_on_change = false)"
+	}
+	ch.Notify(fmt.Sprintf("Proxmox did not hotplug memory %d MiB (%s), %s.", mib, why, then))
 }
 
 // seedFix is what ensureSeed did.
