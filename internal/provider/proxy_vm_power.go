@@ -90,6 +90,9 @@ type powerRecord struct {
 	PendingCores     int  `json:"pending_cores,omitempty"`
 	PendingMemoryMiB int  `json:"pending_memory_mib,omitempty"`
 	MemoryHotplug    bool `json:"memory_hotplug,omitempty"`
+	// What the DIMM steps depend on, with MemoryHotplug (MemoryHotplugStep).
+	Hugepages1G bool `json:"hugepages_1g,omitempty"`
+	Sockets     int  `json:"sockets,omitempty"`
 	// What the VM runs with, kept when a value is pending (the state may report the
 	// pending one, reportPending).
 	RunningCores     int `json:"running_cores,omitempty"`
@@ -101,6 +104,9 @@ func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagno
 		return nil
 	}
 	rec := powerRecord{PendingCores: vm.PendingCores, PendingMemoryMiB: vm.PendingMemoryMiB, MemoryHotplug: vm.MemoryHotplug}
+	if vm.MemoryHotplug {
+		rec.Hugepages1G, rec.Sockets = vm.HotplugHugepages1G, vm.HotplugSockets
+	}
 	if vm.PendingCores != 0 {
 		rec.RunningCores = vm.Cores
 	}
@@ -158,10 +164,21 @@ func readPower(ctx context.Context, p privateGetter) powerRecord {
 // stays known.
 func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if prior == nil || prior.Status.IsNull() || prior.Status.IsUnknown() || needsStart(prior.Status) || startedFalse(plan.Started) {
+	if prior == nil {
 		return nil
 	}
 	name := plan.Name.ValueString()
+	// A VM with memory hotplug takes only DIMM steps, running or not: Proxmox refuses to
+	// start it with another size.
+	if want, ok := knownInt(plan.MemoryMiB); ok && rec.MemoryHotplug && !plan.MemoryMiB.Equal(prior.MemoryMiB) {
+		if d := hotplugStepDiag(name, want, rec.Hugepages1G, rec.Sockets); d != "" {
+			diags.AddAttributeError(path.Root("memory_mib"), summaryInvalidConfig, d)
+			return diags
+		}
+	}
+	if prior.Status.IsNull() || prior.Status.IsUnknown() || needsStart(prior.Status) || startedFalse(plan.Started) {
+		return nil
+	}
 	deferred := startedFalse(plan.RebootOnChange)
 	restart := false
 	for _, a := range []struct {
@@ -216,10 +233,7 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 			from = fmt.Sprint(was)
 		}
 		if a.hot {
-			if d := hotplugStepDiag(name, want, false, 1); d != "" {
-				diags.AddAttributeError(p, summaryInvalidConfig, d)
-			}
-			continue // plugged, no restart
+			continue // plugged (on a DIMM step, checked above), no restart
 		}
 		switch {
 		case !deferred:

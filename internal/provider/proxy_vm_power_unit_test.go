@@ -156,3 +156,24 @@ func TestHotplugStepDiag(t *testing.T) {
 		t.Errorf("on a step: %q", d)
 	}
 }
+
+// The DIMM check applies to a stopped VM too (Proxmox refuses to start it off-step), and
+// follows the hugepages and sockets the last read saw.
+func TestPlanPower_hotplugStepStoppedHugepages(t *testing.T) {
+	prior := runningPrior()
+	prior.Status = types.StringValue(statusStopped)
+	plan := prior
+	plan.MemoryMiB = types.Int64Value(3000)
+	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one")
+	// 1 GiB hugepages on 2 sockets: 2048 MiB of static memory, 1 GiB DIMMs.
+	rec := powerRecord{MemoryHotplug: true, Hugepages1G: true, Sockets: 2}
+	plan.MemoryMiB = types.Int64Value(1536) // a 512 MiB step, not a 1 GiB one
+	oneDiag(t, planPower(prior, &plan, &prior, rec), "memory_mib", diag.SeverityError, "needs at least 2048 MiB")
+	plan.MemoryMiB = types.Int64Value(3072)
+	if diags := planPower(prior, &plan, &prior, rec); len(diags) != 0 {
+		t.Errorf("3072 MiB with 1 GiB DIMMs on 2048 MiB: %v", diags)
+	}
+	prior.Status = types.StringValue(statusRunning)
+	plan.MemoryMiB = types.Int64Value(2560)
+	oneDiag(t, planPower(prior, &plan, &prior, rec), "memory_mib", diag.SeverityError, "2560 MiB is not one", "2048 or 3072")
+}

@@ -178,6 +178,10 @@ type VM struct {
 	PendingMemoryMiB int
 	// MemoryHotplug: memory changes apply to the running VM (hotplug names memory, numa on).
 	MemoryHotplug bool
+	// HotplugHugepages1G and HotplugSockets, set with MemoryHotplug, are what the DIMM
+	// steps depend on (MemoryHotplugStep): 1 GiB hugepages, and the sockets then.
+	HotplugHugepages1G bool
+	HotplugSockets     int
 }
 
 // PassedVM is a finished VM of the created VM's name and namespace that Create skipped.

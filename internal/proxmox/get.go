@@ -149,6 +149,9 @@ func (b *Backend) applyRunningSizes(ctx context.Context, vm *VM, node string, cf
 		return err
 	}
 	vm.MemoryHotplug = hot
+	if hot {
+		vm.HotplugHugepages1G, vm.HotplugSockets = cfg["hugepages"] == "1024", atoiDefault(cfg["sockets"], 1)
+	}
 	cores, mem := runningSizes(cfg, st, vm.Cores, vm.MemoryMiB)
 	if cores != vm.Cores {
 		vm.PendingCores, vm.Cores = vm.Cores, cores
