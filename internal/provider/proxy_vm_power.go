@@ -28,11 +28,12 @@ import (
 const defaultShutdownTimeout = "2m"
 
 func powerAttributes() map[string]schema.Attribute {
-	st := "How long the restart that a `cores` or `memory_mib` change needs gives the guest to shut down " +
-		"(the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
-		"it. Default `" + defaultShutdownTimeout + "` (half of `timeouts.update` when that is shorter); a duration above " +
-		"zero and below `timeouts.update`, which also has to hold the start and the address wait. Changing it " +
-		"changes nothing on the VM."
+	st := "How long the restart that a `cores` or `memory_mib` change needs (and the shutdown of `started = false`) gives the " +
+		"guest to shut down (the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
+		"it. A duration above zero and at most half of `timeouts.update`, since the update also has to hold the start and the " +
+		"address wait: a larger value is refused at plan. Default `" + defaultShutdownTimeout + "`; when `timeouts.update` is " +
+		"below `4m` and `shutdown_timeout` is not set, half of `timeouts.update` is used instead (the state still shows `" +
+		defaultShutdownTimeout + "`). Changing it changes nothing on the VM."
 	rb := "Whether a `cores` or `memory_mib` change restarts a running VM to apply it. Default `true`: the " +
 		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
 		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
@@ -52,8 +53,9 @@ func powerAttributes() map[string]schema.Attribute {
 	}
 }
 
-// validatePower checks shutdown_timeout against timeouts.update: the update must also
-// hold the start and the address wait after the shutdown.
+// validatePower checks a configured shutdown_timeout against timeouts.update (when both
+// are known): at most half of it, as the update must also hold the start and the address
+// wait after the shutdown.
 func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	s, ok := knownString(config.ShutdownTimeout)
@@ -73,10 +75,10 @@ func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	if tdiags.HasError() {
 		return nil
 	}
-	if d >= update {
+	if d > update/2 {
 		diags.AddAttributeError(path.Root("shutdown_timeout"), summaryInvalidConfig,
-			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), restart and address wait included: "+
-				"set shutdown_timeout below it, or raise timeouts.update.", d, update))
+			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), and after the shutdown it still has to "+
+				"start the VM and wait for its address: set shutdown_timeout to at most half of it (%s), or raise timeouts.update.", d, update, update/2))
 	}
 	return diags
 }
@@ -280,8 +282,9 @@ func hotplugStepDiag(name string, want int, hugepages1G bool, sockets int) strin
 }
 
 // powerChanges passes the restart settings to the backend. A shutdown_timeout set in the
-// configuration is below the update timeout (validatePower); the default may not be, with
-// a short timeouts.update, and then half of the update timeout is the shutdown's.
+// configuration is at most half of the update timeout (validatePower); the default may be
+// more, with timeouts.update below 4m, and then half of the update timeout is the
+// shutdown's, as the attribute's description says.
 //
 // A configured value that the config's pending section contradicts is sent even when the
 // plan does not change it, so that the config write before any power-off (a restart, a
@@ -309,8 +312,8 @@ func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration, r
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = mustDuration(defaultShutdownTimeout)
 	}
-	if c.ShutdownTimeout >= update {
-		c.ShutdownTimeout = update / 2
+	if c.ShutdownTimeout > update/2 {
+		c.ShutdownTimeout = update / 2 // the default only: a configured value is at most half (validatePower)
 	}
 	c.DeferRestart = startedFalse(plan.RebootOnChange)
 }

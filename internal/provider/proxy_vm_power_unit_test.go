@@ -4,12 +4,15 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // runningPrior is the state of a running VM with 2 cores and 2048 MiB.
@@ -107,8 +110,38 @@ func TestValidatePower(t *testing.T) {
 	if d := validatePower(ctx, withUpdate("5m", "")); d.HasError() {
 		t.Errorf("5m within the default update timeout: %v", d)
 	}
-	oneDiag(t, validatePower(ctx, withUpdate("5m", "5m")), "shutdown_timeout", diag.SeverityError, "below it, or raise timeouts.update")
+	oneDiag(t, validatePower(ctx, withUpdate("5m", "5m")), "shutdown_timeout", diag.SeverityError, "at most half of it (2m30s), or raise timeouts.update")
 	oneDiag(t, validatePower(ctx, withUpdate("30m", "")), "shutdown_timeout", diag.SeverityError, "20m0s")
+	// Above half of timeouts.update, below all of it: refused.
+	oneDiag(t, validatePower(ctx, withUpdate("3m", "5m")), "shutdown_timeout", diag.SeverityError, "start the VM and wait for its address")
+	if d := validatePower(ctx, withUpdate("2m30s", "5m")); d.HasError() {
+		t.Errorf("half of timeouts.update: %v", d)
+	}
+	if d := validatePower(ctx, withUpdate("10m", "")); d.HasError() {
+		t.Errorf("half of the default update timeout: %v", d)
+	}
+}
+
+// The default shutdown_timeout with a short timeouts.update: half of it is used.
+func TestPowerChanges_shutdownTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		st     string
+		update time.Duration
+		want   time.Duration
+	}{
+		{"2m", 20 * time.Minute, 2 * time.Minute},
+		{"2m", 3 * time.Minute, 90 * time.Second},
+		{"1m", 3 * time.Minute, time.Minute},
+	} {
+		var c proxmox.Changes
+		plan := runningPrior()
+		plan.ShutdownTimeout = types.StringValue(tc.st)
+		var diags diag.Diagnostics
+		powerChanges(&c, plan, tc.update, powerRecord{}, &diags)
+		if c.ShutdownTimeout != tc.want {
+			t.Errorf("%s with timeouts.update %s: %s, want %s", tc.st, tc.update, c.ShutdownTimeout, tc.want)
+		}
+	}
 }
 
 // A value the VM runs with, against another one pending in its config: a config write,
