@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -215,5 +216,26 @@ func TestShutdownPollDelay(t *testing.T) {
 		if d < tc.atLeast || d > tc.atMost {
 			t.Errorf("shutdownPollDelay(%s, %s) = %s, want %s to %s", tc.elapsed, tc.expected, d, tc.atLeast, tc.atMost)
 		}
+	}
+}
+
+// A power request that fails during the restart for a cores or memory change says which
+// restart it was and what the next apply does.
+func TestUpdate_restartFailureSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		want   []string
+	}{
+		{"Shutdown", []string{"the restart that applies cores 4 failed", "written to the VM's config and stay pending", "next apply restarts it again"}},
+		{"Start", []string{"the restart that applies cores 4 failed", "was shut down and its config holds the new values", "next apply starts it again"}},
+	} {
+		h := newHarness(t)
+		h.ourRunningVM(testVMID0, testName)
+		h.f.onCall(tc.method, func(context.Context, fakeCall) error { return errors.New("connection reset by peer") })
+		err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(4), UID: testUID})
+		if err == nil {
+			t.Fatalf("%s failing: no error", tc.method)
+		}
+		assertContains(t, err.Error(), append(tc.want, "connection reset by peer")...)
 	}
 }
