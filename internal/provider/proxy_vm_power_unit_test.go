@@ -144,6 +144,19 @@ func TestPowerChanges_shutdownTimeout(t *testing.T) {
 	}
 }
 
+// The update's note of a refused hotplug is a warning on memory_mib; a configured value
+// that the config's pending section contradicts is sent although the plan keeps it.
+func TestPowerChanges_notifyAndPending(t *testing.T) {
+	var c proxmox.Changes
+	var diags diag.Diagnostics
+	powerChanges(&c, runningPrior(), 20*time.Minute, powerRecord{PendingCores: 8, RunningCores: 2}, &diags)
+	if c.Cores == nil || *c.Cores != 2 || c.MemoryMiB != nil {
+		t.Errorf("cores %v memory %v, want cores 2 sent and memory left alone", c.Cores, c.MemoryMiB)
+	}
+	c.Notify("Proxmox did not hotplug memory 4096 MiB (hotplug problem), so the VM is restarted to apply it.")
+	oneDiag(t, diags, "memory_mib", diag.SeverityWarning, "Proxy VM memory hotplug refused", "restarted to apply it")
+}
+
 // A value the VM runs with, against another one pending in its config: a config write,
 // no restart, the address known.
 func TestPlanPower_pendingDropped(t *testing.T) {
