@@ -28,11 +28,12 @@ import (
 const defaultShutdownTimeout = "2m"
 
 func powerAttributes() map[string]schema.Attribute {
-	st := "How long the restart that a `cores` or `memory_mib` change needs gives the guest to shut down " +
-		"(the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
-		"it. Default `" + defaultShutdownTimeout + "` (half of `timeouts.update` when that is shorter); a duration above " +
-		"zero and below `timeouts.update`, which also has to hold the start and the address wait. Changing it " +
-		"changes nothing on the VM."
+	st := "How long the restart that a `cores` or `memory_mib` change needs (and the shutdown of `started = false`) gives the " +
+		"guest to shut down (the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
+		"it. A duration above zero and at most half of `timeouts.update`, since the update also has to hold the start and the " +
+		"address wait: a larger value is refused at plan. Default `" + defaultShutdownTimeout + "`; when `timeouts.update` is " +
+		"below `4m` and `shutdown_timeout` is not set, half of `timeouts.update` is used instead (the state still shows `" +
+		defaultShutdownTimeout + "`). Changing it changes nothing on the VM."
 	rb := "Whether a `cores` or `memory_mib` change restarts a running VM to apply it. Default `true`: the " +
 		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
 		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
@@ -52,8 +53,9 @@ func powerAttributes() map[string]schema.Attribute {
 	}
 }
 
-// validatePower checks shutdown_timeout against timeouts.update: the update must also
-// hold the start and the address wait after the shutdown.
+// validatePower checks a configured shutdown_timeout against timeouts.update (when both
+// are known): at most half of it, as the update must also hold the start and the address
+// wait after the shutdown.
 func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	s, ok := knownString(config.ShutdownTimeout)
@@ -73,10 +75,10 @@ func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	if tdiags.HasError() {
 		return nil
 	}
-	if d >= update {
+	if d > update/2 {
 		diags.AddAttributeError(path.Root("shutdown_timeout"), summaryInvalidConfig,
-			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), restart and address wait included: "+
-				"set shutdown_timeout below it, or raise timeouts.update.", d, update))
+			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), and after the shutdown it still has to "+
+				"start the VM and wait for its address: set shutdown_timeout to at most half of it (%s), or raise timeouts.update.", d, update, update/2))
 	}
 	return diags
 }
@@ -90,6 +92,13 @@ type powerRecord struct {
 	PendingCores     int  `json:"pending_cores,omitempty"`
 	PendingMemoryMiB int  `json:"pending_memory_mib,omitempty"`
 	MemoryHotplug    bool `json:"memory_hotplug,omitempty"`
+	// What the DIMM steps depend on, with MemoryHotplug (MemoryHotplugStep).
+	Hugepages1G bool `json:"hugepages_1g,omitempty"`
+	Sockets     int  `json:"sockets,omitempty"`
+	// What the VM runs with, kept when a value is pending (the state may report the
+	// pending one, reportPending).
+	RunningCores     int `json:"running_cores,omitempty"`
+	RunningMemoryMiB int `json:"running_memory_mib,omitempty"`
 }
 
 func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
@@ -97,6 +106,15 @@ func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagno
 		return nil
 	}
 	rec := powerRecord{PendingCores: vm.PendingCores, PendingMemoryMiB: vm.PendingMemoryMiB, MemoryHotplug: vm.MemoryHotplug}
+	if vm.MemoryHotplug {
+		rec.Hugepages1G, rec.Sockets = vm.HotplugHugepages1G, vm.HotplugSockets
+	}
+	if vm.PendingCores != 0 {
+		rec.RunningCores = vm.Cores
+	}
+	if vm.PendingMemoryMiB != 0 {
+		rec.RunningMemoryMiB = vm.MemoryMiB
+	}
 	if rec == (powerRecord{}) {
 		return p.SetKey(ctx, privateKeyPower, nil)
 	}
@@ -107,6 +125,23 @@ func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagno
 		return diags
 	}
 	return p.SetKey(ctx, privateKeyPower, raw)
+}
+
+// reportPending is the refresh's rule for a value the VM's config holds pending: when the
+// VM runs with the value the prior state holds (what Terraform last applied or read), the
+// pending value did not come from that apply (it was written outside Terraform, or left
+// by an earlier deferred change that the configuration has since reverted), and the state
+// reports it, so that a configuration that differs from it shows as a change whose apply
+// writes the configured value (Proxmox then drops the pending one). Otherwise (the prior
+// state holds the pending value, written by a reboot_on_change = false apply) the state
+// reports what the VM runs with, and every plan shows the deferred change.
+func reportPending(state *proxyVMModel, prior proxyVMModel, vm proxmox.VM) {
+	if was, ok := knownInt(prior.Cores); ok && vm.PendingCores != 0 && was == vm.Cores {
+		state.Cores = types.Int64Value(int64(vm.PendingCores))
+	}
+	if was, ok := knownInt(prior.MemoryMiB); ok && vm.PendingMemoryMiB != 0 && was == vm.MemoryMiB {
+		state.MemoryMiB = types.Int64Value(int64(vm.PendingMemoryMiB))
+	}
 }
 
 func readPower(ctx context.Context, p privateGetter) powerRecord {
@@ -124,38 +159,74 @@ func readPower(ctx context.Context, p privateGetter) powerRecord {
 
 // planPower says in the plan what a cores or memory change does to a running VM: a
 // restart (a warning on the attribute), nothing for hotplugged memory, or, with
-// reboot_on_change = false, a change left pending (a warning). A size a VM with memory
-// hotplug cannot take is an error here. Without a restart the address stays known.
+// reboot_on_change = false, a change left pending (a warning). A value the VM already runs
+// with, against a different one pending in its config, is a config write with no restart
+// (Proxmox drops the pending value). An unknown size may restart it (a warning). A size a
+// VM with memory hotplug cannot take is an error here. Without a restart the address
+// stays known.
 func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if prior == nil || prior.Status.IsNull() || prior.Status.IsUnknown() || needsStart(prior.Status) || startedFalse(plan.Started) {
+	if prior == nil {
 		return nil
 	}
 	name := plan.Name.ValueString()
+	// A VM with memory hotplug takes only DIMM steps, running or not: Proxmox refuses to
+	// start it with another size.
+	if want, ok := knownInt(plan.MemoryMiB); ok && rec.MemoryHotplug && !plan.MemoryMiB.Equal(prior.MemoryMiB) {
+		if d := hotplugStepDiag(name, want, rec.Hugepages1G, rec.Sockets); d != "" {
+			diags.AddAttributeError(path.Root("memory_mib"), summaryInvalidConfig, d)
+			return diags
+		}
+	}
+	if prior.Status.IsNull() || prior.Status.IsUnknown() || needsStart(prior.Status) || startedFalse(plan.Started) {
+		return nil
+	}
 	deferred := startedFalse(plan.RebootOnChange)
 	restart := false
 	for _, a := range []struct {
-		attr, label string
-		prior, plan types.Int64
-		pending     int
-		hot         bool
+		attr, label      string
+		prior, plan      types.Int64
+		pending, running int
+		hot              bool
 	}{
-		{"cores", "cores", prior.Cores, plan.Cores, rec.PendingCores, false},
-		{"memory_mib", "memory_mib", prior.MemoryMiB, plan.MemoryMiB, rec.PendingMemoryMiB, rec.MemoryHotplug},
+		{"cores", "cores", prior.Cores, plan.Cores, rec.PendingCores, rec.RunningCores, false},
+		{"memory_mib", "memory_mib", prior.MemoryMiB, plan.MemoryMiB, rec.PendingMemoryMiB, rec.RunningMemoryMiB, rec.MemoryHotplug},
 	} {
 		p := path.Root(a.attr)
 		want, known := knownInt(a.plan)
 		was, wasKnown := knownInt(a.prior)
 		if !known {
-			restart = restart || !deferred
+			if !a.plan.Equal(a.prior) && !deferred && !a.hot {
+				restart = true
+				diags.AddAttributeWarning(p, "Proxy VM may be restarted",
+					fmt.Sprintf("%s of proxy VM %q is known only at apply: if it differs from what the VM runs with, the apply restarts the VM "+
+						"to apply it (a shutdown of up to shutdown_timeout, then a start), and its address may change. "+
+						"Set reboot_on_change = false to leave such a change pending instead.", a.label, name))
+			}
+			continue
+		}
+		if a.pending != 0 && a.pending != want && (a.running == want || (a.running == 0 && a.plan.Equal(a.prior))) {
+			// The VM runs with the configured value; its config holds another one, pending.
+			if !a.plan.Equal(a.prior) {
+				diags.AddAttributeWarning(p, "Proxy VM pending change dropped",
+					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start: "+
+						"the apply writes %d to the config, which Proxmox takes as is, dropping the pending value. No restart.",
+						name, a.label, want, a.pending, want))
+			} else {
+				diags.AddAttributeWarning(p, "Proxy VM change pending",
+					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start. "+
+						"An apply that changes this VM writes %d to the config, which drops the pending value; with nothing else to change, "+
+						"the plan after this apply (or after terraform apply -refresh-only) shows %s %d → %d, and its apply writes it, with no restart.",
+						name, a.label, want, a.pending, want, a.label, a.pending, want))
+			}
 			continue
 		}
 		if a.plan.Equal(a.prior) {
-			if a.pending != 0 && a.pending != want {
+			if a.pending != 0 && a.pending == want && a.running != 0 {
+				// The state reports the pending value (reportPending) that is configured.
 				diags.AddAttributeWarning(p, "Proxy VM change pending",
-					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, written while it ran: "+
-						"that value applies at its next start. Restart the VM with the configured value to drop it, or write %d to it in Proxmox.",
-						name, a.label, want, a.pending, want))
+					fmt.Sprintf("%s %d is pending until proxy VM %q restarts; it runs with %s %d until then. Restart it (started = false, "+
+						"then true) to apply it.", a.label, want, name, a.label, a.running))
 			}
 			continue
 		}
@@ -164,13 +235,7 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 			from = fmt.Sprint(was)
 		}
 		if a.hot {
-			ok, below, above := proxmox.MemoryHotplugStep(want, false, 1)
-			if !ok {
-				diags.AddAttributeError(p, summaryInvalidConfig, fmt.Sprintf(
-					"Proxy VM %q has memory hotplug (its Proxmox hotplug option names memory), so its memory grows and shrinks in DIMM steps "+
-						"of Proxmox's: %d MiB is not one. Set memory_mib to %d or %d.", name, want, below, above))
-			}
-			continue // plugged, no restart
+			continue // plugged (on a DIMM step, checked above), no restart
 		}
 		switch {
 		case !deferred:
@@ -197,10 +262,48 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 	return diags
 }
 
+// hotplugStepDiag is the plan's error for a memory size a VM with memory hotplug cannot
+// take (MemoryHotplugStep), "" when it can.
+func hotplugStepDiag(name string, want int, hugepages1G bool, sockets int) string {
+	ok, below, above := proxmox.MemoryHotplugStep(want, hugepages1G, sockets)
+	switch {
+	case ok:
+		return ""
+	case want < below:
+		return fmt.Sprintf("Proxy VM %q has memory hotplug (its Proxmox hotplug option names memory), and memory hotplug needs at least %d MiB: "+
+			"%d MiB is below it. Set memory_mib to %d or more, on a DIMM step.", name, below, want, below)
+	case below == above:
+		return fmt.Sprintf("Proxy VM %q has memory hotplug (its Proxmox hotplug option names memory), which reaches at most %d MiB: "+
+			"%d MiB is above it. Set memory_mib to %d or less.", name, below, want, below)
+	default:
+		return fmt.Sprintf("Proxy VM %q has memory hotplug (its Proxmox hotplug option names memory), so its memory grows and shrinks in "+
+			"Proxmox's DIMM steps, and %d MiB is not one. Set memory_mib to %d or %d.", name, want, below, above)
+	}
+}
+
 // powerChanges passes the restart settings to the backend. A shutdown_timeout set in the
-// configuration is below the update timeout (validatePower); the default may not be, with
-// a short timeouts.update, and then half of the update timeout is the shutdown's.
-func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration) {
+// configuration is at most half of the update timeout (validatePower); the default may be
+// more, with timeouts.update below 4m, and then half of the update timeout is the
+// shutdown's, as the attribute's description says.
+//
+// A configured value that the config's pending section contradicts is sent even when the
+// plan does not change it, so that the config write before any power-off (a restart, a
+// shutdown for started = false) writes it and Proxmox drops the pending value, rather
+// than applying it at the start.
+//
+// A memory hotplug that Proxmox refuses during the update is a warning on memory_mib.
+func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration, rec powerRecord, diags *diag.Diagnostics) {
+	name := plan.Name.ValueString()
+	c.Notify = func(msg string) {
+		diags.AddAttributeWarning(path.Root("memory_mib"), "Proxy VM memory hotplug refused",
+			fmt.Sprintf("Proxy VM %q: %s The plan expected the memory to be plugged with no restart.", name, msg))
+	}
+	if v, ok := knownInt(plan.Cores); ok && c.Cores == nil && rec.PendingCores != 0 && rec.PendingCores != v {
+		c.Cores = &v
+	}
+	if v, ok := knownInt(plan.MemoryMiB); ok && c.MemoryMiB == nil && rec.PendingMemoryMiB != 0 && rec.PendingMemoryMiB != v {
+		c.MemoryMiB = &v
+	}
 	if s, ok := knownString(plan.ShutdownTimeout); ok {
 		if d, err := time.ParseDuration(s); err == nil && d > 0 {
 			c.ShutdownTimeout = d
@@ -209,8 +312,8 @@ func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration) {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = mustDuration(defaultShutdownTimeout)
 	}
-	if c.ShutdownTimeout >= update {
-		c.ShutdownTimeout = update / 2
+	if c.ShutdownTimeout > update/2 {
+		c.ShutdownTimeout = update / 2 // the default only: a configured value is at most half (validatePower)
 	}
 	c.DeferRestart = startedFalse(plan.RebootOnChange)
 }

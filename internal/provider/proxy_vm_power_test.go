@@ -337,3 +337,153 @@ func TestAccProxyVM_memoryHotplug(t *testing.T) {
 		},
 	})
 }
+
+// putConfig writes params to the VM's config through the API, as an admin would in
+// Proxmox: on a running VM, cores stays pending.
+func putConfig(t *testing.T, env *testEnv, c *cluster, vmid int, params map[string]string) {
+	t.Helper()
+	vm, ok := env.Sim.VM(vmid)
+	if !ok {
+		t.Fatalf("VM %d gone", vmid)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.api.SetVMConfig(ctx, vm.Node, vmid, params); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAccProxyVM_pendingReverted: a pending value that differs from the configuration is
+// a change the plan shows and the apply corrects. A deferred cores change reverted in the
+// configuration shows (once the refresh is saved) as pending → configured, and the apply
+// with a memory change and reboot_on_change = true writes the configured cores before the
+// restart, so the VM comes back with them. A cores value written outside Terraform while
+// the VM runs is written back with no restart, and again before started = false shuts it
+// down, so the stopped VM holds the configured value.
+func TestAccProxyVM_pendingReverted(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("reads the simulator's request log and pending values")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("revert")
+	base := vmProviderConfig(env, "")
+	cfg := func(cores, mem int, extra string) string {
+		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = %d\n%s", cores, mem, extra))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(1, 512, ""),
+				Check:  resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+			},
+			{
+				Config:             cfg(2, 512, "  reboot_on_change = false"),
+				Check:              checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Reverted: the VM runs with the configured cores 1; once this apply saves the
+				// refresh, the plan shows the pending 2 → 1.
+				Config:             cfg(1, 512, "  reboot_on_change = false"),
+				Check:              checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				PreConfig: func() { log.reset() },
+				Config:    cfg(1, 1024, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1", "memory": "1024"}, nil),
+					checkPower(env, "running")),
+			},
+			{
+				// cores 8 written outside Terraform while the VM runs: pending.
+				PreConfig: func() {
+					putConfig(t, env, c, vmid, map[string]string{"cores": "8"})
+					log.reset()
+				},
+				Config: cfg(1, 1024, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config"),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, nil),
+					checkPower(env, "running")),
+			},
+			{
+				PreConfig: func() {
+					putConfig(t, env, c, vmid, map[string]string{"cores": "8"})
+					log.reset()
+				},
+				Config: cfg(1, 1024, "  started = false"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown"),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, nil),
+					checkPower(env, "stopped")),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_memoryHotplugPending: hotplug (naming memory) and numa written by an
+// admin to a running VM stay pending (a restart applies them), so the VM has no memory
+// hotplug yet: the plan of a memory change says the VM restarts (the address unknown),
+// and the apply restarts it.
+func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("reads the simulator's request log and pending values")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("hotpend")
+	base := vmProviderConfig(env, "")
+	cfg := func(mem int) string {
+		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(1024),
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
+					putConfig(t, env, c, vmid, map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"})
+					log.reset()
+					return nil
+				}),
+			},
+			{
+				Config: cfg(2048),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					checkSimConfig(env, &vmid, map[string]string{"memory": "2048", "hotplug": "network,disk,usb,memory", "numa": "1"}, nil),
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkPower(env, "running")),
+			},
+		},
+	})
+}

@@ -299,7 +299,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
 	r.fillAddress(ctx, state, &vm)
+	prior := state
 	applyVM(&state, vm)
+	reportPending(&state, prior, vm) // a pending value against the prior state (proxy_vm_power.go)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -369,7 +371,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
-	powerChanges(&changes, plan, timeout)
+	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), &resp.Diagnostics)
 	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP

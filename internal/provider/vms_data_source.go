@@ -81,7 +81,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
-			"and the seed ISOs that no VM uses any more.",
+			"and the seed ISOs that no VM uses any more. `cores` and `memory_mib` are the VM's config values, a change pending " +
+			"until a running VM's restart included, so they may differ from what it runs with (which the `proxy_vm` data source reports).",
 		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
 			"node": schema.StringAttribute{

@@ -178,6 +178,10 @@ type VM struct {
 	PendingMemoryMiB int
 	// MemoryHotplug: memory changes apply to the running VM (hotplug names memory, numa on).
 	MemoryHotplug bool
+	// HotplugHugepages1G and HotplugSockets, set with MemoryHotplug, are what the DIMM
+	// steps depend on (MemoryHotplugStep): 1 GiB hugepages, and the sockets then.
+	HotplugHugepages1G bool
+	HotplugSockets     int
 }
 
 // PassedVM is a finished VM of the created VM's name and namespace that Create skipped.
@@ -251,6 +255,10 @@ type Changes struct {
 	// a restart and leaves it pending (Proxmox applies it at the VM's next stop or start)
 	// instead of restarting the VM. A hotplugged memory change applies either way.
 	DeferRestart bool
+	// Notify, when set, is told what the update did that its plan did not say: a memory
+	// hotplug that Proxmox refused (or plugged short of the size), so the VM was restarted
+	// to apply the memory (or, with DeferRestart, the memory was left pending).
+	Notify func(msg string)
 }
 
 // Instance is one marked VM listed by List (decision: list-marked).

@@ -573,6 +573,24 @@ func (f *fakeAPI) VMConfig(ctx context.Context, node string, vmid int) (map[stri
 	return cfg, nil
 }
 
+func (f *fakeAPI) VMConfigCurrent(ctx context.Context, node string, vmid int) (map[string]string, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMConfigCurrent", Node: node, VMID: vmid}); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	cfg := maps.Clone(v.Config)
+	if v.Lock != "" {
+		cfg["lock"] = v.Lock
+	}
+	cfg["digest"] = fakeDigest(cfg)
+	return cfg, nil
+}
+
 // fakeDigest stands for the config file's sha1, which PVE returns as digest and checks a
 // config write's digest= against (testdata/err_config_modified.json).
 func fakeDigest(cfg map[string]string) string {

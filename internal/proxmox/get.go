@@ -113,7 +113,9 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return vm, nil
 	}
 	vm.State, vm.QMPStatus = mapState(st.Status, st.QMPStatus), st.QMPStatus
-	applyRunningSizes(&vm, cfg, st)
+	if err := b.applyRunningSizes(ctx, &vm, r.Node, cfg, st); err != nil {
+		return VM{}, err
+	}
 	if vm.State != StateRunning || !opts.Agent {
 		return vm, nil
 	}
@@ -138,9 +140,18 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 
 // applyRunningSizes reports a running VM's cores and memory as it runs with them, and the
 // config's values that differ as pending (runningSizes): no request beyond the config and
-// status/current the read makes anyway.
-func applyRunningSizes(vm *VM, cfg map[string]string, st pveapi.VMStatus) {
-	vm.MemoryHotplug = memoryHotplug(cfg)
+// status/current the read makes anyway, but for a running VM whose config read (pending
+// values included) shows memory hotplug, which is judged from its current values
+// (runningHotplug).
+func (b *Backend) applyRunningSizes(ctx context.Context, vm *VM, node string, cfg map[string]string, st pveapi.VMStatus) error {
+	hot, err := b.runningHotplug(ctx, node, vm.ID.VMID, cfg, st.Status == "running")
+	if err != nil {
+		return err
+	}
+	vm.MemoryHotplug = hot
+	if hot {
+		vm.HotplugHugepages1G, vm.HotplugSockets = cfg["hugepages"] == "1024", atoiDefault(cfg["sockets"], 1)
+	}
 	cores, mem := runningSizes(cfg, st, vm.Cores, vm.MemoryMiB)
 	if cores != vm.Cores {
 		vm.PendingCores, vm.Cores = vm.Cores, cores
@@ -148,6 +159,7 @@ func applyRunningSizes(vm *VM, cfg map[string]string, st pveapi.VMStatus) {
 	if mem != vm.MemoryMiB {
 		vm.PendingMemoryMiB, vm.MemoryMiB = vm.MemoryMiB, mem
 	}
+	return nil
 }
 
 // owned applies the name and mark checks to a config read at id's VMID: another

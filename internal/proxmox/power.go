@@ -55,6 +55,26 @@ func memoryHotplug(cfg map[string]string) bool {
 	return has && cfg["numa"] == "1"
 }
 
+// runningHotplug is memoryHotplug of what a VM runs with. A hotplug or numa change to a
+// running VM stays pending (qemu-server vmconfig_hotplug_pending plugs neither: numa has
+// no branch, and a hotplug value naming cpu or memory, new or current, is skipped), so the
+// config read, which shows the pending values, may name memory hotplug the VM does not
+// have until its next start. Only then (running, and the read names memory hotplug) is the
+// config read again with current=1: one request more for such VMs, none for the others.
+func (b *Backend) runningHotplug(ctx context.Context, node string, vmid int, cfg map[string]string, running bool) (bool, error) {
+	if !memoryHotplug(cfg) {
+		return false, nil
+	}
+	if !running {
+		return true, nil
+	}
+	cur, err := b.api.VMConfigCurrent(ctx, node, vmid)
+	if err != nil {
+		return false, apiErrorf("get", err, "reading the current config on node %s", node)
+	}
+	return memoryHotplug(cur), nil
+}
+
 // MemoryHotplugStep says whether mib is a size memory hotplug reaches exactly, and the
 // sizes around it: 1024 MiB of static memory, then 32 DIMMs of 512 MiB, 32 of 1 GiB, and
 // so on, doubling 8 times (qemu-server Memory.pm foreach_dimm; 1 GiB hugepages start at

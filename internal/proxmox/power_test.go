@@ -2,7 +2,9 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,11 +124,42 @@ func TestUpdate_memoryHotplug(t *testing.T) {
 	h = newHarness(t)
 	hot(h)
 	h.f.onCall("SetVMConfig", func(context.Context, fakeCall) error { return fixtureErr("err_hotplug_memory_min") })
-	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(4096), UID: testUID}); err != nil {
+	var told []string
+	notify := func(msg string) { told = append(told, msg) }
+	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(4096), UID: testUID, Notify: notify}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
 		t.Errorf("a refused hotplug: calls %v, want %v", got, want)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "did not hotplug memory 4096 MiB") || !strings.Contains(told[0], "restarted to apply it") {
+		t.Errorf("a refused hotplug told %q, want one note of the restart", told)
+	}
+}
+
+// hotplug and numa set on a running VM stay pending: the VM has no memory hotplug until
+// its next start, so a memory change restarts it, and the read says no hotplug. The
+// current config is read only for a VM whose config read names memory hotplug.
+func TestUpdate_memoryHotplugPending(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.MemoryHotplug || h.f.calls("VMConfigCurrent") != 0 {
+		t.Fatalf("ordinary VM: hotplug %v, %d current reads (%v)", vm.MemoryHotplug, h.f.calls("VMConfigCurrent"), err)
+	}
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Pending = map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}
+	})
+	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	if err != nil || vm.MemoryHotplug || h.f.calls("VMConfigCurrent") != 1 {
+		t.Errorf("pending hotplug: read hotplug %v after %d current reads (%v), want false after 1", vm.MemoryHotplug, h.f.calls("VMConfigCurrent"), err)
+	}
+	h.f.calllog = nil
+	if err := h.b.Update(h.ctx, testID, Changes{MemoryMiB: ptr(3072), UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mutating(h.f), []string{"SetVMConfig", "Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("pending hotplug: calls %v, want %v", got, want)
 	}
 }
 
@@ -183,5 +216,26 @@ func TestShutdownPollDelay(t *testing.T) {
 		if d < tc.atLeast || d > tc.atMost {
 			t.Errorf("shutdownPollDelay(%s, %s) = %s, want %s to %s", tc.elapsed, tc.expected, d, tc.atLeast, tc.atMost)
 		}
+	}
+}
+
+// A power request that fails during the restart for a cores or memory change says which
+// restart it was and what the next apply does.
+func TestUpdate_restartFailureSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		method string
+		want   []string
+	}{
+		{"Shutdown", []string{"the restart that applies cores 4 failed", "written to the VM's config and stay pending", "next apply restarts it again"}},
+		{"Start", []string{"the restart that applies cores 4 failed", "was shut down and its config holds the new values", "next apply starts it again"}},
+	} {
+		h := newHarness(t)
+		h.ourRunningVM(testVMID0, testName)
+		h.f.onCall(tc.method, func(context.Context, fakeCall) error { return errors.New("connection reset by peer") })
+		err := h.b.Update(h.ctx, testID, Changes{Cores: ptr(4), UID: testUID})
+		if err == nil {
+			t.Fatalf("%s failing: no error", tc.method)
+		}
+		assertContains(t, err.Error(), append(tc.want, "connection reset by peer")...)
 	}
 }

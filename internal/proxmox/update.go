@@ -3,9 +3,11 @@ package proxmox
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -95,7 +97,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	cfgMem := vmFromConfig(id, node, cfg, Mark{}).MemoryMiB
 	runCores, runMem := runningSizes(cfg, vs, cfgCores, cfgMem)
 	runs := running || (hibernated && ch.Start)
-	hotplug := memoryHotplug(cfg)
+	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, running)
+	if err != nil {
+		return node, nil, err
+	}
 
 	params := map[string]string{}
 	coresRestart, memRestart, memHot := false, false, false
@@ -212,9 +217,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		switch {
 		case err != nil && memHot && pveapi.IsHotplugProblem(err, "memory"):
 			// The other values are written; the memory stays pending.
-			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
+			tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
 				"vmid": id.VMID, "name": id.Name, "node": node, "error": err.Error()})
 			memHot, memRestart = false, true
+			hotplugRefused(ch, *ch.MemoryMiB, err.Error())
 		case err != nil:
 			return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
 		}
@@ -228,7 +234,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		if _, m := runningSizes(cfg, vs, cfgCores, cfgMem); m == *ch.MemoryMiB {
 			did = append(did, "hotplug")
 		} else {
+			tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug fell short: the change waits for a restart", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "node": node, "memory_mib": *ch.MemoryMiB, "running_mib": m})
 			memRestart = true
+			hotplugRefused(ch, *ch.MemoryMiB, fmt.Sprintf("the VM runs with %d MiB after the hotplug", m))
 		}
 	}
 	restart = (coresRestart || memRestart) && !ch.DeferRestart
@@ -269,18 +278,18 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	case running && paused && (restart || ch.Start):
 		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
 		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
-			return node, nil, err
+			return node, nil, restartErr(err, restart, false, ch, coresRestart, memRestart)
 		}
 		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
-			return node, nil, err
+			return node, nil, restartErr(err, restart, true, ch, coresRestart, memRestart)
 		}
 		did = append(did, "restart")
 	case running && restart:
 		if err := b.shutdownAndWait(ctx, "update", node, id.VMID, ch.ShutdownTimeout); err != nil {
-			return node, nil, err
+			return node, nil, restartErr(err, true, false, ch, coresRestart, memRestart)
 		}
 		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
-			return node, nil, err
+			return node, nil, restartErr(err, true, true, ch, coresRestart, memRestart)
 		}
 		did = append(did, "restart")
 	case running && (coresRestart || memRestart):
@@ -292,6 +301,45 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		did = append(did, "start")
 	}
 	return node, did, nil
+}
+
+// restartErr says of a power task that failed during the restart that applies a cores or
+// memory change which restart it was and where the VM is left: before the power-off, the
+// new values are written to its config and pending, and the next apply restarts it again;
+// after it, the config holds them and the next apply starts the VM. The class is kept.
+func restartErr(err error, restart, afterStop bool, ch Changes, cores, mem bool) error {
+	if !restart {
+		return err
+	}
+	var what []string
+	if cores && ch.Cores != nil {
+		what = append(what, "cores "+strconv.Itoa(*ch.Cores))
+	}
+	if mem && ch.MemoryMiB != nil {
+		what = append(what, "memory "+strconv.Itoa(*ch.MemoryMiB)+" MiB")
+	}
+	change := "the cores or memory change"
+	if len(what) > 0 {
+		change = strings.Join(what, " and ")
+	}
+	where := "The new values are written to the VM's config and stay pending while it runs with its old ones; the next apply restarts it again"
+	if afterStop {
+		where = "The VM was shut down and its config holds the new values, which it gets at its next start; the next apply starts it again"
+	}
+	return &Error{Class: ClassOf(err), Err: fmt.Errorf("the restart that applies %s failed: %w. %s", change, err, where)}
+}
+
+// hotplugRefused tells the caller (Changes.Notify) that a memory change planned as a
+// hotplug needs the restart after all.
+func hotplugRefused(ch Changes, mib int, why string) {
+	if ch.Notify == nil {
+		return
+	}
+	then := "so the VM is restarted to apply it"
+	if ch.DeferRestart {
+		then = "so the change is left pending until the VM restarts (reboot_on_change = false)"
+	}
+	ch.Notify(fmt.Sprintf("Proxmox did not hotplug memory %d MiB (%s), %s.", mib, why, then))
 }
 
 // seedFix is what ensureSeed did.

@@ -24,6 +24,9 @@ type API interface {
 	ClusterResources(ctx context.Context) ([]Resource, error)
 	// VMConfig is GET /nodes/{node}/qemu/{vmid}/config; every scalar decoded to a string.
 	VMConfig(ctx context.Context, node string, vmid int) (map[string]string, error)
+	// VMConfigCurrent is GET /nodes/{node}/qemu/{vmid}/config?current=1: the values a
+	// running VM runs with, its pending section left out.
+	VMConfigCurrent(ctx context.Context, node string, vmid int) (map[string]string, error)
 	// SetVMConfig is PUT /nodes/{node}/qemu/{vmid}/config (synchronous), form-encoded.
 	SetVMConfig(ctx context.Context, node string, vmid int, params map[string]string) error
 	// Clone is POST /nodes/{node}/qemu/{vmid}/clone.

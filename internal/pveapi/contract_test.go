@@ -139,6 +139,14 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("cores %q memory %q", cfg["cores"], cfg["memory"])
 				}
 			}},
+		{name: "VMConfigCurrent", fixture: "vm_config_after_seed", method: "GET", path: "/nodes/pv1-1/qemu/199999/config",
+			query: url.Values{"current": {"1"}},
+			call:  func(ctx context.Context, c *Client) (any, error) { return c.VMConfigCurrent(ctx, tNode, tVMID) },
+			check: func(t *testing.T, got any) {
+				if cfg := got.(map[string]string); cfg["cores"] != "2" || cfg["memory"] != "2048" {
+					t.Errorf("cores %q memory %q", cfg["cores"], cfg["memory"])
+				}
+			}},
 		{name: "SetVMConfig", fixture: "set_config_response", method: "PUT", path: "/nodes/pv1-1/qemu/199999/config",
 			form: url.Values{"cores": {"2"}, "memory": {"2048"}, "agent": {"1"}, "tags": {"proxy_operator"},
 				"ide2": {seedVol + ",media=cdrom"}, "description": {mark}},
@@ -283,8 +291,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 20 {
-		t.Errorf("API has %d methods, the contract covers 20", api.NumMethod())
+	if api.NumMethod() != 21 {
+		t.Errorf("API has %d methods, the contract covers 21", api.NumMethod())
 	}
 }
 

@@ -191,7 +191,10 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 				v.pending = map[string]string{}
 			}
 			v.pending[k] = val
-			// cleanup_pending drops a pending value equal to the current one.
+			// update_vm_api reloads the config after the write and runs
+			// PVE::QemuConfig->cleanup_pending ("remove pending changes when nothing
+			// changed", src/PVE/API2/Qemu.pm), which drops a pending value equal to the
+			// current one (fact: status-current-values).
 			if conf[k] == val {
 				delete(v.pending, k)
 			}

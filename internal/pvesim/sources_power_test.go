@@ -3,6 +3,7 @@ package pvesim_test
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
@@ -88,6 +89,13 @@ func TestSource_hotplugPending(t *testing.T) {
 	if cfg, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); cfg["memory"] != "3072" {
 		t.Errorf("after writing the current memory back: %q", cfg["memory"])
 	}
+	// The same for cores (update_vm_api's cleanup_pending): the pending 4 is gone.
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cores": cur["cores"]}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid); cfg["cores"] != cur["cores"] {
+		t.Errorf("after writing the current cores %q back: pending view %q", cur["cores"], cfg["cores"])
+	}
 	// vcpus is hotplugged only with cpu in hotplug (qemu_cpu_hotplug); cores never is.
 	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{Config: map[string]string{"hotplug": "network,disk,usb,memory,cpu"}}); err != nil {
 		t.Fatal(err)
@@ -145,4 +153,24 @@ func (tg *target) currentConfig() map[string]string {
 		}
 	}
 	return out
+}
+
+// hotplug naming memory and numa, written to a running VM, stay pending
+// (vmconfig_hotplug_pending skips both): the current config has neither until a start.
+func TestSource_hotplugOptionPending(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	tg.started()
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err != nil || cfg["hotplug"] != "network,disk,usb,memory" || cfg["numa"] != "1" {
+		t.Errorf("pending view: hotplug %q numa %q (%v)", cfg["hotplug"], cfg["numa"], err)
+	}
+	cur, err := tg.api.VMConfigCurrent(tg.ctx(), tg.node, tg.vmid)
+	if err != nil || strings.Contains(cur["hotplug"], "memory") || cur["numa"] == "1" {
+		t.Errorf("current config: hotplug %q numa %q (%v), want neither applied", cur["hotplug"], cur["numa"], err)
+	}
 }
