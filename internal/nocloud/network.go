@@ -100,6 +100,10 @@ func (s StaticIPv4) Check() (field string, err error) {
 		return "address", errors.New("must be an IPv4 address with its prefix length, such as 10.0.0.5/24")
 	case p.Bits() < 1 || p.Bits() > 32:
 		return "address", fmt.Errorf("has prefix length /%d; use 1 to 32", p.Bits())
+	case a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() || a.As4()[0] == 0 || a.As4()[0] >= 240:
+		// The guest agent's addresses leave these out (not routable), so a create could
+		// never see the address it waits for; an egress proxy needs a routable one anyway.
+		return "address", fmt.Errorf("%s is a %s address, which an egress proxy cannot be reached at; use a unicast address of your network, such as 10.0.0.5/24", a, specialKind(a))
 	}
 	network, broadcast := bounds(p)
 	if p.Bits() <= 30 {
@@ -201,4 +205,19 @@ func RenderStaticIPv4(s StaticIPv4, mac string) []byte {
 // domainRune is a letter, a digit, a hyphen or an underscore.
 func domainRune(c rune) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
+// specialKind names the kind of a non-routable IPv4 address Check refuses.
+func specialKind(a netip.Addr) string {
+	switch {
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsLinkLocalUnicast():
+		return "link-local"
+	case a.IsMulticast():
+		return "multicast"
+	case a.As4()[0] >= 240:
+		return "reserved (240.0.0.0/4)"
+	}
+	return "\"this network\" (0.0.0.0/8)"
 }

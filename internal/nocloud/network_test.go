@@ -105,6 +105,12 @@ func TestStaticIPv4_check(t *testing.T) {
 		{StaticIPv4{Address: p("10.0.0.5/24"), Gateway: a("10.0.0.5")}, "gateway", "own address"},
 		{StaticIPv4{Address: p("10.0.0.5/24"), Gateway: a("10.0.0.255")}, "gateway", "broadcast"},
 		{StaticIPv4{Address: p("10.0.0.5/24"), Search: []string{"bad domain"}}, "search", "not a domain name"},
+		// Addresses the guest agent's report leaves out: a create could never see them.
+		{StaticIPv4{Address: p("169.254.3.3/16")}, "address", "link-local"},
+		{StaticIPv4{Address: p("127.0.0.5/8")}, "address", "loopback"},
+		{StaticIPv4{Address: p("224.0.0.5/24")}, "address", "multicast"},
+		{StaticIPv4{Address: p("0.0.0.1/8")}, "address", "0.0.0.0/8"},
+		{StaticIPv4{Address: p("240.0.0.5/8")}, "address", "reserved"},
 	}
 	for _, tc := range cases {
 		field, err := tc.s.Check()

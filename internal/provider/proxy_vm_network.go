@@ -195,9 +195,17 @@ func staticFrom(m staticIPv4Model, at path.Path) (s nocloud.StaticIPv4, diags di
 	}
 	for i, e := range listElems(m.DNS, &complete) {
 		a, err := netip.ParseAddr(e)
-		if err != nil {
+		switch {
+		case err != nil || a.Zone() != "":
 			diags.AddAttributeError(at, summaryInvalidConfig,
 				"static_ipv4.dns["+strconv.Itoa(i)+"] is "+strconv.Quote(e)+", not an IP address: name servers are given by address (10.0.0.53 or fd00::53).")
+			continue
+		case a.String() != e:
+			// The mark keeps the canonical form, which an import reads back: another
+			// spelling of the same address would show as a change after every import.
+			diags.AddAttributeError(at, summaryInvalidConfig,
+				"static_ipv4.dns["+strconv.Itoa(i)+"] is "+strconv.Quote(e)+": write it as "+strconv.Quote(a.String())+
+					", its canonical form (lowercase, zeros compressed), which is what the VM's mark keeps and an import reads back.")
 			continue
 		}
 		s.DNS = append(s.DNS, a)
@@ -265,6 +273,21 @@ type networkImport struct {
 
 const privateKeyNetworkDigest = "network_digest"
 
+// networkDigestNone stands for "made without a network configuration": a VM this release
+// made writes the digest line whenever it has one, so a VM of its making without the line
+// has none, and an import that configures one plans a replacement (no digest matches).
+const networkDigestNone = "none"
+
+// importedNetworkDigest is the network digest an import keeps for the plan: the mark's,
+// networkDigestNone for a VM this provider made without a network configuration, or ""
+// when nothing tells (the operator's VMs and earlier releases').
+func importedNetworkDigest(m proxmox.MarkExtra) string {
+	if m.NetworkDigest == "" && m.Static == nil && m.CreatedBy == proxmox.CreatedByProvider {
+		return networkDigestNone
+	}
+	return m.NetworkDigest
+}
+
 // writeNetworkDigest keeps the mark's network digest for the plan after an import.
 func writeNetworkDigest(ctx context.Context, p privateSetter, digest string) diag.Diagnostics {
 	if digest == "" {
@@ -293,8 +316,10 @@ func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, p
 	cur, known := networkOf(ctx, config)
 	// The static address is ip_address, known now, whenever the VM is planned to run: the
 	// create's wait (or, after a start, the check of what the agent reports) confirms it.
-	if known && cur != nil && cur.Static != nil && !startedFalse(plan.Started) && !plan.Started.IsUnknown() {
-		plan.IPAddress = types.StringValue(cur.WantIPv4())
+	if !startedFalse(plan.Started) && !plan.Started.IsUnknown() {
+		if a, ok := staticAddressOf(ctx, config); ok {
+			plan.IPAddress = types.StringValue(a)
+		}
 	}
 	if prior == nil {
 		return nil
@@ -337,6 +362,28 @@ func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, p
 		}
 	}
 	return []path.Path{attrPath}
+}
+
+// staticAddressOf is static_ipv4's address without its prefix length when the address is
+// known and valid, whatever the other fields (a name server list known only at apply
+// leaves the address known).
+func staticAddressOf(ctx context.Context, m proxyVMModel) (string, bool) {
+	if m.StaticIPv4.IsNull() || m.StaticIPv4.IsUnknown() || len(m.StaticIPv4.AttributeTypes(ctx)) == 0 {
+		return "", false
+	}
+	a, ok := m.StaticIPv4.Attributes()["address"].(types.String)
+	if !ok {
+		return "", false
+	}
+	v, known := knownString(a)
+	if !known {
+		return "", false
+	}
+	p, err := netip.ParsePrefix(v)
+	if err != nil || !p.Addr().Is4() {
+		return "", false
+	}
+	return p.Addr().String(), true
 }
 
 // knownStrings is a known list of strings.

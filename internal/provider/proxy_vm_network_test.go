@@ -300,8 +300,19 @@ func TestAccProxyVM_networkImport(t *testing.T) {
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
 				}},
 			},
+			{Config: base + removed},
 			{
-				// A raw network_config replaces the DHCP VM; its mark keeps only the digest.
+				// A VM this provider made without a network configuration (its mark has no
+				// network line) imported with a static address: a replacement, since the
+				// guest runs DHCP.
+				Config: base + body(staticHCL("10.20.0.24/24")) + imp,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
+				}},
+				Check: checkNetworkSeed(env, c, staticSeed("10.20.0.24/24")),
+			},
+			{
+				// A raw network_config replaces the static VM; its mark keeps only the digest.
 				Config: base + body("  network_config = "+hclString(netImportRaw)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate),
@@ -418,6 +429,9 @@ func TestStaticIPv4Validator_paths(t *testing.T) {
 		{obj("bad", ""), "static_ipv4.address is \"bad\", not an IPv4 address"},
 		{obj("10.0.0.5/24", "fd00::1"), "static_ipv4.gateway is \"fd00::1\", not an IPv4 address"},
 		{obj("10.0.0.5/24", "", "10.0.0.53", "x"), "static_ipv4.dns[1] is \"x\", not an IP address"},
+		{obj("10.0.0.5/24", "", "FD00::53"), "static_ipv4.dns[0] is \"FD00::53\": write it as \"fd00::53\""},
+		{obj("10.0.0.5/24", "", "fd00:0:0::54"), "write it as \"fd00::54\""},
+		{obj("10.0.0.5/24", "", "fe80::1%eth0"), "not an IP address"},
 		{obj("10.0.0.5/24", "10.0.0.1", manyDNS...), "more than the 512 it may: give fewer name servers"},
 	}
 	for _, tc := range cases {
@@ -480,6 +494,12 @@ func TestPlanNetwork(t *testing.T) {
 		{"imported without digest, address seen", s5, model(types.StringNull(), nullStatic, "10.0.0.5"), networkImport{unread: true}, ""},
 		{"imported without digest, other address", s5, model(types.StringNull(), nullStatic, "192.168.0.150"), networkImport{unread: true}, "static_ipv4"},
 		{"imported without digest, raw", raw, none, networkImport{unread: true}, ""},
+		// Made by this provider without a network configuration (importedNetworkDigest):
+		// the guest runs DHCP, even when its lease is the configured address.
+		{"made here without one, static", s5, model(types.StringNull(), nullStatic, "10.0.0.5"), networkImport{unread: true, digest: importedNetworkDigest(proxmox.MarkExtra{CreatedBy: proxmox.CreatedByProvider})}, "static_ipv4"},
+		{"made here without one, raw", raw, none, networkImport{unread: true, digest: importedNetworkDigest(proxmox.MarkExtra{CreatedBy: proxmox.CreatedByProvider})}, "network_config"},
+		{"made here without one, none set", none, none, networkImport{unread: true, digest: importedNetworkDigest(proxmox.MarkExtra{CreatedBy: proxmox.CreatedByProvider})}, ""},
+		{"operator's, static seen", s5, model(types.StringNull(), nullStatic, "10.0.0.5"), networkImport{unread: true, digest: importedNetworkDigest(proxmox.MarkExtra{})}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -500,6 +520,18 @@ func TestPlanNetwork(t *testing.T) {
 	planNetwork(ctx, s5, &plan, nil, networkImport{})
 	if plan.IPAddress.ValueString() != "10.0.0.5" {
 		t.Errorf("ip_address %v, want 10.0.0.5", plan.IPAddress)
+	}
+	// A name server list known only at apply leaves the address known.
+	partial := s5
+	partial.StaticIPv4 = types.ObjectValueMust(staticIPv4AttrTypes, map[string]attr.Value{
+		"address": types.StringValue("10.0.0.7/24"), "gateway": types.StringNull(),
+		"dns": types.ListUnknown(types.StringType), "search": types.ListNull(types.StringType),
+	})
+	pp := partial
+	pp.IPAddress = types.StringUnknown()
+	planNetwork(ctx, partial, &pp, nil, networkImport{})
+	if pp.IPAddress.ValueString() != "10.0.0.7" {
+		t.Errorf("ip_address %v with dns unknown, want 10.0.0.7", pp.IPAddress)
 	}
 	stopped := s5
 	stopped.Started = types.BoolValue(false)

@@ -497,7 +497,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	model, unread := importedModel(vm, r.cfg(), tmpl, nullTimeouts)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
-	resp.Diagnostics.Append(writeNetworkDigest(ctx, resp.Private, vm.MarkExtra.NetworkDigest)...)
+	resp.Diagnostics.Append(writeNetworkDigest(ctx, resp.Private, importedNetworkDigest(vm.MarkExtra))...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
