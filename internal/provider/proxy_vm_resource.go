@@ -498,6 +498,12 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
 	resp.Diagnostics.Append(writeNetworkDigest(ctx, resp.Private, importedNetworkDigest(vm.MarkExtra))...)
+	if vm.MarkExtra.StaticUnreadable {
+		resp.Diagnostics.AddWarning("Static address of the imported proxy VM not read",
+			vmLabel(vm.ID.Name, vm.ID.VMID)+": its description's "+proxmox.MarkKeyStaticIPv4+" line does not read as one this provider "+
+				"writes (was it edited?), so static_ipv4 is left unset and the first value set is compared with the mark's network digest. "+
+				"Restore the line, or check the VM's network before setting static_ipv4.")
+	}
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{

@@ -36,6 +36,9 @@ type MarkExtra struct {
 	// Static is the static IPv4 configuration of MarkKeyStaticIPv4 (mark_network.go); nil
 	// when the line is missing or unreadable.
 	Static *nocloud.StaticIPv4
+	// StaticUnreadable: the MarkKeyStaticIPv4 line is there but does not read as one this
+	// provider writes (edited by hand); Static is nil then.
+	StaticUnreadable bool
 }
 
 // FormatMarkExtra returns this provider's extra mark lines for a new VM, each preceded by a
@@ -76,6 +79,8 @@ func ParseMarkExtra(desc string) MarkExtra {
 			seenStatic = true
 			if st, ok := ParseStaticIPv4(v); ok {
 				m.Static = &st
+			} else {
+				m.StaticUnreadable = true
 			}
 		}
 	}

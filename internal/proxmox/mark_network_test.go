@@ -45,6 +45,12 @@ func TestStaticIPv4Mark(t *testing.T) {
 	if m.Static == nil || !reflect.DeepEqual(*m.Static, full) || m.NetworkDigest != "sha256:ab" {
 		t.Errorf("ParseMarkExtra: static %+v digest %q, want the first line's and sha256:ab", m.Static, m.NetworkDigest)
 	}
+	if m.StaticUnreadable {
+		t.Errorf("a readable static line reported unreadable")
+	}
+	if bad := ParseMarkExtra(MarkKeyStaticIPv4 + "=garbage here"); bad.Static != nil || !bad.StaticUnreadable {
+		t.Errorf("an edited static line: %+v, want no static and unreadable", bad)
+	}
 	raw := FormatMarkExtra(Spec{Network: &NetworkConfig{Raw: []byte("version: 2\n")}, NetworkDigest: "sha256:cd"})
 	if strings.Contains(raw, MarkKeyStaticIPv4) || ParseMarkExtra(raw).Static != nil {
 		t.Errorf("a raw network-config wrote a static line:\n%s", raw)
