@@ -310,12 +310,14 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 // fillAddress asks the guest agent once for the addresses of a running VM whose state has
-// none (a start or restart applied with wait_for_ip = false, or an agent that answered
-// late), so a refresh fills them in once the agent answers. A VM whose address is known
-// costs nothing more: a refresh never asks the agent for it. An agent that does not answer
-// leaves the address empty, as before; it never fails the refresh.
+// none although wait_for_ip says its guest reports one (a start or restart applied while
+// wait_for_ip was false, or an agent that answered late), so a refresh fills them in once
+// the agent answers. A VM whose address is known, or with wait_for_ip = false (a guest that
+// may have no agent at all), costs nothing more: a refresh never asks the agent for it. An
+// agent that does not answer leaves the address empty, as before; it never fails the
+// refresh.
 func (r *proxyVMResource) fillAddress(ctx context.Context, state proxyVMModel, vm *proxmox.VM) {
-	if vm.IP != "" || vm.StatusUnknown || vm.State != proxmox.StateRunning || !vm.AgentEnabled {
+	if vm.IP != "" || vm.StatusUnknown || vm.State != proxmox.StateRunning || !vm.AgentEnabled || startedFalse(state.WaitForIP) {
 		return
 	}
 	if ip, ok := knownString(state.IPAddress); ok && ip != "" {

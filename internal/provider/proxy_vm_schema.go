@@ -191,8 +191,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
 				Description: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
-					"reports an IPv4 address. Default true. With false, ip_address may stay empty until a later " +
-					"refresh finds it. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
+					"reports an IPv4 address. Default true. With false, ip_address may stay empty (a refresh does not " +
+					"ask the agent for it: the guest may have none); once it is true again, a refresh fills it in. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
 					"after a start that is not a first boot, an agent that has not answered in 3 minutes of running; " +
 					"a restart of a VM whose agent does not answer is refused before anything is changed. " +
 					"Changing it changes nothing on the VM.",
@@ -220,8 +220,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Computed: true,
 				Description: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
 					"reports it. Refreshing never waits for the agent: the last known address is kept while the " +
-					"VM runs (a running VM without one, say after a start with wait_for_ip = false, has its agent asked " +
-					"once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
+					"VM runs (a running VM without one while wait_for_ip is true, say after a restart applied with " +
+					"wait_for_ip = false, has its agent asked once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
 					"or restarts the VM. With static_ipv4 it is that " +
 					"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless wait_for_ip is false).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
