@@ -130,6 +130,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		imp, diags := readNetworkImport(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
 		replace = append(replace, planNetwork(ctx, config, &plan, prior, imp)...)
+		resp.Diagnostics.Append(warnNetworkConfigNoIPv4(config, prior)...)
 	}
 	if resp.Diagnostics.HasError() {
 		return
