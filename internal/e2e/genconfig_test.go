@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
@@ -210,6 +211,13 @@ func TestQuery_fleetImport(t *testing.T) {
 	if err := sim.AddVM(pvesim.VMSpec{VMID: 150999, Name: prefix + "handmade", Config: map[string]string{"description": "made by hand"}}); err != nil {
 		t.Fatal(err)
 	}
+	// A VM inside the prefix whose create has not finished (an apply elsewhere is creating
+	// it, or was interrupted): it is left out with a warning, the others are still imported.
+	creating := proxmox.MarkLines{UID: "c0ffee00c0ffee00", CreatedAt: time.Now(), Namespace: "default", Creating: true}.Format() +
+		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
+	if err := sim.AddVM(pvesim.VMSpec{VMID: 150998, Name: prefix + "unfinished", Config: map[string]string{"description": creating}}); err != nil {
+		t.Fatal(err)
+	}
 
 	p := *provider
 	p.Terraform = tf
@@ -242,6 +250,13 @@ func TestQuery_fleetImport(t *testing.T) {
 	}
 	if strings.Contains(r.Stdout, "handmade") {
 		t.Errorf("terraform query listed the unmarked VM:\n%s", r.Stdout)
+	}
+	if out := strings.Join(strings.Fields(r.Stdout+r.Stderr), " "); !strings.Contains(out, "Unable to list proxy VM "+prefix+"unfinished") ||
+		!strings.Contains(out, "is still being created; it is listed again once its create finishes") {
+		t.Errorf("terraform query did not warn about the VM still being created:\n%s", r)
+	}
+	if strings.Contains(gen, "unfinished") {
+		t.Errorf("fleet.tf holds the VM still being created:\n%s", gen)
 	}
 	if n := strings.Count(gen, "import {"); n != 3 || !strings.Contains(gen, "identity") {
 		t.Fatalf("fleet.tf has %d import blocks (want 3, by identity):\n%s", n, gen)

@@ -23,12 +23,18 @@ func ValidateNetworkConfig(b []byte) error {
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return errors.New("the network-config is empty: give a version 1 or version 2 (netplan-style) network configuration")
 	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	var top any
+	if err := yaml.Unmarshal(b, &top); err != nil {
 		return fmt.Errorf("the network-config is not a YAML mapping (%s): give a version 1 or version 2 (netplan-style) network configuration", yamlReason(err))
 	}
-	if doc == nil {
+	if top == nil {
 		return errors.New("the network-config holds no YAML mapping: give a version 1 or version 2 (netplan-style) network configuration")
+	}
+	doc, ok := top.(map[string]any)
+	if !ok {
+		// Valid YAML whose top is a sequence or a scalar (a list of lines, a bare address).
+		return errors.New("the network-config is YAML, but a list (or a single value), not a mapping of keys such as version: and ethernets:; " +
+			"give a version 1 or version 2 (netplan-style) network configuration")
 	}
 	if inner, ok := doc["network"]; ok {
 		m, ok := inner.(map[string]any)
@@ -53,6 +59,10 @@ func ValidateNetworkConfig(b []byte) error {
 			}
 			return nil
 		}
+	}
+	if str, ok := v.(string); ok && (str == "1" || str == "2") {
+		// cloud-init compares the version with the integers 1 and 2: a quoted one is refused.
+		return fmt.Errorf("the network-config's version must be the number %s, not the string %s: write version: %s without quotes", str, strconv.Quote(str), str)
 	}
 	return fmt.Errorf("the network-config's version is %s; cloud-init reads version 1 or 2 only", strconv.Quote(fmt.Sprint(v)))
 }

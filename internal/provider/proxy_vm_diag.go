@@ -59,6 +59,9 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		fmt.Fprintf(&b, "The %s ran out of time (timeouts.%s). This may succeed if retried, or with a longer timeout.", op, key)
 	case errors.Is(err, context.Canceled):
 		b.WriteString("The operation was interrupted. This may succeed if retried.")
+	case errors.Is(err, proxmox.ErrStillCreating):
+		b.WriteString("Retrying helps once that create finishes: wait for the apply creating it to end or, if that apply was " +
+			"interrupted, apply its configuration again to finish it (or destroy the VM in Proxmox).")
 	default:
 		switch proxmox.ClassOf(err) {
 		case pveapi.Permanent:

@@ -141,3 +141,28 @@ func simTotal(st map[string]int) int {
 	}
 	return n
 }
+
+// TestImportVM_stillCreating: importing a VM whose mark still says creating is refused
+// with the advice that fits: retrying helps once that create finishes, not "retrying will
+// not help".
+func TestImportVM_stillCreating(t *testing.T) {
+	t.Parallel()
+	e := newImportEnv(t)
+	const vmid = 150997
+	desc := proxmox.MarkLines{UID: "c0ffee00c0ffee00", CreatedAt: time.Now(), Namespace: "default", Creating: true}.Format()
+	if err := e.sim.AddVM(pvesim.VMSpec{VMID: vmid, Name: "proxy-unfinished", Config: map[string]string{"description": desc}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, ref := range []importRef{{Name: "proxy-unfinished"}, {VMID: vmid}} {
+		_, _, diags := e.res.importVM(ctx, ref)
+		if !diags.HasError() {
+			t.Fatalf("%+v: imported a VM still being created", ref)
+		}
+		detail := diags.Errors()[0].Detail()
+		if strings.Contains(detail, "Retrying will not help") || !strings.Contains(detail, "Retrying helps once that create finishes") {
+			t.Errorf("%+v: detail %q, want the advice that retrying helps once the create finishes", ref, detail)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -144,15 +145,24 @@ func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, st
 			if req.IncludeResource && !result.Diagnostics.HasError() {
 				// What an import of the VM writes, so the generated configuration matches it.
 				rctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
-				vm, tmpl, diags := res.importVM(rctx, importRef{VMID: in.ID.VMID, Name: in.ID.Name})
+				vm, tmpl, diags, err := res.importVMErr(rctx, importRef{VMID: in.ID.VMID, Name: in.ID.Name})
 				cancel()
-				result.Diagnostics.Append(diags...)
-				if !diags.HasError() {
-					var nullTimeouts timeouts.Value
-					result.Diagnostics.Append(result.Resource.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
-					model, _ := importedModel(vm, res.cfg(), tmpl, nullTimeouts)
-					result.Diagnostics.Append(result.Resource.Set(ctx, &model)...)
+				if diags.HasError() {
+					// One VM that cannot be imported (a create in progress, a node that does not
+					// answer) must not fail the query for the others: it is left out, saying why.
+					tflog.Warn(ctx, "proxy VM left out of the list", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID})
+					var w list.ListResult
+					w.Diagnostics.AddWarning("Unable to list proxy VM "+in.ID.Name, listLeftOutDetail(res, in, err))
+					if !push(w) {
+						return
+					}
+					continue
 				}
+				result.Diagnostics.Append(diags...)
+				var nullTimeouts timeouts.Value
+				result.Diagnostics.Append(result.Resource.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
+				model, _ := importedModel(vm, res.cfg(), tmpl, nullTimeouts)
+				result.Diagnostics.Append(result.Resource.Set(ctx, &model)...)
 			}
 			if !push(result) {
 				return
@@ -170,6 +180,16 @@ func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, st
 			push(w)
 		}
 	}
+}
+
+// listLeftOutDetail says why a listed VM whose import failed is left out of the results.
+func listLeftOutDetail(res *proxyVMResource, in proxmox.Instance, err error) string {
+	label := fmt.Sprintf("Proxy VM %q (VMID %d on %s)", in.ID.Name, in.ID.VMID, in.Node)
+	if errors.Is(err, proxmox.ErrStillCreating) {
+		return label + " is still being created; it is listed again once its create finishes. It is left out of these results " +
+			"(an apply creating it is running or was interrupted: applying that configuration again finishes it)."
+	}
+	return label + " is left out of these results: its import failed.\n\n" + res.vmErrorDetail("import", in.ID.Name, in.ID.VMID, err, "")
 }
 
 func diagError(summary, detail string) diag.Diagnostics {

@@ -130,6 +130,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		imp, diags := readNetworkImport(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
 		replace = append(replace, planNetwork(ctx, config, &plan, prior, imp)...)
+		resp.Diagnostics.Append(warnNetworkConfigNoIPv4(config, prior)...)
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -521,6 +522,13 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 // warning, not an error: the template is then left unread, as for a VM whose meta says
 // nothing.
 func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.VM, int, diag.Diagnostics) {
+	vm, tmpl, diags, _ := r.importVMErr(ctx, ref)
+	return vm, tmpl, diags
+}
+
+// importVMErr is importVM plus the error its error diagnostic reports (nil without one),
+// for a caller that words a failure itself.
+func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxmox.VM, int, diag.Diagnostics, error) {
 	var diags diag.Diagnostics
 	var id proxmox.ID
 	var err error
@@ -533,9 +541,12 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 		id, err = r.data.backend.FindByName(ctx, ref.Name)
 	}
 	if err != nil {
-		r.addVMError(&diags, "import", ref.Name, ref.VMID, err,
-			"Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are "+importForms+".")
-		return proxmox.VM{}, 0, diags
+		note := "Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are " + importForms + "."
+		if errors.Is(err, proxmox.ErrStillCreating) {
+			note = "" // it carries the mark: the note would mislead
+		}
+		r.addVMError(&diags, "import", ref.Name, ref.VMID, err, note)
+		return proxmox.VM{}, 0, diags, err
 	}
 	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true})
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient {
@@ -543,7 +554,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 	}
 	if err != nil {
 		r.addVMError(&diags, "import", id.Name, id.VMID, err, "")
-		return proxmox.VM{}, 0, diags
+		return proxmox.VM{}, 0, diags, err
 	}
 	tmpl, ok, err := r.data.backend.TemplateOf(ctx, vm, templateCandidates(r.cfg()))
 	switch {
@@ -556,7 +567,7 @@ func (r *proxyVMResource) importVM(ctx context.Context, ref importRef) (proxmox.
 	case !ok:
 		tmpl = 0
 	}
-	return vm, tmpl, diags
+	return vm, tmpl, diags, nil
 }
 
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with

@@ -581,7 +581,8 @@ func (c *creation) written() VM {
 // not answer within Budgets.AgentStart of the start ends the wait.
 func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface) (string, error) {
 	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot,
-		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen, want: s.Network.WantIPv4()}
+		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen, want: s.Network.WantIPv4(),
+		rawNetwork: s.Network != nil && s.Network.Static == nil && s.Network.Raw != nil}
 	if !b.seedInstallsAgent(s.UserData) {
 		a.expect, a.delayKey = agentInstalled, agentDelayKey(false, 0)
 		a.why = "install_guest_agent is off and the cloud-init does not install qemu-guest-agent, so it must come with the template"

@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -109,9 +110,24 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	if mark.Creating {
 		// It belongs to the create that will finish it: the next apply of that name in its
 		// uid_namespace takes it over. Importing it too would give it two owners.
-		return ID{}, Permanentf("VM %q (VMID %d) is still being created (its mark says %s=%s): an apply creating it is running or was interrupted; "+
+		e := Permanentf("VM %q (VMID %d) is still being created (its mark says %s=%s): an apply creating it is running or was interrupted; "+
 			"apply the configuration that creates it again to finish it, or destroy the VM in Proxmox",
 			cfg["name"], r.VMID, MarkKeyState, MarkStateCreating)
+		e.Err = stillCreating{e.Err}
+		return ID{}, e
 	}
 	return ID{VMID: r.VMID, Name: cfg["name"]}, nil
 }
+
+// ErrStillCreating is what the refusal to import a VM whose mark still says creating
+// matches (errors.Is): the refusal lasts only until that create finishes or the VM is
+// destroyed, so callers word it apart from the other Permanent errors.
+var ErrStillCreating = errors.New("the VM is still being created")
+
+// stillCreating is the import refusal's message, matching ErrStillCreating.
+type stillCreating struct{ error }
+
+func (e stillCreating) Is(target error) bool { return target == ErrStillCreating }
+
+// Unwrap returns the message error.
+func (e stillCreating) Unwrap() error { return e.error }

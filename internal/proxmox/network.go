@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // NetworkConfig is the network-config a VM's seed carries: cloud-init applies it at the
@@ -124,4 +125,26 @@ func staticAddressErr(want, others string, waited time.Duration) error {
 		"cloud-init did not apply it (a network-config its renderer refused, which falls back to DHCP on the first NIC, or an image "+
 		"without NoCloud network support); check static_ipv4 or network_config and the guest's /var/log/cloud-init.log",
 		others, waited.Round(time.Second), want)
+}
+
+// rawNetworkNoIPv4Err is a guest whose raw network_config gave it no IPv4 address: its
+// agent has answered for waited without one. It names what the agent reports besides
+// loopback, so an IPv6-only or an empty configuration is recognisable.
+func rawNetworkNoIPv4Err(ifaces []pveapi.NetworkInterface, waited time.Duration) error {
+	var seen []string
+	for _, i := range ifaces {
+		if i.Name == "lo" {
+			continue
+		}
+		for _, a := range i.IPAddresses {
+			seen = append(seen, a.Address)
+		}
+	}
+	reports := "no address besides loopback"
+	if len(seen) > 0 {
+		reports = strings.Join(seen, ", ") + " only"
+	}
+	return Permanentf("the guest agent has answered for %s with %s: the network_config gave the guest no IPv4 address; "+
+		"give an interface dhcp4: true or an IPv4 address in its addresses (a version 1 subnet of type dhcp or static with an IPv4), "+
+		"or set wait_for_ip = false, which is for guests without an IPv4 address", waited.Round(time.Second), reports)
 }

@@ -188,3 +188,80 @@ func TestNetworkDigest(t *testing.T) {
 		t.Errorf("mark %+v", m)
 	}
 }
+
+// withIPv6 is an agent answer whose guest NIC carries IPv6 addresses only.
+func withIPv6(addrs ...string) []pveapi.NetworkInterface {
+	ifaces := withIfaces()
+	for _, a := range addrs {
+		ifaces[1].IPAddresses = append(ifaces[1].IPAddresses, pveapi.IPAddress{Type: "ipv6", Address: a, Prefix: 64})
+	}
+	return ifaces
+}
+
+// TestCreate_rawNetworkConfigWithoutIPv4FailsPermanent: a raw network_config that gives
+// the guest no IPv4 (IPv6 only, or no interface at all) fails the create once the agent has
+// answered without one for the static-address budget, naming what it reports, instead of
+// waiting out the create's timeout.
+func TestCreate_rawNetworkConfigWithoutIPv4FailsPermanent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ifaces []pveapi.NetworkInterface
+		want   string
+	}{
+		{"ipv6 only", withIPv6("fd00::5", "fe80::be24:11ff:fe5a:9001"), "fd00::5, fe80::be24:11ff:fe5a:9001 only"},
+		{"no interface", withIfaces(), "no address besides loopback"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _ := staticHarness(t)
+			h.b.cfg.Budgets.StaticAddress = 20 * time.Second
+			start := h.clock.Now()
+			// The create's timeout, on the fake clock: a wait that ignores the budget ends
+			// here, Transient, as the create timeout would end it.
+			ctx, cancel := context.WithCancel(h.ctx)
+			defer cancel()
+			h.ctx = ctx
+			h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+				if h.clock.Now().Sub(start) > 20*time.Minute {
+					cancel()
+				}
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = tc.ifaces })
+				return nil
+			})
+			s := h.spec()
+			s.WaitForIP = true
+			s.Network = &NetworkConfig{Raw: []byte("version: 2\nethernets: {}\n")}
+			err := h.createFails(s)
+			assertClass(t, err, pveapi.Permanent)
+			assertContains(t, err.Error(), tc.want, "network_config gave the guest no IPv4 address", "wait_for_ip = false")
+			if waited := h.clock.Now().Sub(start); waited > 5*time.Minute {
+				t.Errorf("the create failed after %s, want about the 20 s budget past the agent's first answer", waited)
+			}
+		})
+	}
+}
+
+// TestCreate_dhcpWithoutIPv4YetKeepsWaiting: without a network_config (DHCP) an agent that
+// answers without an IPv4 for longer than the static-address budget is still waited for:
+// a lease may come late.
+func TestCreate_dhcpWithoutIPv4YetKeepsWaiting(t *testing.T) {
+	h, _ := staticHarness(t)
+	h.b.cfg.Budgets.StaticAddress = 20 * time.Second
+	var first time.Time
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		now := h.clock.Now()
+		if first.IsZero() {
+			first = now
+		}
+		ifaces := withIPv6("fd00::5")
+		if now.Sub(first) > 2*time.Minute {
+			ifaces = withIfaces("192.168.0.150")
+		}
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = ifaces })
+		return nil
+	})
+	s := h.spec()
+	s.WaitForIP = true
+	if vm := h.create(s); vm.IP != "192.168.0.150" {
+		t.Fatalf("address %q, want the late DHCP lease 192.168.0.150", vm.IP)
+	}
+}

@@ -324,6 +324,10 @@ type addressWait struct {
 	// and fails once the agent has reported other addresses only for
 	// Budgets.StaticAddress.
 	want string
+	// rawNetwork: the seed carries a raw network_config (the create's first boot). It may
+	// give the guest no IPv4 at all, so once the agent has answered without one for
+	// Budgets.StaticAddress the wait fails (a DHCP guest keeps waiting: its lease may be late).
+	rawNetwork bool
 }
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
@@ -364,6 +368,7 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	var lastStatus time.Time
 	var lastAnswer error
 	var othersSince time.Time // since when the agent reports other addresses than a.want only
+	var noIPv4Since time.Time // with rawNetwork: since when the agent answers without an IPv4
 	var others string
 	if a.want != "" {
 		spec.what = "the static address " + a.want + " from the guest agent"
@@ -409,6 +414,15 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 					*a.seen = ifaces
 				}
 				return done("address " + ip)
+			}
+			if a.rawNetwork {
+				now := b.clock.Now()
+				if noIPv4Since.IsZero() {
+					noIPv4Since = now
+				}
+				if waited := now.Sub(noIPv4Since); waited >= b.staticAddressBudget() {
+					return cannot("no IPv4 address", rawNetworkNoIPv4Err(ifaces, waited))
+				}
 			}
 			return keep(addressSeen(ifaces)) // the network is still coming up
 		case isAgentNotRunning(err):
