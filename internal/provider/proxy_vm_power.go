@@ -95,8 +95,7 @@ type powerRecord struct {
 	// What the DIMM steps depend on, with MemoryHotplug (MemoryHotplugStep).
 	Hugepages1G bool `json:"hugepages_1g,omitempty"`
 	Sockets     int  `json:"sockets,omitempty"`
-	// What the VM runs with, kept when a value is pending (the state may report the
-	// pending one, reportPending).
+	// What the VM runs with, kept when a value is pending.
 	RunningCores     int `json:"running_cores,omitempty"`
 	RunningMemoryMiB int `json:"running_memory_mib,omitempty"`
 }
@@ -125,23 +124,6 @@ func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagno
 		return diags
 	}
 	return p.SetKey(ctx, privateKeyPower, raw)
-}
-
-// reportPending is the refresh's rule for a value the VM's config holds pending: when the
-// VM runs with the value the prior state holds (what Terraform last applied or read), the
-// pending value did not come from that apply (it was written outside Terraform, or left
-// by an earlier deferred change that the configuration has since reverted), and the state
-// reports it, so that a configuration that differs from it shows as a change whose apply
-// writes the configured value (Proxmox then drops the pending one). Otherwise (the prior
-// state holds the pending value, written by a reboot_on_change = false apply) the state
-// reports what the VM runs with, and every plan shows the deferred change.
-func reportPending(state *proxyVMModel, prior proxyVMModel, vm proxmox.VM) {
-	if was, ok := knownInt(prior.Cores); ok && vm.PendingCores != 0 && was == vm.Cores {
-		state.Cores = types.Int64Value(int64(vm.PendingCores))
-	}
-	if was, ok := knownInt(prior.MemoryMiB); ok && vm.PendingMemoryMiB != 0 && was == vm.MemoryMiB {
-		state.MemoryMiB = types.Int64Value(int64(vm.PendingMemoryMiB))
-	}
 }
 
 func readPower(ctx context.Context, p privateGetter) powerRecord {
@@ -215,15 +197,15 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 			} else {
 				diags.AddAttributeWarning(p, "Proxy VM change pending",
 					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start. "+
-						"An apply that changes this VM writes %d to the config, which drops the pending value; with nothing else to change, "+
-						"the plan after this apply (or after terraform apply -refresh-only) shows %s %d → %d, and its apply writes it, with no restart.",
-						name, a.label, want, a.pending, want, a.label, a.pending, want))
+						"Any apply that changes or restarts this VM through Terraform writes %d to the config first, which drops the pending "+
+						"value; a restart outside Terraform would apply %d, and the next plan would then show %s %d → %d.",
+						name, a.label, want, a.pending, want, a.pending, a.label, a.pending, want))
 			}
 			continue
 		}
 		if a.plan.Equal(a.prior) {
 			if a.pending != 0 && a.pending == want && a.running != 0 {
-				// The state reports the pending value (reportPending) that is configured.
+				// The configured value is pending (a prior that holds it: a synthetic state).
 				diags.AddAttributeWarning(p, "Proxy VM change pending",
 					fmt.Sprintf("%s %d is pending until proxy VM %q restarts; it runs with %s %d until then. Restart it (started = false, "+
 						"then true) to apply it.", a.label, want, name, a.label, a.running))

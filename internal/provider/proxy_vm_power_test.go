@@ -353,13 +353,13 @@ func putConfig(t *testing.T, env *testEnv, c *cluster, vmid int, params map[stri
 	}
 }
 
-// TestAccProxyVM_pendingReverted: a pending value that differs from the configuration is
-// a change the plan shows and the apply corrects. A deferred cores change reverted in the
-// configuration shows (once the refresh is saved) as pending → configured, and the apply
-// with a memory change and reboot_on_change = true writes the configured cores before the
-// restart, so the VM comes back with them. A cores value written outside Terraform while
-// the VM runs is written back with no restart, and again before started = false shuts it
-// down, so the stopped VM holds the configured value.
+// TestAccProxyVM_pendingReverted: a cores value pending in the VM's config that differs
+// from the configuration never applies through Terraform. A deferred change reverted in
+// the configuration plans nothing and writes nothing; the apply with a memory change and
+// reboot_on_change = true writes the configured cores before the restart, so the VM comes
+// back with them. A cores value written outside Terraform while the VM runs plans nothing,
+// and is written back before started = false shuts the VM down, so the stopped VM holds the
+// configured value.
 func TestAccProxyVM_pendingReverted(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	if env.Sim == nil {
@@ -388,11 +388,13 @@ func TestAccProxyVM_pendingReverted(t *testing.T) {
 				ExpectNonEmptyPlan: true,
 			},
 			{
-				// Reverted: the VM runs with the configured cores 1; once this apply saves the
-				// refresh, the plan shows the pending 2 → 1.
-				Config:             cfg(1, 512, "  reboot_on_change = false"),
-				Check:              checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
-				ExpectNonEmptyPlan: true,
+				// Reverted: the VM runs with the configured cores 1, so nothing to change (a
+				// warning names the pending 2); nothing is written.
+				PreConfig: func() { log.reset() },
+				Config:    cfg(1, 512, "  reboot_on_change = false"),
+				Check: resource.ComposeTestCheckFunc(
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+					log.check(&vmid)),
 			},
 			{
 				PreConfig: func() { log.reset() },
@@ -410,27 +412,25 @@ func TestAccProxyVM_pendingReverted(t *testing.T) {
 					checkPower(env, "running")),
 			},
 			{
-				// cores 8 written outside Terraform while the VM runs: pending.
+				// cores 8 written outside Terraform while the VM runs: pending, and the VM runs
+				// with the configured 1: no change planned, nothing written.
 				PreConfig: func() {
 					putConfig(t, env, c, vmid, map[string]string{"cores": "8"})
 					log.reset()
 				},
 				Config: cfg(1, 1024, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+					plancheck.ExpectEmptyPlan(),
 				}},
 				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config"),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, nil),
-					checkPower(env, "running")),
+					log.check(&vmid),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "8"})),
 			},
 			{
-				PreConfig: func() {
-					putConfig(t, env, c, vmid, map[string]string{"cores": "8"})
-					log.reset()
-				},
-				Config: cfg(1, 1024, "  started = false"),
+				// started = false: the configured cores 1 is written before the shutdown, so
+				// the pending 8 never applies.
+				PreConfig: func() { log.reset() },
+				Config:    cfg(1, 1024, "  started = false"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
 				},
@@ -483,6 +483,51 @@ func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
 					checkSimConfig(env, &vmid, map[string]string{"memory": "2048", "hotplug": "network,disk,usb,memory", "numa": "1"}, nil),
 					log.check(&vmid, "config", "shutdown", "start"),
 					checkPower(env, "running")),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_interruptedUpdateConverges: an update interrupted after its config write
+// leaves the new cores pending and the VM running with the old ones; the next plan shows
+// the change again, with its restart, and its apply converges.
+func TestAccProxyVM_interruptedUpdateConverges(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("writes the simulator's config directly")
+	}
+	env.Sim.EnableRequestLog()
+	c := newCluster(t, env)
+	name := vmName("interr")
+	base := vmProviderConfig(env, "")
+	cfg := func(cores int) string {
+		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n", cores))
+	}
+	var vmid int
+	log := &powerLog{env: env}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{Config: cfg(1), Check: saveVMID(&vmid)},
+			{
+				// What the interrupted apply left: cores 2 written, pending, no restart.
+				PreConfig: func() {
+					putConfig(t, env, c, vmid, map[string]string{"cores": "2"})
+					log.reset()
+				},
+				Config: cfg(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+				}},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "shutdown", "start"),
+					checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil)),
+			},
+			{
+				Config:           cfg(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})

@@ -161,7 +161,7 @@ func TestPowerChanges_notifyAndPending(t *testing.T) {
 // no restart, the address known.
 func TestPlanPower_pendingDropped(t *testing.T) {
 	prior := runningPrior()
-	prior.Cores = types.Int64Value(8) // reportPending: the config's pending value
+	prior.Cores = types.Int64Value(8) // a state holding the config's pending value
 	plan := prior
 	plan.Cores, plan.IPAddress = types.Int64Value(2), types.StringUnknown()
 	diags := planPower(prior, &plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2})

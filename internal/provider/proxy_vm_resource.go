@@ -300,9 +300,10 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
 	r.fillAddress(ctx, state, &vm)
-	prior := state
+	// cores and memory_mib are what the VM runs with (a value pending in its config shows
+	// as a plan warning, proxy_vm_power.go): an update interrupted after its config write
+	// is then planned again, restart included, and converges.
 	applyVM(&state, vm)
-	reportPending(&state, prior, vm) // a pending value against the prior state (proxy_vm_power.go)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
