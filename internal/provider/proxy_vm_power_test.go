@@ -60,6 +60,28 @@ func (p *powerLog) check(vmid *int, want ...string) resource.TestCheckFunc {
 	}
 }
 
+// powerFixture is what the power acceptance tests share: a simulator with its request log
+// on (they skip on a real cluster), a client of it, the VM's name, the provider block, and
+// the log of the VM's power requests.
+type powerFixture struct {
+	env  *testEnv
+	c    *cluster
+	name string
+	base string
+	log  *powerLog
+}
+
+// newPowerFixture skips, saying why, without a simulator.
+func newPowerFixture(t *testing.T, prefix, why string) *powerFixture {
+	t.Helper()
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip(why)
+	}
+	env.Sim.EnableRequestLog()
+	return &powerFixture{env: env, c: newCluster(t, env), name: vmName(prefix), base: vmProviderConfig(env, ""), log: &powerLog{env: env}}
+}
+
 // saveVMID records the VMID of vmAddr for later steps.
 func saveVMID(dst *int) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
@@ -99,19 +121,12 @@ func checkSimConfig(env *testEnv, vmid *int, current, pending map[string]string)
 // whose agent does not answer) is stopped by Proxmox once shutdown_timeout has passed:
 // the shutdown task logs the kill, and the restart goes on.
 func TestAccProxyVM_gracefulRestart(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("reads the simulator's request log")
-	}
-	env.Sim.EnableRequestLog()
-	c := newCluster(t, env)
-	name := vmName("restart")
-	base := vmProviderConfig(env, "")
+	f := newPowerFixture(t, "restart", "reads the simulator's request log")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
 	sized := func(cores int, extra string) string {
 		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n%s", cores, extra))
 	}
 	var vmid int
-	log := &powerLog{env: env}
 	same := statecheck.CompareValue(compare.ValuesSame())
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -201,19 +216,12 @@ func checkForcedShutdown(env *testEnv, vmid *int) resource.TestCheckFunc {
 // with the old value); applying it again writes nothing; a restart outside Terraform
 // applies it, and the plan is then empty; the import plans nothing; the destroy removes it.
 func TestAccProxyVM_rebootOnChangeFalse(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("reads the simulator's request log and pending values")
-	}
-	env.Sim.EnableRequestLog()
-	c := newCluster(t, env)
-	name := vmName("pending")
-	base := vmProviderConfig(env, "")
+	f := newPowerFixture(t, "pending", "reads the simulator's request log and pending values")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
 	cfg := func(cores int) string {
 		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n  reboot_on_change = false", cores))
 	}
 	var vmid int
-	log := &powerLog{env: env}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(name),
@@ -277,19 +285,12 @@ func TestAccProxyVM_rebootOnChangeFalse(t *testing.T) {
 // memory change applies to the running VM with one config write and no power request,
 // the address stays known in the plan, and the next plan is empty.
 func TestAccProxyVM_memoryHotplug(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("sets the simulated VM's hotplug option")
-	}
-	env.Sim.EnableRequestLog()
-	c := newCluster(t, env)
-	name := vmName("hotplug")
-	base := vmProviderConfig(env, "")
+	f := newPowerFixture(t, "hotplug", "sets the simulated VM's hotplug option")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
 	cfg := func(mem int) string {
 		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
 	}
 	var vmid int
-	log := &powerLog{env: env}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(name),
@@ -361,19 +362,12 @@ func putConfig(t *testing.T, env *testEnv, c *cluster, vmid int, params map[stri
 // and is written back before started = false shuts the VM down, so the stopped VM holds the
 // configured value.
 func TestAccProxyVM_pendingReverted(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("reads the simulator's request log and pending values")
-	}
-	env.Sim.EnableRequestLog()
-	c := newCluster(t, env)
-	name := vmName("revert")
-	base := vmProviderConfig(env, "")
+	f := newPowerFixture(t, "revert", "reads the simulator's request log and pending values")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
 	cfg := func(cores, mem int, extra string) string {
 		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = %d\n%s", cores, mem, extra))
 	}
 	var vmid int
-	log := &powerLog{env: env}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(name),
@@ -448,19 +442,12 @@ func TestAccProxyVM_pendingReverted(t *testing.T) {
 // hotplug yet: the plan of a memory change says the VM restarts (the address unknown),
 // and the apply restarts it.
 func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("reads the simulator's request log and pending values")
-	}
-	env.Sim.EnableRequestLog()
-	c := newCluster(t, env)
-	name := vmName("hotpend")
-	base := vmProviderConfig(env, "")
+	f := newPowerFixture(t, "hotpend", "reads the simulator's request log and pending values")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
 	cfg := func(mem int) string {
 		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
 	}
 	var vmid int
-	log := &powerLog{env: env}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(name),
@@ -492,19 +479,12 @@ func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
 // leaves the new cores pending and the VM running with the old ones; the next plan shows
 // the change again, with its restart, and its apply converges.
 func TestAccProxyVM_interruptedUpdateConverges(t *testing.T) {
-	env := newTestEnv(t, pvesim.Options{})
-	if env.Sim == nil {
-		t.Skip("writes the simulator's config directly")
-	}
-	env.Sim.EnableRequestLog()
-	c := newCluster(t, env)
-	name := vmName("interr")
-	base := vmProviderConfig(env, "")
+	f := newPowerFixture(t, "interr", "writes the simulator's config directly")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
 	cfg := func(cores int) string {
 		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n", cores))
 	}
 	var vmid int
-	log := &powerLog{env: env}
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(name),
