@@ -37,6 +37,8 @@ var Layers = map[string]Layer{
 	"internal/bench":             {Allowed: []string{"internal/tfrun", "internal/pvesim", "internal/pveapi"}},
 	"internal/reporefs":          {Allowed: []string{}},
 	"internal/tools/testsummary": {Allowed: []string{}},
+	// Asks the provider for its schema in-process, for the docs.
+	"internal/tools/providerschema": {Allowed: []string{"internal/provider"}},
 }
 
 // CheckLayers reports every import of a module package that the table forbids, as
