@@ -5,18 +5,23 @@
 //
 //	go test -json ./... | testsummary -progress -o bin/test/main.json
 //
-// Summary mode reads one or more saved streams, each optionally labelled (a second run of
-// the acceptance tests under another Terraform, say), lists every failure with its package,
-// test name and output, then prints one line per kind and a total:
+// Summary mode reads one or more saved streams, each optionally labelled (the provider's
+// tests run again under another CLI: a leg of the CLI matrix), lists every failure with its
+// package, test name and output, then prints one line per kind for the unlabelled stream, one
+// line per leg, and a total:
 //
-//	testsummary bin/test/main.json 'terraform 1.15.9=bin/test/tf115.json'
+//	testsummary -main-leg 'Terraform 1.11.4' -skipped 'OpenTofu 1.12.6=no ../tools/tofu-1.12' \
+//		bin/test/main.json 'Terraform 1.16.3=bin/test/terraform-1.16.3.json'
 //
 //	unit: 412 passed, 0 failed, 3 skipped
 //	acceptance: 40 passed, 0 failed, 0 skipped
 //	reliability: 15 passed, 0 failed, 0 skipped
-//	acceptance (terraform 1.15.9): 40 passed, 0 failed, 0 skipped
-//	507 passed, 0 failed, 3 skipped
+//	leg Terraform 1.11.4: 467 passed, 0 failed, 3 skipped in 6m2s (the runs above)
+//	leg Terraform 1.16.3: 120 passed, 0 failed, 2 skipped in 4m10s
+//	leg OpenTofu 1.12.6: SKIPPED (no ../tools/tofu-1.12)
+//	587 passed, 0 failed, 5 skipped
 //
+// A leg's time runs from its stream's first event to its last.
 // The last line stands alone so that CI can read it. A test's kind comes from its name:
 // TestAcc... is acceptance, TestE2E... is reliability, anything else is unit. Top-level
 // tests are counted; the rows of a table are its subtests and appear by name in the
@@ -70,10 +75,19 @@ type pkgState struct {
 
 // run is one parsed stream.
 type run struct {
-	label    string
-	pkgs     map[string]*pkgState
-	order    []string
-	unparsed []string
+	label       string
+	pkgs        map[string]*pkgState
+	order       []string
+	unparsed    []string
+	first, last time.Time // the earliest and latest event times
+}
+
+// elapsed is the stream's wall time, rounded to the second.
+func (r *run) elapsed() time.Duration {
+	if r.first.IsZero() {
+		return 0
+	}
+	return r.last.Sub(r.first).Round(time.Second)
 }
 
 func newRun(label string) *run { return &run{label: label, pkgs: map[string]*pkgState{}} }
@@ -160,6 +174,14 @@ func read(in io.Reader, label string, copyTo io.Writer, progress io.Writer) (*ru
 			}
 			continue
 		}
+		if !e.Time.IsZero() {
+			if r.first.IsZero() || e.Time.Before(r.first) {
+				r.first = e.Time
+			}
+			if e.Time.After(r.last) {
+				r.last = e.Time
+			}
+		}
 		if p := r.add(e); p != nil && progress != nil {
 			fmt.Fprintln(progress, p.progressLine())
 		}
@@ -220,8 +242,10 @@ type failure struct {
 	output                []string
 }
 
-// summarize counts every run by kind and collects the failures.
-func summarize(runs []*run) (lines []string, total tally, fails []failure) {
+// summarize counts every run by kind and collects the failures. The unlabelled run gets a
+// line per kind (and a leg line when mainLeg names it), each labelled run one leg line, each
+// of skipped ("label=why") a SKIPPED leg line.
+func summarize(runs []*run, mainLeg string, skipped []string) (lines []string, total tally, fails []failure) {
 	for _, r := range runs {
 		byKind := map[string]*tally{}
 		for _, k := range kinds {
@@ -262,18 +286,25 @@ func summarize(runs []*run) (lines []string, total tally, fails []failure) {
 				byKind[pkgKind(p)].fail++
 			}
 		}
+		var leg tally
 		for _, k := range kinds {
 			c := *byKind[k]
 			total.pass, total.fail, total.skip = total.pass+c.pass, total.fail+c.fail, total.skip+c.skip
-			name := k
-			if r.label != "" {
-				if c == (tally{}) {
-					continue
-				}
-				name += " (" + r.label + ")"
+			leg.pass, leg.fail, leg.skip = leg.pass+c.pass, leg.fail+c.fail, leg.skip+c.skip
+			if r.label == "" {
+				lines = append(lines, k+": "+c.String())
 			}
-			lines = append(lines, name+": "+c.String())
 		}
+		switch {
+		case r.label != "":
+			lines = append(lines, fmt.Sprintf("leg %s: %s in %s", r.label, leg, r.elapsed()))
+		case mainLeg != "":
+			lines = append(lines, fmt.Sprintf("leg %s: %s in %s (the runs above)", mainLeg, leg, r.elapsed()))
+		}
+	}
+	for _, s := range skipped {
+		lbl, why, _ := strings.Cut(s, "=")
+		lines = append(lines, fmt.Sprintf("leg %s: SKIPPED (%s)", lbl, why))
 	}
 	return lines, total, fails
 }
@@ -305,8 +336,8 @@ func pkgKind(p *pkgState) string {
 	return "unit"
 }
 
-func printSummary(w io.Writer, runs []*run) bool {
-	lines, total, fails := summarize(runs)
+func printSummary(w io.Writer, runs []*run, mainLeg string, skipped []string) bool {
+	lines, total, fails := summarize(runs, mainLeg, skipped)
 	if len(fails) > 0 {
 		fmt.Fprintf(w, "\n=== %d failures\n", len(fails))
 		for _, f := range fails {
@@ -359,6 +390,12 @@ func modulePath(file string) string {
 	return ""
 }
 
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -370,6 +407,9 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fl.String("o", "", "with -progress: save the stream to this file")
 	label := fl.String("label", "", "with -progress: the label of the stream in its own summary")
 	module := fl.String("module", modulePath("go.mod"), "module path left out of package names (default: from ./go.mod)")
+	mainLeg := fl.String("main-leg", "", "the CLI the unlabelled stream ran under: it gets a leg line too")
+	var skipped stringList
+	fl.Var(&skipped, "skipped", "label=why of a leg that did not run (repeatable): a SKIPPED leg line")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -393,7 +433,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "testsummary:", err)
 			return 2
 		}
-		if _, total, fails := summarize([]*run{r}); total.fail > 0 || len(fails) > 0 {
+		if _, total, fails := summarize([]*run{r}, "", nil); total.fail > 0 || len(fails) > 0 {
 			return 1
 		}
 		return 0
@@ -427,7 +467,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		runs = append(runs, r)
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].label == "" && runs[j].label != "" })
-	if !printSummary(stdout, runs) {
+	if !printSummary(stdout, runs, *mainLeg, skipped) {
 		return 1
 	}
 	return 0

@@ -142,25 +142,40 @@ const passingStream = `{"Action":"start","Package":"x/p"}
 {"Action":"pass","Package":"x/p","Elapsed":0.3}
 `
 
+// timedStream is passingStream with event times 2m30s apart from first to last.
+const timedStream = `{"Time":"2026-01-01T10:00:00Z","Action":"start","Package":"x/p"}
+{"Time":"2026-01-01T10:00:01Z","Action":"run","Package":"x/p","Test":"TestAccOne"}
+{"Time":"2026-01-01T10:02:00Z","Action":"pass","Package":"x/p","Test":"TestAccOne","Elapsed":119}
+{"Time":"2026-01-01T10:02:00Z","Action":"run","Package":"x/p","Test":"TestHelper"}
+{"Time":"2026-01-01T10:02:29.6Z","Action":"skip","Package":"x/p","Test":"TestHelper","Elapsed":0.1}
+{"Time":"2026-01-01T10:02:30Z","Action":"pass","Package":"x/p","Elapsed":150}
+`
+
+// Each leg of the CLI matrix is one line with its counts over every kind and its time; the
+// unlabelled run keeps its line per kind, and gets a leg line of its own with -main-leg; a
+// leg that did not run is a SKIPPED line that does not fail the summary.
 func TestSummary_labelledSecondRunIsItsOwnLine(t *testing.T) {
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "main.json"), filepath.Join(dir, "tf.json")
 	if err := os.WriteFile(first, []byte(passingStream), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(second, []byte(passingStream), 0o600); err != nil {
+	if err := os.WriteFile(second, []byte(timedStream), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if rc := realMain([]string{"terraform 1.15.9=" + second, first}, nil, &out, os.Stderr); rc != 0 {
+	args := []string{"-main-leg", "Terraform 1.11.4", "-skipped", "OpenTofu 1.12.6=the tool tofu-1.12 is missing",
+		"Terraform 1.16.3=" + second, first}
+	if rc := realMain(args, nil, &out, os.Stderr); rc != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", rc, out.String())
 	}
 	want := "\nunit: 1 passed, 0 failed, 0 skipped\n" +
 		"acceptance: 1 passed, 0 failed, 0 skipped\n" +
 		"reliability: 0 passed, 0 failed, 0 skipped\n" +
-		"unit (terraform 1.15.9): 1 passed, 0 failed, 0 skipped\n" +
-		"acceptance (terraform 1.15.9): 1 passed, 0 failed, 0 skipped\n" +
-		"4 passed, 0 failed, 0 skipped\n"
+		"leg Terraform 1.11.4: 2 passed, 0 failed, 0 skipped in 0s (the runs above)\n" +
+		"leg Terraform 1.16.3: 1 passed, 0 failed, 1 skipped in 2m30s\n" +
+		"leg OpenTofu 1.12.6: SKIPPED (the tool tofu-1.12 is missing)\n" +
+		"3 passed, 0 failed, 1 skipped\n"
 	if out.String() != want {
 		t.Errorf("summary\n%s\nwant\n%s", out.String(), want)
 	}
@@ -176,7 +191,7 @@ func TestSummary_testThatNeverEndsFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if printSummary(&out, []*run{r}) {
+	if printSummary(&out, []*run{r}, "", nil) {
 		t.Error("summary reports success")
 	}
 	if !strings.Contains(out.String(), "TestHangs: started and never finished") || !strings.HasSuffix(out.String(), "\n0 passed, 1 failed, 0 skipped\n") {
