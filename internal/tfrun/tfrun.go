@@ -35,6 +35,10 @@ import (
 // ProviderSource is the provider address main.go serves.
 const ProviderSource = "registry.terraform.io/proxy-operator/proxy"
 
+// OpenTofuSource is the address "proxy-operator/proxy" means under OpenTofu, whose default
+// registry host is registry.opentofu.org.
+const OpenTofuSource = "registry.opentofu.org/proxy-operator/proxy"
+
 // BinaryName is the provider's executable name, also how its process is recognised.
 const BinaryName = "terraform-provider-proxy"
 
@@ -43,8 +47,12 @@ type Provider struct {
 	Dir       string // directory holding the binary
 	Binary    string // full path of the binary
 	CLIConfig string // full path of the CLI configuration file (dev_overrides)
-	// Terraform is the terraform executable (from PATH).
+	// Terraform is the CLI executable: TF_ACC_TERRAFORM_PATH when set (as plugin-testing
+	// reads it, so that one variable points every suite at another Terraform or at
+	// OpenTofu), else terraform from PATH.
 	Terraform string
+	// OpenTofu is true when Terraform is an OpenTofu CLI (IsOpenTofu).
+	OpenTofu bool
 }
 
 // BuildOptions tune Build.
@@ -60,9 +68,9 @@ type BuildOptions struct {
 
 // Build compiles the provider and writes the CLI configuration.
 func Build(ctx context.Context, o BuildOptions) (*Provider, error) {
-	tf, err := exec.LookPath("terraform")
+	tf, err := CLI()
 	if err != nil {
-		return nil, fmt.Errorf("tfrun: terraform is not on PATH: %w", err)
+		return nil, err
 	}
 	root := o.RepoRoot
 	if root == "" {
@@ -94,11 +102,64 @@ func Build(ctx context.Context, o BuildOptions) (*Provider, error) {
 		return nil, fmt.Errorf("tfrun: go build of the provider failed: %w\n%s", err, out)
 	}
 	cfg := filepath.Join(dir, "cli.tfrc")
-	text := fmt.Sprintf("provider_installation {\n  dev_overrides {\n    %q = %q\n  }\n  direct {}\n}\n", ProviderSource, dir)
+	// Under OpenTofu, "proxy-operator/proxy" means OpenTofuSource: that one too.
+	overrides := fmt.Sprintf("    %q = %q\n", ProviderSource, dir)
+	tofu := IsOpenTofu(tf)
+	if tofu {
+		overrides += fmt.Sprintf("    %q = %q\n", OpenTofuSource, dir)
+	}
+	text := "provider_installation {\n  dev_overrides {\n" + overrides + "  }\n  direct {}\n}\n"
 	if err = os.WriteFile(cfg, []byte(text), 0o600); err != nil {
 		return nil, err
 	}
-	return &Provider{Dir: dir, Binary: bin, CLIConfig: cfg, Terraform: tf}, nil
+	return &Provider{Dir: dir, Binary: bin, CLIConfig: cfg, Terraform: tf, OpenTofu: tofu}, nil
+}
+
+// CLI is the terraform (or tofu) executable the suites run: TF_ACC_TERRAFORM_PATH, else
+// terraform from PATH.
+func CLI() (string, error) {
+	if tf := os.Getenv("TF_ACC_TERRAFORM_PATH"); tf != "" {
+		if _, err := os.Stat(tf); err != nil {
+			return "", fmt.Errorf("tfrun: TF_ACC_TERRAFORM_PATH: %w", err)
+		}
+		return tf, nil
+	}
+	tf, err := exec.LookPath("terraform")
+	if err != nil {
+		return "", fmt.Errorf("tfrun: terraform is not on PATH: %w", err)
+	}
+	return tf, nil
+}
+
+// IsOpenTofu reports whether cli is OpenTofu: its `version` says "OpenTofu v<version>" where
+// Terraform's says "Terraform v<version>" (OpenTofu reports its own version numbers, so the
+// number alone does not tell them apart, nor does the executable's name). OpenTofu prints a
+// warning about a missing CLI configuration on standard output first; it is skipped.
+func IsOpenTofu(cli string) bool {
+	cmd := exec.Command(cli, "version")
+	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return strings.HasPrefix(filepath.Base(cli), "tofu")
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "OpenTofu v"):
+			return true
+		case strings.HasPrefix(line, "Terraform v"):
+			return false
+		}
+	}
+	return false
+}
+
+// RegistryHost is the CLI's default registry host, the one a source address without a host
+// ("proxy-operator/proxy") means: registry.opentofu.org under OpenTofu.
+func (p *Provider) RegistryHost() string {
+	if p.OpenTofu {
+		return "registry.opentofu.org"
+	}
+	return "registry.terraform.io"
 }
 
 // Remove deletes the build directory.
