@@ -11,6 +11,10 @@
 #                                                           the zips under their own names) and
 #                                                           a network mirror (index.json and
 #                                                           <v>.json with each zip's zh: hash)
+#   dist/mirror/registry.opentofu.org/proxy-operator/proxy/ the same for OpenTofu, whose
+#                                                           default registry host this is: a
+#                                                           configuration's "proxy-operator/proxy"
+#                                                           means this address under tofu
 #
 # Nothing is signed: signing needs the release key (goreleaser's signs: block, GPG_FINGERPRINT)
 # and happens only where a release is published. See the README, "Releases and mirrors".
@@ -25,7 +29,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 NAME=terraform-provider-proxy
-SOURCE_HOST=registry.terraform.io
+# The registry hosts the mirror serves the provider under: Terraform's and OpenTofu's default
+# ones, so that source = "proxy-operator/proxy" installs from the mirror under either CLI.
+SOURCE_HOSTS="registry.terraform.io registry.opentofu.org"
 SOURCE_NS=proxy-operator
 SOURCE_TYPE=proxy
 
@@ -83,33 +89,36 @@ echo "release: ${NAME}_${VERSION}_SHA256SUMS"
 # a network mirror serves index.json (the versions) and <version>.json (one archive per
 # platform, url relative to the JSON, with the zip's zh: hash: the sha256 the registry's
 # SHA256SUMS gives).
-mirror="$DIST/mirror/$SOURCE_HOST/$SOURCE_NS/$SOURCE_TYPE"
-mkdir -p "$mirror"
-for z in "${zips[@]}"; do
-	cp "$DIST/$z" "$mirror/$z"
+for host in $SOURCE_HOSTS; do
+	mirror="$DIST/mirror/$host/$SOURCE_NS/$SOURCE_TYPE"
+	mkdir -p "$mirror"
+	for z in "${zips[@]}"; do
+		# A hard link where the file system allows it: one copy of each zip on disk.
+		ln -f "$DIST/$z" "$mirror/$z" 2>/dev/null || cp "$DIST/$z" "$mirror/$z"
+	done
+	{
+		printf '{\n  "archives": {\n'
+		first=1
+		for z in "$mirror/${NAME}_${VERSION}_"*.zip; do
+			base="$(basename "$z")"
+			plat="${base#"${NAME}_${VERSION}_"}"
+			plat="${plat%.zip}"
+			sum="$(sha256sum "$z" | cut -d' ' -f1)"
+			[[ $first == 1 ]] || printf ',\n'
+			first=0
+			printf '    "%s": {"url": "%s", "hashes": ["zh:%s"]}' "$plat" "$base" "$sum"
+		done
+		printf '\n  }\n}\n'
+	} >"$mirror/$VERSION.json"
+	{
+		printf '{\n  "versions": {\n'
+		first=1
+		for j in $(cd "$mirror" && ls -1 *.json | grep -v '^index\.json$' | sort -V); do
+			[[ $first == 1 ]] || printf ',\n'
+			first=0
+			printf '    "%s": {}' "${j%.json}"
+		done
+		printf '\n  }\n}\n'
+	} >"$mirror/index.json"
 done
-{
-	printf '{\n  "archives": {\n'
-	first=1
-	for z in "$mirror/${NAME}_${VERSION}_"*.zip; do
-		base="$(basename "$z")"
-		plat="${base#"${NAME}_${VERSION}_"}"
-		plat="${plat%.zip}"
-		sum="$(sha256sum "$z" | cut -d' ' -f1)"
-		[[ $first == 1 ]] || printf ',\n'
-		first=0
-		printf '    "%s": {"url": "%s", "hashes": ["zh:%s"]}' "$plat" "$base" "$sum"
-	done
-	printf '\n  }\n}\n'
-} >"$mirror/$VERSION.json"
-{
-	printf '{\n  "versions": {\n'
-	first=1
-	for j in $(cd "$mirror" && ls -1 *.json | grep -v '^index\.json$' | sort -V); do
-		[[ $first == 1 ]] || printf ',\n'
-		first=0
-		printf '    "%s": {}' "${j%.json}"
-	done
-	printf '\n  }\n}\n'
-} >"$mirror/index.json"
 echo "release: mirror at $DIST/mirror (filesystem_mirror and network_mirror layouts)"

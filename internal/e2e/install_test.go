@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"sort"
@@ -25,9 +26,12 @@ import (
 )
 
 // The install tests build release archives with scripts/release.sh (what `make release`
-// runs) and install them the way a CI pipeline would: `terraform init` against a local
-// mirror, with no dev_overrides and no registry. They are not part of the reliability
-// suite (make reliability runs TestE2E_ only).
+// runs) and install them the way a CI pipeline would: `terraform init` (or `tofu init`)
+// against a local mirror, with no dev_overrides and no registry. They run under the CLI the
+// suite runs (TF_ACC_TERRAFORM_PATH, else terraform on PATH): under OpenTofu the
+// configuration's "proxy-operator/proxy" means registry.opentofu.org/proxy-operator/proxy,
+// which the mirror serves too. They are not part of the reliability suite (make reliability
+// runs TestE2E_ only).
 
 // releaseVersions are built once per run, for the host platform only.
 var releaseVersions = []string{"1.0.0", "1.1.0"}
@@ -109,10 +113,10 @@ func readLock(t *testing.T, ws *tfrun.Workspace) lockEntry {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(ws.Dir, ".terraform.lock.hcl"))
 	if err != nil {
-		t.Fatalf("terraform init wrote no lock file: %v", err)
+		t.Fatalf("init wrote no lock file: %v", err)
 	}
 	text := string(data)
-	if !strings.Contains(text, `provider "registry.terraform.io/proxy-operator/proxy"`) {
+	if !strings.Contains(text, `provider "`+providerAddress()+`"`) {
 		t.Fatalf("the lock file has no entry for the provider:\n%s", text)
 	}
 	var e lockEntry
@@ -145,12 +149,46 @@ func zipHashes(t *testing.T, zip string) (h1, zh string) {
 	return h1, "zh:" + hex.EncodeToString(sum[:])
 }
 
+// providerAddress is the address "proxy-operator/proxy" means under the suite's CLI.
+func providerAddress() string { return provider.RegistryHost() + "/proxy-operator/proxy" }
+
+// checkMirrorHosts: the release's mirror serves the provider under Terraform's and
+// OpenTofu's registry hosts, the same files in both, so that one configuration
+// ("proxy-operator/proxy") installs from it under either CLI.
+func checkMirrorHosts(t *testing.T, dist string) {
+	t.Helper()
+	files := func(host string) map[string]string {
+		dir := filepath.Join(dist, "mirror", host, "proxy-operator", "proxy")
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("the mirror has no %s tree: %v", host, err)
+		}
+		m := map[string]string{}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(b)
+			m[e.Name()] = hex.EncodeToString(sum[:])
+		}
+		return m
+	}
+	tf, tofu := files("registry.terraform.io"), files("registry.opentofu.org")
+	if len(tf) != 2*len(releaseVersions)+1 { // a zip and a <version>.json per version, index.json
+		t.Fatalf("registry.terraform.io tree holds %v", tf)
+	}
+	if !reflect.DeepEqual(tf, tofu) {
+		t.Fatalf("the two hosts' trees differ:\nregistry.terraform.io %v\nregistry.opentofu.org %v", tf, tofu)
+	}
+}
+
 func releaseZip(dist, version string) string {
 	return filepath.Join(dist, fmt.Sprintf("terraform-provider-proxy_%s_%s.zip", version, hostPlatform()))
 }
 
 // TestInstall_FilesystemMirror installs the released provider from a filesystem mirror, from a
-// clean directory, with direct installation excluded for it: `terraform init` picks the newest
+// clean directory, with direct installation excluded for it: `init` picks the newest
 // version the constraint allows, writes the lock file with the archive's h1: hash, the
 // provider then serves a plan and an apply, and a constraint no mirrored version meets is
 // refused.
@@ -158,6 +196,7 @@ func TestInstall_FilesystemMirror(t *testing.T) {
 	needTF(t)
 	dist := buildRelease(t)
 	mirror := filepath.Join(dist, "mirror")
+	checkMirrorHosts(t, dist)
 	// SHA256SUMS lists the archive with the hash the zip really has.
 	for _, v := range releaseVersions {
 		sums, err := os.ReadFile(filepath.Join(dist, "terraform-provider-proxy_"+v+"_SHA256SUMS"))
@@ -176,13 +215,13 @@ func TestInstall_FilesystemMirror(t *testing.T) {
 	installation := fmt.Sprintf(`provider_installation {
   filesystem_mirror {
     path    = %q
-    include = ["registry.terraform.io/proxy-operator/proxy"]
+    include = [%q]
   }
   direct {
-    exclude = ["registry.terraform.io/proxy-operator/proxy"]
+    exclude = [%[2]q]
   }
 }
-`, mirror)
+`, mirror, providerAddress())
 	sim := pvesim.NewForTest(t, pvesim.Options{Seed: runSeed})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -215,7 +254,7 @@ func TestInstall_FilesystemMirror(t *testing.T) {
 				t.Fatalf("apply with the installed provider: %s", r)
 			}
 			// The installed binary is the release's, under its versioned name.
-			bin := filepath.Join(ws.Dir, ".terraform", "providers", "registry.terraform.io", "proxy-operator", "proxy",
+			bin := filepath.Join(ws.Dir, ".terraform", "providers", provider.RegistryHost(), "proxy-operator", "proxy",
 				tc.want, hostPlatform(), "terraform-provider-proxy_v"+tc.want)
 			if _, err := os.Stat(bin); err != nil {
 				t.Fatalf("installed binary: %v", err)
@@ -252,7 +291,7 @@ func TestInstall_FilesystemMirror(t *testing.T) {
 			t.Fatal(err)
 		}
 		h1, _ := zipHashes(t, releaseZip(dist, "1.1.0")) // another archive's hash
-		lock := fmt.Sprintf("provider \"registry.terraform.io/proxy-operator/proxy\" {\n  version     = \"1.0.0\"\n  constraints = \"1.0.0\"\n  hashes = [\n    %q,\n  ]\n}\n", h1)
+		lock := fmt.Sprintf("provider %q {\n  version     = \"1.0.0\"\n  constraints = \"1.0.0\"\n  hashes = [\n    %q,\n  ]\n}\n", providerAddress(), h1)
 		if err := ws.WriteFile(".terraform.lock.hcl", lock); err != nil {
 			t.Fatal(err)
 		}
@@ -267,15 +306,16 @@ func TestInstall_FilesystemMirror(t *testing.T) {
 }
 
 // TestInstall_NetworkMirror serves the release's network mirror layout (index.json,
-// <version>.json) over HTTPS and installs from it: Terraform checks the archive against the
-// zh: hash <version>.json gives and records its own h1: hash in the lock file; a
-// <version>.json whose zh: hash is not the archive's is refused.
+// <version>.json) over HTTPS and installs from it: the CLI checks the archive against the
+// zh: hash <version>.json gives and records its own h1: hash in the lock file (OpenTofu
+// records the mirror's zh: hash beside it; Terraform keeps zh: hashes for signed registry
+// answers); a <version>.json whose zh: hash is not the archive's is refused.
 func TestInstall_NetworkMirror(t *testing.T) {
 	needTF(t)
 	dist := buildRelease(t)
 	mirror := filepath.Join(dist, "mirror")
 	h1, zh := zipHashes(t, releaseZip(dist, "1.0.0"))
-	index, err := os.ReadFile(filepath.Join(mirror, "registry.terraform.io", "proxy-operator", "proxy", "1.0.0.json"))
+	index, err := os.ReadFile(filepath.Join(mirror, provider.RegistryHost(), "proxy-operator", "proxy", "1.0.0.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,13 +344,13 @@ func TestInstall_NetworkMirror(t *testing.T) {
 		ws := mirrorWorkspace(t, fmt.Sprintf(`provider_installation {
   network_mirror {
     url     = "%s/"
-    include = ["registry.terraform.io/proxy-operator/proxy"]
+    include = [%q]
   }
   direct {
-    exclude = ["registry.terraform.io/proxy-operator/proxy"]
+    exclude = [%[2]q]
   }
 }
-`, srv.URL))
+`, srv.URL, providerAddress()))
 		ws.Env = append(ws.Env, "SSL_CERT_FILE="+certFile)
 		if err := ws.WriteConfig(installConfig(sim, "~> 1.0.0")); err != nil {
 			t.Fatal(err)
@@ -325,8 +365,12 @@ func TestInstall_NetworkMirror(t *testing.T) {
 			t.Fatalf("init from the network mirror: %s", r)
 		}
 		lock := readLock(t, ws)
-		if lock.Version != "1.0.0" || len(lock.Hashes) != 1 || lock.Hashes[0] != h1 {
-			t.Fatalf("lock file: version %q hashes %v, want 1.0.0 and [%s]", lock.Version, lock.Hashes, h1)
+		want := []string{h1}
+		if provider.OpenTofu {
+			want = append(want, zh) // h1: sorts before zh:
+		}
+		if lock.Version != "1.0.0" || !reflect.DeepEqual(lock.Hashes, want) {
+			t.Fatalf("lock file: version %q hashes %v, want 1.0.0 and %v", lock.Version, lock.Hashes, want)
 		}
 		if r := ws.Apply(ctx); !r.OK() || !strings.Contains(r.Stdout, "ready = true") {
 			t.Fatalf("apply with the provider from the network mirror: %s", r)
