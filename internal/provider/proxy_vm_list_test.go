@@ -61,7 +61,8 @@ resource "proxy_vm" %q {
 		list("elsewhere", fmt.Sprintf("    name_prefix = %q\n    node = \"no-such-node\"\n", prefix))
 
 	resource.ParallelTest(t, resource.TestCase{
-		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_14_0)},
+		TerraformVersionChecks: []tfversion.TerraformVersionCheck{
+			skipOnOpenTofu("list resources (terraform query)"), tfversion.SkipBelow(tfversion.Version1_14_0)},
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             c.checkGone(prefix + "a"),
 		Steps: []resource.TestStep{
