@@ -190,7 +190,7 @@ func latestTerraform(t *testing.T) string {
 	t.Helper()
 	tf := os.Getenv("PROXY_TEST_TERRAFORM_LATEST")
 	if tf == "" {
-		t.Skip("SKIPPED: PROXY_TEST_TERRAFORM_LATEST is not set (make test sets it from TF_TOOL_DIR's terraform-1.15); terraform query needs Terraform 1.14+")
+		t.Skip("SKIPPED: PROXY_TEST_TERRAFORM_LATEST is not set (make test sets it from the newest terraform-* of TF_MATRIX in TF_TOOL_DIR); terraform query needs Terraform 1.14+")
 	}
 	return tf
 }
