@@ -62,7 +62,7 @@ func cloudInitDigestKeyAttribute() providerschema.StringAttribute {
 
 // cloudInitWOAttribute is proxy_vm's write-only cloud-init.
 func cloudInitWOAttribute() schema.StringAttribute {
-	md := "cloud-init user-data, as `cloud_init`, but write-only (Terraform 1.11 and later): " +
+	md := "cloud-init user-data, as `cloud_init`, but write-only (Terraform or OpenTofu 1.11 and later): " +
 		"never stored in the state or among a plan's values (read it from a file: a saved plan keeps a copy of the `.tf` " +
 		"files). Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
 		"detected through `cloud_init_digest` and replaces the VM, so the provider needs `cloud_init_digest_key`. " +

@@ -286,7 +286,7 @@ provider does not manage).
 ` + "`network_config` and `static_ipv4`" + ` (cloud-init applies them at first boot only), a smaller ` + "`disk_gib`" + `,
 and a VM whose guest agent was switched off.
 
-**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+, the identity
+**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+ or OpenTofu 1.12+, the identity
 ` + "`{ vmid, name }`" + `) and only VMs carrying the mark. ` + "`cloud_init`" + ` cannot be read back; the digest of
 ` + "`cloud_init_wo`" + ` is, so the same text plans nothing. The template is identified among the catalogue's templates by
 the creation time a full clone copies from its template (` + "`meta`" + `), which costs one config read per
