@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,15 +37,34 @@ import (
 // releaseVersions are built once per run, for the host platform only.
 var releaseVersions = []string{"1.0.0", "1.1.0"}
 
-// buildRelease runs scripts/release.sh for each version into one dist directory and
-// returns it. The mirror is dist/mirror.
+// release is the one dist directory the install tests share (they only read it); TestMain
+// removes it.
+var release struct {
+	once sync.Once
+	dist string
+	err  error
+}
+
+// buildRelease runs scripts/release.sh for each version into one dist directory, once per
+// run, and returns it. The mirror is dist/mirror.
 func buildRelease(t *testing.T) string {
 	t.Helper()
+	release.once.Do(func() { release.dist, release.err = runRelease() })
+	if release.err != nil {
+		t.Fatal(release.err)
+	}
+	return release.dist
+}
+
+func runRelease() (string, error) {
 	root, err := tfrun.RepoRoot()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	dist := t.TempDir()
+	dist, err := os.MkdirTemp("", "e2e-release-")
+	if err != nil {
+		return "", err
+	}
 	for _, v := range releaseVersions {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		cmd := exec.CommandContext(ctx, filepath.Join(root, "scripts", "release.sh"))
@@ -53,10 +73,10 @@ func buildRelease(t *testing.T) string {
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
-			t.Fatalf("scripts/release.sh VERSION=%s: %v\n%s", v, err, out)
+			return dist, fmt.Errorf("scripts/release.sh VERSION=%s: %v\n%s", v, err, out)
 		}
 	}
-	return dist
+	return dist, nil
 }
 
 func hostPlatform() string { return runtime.GOOS + "_" + runtime.GOARCH }

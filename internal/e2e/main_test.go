@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 		_ = os.WriteFile(path, []byte(figures.table()), 0o644)
 	}
 	_ = p.Remove()
+	if release.dist != "" {
+		_ = os.RemoveAll(release.dist)
+	}
 	os.Exit(code)
 }
 
