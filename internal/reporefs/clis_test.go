@@ -11,9 +11,10 @@ import (
 
 // TestDocs_testedCLIs holds docs/index.md's table of tested CLIs to what `make test` runs:
 // the GNUmakefile's TF_BASE (the terraform on PATH in CI, every test) and each TF_MATRIX leg
-// in order, the TF_LEG_SAMPLED ones described as a sample and the others as every test that
-// drives the CLI. A version added to the matrix, dropped from it, or changed, fails here until
-// the docs say the same.
+// in order, the TF_LEG_SAMPLED ones described as a sample, the others as every acceptance
+// test, and those of TF_LEG_E2E as naming the install tests too. A version added to the
+// matrix, dropped from it, or changed, or a leg run otherwise than the table says, fails here
+// until the docs say the same.
 func TestDocs_testedCLIs(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -45,11 +46,13 @@ func TestDocs_testedCLIs(t *testing.T) {
 // TestDocs_testedCLIsCatchesADrift: the comparison sees a leg added, a version changed and a
 // leg sampled that the table runs in full.
 func TestDocs_testedCLIsCatchesADrift(t *testing.T) {
-	mk := "TF_BASE        := terraform-1.11.4\nTF_MATRIX      ?= terraform-1.15.9 tofu-1.12.6\nTF_LEG_SAMPLED ?= terraform-1.15.9\n"
+	mk := "TF_BASE        := terraform-1.11.4\nTF_MATRIX      ?= terraform-1.15.9 terraform-1.16.3 tofu-1.12.6\n" +
+		"TF_LEG_SAMPLED ?= terraform-1.15.9\nTF_LEG_E2E     ?= tofu-1.12.6\n"
 	doc := "| CLI | Version | Tests run |\n|---|---|---|\n" +
 		"| Terraform | 1.11.4 | every test, with the race detector |\n" +
 		"| Terraform | 1.15.9 | a sample: this and that |\n" +
-		"| OpenTofu | 1.12.6 | every test that drives the CLI |\n"
+		"| Terraform | 1.16.3 | every acceptance test |\n" +
+		"| OpenTofu | 1.12.6 | every acceptance test, and the install tests |\n"
 	want, err := testedCLIs(mk)
 	if err != nil {
 		t.Fatal(err)
@@ -58,10 +61,11 @@ func TestDocs_testedCLIsCatchesADrift(t *testing.T) {
 		t.Fatalf("a matching table compares unequal: %v vs %v", got, want)
 	}
 	for name, mk := range map[string]string{
-		"leg added":       strings.Replace(mk, "tofu-1.12.6", "terraform-1.16.3 tofu-1.12.6", 1),
-		"version changed": strings.Replace(mk, "tofu-1.12.6", "tofu-1.12.7", 1),
+		"leg added":       strings.Replace(mk, "tofu-1.12.6\nTF_LEG_SAMPLED", "tofu-1.12.6 terraform-1.17.0\nTF_LEG_SAMPLED", 1),
+		"version changed": strings.Replace(mk, "tofu-1.12.6\nTF_LEG_SAMPLED", "tofu-1.12.7\nTF_LEG_SAMPLED", 1),
 		"base changed":    strings.Replace(mk, "terraform-1.11.4", "terraform-1.12.0", 1),
-		"sampled":         strings.Replace(mk, "TF_LEG_SAMPLED ?= terraform-1.15.9", "TF_LEG_SAMPLED ?= terraform-1.15.9 tofu-1.12.6", 1),
+		"sampled":         strings.Replace(mk, "TF_LEG_SAMPLED ?= terraform-1.15.9", "TF_LEG_SAMPLED ?= terraform-1.15.9 terraform-1.16.3", 1),
+		"e2e moved":       strings.Replace(mk, "TF_LEG_E2E     ?= tofu-1.12.6", "TF_LEG_E2E     ?= terraform-1.16.3", 1),
 	} {
 		want, err := testedCLIs(mk)
 		if err != nil {
@@ -73,11 +77,11 @@ func TestDocs_testedCLIsCatchesADrift(t *testing.T) {
 	}
 }
 
-// testedCLIs reads TF_BASE, TF_MATRIX and TF_LEG_SAMPLED from the GNUmakefile and returns
-// one "CLI version: what runs" line per leg.
+// testedCLIs reads TF_BASE, TF_MATRIX, TF_LEG_SAMPLED and TF_LEG_E2E from the GNUmakefile
+// and returns one "CLI version: what runs" line per leg.
 func testedCLIs(mk string) ([]string, error) {
 	vars := map[string][]string{}
-	for _, name := range []string{"TF_BASE", "TF_MATRIX", "TF_LEG_SAMPLED"} {
+	for _, name := range []string{"TF_BASE", "TF_MATRIX", "TF_LEG_SAMPLED", "TF_LEG_E2E"} {
 		m := regexp.MustCompile(`(?m)^` + name + `\s*[:?]?=\s*(.*)$`).FindStringSubmatch(mk)
 		if m == nil {
 			return nil, fmt.Errorf("the GNUmakefile does not set %s", name)
@@ -87,9 +91,12 @@ func testedCLIs(mk string) ([]string, error) {
 	if len(vars["TF_BASE"]) != 1 {
 		return nil, fmt.Errorf("TF_BASE is %v, want one CLI", vars["TF_BASE"])
 	}
-	sampled := map[string]bool{}
+	sampled, e2e := map[string]bool{}, map[string]bool{}
 	for _, s := range vars["TF_LEG_SAMPLED"] {
 		sampled[s] = true
+	}
+	for _, s := range vars["TF_LEG_E2E"] {
+		e2e[s] = true
 	}
 	var out []string
 	for i, leg := range append(vars["TF_BASE"], vars["TF_MATRIX"]...) {
@@ -101,12 +108,14 @@ func testedCLIs(mk string) ([]string, error) {
 		if name == "" {
 			return nil, fmt.Errorf("%q: unknown CLI %q", leg, cli)
 		}
-		what := "every test that drives the CLI"
+		what := "every acceptance test"
 		switch {
 		case i == 0:
 			what = "every test"
 		case sampled[leg]:
 			what = "a sample"
+		case e2e[leg]:
+			what = "every acceptance test and the install tests"
 		}
 		out = append(out, name+" "+ver+": "+what)
 	}
@@ -138,8 +147,10 @@ func cliTable(doc string) []string {
 		}
 		what := strings.TrimSpace(cells[2])
 		switch {
-		case strings.HasPrefix(what, "every test that drives the CLI"):
-			what = "every test that drives the CLI"
+		case strings.HasPrefix(what, "every acceptance test") && strings.Contains(what, "install"):
+			what = "every acceptance test and the install tests"
+		case strings.HasPrefix(what, "every acceptance test"):
+			what = "every acceptance test"
 		case strings.HasPrefix(what, "every test"):
 			what = "every test"
 		case strings.HasPrefix(what, "a sample"):
