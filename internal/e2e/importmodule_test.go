@@ -90,12 +90,12 @@ resource "proxy_vm" "a" {
 	}
 }
 
-// terraformAtLeast is a Terraform CLI of at least version min: the suite's CLI when it is
+// terraformAtLeast is a Terraform CLI of at least version least: the suite's CLI when it is
 // one, else PROXY_TEST_TERRAFORM_LATEST when it is one; the test skips, loudly, naming the
 // feature, without either.
-func terraformAtLeast(t *testing.T, min, feature string) string {
+func terraformAtLeast(t *testing.T, least, feature string) string {
 	t.Helper()
-	want := version.Must(version.NewVersion(min))
+	want := version.Must(version.NewVersion(least))
 	var seen []string
 	for _, cli := range []string{provider.Terraform, latestTerraformOrEmpty()} {
 		if cli == "" {
@@ -111,7 +111,7 @@ func terraformAtLeast(t *testing.T, min, feature string) string {
 		seen = append(seen, name+" "+v.String())
 	}
 	t.Skipf("SKIPPED: %s need Terraform %s or later; the run has %s (make test hands the newest Terraform of TF_MATRIX over as PROXY_TEST_TERRAFORM_LATEST)",
-		feature, min, strings.Join(seen, " and "))
+		feature, least, strings.Join(seen, " and "))
 	return ""
 }
 

@@ -73,7 +73,7 @@ func runRelease() (string, error) {
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
-			return dist, fmt.Errorf("scripts/release.sh VERSION=%s: %v\n%s", v, err, out)
+			return dist, fmt.Errorf("scripts/release.sh VERSION=%s: %w\n%s", v, err, out)
 		}
 	}
 	return dist, nil

@@ -136,7 +136,9 @@ func CLI() (string, error) {
 // number alone does not tell them apart, nor does the executable's name). OpenTofu prints a
 // warning about a missing CLI configuration on standard output first; it is skipped.
 func IsOpenTofu(cli string) bool {
-	cmd := exec.Command(cli, "version")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cli, "version")
 	cmd.Env = append(os.Environ(), "CHECKPOINT_DISABLE=1")
 	out, err := cmd.Output()
 	if err != nil {
