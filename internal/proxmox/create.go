@@ -174,6 +174,9 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	if s.Node != "" && len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
 		return Permanentf("node %q is not one of the provider's nodes (%s)", s.Node, strings.Join(b.cfg.Nodes, ", "))
 	}
+	if err := b.checkSpecOptions(s); err != nil {
+		return err
+	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = b.clock.Now().UTC().Truncate(time.Second)
 	}
@@ -397,7 +400,11 @@ func (c *creation) provision(ctx context.Context) error {
 		return err
 	}
 	// The config.
-	if err := c.writeConfig(ctx, configParams(*s, c.cfg, b.cfg.ISOStorage)); err != nil {
+	params, err := configParams(*s, c.cfg, b.cfg.ISOStorage)
+	if err != nil {
+		return err
+	}
+	if err := c.writeConfig(ctx, params); err != nil {
 		return err
 	}
 	// Resize, only when larger (decision: boot-disk).
@@ -566,7 +573,9 @@ func (c *creation) written() VM {
 	if cfg == nil {
 		cfg = map[string]string{}
 	}
-	maps.Copy(cfg, configParams(*s, c.cfg, c.b.cfg.ISOStorage))
+	if p, err := configParams(*s, c.cfg, c.b.cfg.ISOStorage); err == nil {
+		maps.Copy(cfg, p)
+	}
 	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true})
 	if s.DiskGiB > vm.DiskGiB {
 		vm.DiskGiB = s.DiskGiB
@@ -591,12 +600,17 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, st
 }
 
 // configParams is the create's config write: cores, memory, agent=1, the tag (other tags kept), the
-// seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set.
-func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]string {
+// seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set. A value
+// that would break out of its option string is refused (optionValue).
+func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]string, error) {
+	vol, err := optionValue("ide2", seedVolID(isoStorage, seedFile(s.Name, s.UID)))
+	if err != nil {
+		return nil, err
+	}
 	p := map[string]string{
 		"agent":  "1",
 		"tags":   mergeTags(cfg["tags"]),
-		"ide2":   seedVolID(isoStorage, seedFile(s.Name, s.UID)) + ",media=cdrom",
+		"ide2":   vol + ",media=cdrom",
 		"onboot": boolParam(s.OnBoot),
 	}
 	if s.Cores > 0 {
@@ -611,9 +625,13 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]s
 		if s.VLANTag != 0 {
 			tag = &s.VLANTag
 		}
-		p["net0"] = rewriteNet0(cfg["net0"], &s.Bridge, tag)
+		net0, err := rewriteNet0(cfg["net0"], &s.Bridge, tag)
+		if err != nil {
+			return nil, err
+		}
+		p["net0"] = net0
 	}
-	return p
+	return p, nil
 }
 
 // mergeTags keeps the VM's tags (lowercased, as Proxmox stores them) and adds ours.

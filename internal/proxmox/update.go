@@ -58,6 +58,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if err := id.Validate(); err != nil {
 		return "", nil, err
 	}
+	if ch.Bridge != nil && *ch.Bridge != "" {
+		if _, err := optionValue("bridge", *ch.Bridge); err != nil {
+			return "", nil, err // before any request
+		}
+	}
 	unlock, err := b.locks.lock(ctx, id.Name)
 	if err != nil {
 		return "", nil, Transientf("waiting for another operation on this VM to finish: %w", err)
@@ -145,7 +150,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		if cfg["net0"] == "" {
 			return node, nil, Permanentf("the VM has no net0, so the bridge and VLAN tag cannot be changed")
 		}
-		if nv := rewriteNet0(cfg["net0"], ch.Bridge, ch.VLANTag); nv != cfg["net0"] {
+		nv, err := rewriteNet0(cfg["net0"], ch.Bridge, ch.VLANTag)
+		if err != nil {
+			return node, nil, err
+		}
+		if nv != cfg["net0"] {
 			params["net0"] = nv
 		}
 	}
