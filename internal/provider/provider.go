@@ -366,7 +366,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	data := &providerData{
 		client:    client,
 		cfg:       cfg,
-		backend:   proxmox.New(client, cfg.backendConfig(client.TokenID)),
+		backend:   proxmox.New(client, withProofKey(cfg.backendConfig(client.TokenID), client)),
 		token:     token,
 		tokenFile: cfg.TokenFile,
 	}

@@ -34,7 +34,10 @@ import (
 // Transient, never NotFound.
 func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
 	start := b.clock.Now()
-	c := &creation{b: b, s: s, onAllocated: onAllocated}
+	c := &creation{b: b, s: s, onAllocated: onAllocated, report: s.Report}
+	if c.report == nil {
+		c.report = &CreateReport{}
+	}
 	vm, err := c.run(ctx)
 	b.invalidateListing()
 	fields := map[string]any{
@@ -71,6 +74,13 @@ type creation struct {
 	notified ID
 	// passed are the finished VMs of this name and namespace the probe skipped.
 	passed []PassedVM
+	// proofKey proves this Create's creating marks and checks others' (ownership.go); nil
+	// when the backend has none.
+	proofKey []byte
+	// tmplCfg is the template's config, read by checkTemplate.
+	tmplCfg map[string]string
+	// report is Spec.Report, or a report nobody reads.
+	report *CreateReport
 }
 
 type verdict int
@@ -92,6 +102,13 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 		"on_boot": s.OnBoot, "wait_for_ip": s.WaitForIP, "cloud_init_bytes": len(s.UserData),
 		"vmid_min": c.b.cfg.VMIDMin, "vmid_max": c.b.cfg.VMIDMax,
 	})
+	if c.b.cfg.ProofKey != nil {
+		key, err := c.b.cfg.ProofKey()
+		if err != nil {
+			return VM{}, &Error{Class: pveapi.Permanent, Err: wrapMsg("deriving the key of the creating mark's proof from the API token", err)}
+		}
+		c.proofKey = key
+	}
 	unlock, err := c.b.locks.lock(ctx, s.Name)
 	if err != nil {
 		return VM{}, Transientf("waiting for another operation on this VM to finish: %w", err)
@@ -211,6 +228,7 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 		}
 		return "", apiErrorf("create", err, "reading the config of template %d on node %s", s.TemplateVMID, r.Node)
 	}
+	c.tmplCfg = cfg
 	if cfg["template"] != "1" {
 		return "", Permanentf("VMID %d (%s) is not a template; convert it with `qm template %d` or point the catalogue at a template", s.TemplateVMID, r.Name, s.TemplateVMID)
 	}
@@ -289,7 +307,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 			return false, err
 		}
 		if !gone {
-			v, err := c.judge(vmid, cfg)
+			v, err := c.judge(vmid, r.Node, cfg)
 			if err != nil {
 				return false, err
 			}
@@ -326,8 +344,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (fact: clone-vmid-taken).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
-	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
+	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: c.creatingMark(vmid), Storage: b.cfg.Storage}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
 		return false, err
@@ -528,8 +545,8 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 			return VM{}, err
 		}
 	}
-	// Without the uid: the last step (finalize) judges ownership, and says "taken over".
-	vm, err := b.get(ctx, id, GetOptions{FreshListing: true})
+	// Any owner: the last step (finalize) judges ownership, and says "taken over".
+	vm, err := b.get(ctx, id, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil {
 		if ClassOf(err) != pveapi.Transient {
 			return VM{}, wrap("create", id.Name, id.VMID, err)
@@ -556,8 +573,8 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 // notePassed records a skipped VM that is a finished create of this name in this
 // namespace (not one being created, not another namespace's).
 func (c *creation) notePassed(vmid int, node string, cfg map[string]string) {
-	m := ParseMark(cfg["description"])
-	if cfg["name"] != c.s.Name || !m.Managed || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
+	m, ok := marked(cfg, c.s.Name)
+	if !ok || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
 		return
 	}
 	if _, ours := c.b.finished.Load(m.UID); ours {

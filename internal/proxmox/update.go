@@ -76,11 +76,8 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	switch {
 	case st.verdict == verdictGone:
 		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
-	case st.otherUID != "":
-		b.logOtherUID(ctx, id, st.r.Node, ch.UID, st.otherUID)
-		return "", nil, notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, st.otherUID, ch.UID)
 	case st.verdict == verdictForeign:
-		return "", nil, notFoundf("VMID %d now holds another VM (%q, or one without our mark)", id.VMID, st.r.Name)
+		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
 	}
 	node, cfg, moved, err := b.moveIfAsked(ctx, id, st.r.Node, st.cfg, ch)
 	if err != nil {
