@@ -14,8 +14,13 @@ import (
 func TestBackend_cancelledContextReturnsPromptly(t *testing.T) {
 	ops := map[string]func(h *harness, ctx context.Context) error{
 		"Create": func(h *harness, ctx context.Context) error { _, err := h.b.Create(ctx, h.spec(), nil); return err },
-		"Get":    func(h *harness, ctx context.Context) error { _, err := h.b.Get(ctx, testID, GetOptions{AnyOwner: true}); return err },
-		"Update": func(h *harness, ctx context.Context) error { return h.b.Update(ctx, testID, Changes{UID: testUID, Cores: ptr(4)}) },
+		"Get": func(h *harness, ctx context.Context) error {
+			_, err := h.b.Get(ctx, testID, GetOptions{AnyOwner: true})
+			return err
+		},
+		"Update": func(h *harness, ctx context.Context) error {
+			return h.b.Update(ctx, testID, Changes{UID: testUID, Cores: ptr(4)})
+		},
 		"Delete": func(h *harness, ctx context.Context) error { return h.b.DeleteOwned(ctx, testID, "pv1-1", testUID) },
 		"FindByName": func(h *harness, ctx context.Context) error {
 			_, err := h.b.FindByName(ctx, testName)
