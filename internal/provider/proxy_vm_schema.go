@@ -207,9 +207,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Computed: true,
 				Description: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
 					"written into its description mark and its seed ISO's name, and kept in the state. Refresh, update and destroy " +
-					"act on the VM at vmid only while its mark carries this UID: a VM with another UID is another resource's and is " +
-					"never changed or destroyed. An imported VM keeps the UID of its mark (a VM of an earlier release: the UUID " +
-					"version 5 of its name that those releases used).",
+					"act on the VM at vmid only while its mark carries this UID: a VM with another UID, or none, is not this resource's and is " +
+					"never changed or destroyed, and the UID in the state is never replaced by the one a refresh finds. An imported VM " +
+					"keeps the UID of its mark; a mark without a UID line cannot be imported until it is given one.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"created_at": schema.StringAttribute{
