@@ -48,7 +48,7 @@ var badProviderAttrs = []badAttr{
 	{name: "nodes-duplicate", attr: "nodes", pc: func(c *tfrun.ProviderConfig) { c.Nodes = []string{"pve1", "pve1"} }},
 	{name: "iso_storage", attr: "iso_storage", pc: func(c *tfrun.ProviderConfig) { c.ISOStorage = "9seeds" }},
 	{name: "storage", attr: "storage", pc: func(c *tfrun.ProviderConfig) { c.Storage = "local lvm" }},
-	{name: "bridge", attr: "bridge", pc: func(c *tfrun.ProviderConfig) { c.Bridge = "0vmbr" }},
+	{name: "bridge", attr: "bridge", pc: func(c *tfrun.ProviderConfig) { c.Bridge = "vmbr0,firewall=0" }},
 	{name: "vlan_tag-zero", attr: "vlan_tag", pc: func(c *tfrun.ProviderConfig) { c.Extra = "vlan_tag = 0" }},
 	{name: "vlan_tag-high", attr: "vlan_tag", pc: func(c *tfrun.ProviderConfig) { c.VLANTag = 4095 }},
 	{name: "vmid_range-low", attr: "vmid_range", pc: func(c *tfrun.ProviderConfig) { c.VMIDMin, c.VMIDMax = 99, 200 }},

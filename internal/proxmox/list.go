@@ -63,8 +63,8 @@ func (b *Backend) ListWithSkipped(ctx context.Context) ([]Instance, []SkippedVM,
 				}
 				return
 			}
-			m := ParseMark(cfg["description"])
-			if !m.Managed {
+			m, ok := markedAny(cfg)
+			if !ok {
 				return
 			}
 			found[i] = &Instance{

@@ -184,7 +184,7 @@ func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName ma
 			if f, ok := vmSeed(b.cfg.ISOStorage, r.Name, cfg); ok {
 				refs["file:"+f] = true
 			}
-			if m := ParseMark(cfg["description"]); m.UID != "" {
+			if m, ok := markedAny(cfg); ok && m.UID != "" {
 				refs["uid:"+r.Name+"/"+m.UID] = true
 			}
 		})

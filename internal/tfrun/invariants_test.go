@@ -17,7 +17,7 @@ func stateOf(vms ...Resource) *State {
 }
 
 func vmRes(addr string, vmid int, name string) Resource {
-	return Resource{Address: addr, Values: map[string]any{"vmid": float64(vmid), "name": name}}
+	return Resource{Address: addr, Values: map[string]any{"vmid": float64(vmid), "name": name, "uid": "u"}}
 }
 
 func has(list []string, sub string) bool {
@@ -50,6 +50,12 @@ func TestChecker(t *testing.T) {
 	st := stateOf(vmRes("proxy_vm.a", 1000, "px-a"))
 	if f := chk.Live(st); !f.OK() {
 		t.Fatalf("one tracked VM: %v", f.Err())
+	}
+	// A state without a uid tracks nothing: holding the VM is a violation.
+	nouid := vmRes("proxy_vm.n", 1000, "px-a")
+	delete(nouid.Values, "uid")
+	if f := chk.Live(stateOf(nouid)); !has(f.Violations, "carries another uid") {
+		t.Errorf("a state without a uid holding VM 1000: %+v", f)
 	}
 
 	// Untracked VM and a seed without its VM are orphans; Gone reports both.
