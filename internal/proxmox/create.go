@@ -448,9 +448,9 @@ func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int, c
 // Permanent, with what to do. The seed ISO is checked (or uploaded) right before each start,
 // so a seed missing here was lost in between or is not visible from node.
 func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[string]string, cause error) error {
-	if b.cfg.ISOStorage != "" && strings.HasPrefix(vol, b.cfg.ISOStorage+":iso/") && strings.HasSuffix(vol, "-seed.iso") {
+	if isSeedVolID(vol) {
 		return Permanentf("the VM cannot start: its seed ISO %s does not exist on node %s, although the provider checked or uploaded it just before; "+
-			"make sure storage %s is available on node %s, then apply again (%w)", vol, node, b.cfg.ISOStorage, node, cause)
+			"make sure storage %s is available on node %s, then apply again (%w)", vol, node, storageOf(vol), node, cause)
 	}
 	drive := "the drive"
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
@@ -596,7 +596,7 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]s
 	p := map[string]string{
 		"agent":  "1",
 		"tags":   mergeTags(cfg["tags"]),
-		"ide2":   seedVolID(isoStorage, seedFile(s.Name, s.UID)) + ",media=cdrom",
+		"ide2":   ide2Seed(specSeed(isoStorage, s)),
 		"onboot": boolParam(s.OnBoot),
 	}
 	if s.Cores > 0 {

@@ -3,9 +3,7 @@ package proxmox
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -169,12 +167,10 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev,
 	})
 	c.adopted = true
-	if prev != "" {
-		if err := b.deleteSeed(ctx, node, seedFile(s.Name, prev)); err != nil {
-			return false, false, err
-		}
+	if err := b.deleteSeedsOfTakenOver(ctx, node, s.Name, prev, cfg); err != nil {
+		return false, false, err
 	}
-	if _, seeded := vmSeed(b.cfg.ISOStorage, s.Name, cfg); !seeded {
+	if _, seeded := vmSeed(s.Name, cfg); !seeded {
 		return false, true, nil
 	}
 	st, err := b.api.VMStatus(ctx, node, vmid)
@@ -291,52 +287,3 @@ func (c *creation) finalize(ctx context.Context) error {
 	}
 	return Transientf("the config of VMID %d kept changing while its mark was finished; apply again", c.vmid)
 }
-
-// Seed ISO names. A VM this provider creates boots from <name>-<uid>-seed.iso, unique per
-// VM, so same-name VMs (a create_before_destroy replacement and its predecessor, two
-// workspaces) never share one. Earlier releases and the operator named it <name>-seed.iso
-// (legacySeedFile); Delete removes whichever the VM's ide2 names.
-
-// seedFile is the seed ISO file of VM name with uid.
-func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
-
-// legacySeedFile is the seed ISO file of earlier releases and of the operator.
-func legacySeedFile(name string) string { return name + seedSuffix }
-
-// seedVolID is a seed file's volume id on the ISO storage.
-func seedVolID(storage, file string) string { return storage + ":iso/" + file }
-
-var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` + regexp.QuoteMeta(seedSuffix) + `$`)
-
-// parseUIDSeed splits <name>-<uid>-seed.iso.
-func parseUIDSeed(file string) (name, uid string, ok bool) {
-	m := uidSeedRE.FindStringSubmatch(file)
-	if m == nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
-}
-
-// vmSeed returns the seed file the config's ide2 names, when it is a seed of VM name on the
-// ISO storage (<name>-seed.iso or <name>-<uid>-seed.iso); an ISO of anything else (an
-// installer image) is not a seed and is never deleted.
-func vmSeed(storage, name string, cfg map[string]string) (string, bool) {
-	if storage == "" {
-		return "", false
-	}
-	vol, _, _ := strings.Cut(cfg["ide2"], ",")
-	file, ok := strings.CutPrefix(vol, storage+":iso/")
-	if !ok {
-		return "", false
-	}
-	if file == legacySeedFile(name) {
-		return file, true
-	}
-	if n, _, ok := parseUIDSeed(file); ok && n == name {
-		return file, true
-	}
-	return "", false
-}
-
-// SeedFile is the seed ISO file a Create of VM name with uid uploads.
-func SeedFile(name, uid string) string { return seedFile(name, uid) }

@@ -12,9 +12,6 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// seedSuffix ends every seed ISO's file name: <name>-seed.iso (decision: seed-iso).
-const seedSuffix = "-seed.iso"
-
 // NodeError is one node that could not be read.
 type NodeError struct {
 	Node string
@@ -124,27 +121,6 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 	return out, nil
 }
 
-// seedName returns the VM name of a seed ISO's volid: <storage>:iso/<name>-<uid>-seed.iso
-// (uid set) or <storage>:iso/<name>-seed.iso (uid empty).
-func seedName(volid string) (name, uid string, ok bool) {
-	_, file, ok := strings.Cut(volid, ":")
-	if !ok {
-		return "", "", false
-	}
-	file, ok = strings.CutPrefix(file, "iso/")
-	if !ok {
-		return "", "", false
-	}
-	if n, u, ok := parseUIDSeed(file); ok {
-		return n, u, true
-	}
-	name, ok = strings.CutSuffix(file, seedSuffix)
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return "", "", false
-	}
-	return name, "", true
-}
-
 // seedRefs are, per VM name that a <name>-<uid>-seed.iso carries, the seed files its VMs'
 // ide2 name and the uids their marks carry, from one config read per such VM.
 func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName map[string][]int, perNode [][]Seed) (map[string]bool, error) {
@@ -181,8 +157,8 @@ func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName ma
 				}
 				return
 			}
-			if f, ok := vmSeed(b.cfg.ISOStorage, r.Name, cfg); ok {
-				refs["file:"+f] = true
+			if v, ok := vmSeed(r.Name, cfg); ok {
+				refs["vol:"+v.volid()] = true
 			}
 			if m := ParseMark(cfg["description"]); m.UID != "" {
 				refs["uid:"+r.Name+"/"+m.UID] = true
@@ -202,5 +178,5 @@ func seedReferenced(s Seed, names map[string]bool, refs map[string]bool) bool {
 	if s.UID == "" {
 		return false
 	}
-	return refs["file:"+file] || refs["uid:"+s.Name+"/"+s.UID]
+	return refs["vol:"+s.VolID] || refs["uid:"+s.Name+"/"+s.UID]
 }
