@@ -744,10 +744,9 @@ func TestAccProxyVM_replace(t *testing.T) {
 	})
 }
 
-// TestAccProxyVM_driftDestroyed: a VM destroyed outside Terraform is planned for creation
-// again, and the apply recreates it, with a uid and seed ISO of its own. The destroyed VM's
-// seed is left (nothing in Terraform knows about that destroy): it is an orphan seed, as
-// proxy_vms reports, and is removed here as its operator would.
+// TestAccProxyVM_driftDestroyed: a VM destroyed outside Terraform is kept in the state
+// marked deleted and planned for replacement (decision: drift-gone); the apply deletes the
+// seed ISO the destroyed VM left, then recreates it with a uid and seed ISO of its own.
 func TestAccProxyVM_driftDestroyed(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
@@ -774,7 +773,7 @@ func TestAccProxyVM_driftDestroyed(t *testing.T) {
 				},
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
@@ -787,10 +786,9 @@ func TestAccProxyVM_driftDestroyed(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if len(seeds) != 2 || !slices.ContainsFunc(seeds, func(v string) bool { return strings.HasSuffix(v, "/"+oldSeed) }) {
-						return fmt.Errorf("seeds %v, want the new VM's and the destroyed one's %s", seeds, oldSeed)
+					if len(seeds) != 1 || slices.ContainsFunc(seeds, func(v string) bool { return strings.HasSuffix(v, oldSeed) }) {
+						return fmt.Errorf("seeds %v, want only the new VM's (the destroyed one's %s deleted)", seeds, oldSeed)
 					}
-					c.removeVolume(oldSeed)
 					return nil
 				},
 			},
