@@ -28,6 +28,9 @@ type Config struct {
 	// pveapi.ErrCredentials when the token is missing or malformed. Used by Check.
 	TokenID func() (string, error)
 	Budgets Budgets
+	// ListConcurrency is how many config reads a listing (List, the orphan listings) runs
+	// at once: the provider's max_requests_in_flight. Zero: 4.
+	ListConcurrency int
 }
 
 // Budgets bound every wait (decision: poll-schedule). Tests shrink them.
@@ -282,6 +285,9 @@ type Seed struct {
 	Name  string // the VM name it belongs to
 	UID   string // the uid of a <name>-<uid>-seed.iso; empty for a <name>-seed.iso
 	Size  int64
+	// CreatedAt is when the volume was written (its ctime); the zero time when the storage
+	// does not say.
+	CreatedAt time.Time
 }
 
 // Reason is a health verdict's reason (decision: health-check).
