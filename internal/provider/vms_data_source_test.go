@@ -134,10 +134,12 @@ func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
 
 func orphanObject(node, name string) knownvalue.Check {
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
-		"node":  knownvalue.StringExact(node),
-		"volid": knownvalue.StringExact("proxy-seeds:iso/" + name + "-seed.iso"),
-		"name":  knownvalue.StringExact(name),
-		"size":  knownvalue.Int64Exact(2048),
+		"node":        knownvalue.StringExact(node),
+		"volid":       knownvalue.StringExact("proxy-seeds:iso/" + name + "-seed.iso"),
+		"name":        knownvalue.StringExact(name),
+		"size":        knownvalue.Int64Exact(2048),
+		"created_at":  knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)),
+		"age_seconds": knownvalue.NotNull(),
 	})
 }
 
