@@ -217,7 +217,9 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		return
 	}
 
-	all, skipped, err := d.data.backend.ListWithSkipped(rctx)
+	// The marked VMs and the half-made ones, from one pass over the configs.
+	fleet, err := d.data.backend.ListFleet(rctx, d.data.cfg.UIDNamespace)
+	all, skipped := fleet.VMs, fleet.Skipped
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to list the marked VMs", d.dsErrorDetail(err))
 		return
@@ -295,11 +297,7 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		}
 	}
 	m.OrphanVMs = []vmsOrphanVMModel{}
-	half, unread, err := d.data.backend.OrphanVMs(rctx, d.data.cfg.UIDNamespace)
-	if err != nil {
-		resp.Diagnostics.AddError("Unable to list the half-made VMs", d.dsErrorDetail(err))
-		return
-	}
+	half, unread := fleet.HalfMade, fleet.HalfMadeSkipped
 	if len(unread) > 0 {
 		lines := make([]string, len(unread))
 		for i, s := range unread {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,39 +52,11 @@ type OrphanVM struct {
 // Ownership here is the mark's lines (the namespace, this provider's created-by line), the
 // best proof the mark holds today; a VM written by hand to look like one is indistinguishable.
 func (b *Backend) OrphanVMs(ctx context.Context, namespace string) ([]OrphanVM, []SkippedVM, error) {
-	res, err := b.listing(ctx, true)
-	if err != nil {
-		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
-	}
-	var cands []pveapi.Resource
-	for _, r := range res {
-		if r.Type == "qemu" && r.Template == 0 && r.VMID >= b.cfg.VMIDMin && r.VMID <= b.cfg.VMIDMax {
-			cands = append(cands, r)
-		}
-	}
-	slices.SortFunc(cands, func(a, b pveapi.Resource) int { return a.VMID - b.VMID })
 	var out []OrphanVM
-	var skipped []SkippedVM
-	err = b.eachConfig(ctx, cands, func(r pveapi.Resource, cfg map[string]string, err error) bool {
-		switch {
-		case err == nil:
-		case isNotExist(err):
-			return true
-		default:
-			skipped = append(skipped, SkippedVM{ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node, Err: err})
-			return true
-		}
-		if o, ok := b.halfMade(r, cfg, namespace); ok {
-			out = append(out, o)
-		}
-		return true
-	})
+	_, skipped, err := b.scan(ctx, scanOptions{halfMade: func(o OrphanVM) { out = append(out, o) }, namespace: namespace, fresh: true})
 	if err != nil {
-		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "reading the configs of the VMs in the VMID range"))
+		return nil, nil, err
 	}
-	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox half-made vms listed", map[string]any{
-		"in_range": len(cands), "half_made": len(out), "skipped": len(skipped),
-	})
 	return out, skipped, nil
 }
 

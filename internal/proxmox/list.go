@@ -66,19 +66,100 @@ func (b *Backend) ListWithSkipped(ctx context.Context) ([]Instance, []SkippedVM,
 // a listing of any size runs in bounded memory and goroutines. It returns the candidates
 // left out because their config could not be read.
 func (b *Backend) ListEach(ctx context.Context, fn func(Instance) bool) ([]SkippedVM, error) {
-	res, err := b.listing(ctx, false)
+	skipped, _, err := b.scan(ctx, scanOptions{list: fn})
+	return skipped, err
+}
+
+// Fleet is what proxy_vms shows: the marked VMs (List) and the half-made VMs of a
+// uid_namespace (OrphanVMs), read in one pass.
+type Fleet struct {
+	VMs      []Instance
+	Skipped  []SkippedVM // List candidates whose config could not be read
+	HalfMade []OrphanVM
+	// HalfMadeSkipped are VMs in the VMID range whose config could not be read.
+	HalfMadeSkipped []SkippedVM
+}
+
+// ListFleet is ListWithSkipped and OrphanVMs(namespace) from one listing and one pass over
+// the configs (a VM both lists read is read once), bounded as ListEach is.
+func (b *Backend) ListFleet(ctx context.Context, namespace string) (Fleet, error) {
+	var f Fleet
+	var err error
+	f.Skipped, f.HalfMadeSkipped, err = b.scan(ctx, scanOptions{
+		list:     func(in Instance) bool { f.VMs = append(f.VMs, in); return true },
+		halfMade: func(o OrphanVM) { f.HalfMade = append(f.HalfMade, o) }, namespace: namespace,
+	})
 	if err != nil {
-		return nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
+		return Fleet{}, err
 	}
-	cands := listCandidates(res)
-	var skipped []SkippedVM
-	marked := 0
-	err = b.eachConfig(ctx, cands, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+	return f, nil
+}
+
+// scanOptions say what a scan looks for.
+type scanOptions struct {
+	// list, when set, gets each marked VM among the List candidates; false stops the scan.
+	list func(Instance) bool
+	// halfMade, when set, gets each half-made VM of namespace in the VMID range.
+	halfMade  func(OrphanVM)
+	namespace string
+	// fresh asks for a fresh listing (a decision that deletes is taken on it).
+	fresh bool
+}
+
+// scan reads the listing, then the configs of the VMs it looks at (List's candidates, and
+// every QEMU VM in the VMID range for half-made VMs), each once, in VMID order
+// (eachConfig). It returns the List candidates and the range VMs whose config could not be
+// read; ctx ending fails it.
+func (b *Backend) scan(ctx context.Context, o scanOptions) (listSkipped, rangeSkipped []SkippedVM, err error) {
+	res, err := b.listing(ctx, o.fresh)
+	if err != nil {
+		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
+	}
+	type want struct{ list, halfMade bool }
+	wants := map[int]want{}
+	var entries []pveapi.Resource
+	if o.list != nil {
+		for _, r := range listCandidates(res) {
+			wants[r.VMID] = want{list: true}
+			entries = append(entries, r)
+		}
+	}
+	if o.halfMade != nil {
+		for _, r := range res {
+			if r.Type != "qemu" || r.Template != 0 || r.VMID < b.cfg.VMIDMin || r.VMID > b.cfg.VMIDMax {
+				continue
+			}
+			w, seen := wants[r.VMID]
+			w.halfMade = true
+			wants[r.VMID] = w
+			if !seen {
+				entries = append(entries, r)
+			}
+		}
+	}
+	slices.SortFunc(entries, func(a, b pveapi.Resource) int { return a.VMID - b.VMID })
+	marked, half := 0, 0
+	err = b.eachConfig(ctx, entries, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+		w := wants[r.VMID]
 		if err != nil {
-			skipped = append(skipped, SkippedVM{ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node, Err: err})
+			sk := SkippedVM{ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node, Err: err}
+			if w.list {
+				listSkipped = append(listSkipped, sk)
+			} else if w.halfMade && !isNotExist(err) {
+				rangeSkipped = append(rangeSkipped, sk)
+			}
 			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox list candidate skipped", map[string]any{
 				"vmid": r.VMID, "name": r.Name, "node": r.Node, "error": err.Error(),
 			})
+			return true
+		}
+		if w.halfMade {
+			if h, ok := b.halfMade(r, cfg, o.namespace); ok {
+				half++
+				o.halfMade(h)
+			}
+		}
+		if !w.list {
 			return true
 		}
 		m := ParseMark(cfg["description"])
@@ -86,7 +167,7 @@ func (b *Backend) ListEach(ctx context.Context, fn func(Instance) bool) ([]Skipp
 			return true
 		}
 		marked++
-		return fn(Instance{
+		return o.list(Instance{
 			ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node,
 			UID: m.UID, CreatedAt: m.CreatedAt, Status: r.Status,
 			CreatedBy: ParseMarkExtra(cfg["description"]).CreatedBy,
@@ -94,13 +175,13 @@ func (b *Backend) ListEach(ctx context.Context, fn func(Instance) bool) ([]Skipp
 		})
 	})
 	if err != nil {
-		return nil, wrap("list", "", 0, apiErrorf("list", err, "reading the candidates' configs"))
+		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "reading the listed VMs' configs"))
 	}
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vms listed", map[string]any{
-		"listed": len(res), "candidates": len(cands), "marked": marked, "skipped": len(skipped),
-		"concurrency": b.listConcurrency(),
+		"listed": len(res), "read": len(entries), "marked": marked, "half_made": half,
+		"skipped": len(listSkipped) + len(rangeSkipped), "concurrency": b.listConcurrency(),
 	})
-	return skipped, nil
+	return listSkipped, rangeSkipped, nil
 }
 
 // eachConfig reads the config of each entry and calls fn with it (or with the error that
