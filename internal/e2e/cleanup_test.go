@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,13 +11,22 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
-// cleanupAction is the configuration of the proxy_orphan_cleanup action the tests invoke.
-func cleanupAction(dryRun *bool) string {
-	body := ""
-	if dryRun != nil {
-		body = fmt.Sprintf("    dry_run = %t\n", *dryRun)
+// cleanupAction is the configuration of the proxy_orphan_cleanup action the tests invoke:
+// the documented example (dry_run = false, grace_period = "2h") for a real run, the same
+// action with an empty config (a dry run, grace_period 1h) otherwise.
+func cleanupAction(t *testing.T, deleting bool) string {
+	t.Helper()
+	if !deleting {
+		return "\naction \"proxy_orphan_cleanup\" \"all\" {\n  config {}\n}\n"
 	}
-	return "\naction \"proxy_orphan_cleanup\" \"clean\" {\n  config {\n" + body + "  }\n}\n"
+	example, err := os.ReadFile("../../examples/actions/proxy_orphan_cleanup/action.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(example), "dry_run      = false") || !strings.Contains(string(example), `grace_period = "2h"`) {
+		t.Fatalf("the action example is not the real run with a 2h grace period this test expects:\n%s", example)
+	}
+	return "\n" + string(example)
 }
 
 // leftover is an orphan the test plants: a seed ISO no VM uses, or a half-made VM with its
@@ -64,9 +74,10 @@ func (s *scenario) plant(l leftover, vmid int) (string, int) {
 // action, run while another workspace's create is cloning (its seed uploaded, its VM not
 // named yet: it looks like an orphan), with an orphan seed and a half-made VM written 3
 // hours ago and others 5 minutes ago. The dry run (the default) lists each with its fate
-// and changes nothing; the real run deletes exactly the old ones (the VM with its seed) and
-// leaves the young ones, the running create and every VM of a workspace alone; the create
-// then finishes. Once the young ones are old, another run deletes them; nothing is left.
+// and changes nothing; the real run (the documented example, grace period 2h) deletes
+// exactly the old ones (the VM with its seed) and leaves the young ones, the running create
+// and every VM of a workspace alone; the create then finishes. Once the young ones are old,
+// another run deletes them; nothing is left.
 func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 	needTF(t)
 	tf := latestTerraform(t)
@@ -115,12 +126,12 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 	p.Terraform = tf
 	cw := p.NewWorkspace(t)
 	cw.Timeout = commandTimeout
-	invoke := func(dryRun *bool) *tfrun.Result {
+	invoke := func(deleting bool) *tfrun.Result {
 		t.Helper()
-		if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(dryRun)); err != nil {
+		if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(t, deleting)); err != nil {
 			t.Fatal(err)
 		}
-		return cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.clean")
+		return cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.all")
 	}
 	volumes := func() map[string]bool {
 		out := map[string]bool{}
@@ -137,13 +148,13 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 	}
 
 	before := volumes()
-	dry := invoke(nil)
+	dry := invoke(false)
 	out := strings.Join(strings.Fields(dry.Output()), " ")
 	if !dry.OK() {
 		t.Fatalf("the dry run failed:\n%s", dry)
 	}
 	for _, want := range []string{
-		"would delete half-made VM " + s.prefix + "half-old", "would delete seed ISO " + oldP[0].seed,
+		"would delete half-made VM " + s.prefix + "half-old", "would delete seed ISO " + oldP[0].seed, "grace period 1h0m0s",
 		"kept half-made VM " + s.prefix + "half-young", "kept seed ISO " + youngP[0].seed,
 		"kept seed ISO " + strings.TrimPrefix(inflightSeed, s.sim.Nodes[0]+":"),
 		"set dry_run = false to delete them",
@@ -156,11 +167,11 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 		fail("the dry run changed something: volumes %d -> %d, old half-made VM there %v", len(before), len(after), vmExists(oldP[1].vmid))
 	}
 
-	real := invoke(new(bool))
-	if !real.OK() {
-		t.Fatalf("the cleanup failed:\n%s", real)
+	clean := invoke(true)
+	if !clean.OK() {
+		t.Fatalf("the cleanup failed:\n%s", clean)
 	}
-	t.Logf("cleanup output:\n%s", tail(tfrun.TrimOverridesWarning(real.Stdout), 12))
+	t.Logf("cleanup output:\n%s", tail(tfrun.TrimOverridesWarning(clean.Stdout), 12))
 	left := volumes()
 	for _, o := range oldP {
 		if left[s.sim.Nodes[0]+":"+o.seed] {
@@ -189,11 +200,11 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 	// Once old, the young ones go too.
 	for _, o := range youngP {
 		for _, n := range s.sim.Nodes {
-			_ = s.sim.SetVolumeCTime(n, o.seed, time.Now().Add(-2*time.Hour))
+			_ = s.sim.SetVolumeCTime(n, o.seed, time.Now().Add(-3*time.Hour))
 		}
 		if o.vmid != 0 {
 			v, _ := s.sim.VM(o.vmid)
-			old := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339)
+			old := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
 			lines := strings.Split(v.Description, "\n")
 			for i, l := range lines {
 				if strings.HasPrefix(l, "proxy-operator-created-at=") {
@@ -205,7 +216,7 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 			}
 		}
 	}
-	if r := invoke(new(bool)); !r.OK() {
+	if r := invoke(true); !r.OK() {
 		fail("the second cleanup failed:\n%s", r)
 	}
 	for _, o := range youngP {
