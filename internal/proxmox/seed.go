@@ -38,9 +38,6 @@ func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
 // <name>-seed.iso, shared by every VM of that name they made.
 func legacySeedFile(name string) string { return name + seedSuffix }
 
-// SeedFile is the seed ISO file a Create of VM name with uid uploads.
-func SeedFile(name, uid string) string { return seedFile(name, uid) }
-
 // seedVolID is a seed file's volume id on storage.
 func seedVolID(storage, file string) string { return storage + ":iso/" + file }
 
