@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
@@ -55,13 +57,15 @@ func (s *scenario) plant(l leftover, vmid int) (string, int) {
 	if !l.vm {
 		return volid, 0
 	}
-	created := time.Now().Add(-l.age).UTC().Format(time.RFC3339)
 	// The mark a create writes with its clone (decision: mark-format), still "creating",
-	// in the provider's default uid_namespace "".
-	desc := strings.Join([]string{
-		"proxy-operator-managed=true", "proxy-operator-uid=" + uid, "proxy-operator-created-at=" + created,
-		"proxy-operator-namespace=", "proxy-operator-state=creating", "proxy-operator-created-by=terraform-provider-proxy",
-	}, "\n")
+	// in the provider's default uid_namespace "", proved for this VMID under the key the
+	// provider derives from the token (decision: creating-proof).
+	key, err := pveapi.DeriveKey(s.sim.APIToken, proxmox.ProofKeyLabel)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	desc := proxmox.CreatingMark(key, proxmox.MarkLines{UID: uid, CreatedAt: time.Now().Add(-l.age).UTC().Truncate(time.Second)}, vmid, name) +
+		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
 	if err := s.sim.AddVM(pvesim.VMSpec{VMID: vmid, Name: name, Config: map[string]string{
 		"description": desc, "ide2": volid + ",media=cdrom",
 	}}); err != nil {
@@ -203,12 +207,13 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 			_ = s.sim.SetVolumeCTime(n, o.seed, time.Now().Add(-3*time.Hour))
 		}
 		if o.vmid != 0 {
+			// The created-at is not under the proof: only the age changes.
 			v, _ := s.sim.VM(o.vmid)
 			old := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
 			lines := strings.Split(v.Description, "\n")
 			for i, l := range lines {
-				if strings.HasPrefix(l, "proxy-operator-created-at=") {
-					lines[i] = "proxy-operator-created-at=" + old
+				if strings.HasPrefix(l, proxmox.MarkKeyCreatedAt+"=") {
+					lines[i] = proxmox.MarkKeyCreatedAt + "=" + old
 				}
 			}
 			if err := s.sim.SetVMState(o.vmid, pvesim.VMPatch{Config: map[string]string{"description": strings.Join(lines, "\n")}}); err != nil {

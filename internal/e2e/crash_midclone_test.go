@@ -86,6 +86,11 @@ func TestE2E_CrashMidClone(t *testing.T) {
 			if n := s.sim.Stats()[tfrun.StatClone]; n != 1 {
 				t.Errorf("%d clone requests in all, want the killed apply's one only", n)
 			}
+			// A takeover is never silent: a warning names the VMID (decision: creating-proof).
+			if flat := strings.Join(strings.Fields(rr.Output()), " "); !strings.Contains(flat, "Warning: Proxy VM create took over an interrupted create") ||
+				!strings.Contains(flat, fmt.Sprintf("VMID %d", vmid)) {
+				t.Errorf("the re-run took the VM over without the warning naming VMID %d:\n%s", vmid, rr)
+			}
 			if v, ok := s.sim.VM(vmid); !ok || len(st) != 1 || !strings.Contains(v.Description, "proxy-operator-uid="+st[0].String("uid")) ||
 				strings.Contains(v.Description, "proxy-operator-state=creating") {
 				t.Errorf("VM %d's mark %q, want the re-run's uid, finished", vmid, v.Description)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
@@ -183,10 +184,12 @@ func TestE2E_Identity_SameNameTwiceInOneConfig(t *testing.T) {
 	identityFigures(s.cat, ok, wrong, orphans)
 }
 
-// TestE2E_Identity_OperatorVMRefusedThenImported: a VM of our name that the operator
-// made (its mark without a uid line) met by a create is refused, naming the VMID and the
-// import command, and nothing is touched; importing it works, and its destroy removes it
-// with the <name>-seed.iso its ide2 names.
+// TestE2E_Identity_OperatorVMRefusedThenImported: a VM of our name with a mark but none
+// of this provider's lines, met by a create, is refused, naming the VMID and the import
+// command, and nothing is touched. Its mark has no uid line at first, so the import is
+// refused too, saying how to give it one (nothing could ever prove such a VM to be the
+// resource's); with the operator's three lines it is imported, the state taking its mark's
+// uid, and its destroy removes it with the <name>-seed.iso its ide2 names.
 func TestE2E_Identity_OperatorVMRefusedThenImported(t *testing.T) {
 	needTF(t)
 	s := newScenario(t, "identity/operator-vm", scenarioOpts{})
@@ -224,12 +227,30 @@ func TestE2E_Identity_OperatorVMRefusedThenImported(t *testing.T) {
 	if live := s.chk.Live(s.state()); !live.OK() {
 		t.Errorf("after the refusal: %v", live.Err())
 	}
+	if r := s.ws.Import(s.ctx, vm.Addr(), fmt.Sprint(vmid)); r.OK() || !strings.Contains(strings.Join(strings.Fields(r.Output()), " "), "add a line proxy-operator-uid=") {
+		wrong++
+		t.Errorf("the import of a mark without a uid line was not refused with the fix:\n%s", r)
+	}
+	if after, _ := s.sim.VM(vmid); !sameVM(before, after) {
+		wrong++
+		t.Errorf("the refused import changed the VM:\nbefore %+v\nafter  %+v", before, after)
+	}
+	const operatorUID = "5e0c1f3a-7b2d-4c8e-9f01-23456789abcd"
+	client, err := pveapi.New(pveapi.Options{Endpoint: s.sim.Endpoint, Token: s.sim.APIToken, CAPEM: s.sim.CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.SetVMConfig(s.ctx, before.Node, vmid, map[string]string{
+		"description": "proxy-operator-managed=true\nproxy-operator-uid=" + operatorUID + "\nproxy-operator-created-at=2026-11-01T10:00:00Z",
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if r := s.ws.Import(s.ctx, vm.Addr(), fmt.Sprint(vmid)); !r.OK() {
 		t.Fatalf("import of the operator's VM failed:\n%s", r)
 	}
 	st := s.state().OfType("proxy_vm")
-	if len(st) != 1 || st[0].Int("vmid") != vmid || st[0].String("uid") != "" {
-		t.Errorf("imported state %+v, want VMID %d with the mark's (empty) uid", st, vmid)
+	if len(st) != 1 || st[0].Int("vmid") != vmid || st[0].String("uid") != operatorUID {
+		t.Errorf("imported state %+v, want VMID %d with the mark's uid %s", st, vmid, operatorUID)
 	}
 	s.chk.Refused = nil
 	if r := s.destroy(); !r.OK() {

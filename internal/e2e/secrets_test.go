@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
@@ -14,7 +18,8 @@ import (
 // Secrets: a full lifecycle at TF_LOG=TRACE with a sentinel token and a sentinel
 // cloud-init, including a failed apply, a provider crash, an update, a replacement, an
 // import and a destroy. Neither sentinel may appear in any log, diagnostic, plan output or
-// crash output; the token never in the state; cloud_init only as a sensitive value.
+// crash output, nor the key derived from the token for the creating mark's proof; the
+// token never in the state; cloud_init only as a sensitive value.
 
 // leakScan collects every text the lifecycle produced.
 type leakScan struct {
@@ -167,6 +172,19 @@ func runSecrets(t *testing.T, viaFile bool) {
 	for _, hit := range scan.find(cloudSentinel) {
 		leaks++
 		t.Errorf("the cloud-init text leaked: %s", hit)
+	}
+	// The key derived from the token for the creating mark's proof (decision:
+	// creating-proof) is as secret as the token: in no encoding, anywhere.
+	key, err := pveapi.DeriveKey(s.sim.APIToken, proxmox.ProofKeyLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, enc := range []string{hex.EncodeToString(key), strings.ToUpper(hex.EncodeToString(key)), base64.StdEncoding.EncodeToString(key),
+		base64.RawURLEncoding.EncodeToString(key), strings.Trim(fmt.Sprint(key), "[]")} {
+		for _, hit := range append(scan.find(enc), stateScan.find(enc)...) {
+			leaks++
+			t.Errorf("the key derived from the token leaked: %s", hit)
+		}
 	}
 	t.Logf("scanned %d texts (%d log files, %d KiB)", len(scan.texts), len(s.ws.LogFiles()), scanSize(scan)/1024)
 	figures.update(s.cat, func(row *figureRow) {

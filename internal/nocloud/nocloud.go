@@ -14,8 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/kdomanski/iso9660"
 )
 
 // Label is the volume label cloud-init's NoCloud datasource looks for.
@@ -86,8 +84,8 @@ fi
 exit 0
 `
 
-// Build returns the ISO image (volume label "cidata"). The image is staged in a temporary
-// directory under os.TempDir() that is removed before Build returns, and written to memory.
+// Build returns the ISO image (volume label "cidata"), composed in memory (iso.go): no
+// file is written, so the cloud-init text never touches the disk.
 func Build(s Seed) ([]byte, error) {
 	if s.Name == "" {
 		return nil, ErrEmptyName
@@ -95,44 +93,22 @@ func Build(s Seed) ([]byte, error) {
 	if strings.ContainsFunc(s.Name, badNameRune) {
 		return nil, ErrInvalidName
 	}
-	vendor := BuildVendorData(s.VendorData, s.InstallGuestAgent)
-
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		return nil, fmt.Errorf("nocloud: staging the seed: %w", err)
-	}
-	defer func() { _ = w.Cleanup() }()
-
-	files := []struct {
-		name string
-		data []byte
-	}{
+	files := []isoFile{
 		{UserDataFile, s.UserData},
 		{MetaDataFile, MetaData(s.Name)},
 	}
-	if vendor != nil {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{VendorDataFile, vendor})
+	if vendor := BuildVendorData(s.VendorData, s.InstallGuestAgent); vendor != nil {
+		files = append(files, isoFile{VendorDataFile, vendor})
 	}
 	if s.NetworkConfig != nil {
-		files = append(files, struct {
-			name string
-			data []byte
-		}{NetworkConfigFile, s.NetworkConfig})
+		files = append(files, isoFile{NetworkConfigFile, s.NetworkConfig})
 	}
-	for _, f := range files {
-		if err := w.AddFile(bytes.NewReader(f.data), f.name); err != nil {
-			// The library's errors name the staging path, never the content.
-			return nil, fmt.Errorf("nocloud: staging %s: %w", f.name, err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := w.WriteTo(&buf, Label); err != nil {
+	img, err := writeISO(Label, files)
+	if err != nil {
+		// The writer's errors name files, never their content.
 		return nil, fmt.Errorf("nocloud: writing the seed image: %w", err)
 	}
-	return buf.Bytes(), nil
+	return img, nil
 }
 
 // badNameRune reports the runes a name in meta-data must not hold: controls (a newline would

@@ -10,7 +10,7 @@ import (
 	"github.com/kdomanski/iso9660"
 )
 
-// build is Build with the staging directory under a fresh TMPDIR that must be empty after.
+// build is Build under a fresh TMPDIR that must be empty after (Build writes no file).
 func build(t *testing.T, s Seed) []byte {
 	t.Helper()
 	tmp := t.TempDir()
@@ -24,7 +24,7 @@ func build(t *testing.T, s Seed) []byte {
 		t.Fatal(err)
 	}
 	if len(left) != 0 {
-		t.Fatalf("Build left %d staging entries in TMPDIR", len(left))
+		t.Fatalf("Build left %d entries in TMPDIR", len(left))
 	}
 	return iso
 }
@@ -246,19 +246,11 @@ func TestRead_errors(t *testing.T) {
 	if _, err := Read([]byte("not an iso")); err == nil {
 		t.Error("Read of garbage: no error")
 	}
-	w, err := iso9660.NewWriter()
+	other, err := writeISO("OTHER", []isoFile{{UserDataFile, []byte("x")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = w.Cleanup() }()
-	if err := w.AddFile(strings.NewReader("x"), "user-data"); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := w.WriteTo(&buf, "OTHER"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Read(buf.Bytes()); !errors.Is(err, ErrNotSeed) {
+	if _, err := Read(other); !errors.Is(err, ErrNotSeed) {
 		t.Errorf("Read of a non-cidata image: err = %v, want ErrNotSeed", err)
 	}
 }

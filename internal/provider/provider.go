@@ -53,9 +53,6 @@ const (
 )
 
 var (
-	nodeNameRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-	storageIDRE  = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]*$`)
-	bridgeRE     = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$`)
 	catalogKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 	uidNSRE      = regexp.MustCompile(`^[A-Za-z0-9_.-]*$`)
 )
@@ -162,19 +159,18 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Validators: []validator.List{
 					listvalidator.SizeAtLeast(1),
 					listvalidator.UniqueValues(),
-					listvalidator.ValueStringsAre(
-						stringvalidator.LengthAtMost(63),
-						stringvalidator.RegexMatches(nodeNameRE, "must be a Proxmox node name: lowercase letters, digits and '-', not starting or ending with '-'"),
-					),
+					listvalidator.ValueStringsAre(validators.NodeName()),
 				},
 			},
 			"iso_storage": str("Storage id that receives each VM's NoCloud seed ISO (`<name>-seed.iso`), on every node. Required, no default: "+
-				"the token needs `Datastore.Allocate` there to delete seeds, so a dedicated ISO-only storage is recommended. Must match `^[a-zA-Z][a-zA-Z0-9_.-]*$`.",
-				true, false, stringvalidator.RegexMatches(storageIDRE, "must be a Proxmox storage id: a letter, then letters, digits, '_', '.' or '-'")),
-			"storage": str("Storage id the clones' disks go to. Default: the template's own storage. Must match `^[a-zA-Z][a-zA-Z0-9_.-]*$`.",
-				false, false, stringvalidator.RegexMatches(storageIDRE, "must be a Proxmox storage id: a letter, then letters, digits, '_', '.' or '-'")),
-			"bridge": str("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template. A letter, then up to 14 letters, digits, `_`, `.` or `-`.",
-				false, false, stringvalidator.RegexMatches(bridgeRE, "must be a bridge name: a letter, then up to 14 letters, digits, '_', '.' or '-'")),
+				"the token needs `Datastore.Allocate` there to delete seeds, so a dedicated ISO-only storage is recommended. A Proxmox storage id "+
+				"(`pve-storage-id`: a letter, then letters, digits, `-`, `_` or `.`, ending with a letter or digit).",
+				true, false, validators.StorageID()),
+			"storage": str("Storage id the clones' disks go to. Default: the template's own storage. A Proxmox storage id (`pve-storage-id`).",
+				false, false, validators.StorageID()),
+			"bridge": str("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template. A Proxmox bridge id "+
+				"(`pve-bridge-id`): 1 to 15 letters, digits, `-`, `_` or `.`.",
+				false, false, validators.BridgeID()),
 			"vlan_tag": schema.Int64Attribute{
 				Description:         "Default VLAN tag for the VMs' net0, 1 to 4094. Default: as cloned from the template.",
 				MarkdownDescription: "Default VLAN tag for the VMs' `net0`, `1` to `4094`. Default: as cloned from the template.",
@@ -370,7 +366,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	data := &providerData{
 		client:    client,
 		cfg:       cfg,
-		backend:   proxmox.New(client, cfg.backendConfig(client.TokenID)),
+		backend:   proxmox.New(client, withProofKey(cfg.backendConfig(client.TokenID), client)),
 		token:     token,
 		tokenFile: cfg.TokenFile,
 	}

@@ -99,7 +99,7 @@ func TestSettle_sharesTheListing(t *testing.T) {
 	})
 	vm := e.create(t, "settle-1", directUID)
 	// A memory change on a running VM restarts it: the agent answers again only after a boot.
-	if err := e.b.Update(e.ctx, vm.ID, proxmox.Changes{MemoryMiB: ptrInt(1024)}); err != nil {
+	if err := e.b.Update(e.ctx, vm.ID, proxmox.Changes{MemoryMiB: ptrInt(1024), UID: directUID}); err != nil {
 		t.Fatal(err)
 	}
 	e.sim.ResetStats()

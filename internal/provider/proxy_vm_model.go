@@ -67,8 +67,8 @@ var uidNamespace = [16]byte{
 // namespace is empty, and otherwise of name in the version 5 UUID of namespace in
 // uidNamespace. It picks the VMID probe sequence (the same for every create of this name
 // in this namespace, so an interrupted create is found again). It is not a VM's uid, which
-// is random per VM (newUID), but VMs of earlier releases carry uidFor(namespace, name) as
-// the uid in their mark, which is how a create tells them from a VM the operator made.
+// is random per VM (newUID); VMs of earlier, unreleased builds carry uidFor(namespace,
+// name) as the uid in their mark, and own nothing more by it than any other uid.
 func uidFor(namespace, name string) string {
 	ns := uidNamespace
 	if namespace != "" {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -16,15 +15,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // User tags, the human description and the protection flag (proxmox/fleet_config.go).
-
-// pveTagRE is Proxmox's tag rule as this provider accepts it: PVE's own rule
-// (^[a-z0-9_][a-z0-9_\-+.]*$, after folding case) in lowercase only, so what the
-// configuration says is what Proxmox stores and the plan never shows a case difference.
-var pveTagRE = regexp.MustCompile(`^[a-z0-9_][a-z0-9_\-+.]*$`)
 
 // maxNoteBytes leaves room for the mark in Proxmox's 8192-character description limit.
 const maxNoteBytes = 7168
@@ -43,7 +38,7 @@ func notesAttributes() map[string]schema.Attribute {
 				"changed in place without a restart.",
 			PlanModifiers: []planmodifier.Set{setplanmodifier.UseStateForUnknown()},
 			Validators: []validator.Set{setvalidator.ValueStringsAre(
-				stringvalidator.RegexMatches(pveTagRE, "must be a Proxmox tag: lowercase letters, digits and '_', then also '-', '+' and '.'"),
+				validators.Tag(),
 				stringvalidator.NoneOf(proxmox.ManagedTag),
 			)},
 		},

@@ -192,6 +192,10 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	// Terraform killed (kill -9): its answer would never be saved, so the mark is left
 	// "creating" for the next apply, even before the closed connection cancels ctx.
 	spec.Abandoned = func() bool { return parentGone(startedBy) }
+	// A takeover, or a VM whose creating mark failed the proof, is said whatever the outcome.
+	report := &proxmox.CreateReport{}
+	spec.Report = report
+	defer warnCreateReport(&resp.Diagnostics, spec.Name, report)
 	tflog.Info(ctx, "proxy VM create", map[string]any{
 		"name": spec.Name, "node": spec.Node, "uid": spec.UID, "template_vmid": spec.TemplateVMID,
 		"cores": spec.Cores, "memory_mib": spec.MemoryMiB, "disk_gib": spec.DiskGiB,
@@ -275,9 +279,21 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 
 	// The uid too: our name and mark with another uid is another workspace's VM (one cloned
 	// onto the VMID saved before our clone was refused), not this resource.
+	// Never another uid, and never none: the state's uid is never replaced by the VM's.
 	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
+		if state.UID.ValueString() == "" {
+			tflog.Warn(ctx, "proxy VM gone or its VMID reused, removing it from the state", map[string]any{
+				"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
+			resp.Diagnostics.AddWarning("Proxy VM without a uid removed from the state",
+				vmLabel(id.Name, id.VMID)+": the state records no uid for this resource (an import of a VM whose mark had no uid line, "+
+					"or a refresh by an earlier build of a VMID another VM had reused), so no VM can be proved to be this resource's. "+
+					"It is removed from the state and whatever VMID "+strconv.Itoa(id.VMID)+" holds is left alone. If that VM is yours, "+
+					"give its description a "+proxmox.MarkKeyUID+"=<new UUID> line and import it.")
+			resp.State.RemoveResource(ctx)
+			return
+		}
 		// Kept in the state, marked deleted, so that the plan replaces it and the seed ISO it
 		// left is deleted with it (proxy_vm_gone.go); Read changes nothing in Proxmox.
 		tflog.Warn(ctx, "proxy VM gone or its VMID reused, kept in the state as deleted", map[string]any{
@@ -560,9 +576,14 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 		r.addVMError(&diags, "import", ref.Name, ref.VMID, err, note)
 		return proxmox.VM{}, 0, diags, err
 	}
-	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true})
+	// The lookup checked that the VM may be imported (a finished mark with a uid); the state
+	// takes the uid read here, which must still be there.
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true, AnyOwner: true})
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient {
-		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true}) // the agent is optional here
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, AnyOwner: true}) // the agent is optional here
+	}
+	if err == nil && (vm.UID == "" || vm.Creating) {
+		err = proxmox.Transientf("its mark changed while it was imported (it now has no uid line, or says it is being created); import it again")
 	}
 	if err != nil {
 		r.addVMError(&diags, "import", id.Name, id.VMID, err, "")

@@ -73,7 +73,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"migrates the VM in place (online when it runs, with its disks, MAC, VMID and seed ISO), never " +
 					"replaces it. A VM found on another node (an HA or maintenance migration) shows as a change of node " +
 					"and is migrated back, unless migrate_back is false.",
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators:    []validator.String{validators.NodeName()},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"migrate_back": schema.BoolAttribute{
@@ -166,8 +166,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Computed: true,
 				Description: "The Linux bridge of the VM's first NIC (net0), overriding the provider's bridge. Without " +
 					"either, net0 stays as cloned. Changing it rewrites net0 in place, keeping the NIC model and MAC " +
-					"address. Removing it from the configuration leaves the current bridge.",
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+					"address. Removing it from the configuration leaves the current bridge. A Proxmox bridge id (pve-bridge-id): " +
+					"1 to 15 letters, digits, '-', '_' or '.', checked at plan time.",
+				Validators:    []validator.String{validators.BridgeID()},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"vlan_tag": schema.Int64Attribute{
@@ -206,9 +207,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Computed: true,
 				Description: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
 					"written into its description mark and its seed ISO's name, and kept in the state. Refresh, update and destroy " +
-					"act on the VM at vmid only while its mark carries this UID: a VM with another UID is another resource's and is " +
-					"never changed or destroyed. An imported VM keeps the UID of its mark (a VM of an earlier release: the UUID " +
-					"version 5 of its name that those releases used).",
+					"act on the VM at vmid only while its mark carries this UID: a VM with another UID, or none, is not this resource's and is " +
+					"never changed or destroyed, and the UID in the state is never replaced by the one a refresh finds. An imported VM " +
+					"keeps the UID of its mark; a mark without a UID line cannot be imported until it is given one.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"created_at": schema.StringAttribute{

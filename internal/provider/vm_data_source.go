@@ -200,7 +200,8 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	if !ok {
 		return
 	}
-	vm, err := d.data.backend.Get(rctx, in.ID, proxmox.GetOptions{FreshListing: true})
+	// Read only: any VM with the mark (no write ever follows this read).
+	vm, err := d.data.backend.Get(rctx, in.ID, proxmox.GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil {
 		resp.Diagnostics.AddError(summaryReadVM, fmt.Sprintf("VM %s (VMID %d): %s", in.ID.Name, in.ID.VMID, ds.dsErrorDetail(err)))
 		return

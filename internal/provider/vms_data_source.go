@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -18,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -106,7 +106,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "Only VMs on this node, and only orphan seeds on this node's ISO storage. A node the " +
 					"cluster does not have is an error (not an empty list).",
 				Validators: []validator.String{
-					stringvalidator.RegexMatches(nodeNameRE, "must be a Proxmox node name: lowercase letters, digits and '-', not starting or ending with '-'"),
+					validators.NodeName(),
 				},
 			},
 			"name_regex": schema.StringAttribute{

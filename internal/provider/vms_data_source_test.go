@@ -327,8 +327,8 @@ func TestAccVMsDataSource_example(t *testing.T) {
 
 // TestAccVMsDataSource_orphansWithTheirAge: a half-made VM of this configuration's
 // uid_namespace (its mark still "creating", written 3 hours ago) is listed under
-// orphan_vms with its age and seed; one of another namespace and a finished VM are not; an
-// orphan seed written 2 hours ago has that age.
+// orphan_vms with its age and seed; one of another namespace, a finished VM and a copied
+// creating mark (its proof fails) are not; an orphan seed written 2 hours ago has that age.
 func TestAccVMsDataSource_orphansWithTheirAge(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	if env.Sim == nil {
@@ -338,15 +338,25 @@ func TestAccVMsDataSource_orphansWithTheirAge(t *testing.T) {
 	ago := func(d time.Duration) time.Time { return time.Now().Add(-d).UTC().Truncate(time.Second) }
 	extra := "\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
 	created := ago(3 * time.Hour)
-	half := func(uid, ns string, creating bool) string {
-		return proxmox.MarkLines{UID: uid, CreatedAt: created, Namespace: ns, Creating: creating}.Format() + extra
+	key, err := pveapi.DeriveKey(env.Token, proxmox.ProofKeyLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := func(vmid int, name, uid, ns string, creating bool) string {
+		l := proxmox.MarkLines{UID: uid, CreatedAt: created, Namespace: ns}
+		if !creating {
+			return l.Format() + extra
+		}
+		return proxmox.CreatingMark(key, l, vmid, name) + extra
 	}
 	node := env.Nodes[0]
 	seed := sim.ISOStorage + ":iso/edge-half-" + uidA + "-seed.iso"
 	for _, spec := range []pvesim.VMSpec{
-		{VMID: 150101, Name: "edge-half", Config: map[string]string{"description": half(uidA, "", true), "ide2": seed + ",media=cdrom"}},
-		{VMID: 150102, Name: "edge-otherns", Config: map[string]string{"description": half(uidB, "blue", true)}},
-		{VMID: 150103, Name: "edge-done", Config: map[string]string{"description": half(uidB, "", false)}},
+		{VMID: 150101, Name: "edge-half", Config: map[string]string{"description": half(150101, "edge-half", uidA, "", true), "ide2": seed + ",media=cdrom"}},
+		{VMID: 150102, Name: "edge-otherns", Config: map[string]string{"description": half(150102, "edge-otherns", uidB, "blue", true)}},
+		{VMID: 150103, Name: "edge-done", Config: map[string]string{"description": half(150103, "edge-done", uidB, "", false)}},
+		// A creating mark copied from another VMID: its proof fails, it is not listed.
+		{VMID: 150104, Name: "edge-copy", Config: map[string]string{"description": half(150105, "edge-copy", uidB, "", true)}},
 	} {
 		spec.Node = node
 		if err := sim.AddVM(spec); err != nil {

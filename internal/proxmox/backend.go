@@ -27,7 +27,13 @@ type Config struct {
 	// TokenID returns the token id (the part before '='), or an error wrapping
 	// pveapi.ErrCredentials when the token is missing or malformed. Used by Check.
 	TokenID func() (string, error)
-	Budgets Budgets
+	// ProofKey returns the key a create's creating mark is proved with (ownership.go,
+	// decision: creating-proof): derived from the API token's secret for ProofKeyLabel
+	// (pveapi.Client.DerivedKey), so only holders of the token can make or check a proof.
+	// Nil: no proof can be made or checked, so no interrupted create is ever taken over.
+	// The key is never logged nor put in an error.
+	ProofKey func() ([]byte, error)
+	Budgets  Budgets
 	// ListConcurrency is how many config reads a listing (List, the orphan listings) runs
 	// at once: the provider's max_requests_in_flight. Zero: 4.
 	ListConcurrency int
@@ -100,7 +106,10 @@ type Spec struct {
 	// (the process that asked for it is gone). It is asked right before the last step: an
 	// abandoned Create leaves the mark "creating", for the next Create of its name to take
 	// over, instead of finishing a VM that no state would track.
-	Abandoned    func() bool
+	Abandoned func() bool
+	// Report, when set, is filled with what Create decided about other VMs that the user
+	// must hear of, even when Create fails: a takeover, a claim it refused (CreateReport).
+	Report       *CreateReport
 	Node         string
 	TemplateVMID int
 	Cores        int
@@ -194,6 +203,37 @@ type PassedVM struct {
 	CreatedAt time.Time // the mark's created-at (the zero time when missing)
 }
 
+// CreateReport is what a Create tells its caller besides its answer (Spec.Report).
+type CreateReport struct {
+	// TakenOver are the interrupted creates this Create took over (decision:
+	// creating-proof): at most one per VMID, normally none.
+	TakenOver []TakenOverVM
+	// Unproved are VMs whose mark claims an interrupted create of this name in this
+	// namespace but whose proof does not verify: left alone.
+	Unproved []UnprovedVM
+}
+
+// TakenOverVM is an interrupted create a Create took over.
+type TakenOverVM struct {
+	VMID        int
+	Node        string
+	PreviousUID string    // the interrupted create's uid
+	CreatedAt   time.Time // its mark's created-at
+	// Rebuilt: it had reached its config step (or was no longer an untouched clone of the
+	// template), so it was destroyed and cloned afresh onto the same VMID.
+	Rebuilt bool
+}
+
+// UnprovedVM is a VM a Create left alone although its mark says it is an interrupted
+// create of the same name and namespace: its proof does not verify (Why).
+type UnprovedVM struct {
+	VMID      int
+	Node      string
+	UID       string
+	CreatedAt time.Time
+	Why       string
+}
+
 // GetOptions tune Get.
 type GetOptions struct {
 	// Agent asks the guest agent for the address when the VM runs (Create's IP wait).
@@ -201,12 +241,16 @@ type GetOptions struct {
 	Agent bool
 	// FreshListing bypasses the shared listing cache.
 	FreshListing bool
-	// UID, when set, is the uid the VM's mark must carry (the one the caller's state
-	// holds): a VM with our name and mark but another uid is another workspace's VM (say
-	// one cloned onto a VMID saved just before our clone was refused) and Get answers
-	// ErrNotFound for it. Empty: any uid (an import, a state without a uid). A mark
-	// without a uid line matches any uid, as Create adopts such a VM.
+	// UID is the uid the VM's mark must carry (the one the caller's state holds;
+	// ownedBy): a VM with our name and mark but another uid, or none, is not this
+	// resource's (another workspace's VM, a VMID reused) and Get answers ErrNotFound for
+	// it. An empty UID owns nothing: Get answers ErrNotFound, unless AnyOwner.
 	UID string
+	// AnyOwner reads a VM that carries our name and the mark whatever its uid (marked):
+	// for callers that never write on what they read (the data sources, an import's
+	// read-back after its own check, a create's read-back before its last step checks
+	// the uid).
+	AnyOwner bool
 }
 
 // Changes is an in-place update; nil fields are left alone.

@@ -14,9 +14,14 @@ import (
 func TestBackend_cancelledContextReturnsPromptly(t *testing.T) {
 	ops := map[string]func(h *harness, ctx context.Context) error{
 		"Create": func(h *harness, ctx context.Context) error { _, err := h.b.Create(ctx, h.spec(), nil); return err },
-		"Get":    func(h *harness, ctx context.Context) error { _, err := h.b.Get(ctx, testID, GetOptions{}); return err },
-		"Update": func(h *harness, ctx context.Context) error { return h.b.Update(ctx, testID, Changes{Cores: ptr(4)}) },
-		"Delete": func(h *harness, ctx context.Context) error { return h.b.Delete(ctx, testID, "pv1-1") },
+		"Get": func(h *harness, ctx context.Context) error {
+			_, err := h.b.Get(ctx, testID, GetOptions{AnyOwner: true})
+			return err
+		},
+		"Update": func(h *harness, ctx context.Context) error {
+			return h.b.Update(ctx, testID, Changes{UID: testUID, Cores: ptr(4)})
+		},
+		"Delete": func(h *harness, ctx context.Context) error { return h.b.DeleteOwned(ctx, testID, "pv1-1", testUID) },
 		"FindByName": func(h *harness, ctx context.Context) error {
 			_, err := h.b.FindByName(ctx, testName)
 			return err
@@ -52,7 +57,7 @@ func BenchmarkGet_sharedListing(b *testing.B) {
 	h.ourRunningVM(testVMID0, testName)
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := h.b.Get(h.ctx, testID, GetOptions{}); err != nil {
+		if _, err := h.b.Get(h.ctx, testID, GetOptions{AnyOwner: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

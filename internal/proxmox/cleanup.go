@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -26,8 +27,9 @@ import (
 // never races a create that takes it over at the same moment.
 const markStateAbandoned = "abandoned"
 
-// OrphanVM is a half-made VM of this provider: its mark still says "creating" (or
-// "abandoned": a cleanup claimed it and its delete did not finish).
+// OrphanVM is a half-made VM of this provider: its mark still says "creating", with a
+// proof that this provider made it there (or "abandoned": a cleanup claimed it and its
+// delete did not finish).
 type OrphanVM struct {
 	ID   ID
 	Node string
@@ -43,14 +45,11 @@ type OrphanVM struct {
 
 // OrphanVMs lists the half-made VMs of this provider in the uid_namespace namespace:
 // within the provider's VMID range (the only VMIDs its creates use), a QEMU VM whose mark
-// is this provider's (its created-by line), in namespace, still "creating" (or claimed by
-// a cleanup). It reads the config of every VM listed in that range, ListConcurrency at a
-// time; a VM whose config cannot be read (its node down) is left out and returned as
-// skipped, unless ctx ended, which fails the call, as List does. A create that is still
-// running is listed too: the caller tells it by its age.
-//
-// Ownership here is the mark's lines (the namespace, this provider's created-by line), the
-// best proof the mark holds today; a VM written by hand to look like one is indistinguishable.
+// still says "creating" (or "abandoned": a cleanup claimed it) and is proved this
+// provider's (halfMade). It reads the config of every VM listed in that range,
+// ListConcurrency at a time; a VM whose config cannot be read (its node down) is left out
+// and returned as skipped, unless ctx ended, which fails the call, as List does. A create
+// that is still running is listed too: the caller tells it by its age.
 func (b *Backend) OrphanVMs(ctx context.Context, namespace string) ([]OrphanVM, []SkippedVM, error) {
 	var out []OrphanVM
 	_, skipped, err := b.scan(ctx, scanOptions{halfMade: func(o OrphanVM) { out = append(out, o) }, namespace: namespace, fresh: true})
@@ -60,14 +59,25 @@ func (b *Backend) OrphanVMs(ctx context.Context, namespace string) ([]OrphanVM, 
 	return out, skipped, nil
 }
 
-// halfMade says whether cfg is a half-made VM of this provider in namespace.
+// halfMade says whether cfg, met at r's VMID, is a half-made VM of this provider in
+// namespace: the ownership rule's provedCreating (ownership.go, decision: creating-proof),
+// whose proof covers the uid, the VMID, the name and the namespace, with the state line
+// "abandoned" (a cleanup's claim) read as "creating". Without the proof key nothing is
+// proved, so no VM is half-made.
 func (b *Backend) halfMade(r pveapi.Resource, cfg map[string]string, namespace string) (OrphanVM, bool) {
-	desc := cfg["description"]
-	m := ParseMark(desc)
+	name, desc := cfg["name"], cfg["description"]
 	state := markState(desc)
-	name := cfg["name"]
-	if !m.Managed || m.UID == "" || !m.HasNamespace || m.Namespace != namespace || name == "" ||
-		ParseMarkExtra(desc).CreatedBy != CreatedByProvider || (state != MarkStateCreating && state != markStateAbandoned) {
+	if name == "" || (state != MarkStateCreating && state != markStateAbandoned) || b.cfg.ProofKey == nil {
+		return OrphanVM{}, false
+	}
+	key, err := b.cfg.ProofKey()
+	if err != nil {
+		return OrphanVM{}, false
+	}
+	check := maps.Clone(cfg)
+	check["description"] = withMarkState(desc, MarkStateCreating)
+	m, ok, _ := provedCreating(key, check, r.VMID, name, namespace)
+	if !ok {
 		return OrphanVM{}, false
 	}
 	o := OrphanVM{ID: ID{VMID: r.VMID, Name: name}, Node: r.Node, UID: m.UID, CreatedAt: m.CreatedAt, Abandoned: state == markStateAbandoned}
@@ -232,7 +242,7 @@ func (b *Backend) CleanOrphans(ctx context.Context, opts CleanOptions, progress 
 				emit(e)
 				continue
 			}
-			if err := b.deleteHalfMade(ctx, o); err != nil {
+			if err := b.deleteHalfMade(ctx, o, opts.Namespace); err != nil {
 				e.Action, e.Why = CleanFailed, err.Error()
 				if ctx.Err() != nil {
 					emit(e)
@@ -297,10 +307,10 @@ func (b *Backend) CleanOrphans(ctx context.Context, opts CleanOptions, progress 
 
 // deleteHalfMade claims a half-made VM, then deletes it with its seed. The claim is a
 // compare-and-swap of its description on the config digest, after checking that it is
-// still the VM that was listed (same name, uid and created-at, still "creating"): a create
+// still the VM that was listed (proved half-made, same name, uid and created-at): a create
 // that took it over meanwhile changed its uid and created-at, and one that takes it over
 // after the claim finds it no longer "creating" and leaves it alone.
-func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM) error {
+func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM, namespace string) error {
 	cfg, err := b.api.VMConfig(ctx, o.Node, o.ID.VMID)
 	switch {
 	case err == nil:
@@ -310,8 +320,8 @@ func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM) error {
 		return apiErrorf("delete", err, "reading the config of VMID %d on node %s", o.ID.VMID, o.Node)
 	}
 	desc := cfg["description"]
-	m := ParseMark(desc)
-	if cfg["name"] != o.ID.Name || m.UID != o.UID || !m.CreatedAt.Equal(o.CreatedAt) {
+	now, ok := b.halfMade(pveapi.Resource{VMID: o.ID.VMID, Node: o.Node}, cfg, namespace)
+	if !ok || now.ID.Name != o.ID.Name || now.UID != o.UID || !now.CreatedAt.Equal(o.CreatedAt) {
 		return Transientf("VMID %d changed since it was listed (another create took it over, or it was replaced): left alone", o.ID.VMID)
 	}
 	if markState(desc) == MarkStateCreating {

@@ -110,22 +110,22 @@ func TestListEach_cancelledReturnsPromptly(t *testing.T) {
 func halfMadeCluster(t *testing.T, now time.Time) (*checkFake, *Backend, map[int]map[string]string) {
 	t.Helper()
 	f := newCheckFake(t)
-	extra := "\n" + MarkKeyCreatedBy + "=" + CreatedByProvider
-	creating := func(uid string, at time.Time, ns string) string {
-		return MarkLines{UID: uid, CreatedAt: at, Namespace: ns, Creating: true}.Format() + extra
+	creating := func(vmid int, name, uid string, at time.Time, ns string) string {
+		return CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: at, Namespace: ns}, vmid, name)
 	}
 	old, young := now.Add(-3*time.Hour), now.Add(-5*time.Minute)
 	cfgs := map[int]map[string]string{
-		100001: {"name": "proxy-old", "description": creating("11111111-1111-4111-8111-111111111111", old, "ns"), "digest": "d1"},
-		100002: {"name": "proxy-young", "description": creating("22222222-2222-4222-8222-222222222222", young, "ns"), "digest": "d2"},
-		100003: {"name": "proxy-otherns", "description": creating("33333333-3333-4333-8333-333333333333", old, "other"), "digest": "d3"},
-		100004: {"name": "proxy-finished", "description": MarkLines{UID: "44444444-4444-4444-8444-444444444444", CreatedAt: old, Namespace: "ns"}.Format() + extra, "digest": "d4"},
-		100005: {"name": "proxy-operator", "description": FormatMark("55555555-5555-4555-8555-555555555555", old), "digest": "d5"},
-		100006: {"name": "proxy-byhand", "description": creating("66666666-6666-4666-8666-666666666666", old, "ns"), "digest": "d6"}, // no created-by line below
-		100007: {"name": "edge-1", "description": creating("77777777-7777-4777-8777-777777777777", old, "ns"), "digest": "d7",
+		100001: {"name": "proxy-old", "description": creating(100001, "proxy-old", "11111111-1111-4111-8111-111111111111", old, "ns")},
+		100002: {"name": "proxy-young", "description": creating(100002, "proxy-young", "22222222-2222-4222-8222-222222222222", young, "ns")},
+		100003: {"name": "proxy-otherns", "description": creating(100003, "proxy-otherns", "33333333-3333-4333-8333-333333333333", old, "other")},
+		100004: {"name": "proxy-finished", "description": MarkLines{UID: "44444444-4444-4444-8444-444444444444", CreatedAt: old, Namespace: "ns"}.Format()},
+		100005: {"name": "proxy-operator", "description": FormatMark("55555555-5555-4555-8555-555555555555", old)},
+		// A creating mark written by hand (no proof), and one copied from another VMID.
+		100006: {"name": "proxy-byhand", "description": MarkLines{UID: "66666666-6666-4666-8666-666666666666", CreatedAt: old, Namespace: "ns", Creating: true}.Format()},
+		100008: {"name": "proxy-copied", "description": creating(100009, "proxy-copied", "88888888-8888-4888-8888-888888888888", old, "ns")},
+		100007: {"name": "edge-1", "description": creating(100007, "edge-1", "77777777-7777-4777-8777-777777777777", old, "ns"),
 			"ide2": "local:iso/edge-1-77777777-7777-4777-8777-777777777777-seed.iso,media=cdrom"},
 	}
-	cfgs[100006]["description"] = strings.TrimSuffix(cfgs[100006]["description"], extra)
 	var res []pveapi.Resource
 	for vmid, c := range cfgs {
 		res = append(res, pveapi.Resource{Type: "qemu", VMID: vmid, Node: "pv1-1", Name: c["name"]})
@@ -142,13 +142,16 @@ func halfMadeCluster(t *testing.T, now time.Time) (*checkFake, *Backend, map[int
 	}
 	b := ckBackend(f)
 	b.cfg.VMIDMin, b.cfg.VMIDMax = 100000, 199999
+	b.cfg.ProofKey = func() ([]byte, error) { return testProofKey, nil }
 	return f, b, cfgs
 }
 
-// TestOrphanVMs_onlyHalfMadeOfThisNamespace: a half-made VM is this provider's (its
-// created-by line), in this uid_namespace, still "creating", in the VMID range; whatever
-// its name. Finished VMs, the operator's, another namespace's and hand-made ones are not.
-func TestOrphanVMs_onlyHalfMadeOfThisNamespace(t *testing.T) {
+// TestOrphanVMs_onlyProvedHalfMadeOfThisNamespace: a half-made VM is one whose creating
+// mark is proved this provider's for its VMID (decision: creating-proof), in this
+// uid_namespace, in the VMID range, whatever its name. Finished VMs, the operator's,
+// another namespace's, hand-written and copied creating marks are not; without the proof
+// key, none is.
+func TestOrphanVMs_onlyProvedHalfMadeOfThisNamespace(t *testing.T) {
 	now := time.Now()
 	_, b, _ := halfMadeCluster(t, now)
 	got, skipped, err := b.OrphanVMs(context.Background(), "ns")
@@ -167,6 +170,10 @@ func TestOrphanVMs_onlyHalfMadeOfThisNamespace(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("half-made VMs %q, want %q", names, want)
 	}
+	b.cfg.ProofKey = nil
+	if got, _, err := b.OrphanVMs(context.Background(), "ns"); err != nil || len(got) != 0 {
+		t.Errorf("without the proof key: %v, %v; want none", got, err)
+	}
 }
 
 // cleanupHarness is a harness-backed cluster for CleanOrphans: an old and a young orphan seed,
@@ -175,11 +182,10 @@ func cleanupHarness(t *testing.T) *harness {
 	t.Helper()
 	h := newHarness(t, "pv1-1")
 	now := h.clock.Now()
-	extra := "\n" + MarkKeyCreatedBy + "=" + CreatedByProvider
 	half := func(vmid int, name, uid string, at time.Time) {
 		h.f.addOurVM(vmid, name, uid)
 		h.f.mutate(vmid, func(v *fakeVM) {
-			v.Config["description"] = MarkLines{UID: uid, CreatedAt: at, Namespace: "ns", Creating: true}.Format() + extra
+			v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: at, Namespace: "ns"}, vmid, name)
 			v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(name, uid)) + ",media=cdrom"
 		})
 		h.f.putISO("pv1-1", fakeISOStorage, seedFile(name, uid), []byte("seed"))
@@ -250,7 +256,7 @@ func TestCleanOrphans_takenOverMeanwhileIsLeftAlone(t *testing.T) {
 			h := cleanupHarness(t)
 			takeOver := func() {
 				h.f.mutate(100001, func(v *fakeVM) {
-					v.Config["description"] = MarkLines{UID: prevUID, CreatedAt: h.clock.Now(), Namespace: "ns", Creating: true}.Format()
+					v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: h.clock.Now(), Namespace: "ns"}, 100001, "proxy-half-old")
 				})
 			}
 			reads := 0

@@ -34,7 +34,10 @@ import (
 // Transient, never NotFound.
 func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
 	start := b.clock.Now()
-	c := &creation{b: b, s: s, onAllocated: onAllocated}
+	c := &creation{b: b, s: s, onAllocated: onAllocated, report: s.Report}
+	if c.report == nil {
+		c.report = &CreateReport{}
+	}
 	vm, err := c.run(ctx)
 	b.invalidateListing()
 	fields := map[string]any{
@@ -71,6 +74,13 @@ type creation struct {
 	notified ID
 	// passed are the finished VMs of this name and namespace the probe skipped.
 	passed []PassedVM
+	// proofKey proves this Create's creating marks and checks others' (ownership.go); nil
+	// when the backend has none.
+	proofKey []byte
+	// tmplCfg is the template's config, read by checkTemplate.
+	tmplCfg map[string]string
+	// report is Spec.Report, or a report nobody reads.
+	report *CreateReport
 }
 
 type verdict int
@@ -92,6 +102,13 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 		"on_boot": s.OnBoot, "wait_for_ip": s.WaitForIP, "cloud_init_bytes": len(s.UserData),
 		"vmid_min": c.b.cfg.VMIDMin, "vmid_max": c.b.cfg.VMIDMax,
 	})
+	if c.b.cfg.ProofKey != nil {
+		key, err := c.b.cfg.ProofKey()
+		if err != nil {
+			return VM{}, &Error{Class: pveapi.Permanent, Err: wrapMsg("deriving the key of the creating mark's proof from the API token", err)}
+		}
+		c.proofKey = key
+	}
 	unlock, err := c.b.locks.lock(ctx, s.Name)
 	if err != nil {
 		return VM{}, Transientf("waiting for another operation on this VM to finish: %w", err)
@@ -174,6 +191,9 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	if s.Node != "" && len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, s.Node) {
 		return Permanentf("node %q is not one of the provider's nodes (%s)", s.Node, strings.Join(b.cfg.Nodes, ", "))
 	}
+	if err := b.checkSpecOptions(s); err != nil {
+		return err
+	}
 	if s.CreatedAt.IsZero() {
 		s.CreatedAt = b.clock.Now().UTC().Truncate(time.Second)
 	}
@@ -208,6 +228,7 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 		}
 		return "", apiErrorf("create", err, "reading the config of template %d on node %s", s.TemplateVMID, r.Node)
 	}
+	c.tmplCfg = cfg
 	if cfg["template"] != "1" {
 		return "", Permanentf("VMID %d (%s) is not a template; convert it with `qm template %d` or point the catalogue at a template", s.TemplateVMID, r.Name, s.TemplateVMID)
 	}
@@ -286,7 +307,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 			return false, err
 		}
 		if !gone {
-			v, err := c.judge(vmid, cfg)
+			v, err := c.judge(vmid, r.Node, cfg)
 			if err != nil {
 				return false, err
 			}
@@ -323,8 +344,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (fact: clone-vmid-taken).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
-	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
+	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: c.creatingMark(vmid), Storage: b.cfg.Storage}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
 		return false, err
@@ -397,7 +417,11 @@ func (c *creation) provision(ctx context.Context) error {
 		return err
 	}
 	// The config.
-	if err := c.writeConfig(ctx, configParams(*s, c.cfg, b.cfg.ISOStorage)); err != nil {
+	params, err := configParams(*s, c.cfg, b.cfg.ISOStorage)
+	if err != nil {
+		return err
+	}
+	if err := c.writeConfig(ctx, params); err != nil {
 		return err
 	}
 	// Resize, only when larger (decision: boot-disk).
@@ -521,8 +545,8 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 			return VM{}, err
 		}
 	}
-	// Without the uid: the last step (finalize) judges ownership, and says "taken over".
-	vm, err := b.get(ctx, id, GetOptions{FreshListing: true})
+	// Any owner: the last step (finalize) judges ownership, and says "taken over".
+	vm, err := b.get(ctx, id, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil {
 		if ClassOf(err) != pveapi.Transient {
 			return VM{}, wrap("create", id.Name, id.VMID, err)
@@ -549,8 +573,8 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 // notePassed records a skipped VM that is a finished create of this name in this
 // namespace (not one being created, not another namespace's).
 func (c *creation) notePassed(vmid int, node string, cfg map[string]string) {
-	m := ParseMark(cfg["description"])
-	if cfg["name"] != c.s.Name || !m.Managed || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
+	m, ok := marked(cfg, c.s.Name)
+	if !ok || !m.HasNamespace || m.Creating || m.Namespace != c.s.Namespace {
 		return
 	}
 	if _, ours := c.b.finished.Load(m.UID); ours {
@@ -566,7 +590,9 @@ func (c *creation) written() VM {
 	if cfg == nil {
 		cfg = map[string]string{}
 	}
-	maps.Copy(cfg, configParams(*s, c.cfg, c.b.cfg.ISOStorage))
+	if p, err := configParams(*s, c.cfg, c.b.cfg.ISOStorage); err == nil {
+		maps.Copy(cfg, p)
+	}
 	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true})
 	if s.DiskGiB > vm.DiskGiB {
 		vm.DiskGiB = s.DiskGiB
@@ -591,12 +617,17 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, st
 }
 
 // configParams is the create's config write: cores, memory, agent=1, the tag (other tags kept), the
-// seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set.
-func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]string {
+// seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set. A value
+// that would break out of its option string is refused (optionValue).
+func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]string, error) {
+	vol, err := optionValue("ide2", specSeed(isoStorage, s).volid())
+	if err != nil {
+		return nil, err
+	}
 	p := map[string]string{
 		"agent":  "1",
 		"tags":   mergeTags(cfg["tags"]),
-		"ide2":   ide2Seed(specSeed(isoStorage, s)),
+		"ide2":   vol + ",media=cdrom",
 		"onboot": boolParam(s.OnBoot),
 	}
 	if s.Cores > 0 {
@@ -611,9 +642,13 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) map[string]s
 		if s.VLANTag != 0 {
 			tag = &s.VLANTag
 		}
-		p["net0"] = rewriteNet0(cfg["net0"], &s.Bridge, tag)
+		net0, err := rewriteNet0(cfg["net0"], &s.Bridge, tag)
+		if err != nil {
+			return nil, err
+		}
+		p["net0"] = net0
 	}
-	return p
+	return p, nil
 }
 
 // mergeTags keeps the VM's tags (lowercased, as Proxmox stores them) and adds ours.

@@ -66,7 +66,7 @@ func TestCreate_freshVMClonedAtAttemptZeroWithTheMark(t *testing.T) {
 	}
 	a := clones[0].Args
 	if clones[0].VMID != 9001 || a["newid"] != "105967" || a["name"] != testName || a["full"] != "1" ||
-		a["target"] != "" || a["description"] != (MarkLines{UID: testUID, CreatedAt: h.spec().CreatedAt, Creating: true}).Format()+FormatMarkExtra(h.spec()) {
+		a["target"] != "" || a["description"] != CreatingMark(testProofKey, MarkLines{UID: testUID, CreatedAt: h.spec().CreatedAt}, testVMID0, testName)+FormatMarkExtra(h.spec()) {
 		t.Errorf("clone call %+v", clones[0])
 	}
 	h.assertProvisioned(testVMID0)
@@ -149,7 +149,7 @@ func TestCreate_retryTable(t *testing.T) {
 	}{
 		{"nothing", func(h *harness) {}, true, true, true, true, false},
 		{"submitting the clone: locked, nameless, waited on, taken over", func(h *harness) {
-			desc := MarkLines{UID: prevUID, CreatedAt: time.Now(), Creating: true}.Format()
+			desc := CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: time.Now()}, testVMID0, testName)
 			if _, err := h.f.Clone(h.ctx, "pv1-1", 9001, pveapi.CloneParams{NewID: testVMID0, Name: testName, Description: desc}); err != nil {
 				h.t.Fatal(err)
 			}
@@ -244,11 +244,14 @@ func TestCreate_allocationTable(t *testing.T) {
 		{name: "a finished VM of this name at another VMID coexists", setup: func(h *harness) {
 			h.addFinished(150000, testName, otherUID)
 		}, vmid: testVMID0, configs: 2},
-		{name: "an earlier release's VM of this name (uid = the allocation key) is skipped", spec: func(s *Spec) {
+		// A mark without this provider's lines whose uid happens to be the name's allocation
+		// key (what unreleased builds wrote) is no proof of anything: refused like the
+		// operator's, never skipped as ours-by-name.
+		{name: "a mark without this provider's lines, uid = the allocation key, is refused", spec: func(s *Spec) {
 			s.AllocKey, s.UID = testUID, prevUID
 		}, setup: func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
-		}, vmid: testVMID1, configs: 3},
+		}, class: pveapi.Permanent, msg: []string{"VMID 105967", "did not create", "terraform import proxy_vm.<name> vms/105967/proxy-a"}, configs: 1},
 		{name: "an interrupted create of this name in another namespace is skipped", setup: func(h *harness) {
 			h.addInterrupted(testVMID0, testName, prevUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) {
@@ -257,7 +260,7 @@ func TestCreate_allocationTable(t *testing.T) {
 		}, vmid: testVMID1, configs: 3},
 		{name: "an operator's VM of our name (mark without uid) is refused with the import command", setup: func(h *harness) {
 			h.f.addOurVM(150000, testName, "")
-		}, class: pveapi.Permanent, msg: []string{"VMID 150000", "uid none", "did not create", "terraform import proxy_vm.<name> vms/150000/proxy-a"}, configs: 1},
+		}, class: pveapi.Permanent, msg: []string{"VMID 150000", "carries no uid line", "add a line proxy-operator-uid=", "terraform import proxy_vm.<name> vms/150000/proxy-a"}, configs: 1},
 		{name: "nameless clone at attempt 0 is waited on, then foreign", setup: func(h *harness) {
 			h.f.addTemplate(9100, "pv1-1", nil)
 			if _, err := h.f.Clone(h.ctx, "pv1-1", 9100, pveapi.CloneParams{NewID: testVMID0, Name: "proxy-b"}); err != nil {
@@ -975,10 +978,10 @@ func TestCreate_cloneAnswerLost(t *testing.T) {
 				t.Fatalf("onAllocated %v, want %v", allocated, []ID{testID})
 			}
 			h.f.finishTasks() // the clone Proxmox made completes
-			if vm, err := h.b.Get(h.ctx, allocated[0], GetOptions{}); err != nil || vm.UID != testUID {
+			if vm, err := h.b.Get(h.ctx, allocated[0], GetOptions{AnyOwner: true}); err != nil || vm.UID != testUID {
 				t.Errorf("the saved ID does not find the VM: %+v, %v", vm, err)
 			}
-			if err := h.b.Delete(h.ctx, allocated[0], "pv1-1"); err != nil {
+			if err := h.b.DeleteOwned(h.ctx, allocated[0], "pv1-1", testUID); err != nil {
 				t.Fatal(err)
 			}
 			if h.f.vm(testVMID0) != nil {
@@ -1017,11 +1020,11 @@ func TestCreate_staleAllocationsAreHarmless(t *testing.T) {
 	}
 	foreign := h.f.vm(first)
 	for _, id := range allocated {
-		if _, err := h.b.Get(h.ctx, id, GetOptions{}); !errors.Is(err, ErrNotFound) {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{AnyOwner: true}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Get(%v) = %v, want ErrNotFound", id, err)
 		}
 		h.f.calllog = nil
-		if err := h.b.Delete(h.ctx, id, "pv1-1"); err != nil {
+		if err := h.b.DeleteOwned(h.ctx, id, "pv1-1", testUID); err != nil {
 			t.Errorf("Delete(%v) = %v", id, err)
 		}
 		for _, c := range h.f.log() {

@@ -8,24 +8,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Delete runs the delete steps (decision: delete-steps, decision: seed-before-destroy) under
-// the per-name lock:
-// stop (a paused VM too) and, at the same time, delete the seed ISO the VM's ide2 names on
-// the VM's node; once both ended, destroy with purge=1&destroy-unreferenced-disks=1. A VM
-// already gone, or a VMID that now holds a VM that is not ours (another name, no mark, a
-// container, another uid), is success without touching it; the seed the caller recorded is
-// then deleted on every configured node (plus node, the one the caller last knew, when it
-// is not configured), unless the VM at the VMID boots from it. A seed delete that fails on
-// the VM's node fails the call before the destroy, so nothing leaks; on the every-node path
-// a node's failure is logged and skipped unless it is Permanent (a 403) or ctx ended. A
-// task lock other than suspended, a clone in progress or a listing status "unknown" is
-// waited on within
-// Budgets.Destroy. A hibernated VM of ours is destroyed (fact: hibernated-vm).
-func (b *Backend) Delete(ctx context.Context, id ID, node string) error {
-	return b.DeleteVM(ctx, id, DeleteOptions{Node: node})
-}
-
-// DeleteOwned is Delete that also checks the mark's uid, as GetOptions.UID does.
+// DeleteOwned is DeleteVM with the node and the uid alone.
 func (b *Backend) DeleteOwned(ctx context.Context, id ID, node, uid string) error {
 	return b.DeleteVM(ctx, id, DeleteOptions{Node: node, UID: uid})
 }
@@ -34,8 +17,9 @@ func (b *Backend) DeleteOwned(ctx context.Context, id ID, node, uid string) erro
 type DeleteOptions struct {
 	// Node is the node the caller last knew (for the seed when the VM is gone).
 	Node string
-	// UID, when set, is the uid the mark must carry: a VM with our name and mark but
-	// another uid is not ours (another resource's VM of that name) and is left alone.
+	// UID is the uid the mark must carry (ownedBy): a VM with our name and mark but another
+	// uid, or none, is not ours (another resource's VM of that name) and is left alone;
+	// without a UID no VM is ours.
 	UID string
 	// Seed is the seed ISO file the caller recorded (VM.Seed of its last read). It is the
 	// one deleted when the VM is gone or is not ours. Empty: <name>-<UID>-seed.iso and, when
@@ -43,7 +27,19 @@ type DeleteOptions struct {
 	Seed string
 }
 
-// DeleteVM is Delete with what the caller's state knows (DeleteOptions).
+// DeleteVM runs the delete steps (decision: delete-steps, decision: seed-before-destroy)
+// with what the caller's state knows (DeleteOptions), under the per-name lock: stop (a paused VM too) and, at the same time, delete the seed ISO the VM's ide2 names on
+// the VM's node; once both ended, destroy with purge=1&destroy-unreferenced-disks=1. A VM
+// already gone, or a VMID that now holds a VM that is not ours (ownedBy: another name, no
+// mark, a container, a mark without opts.UID, or no opts.UID at all), is success without
+// touching it; the seed the caller recorded is
+// then deleted on every configured node (plus node, the one the caller last knew, when it
+// is not configured), unless the VM at the VMID boots from it. A seed delete that fails on
+// the VM's node fails the call before the destroy, so nothing leaks; on the every-node path
+// a node's failure is logged and skipped unless it is Permanent (a 403) or ctx ended. A
+// task lock other than suspended, a clone in progress or a listing status "unknown" is
+// waited on within
+// Budgets.Destroy. A hibernated VM of ours is destroyed (fact: hibernated-vm).
 func (b *Backend) DeleteVM(ctx context.Context, id ID, opts DeleteOptions) error {
 	start := b.clock.Now()
 	destroyed, vmNode, err := b.delete(ctx, id, opts)
@@ -79,9 +75,12 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	if st.verdict != verdictOurs {
 		reason := "gone"
 		switch {
-		case st.otherUID != "":
-			reason = "another uid"
-			b.logOtherUID(ctx, id, st.r.Node, opts.UID, st.otherUID)
+		case st.why == notOursOtherUID || st.why == notOursNoUID:
+			reason = string(st.why)
+			b.logOtherUID(ctx, id, st.r.Node, opts.UID, st.mark.UID)
+		case st.why == notOursNoUIDHere:
+			reason = string(st.why)
+			note(ctx, "the state records no uid for this VM, so no VM can be proved this resource's: whatever VMID %d holds was left alone", id.VMID)
 		case st.verdict == verdictForeign:
 			reason = "not ours"
 		}
@@ -94,7 +93,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	if err := refuseProtected(id, st.cfg); err != nil {
 		return false, node, err
 	}
-	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed)
+	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed, opts.UID)
 	// The seed goes before the destroy (decision: seed-before-destroy), deleted while the VM
 	// stops, since it does not depend on the stop. A failure leaves the VM for the next Delete.
 	seed := b.startSeedDelete(ctx, node, seeds)

@@ -171,7 +171,7 @@ func TestDelete_seedDeleteFailureOnVMNodeFailsBeforeDestroy(t *testing.T) {
 			if h.f.calls("Destroy") != 0 {
 				t.Fatal("destroyed before the seed was deleted")
 			}
-			vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+			vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true})
 			if err != nil || vm.State != StateStopped {
 				t.Fatalf("Get after the failed Delete: %+v, %v", vm, err)
 			}
@@ -278,7 +278,7 @@ func TestDelete_startedBehindTheListingIsTransient(t *testing.T) {
 
 func TestDelete_malformedIDIsPermanent(t *testing.T) {
 	h := newHarness(t)
-	assertClass(t, h.b.Delete(h.ctx, ID{VMID: 42, Name: "x"}, ""), pveapi.Permanent)
+	assertClass(t, h.b.DeleteOwned(h.ctx, ID{VMID: 42, Name: "x"}, "", testUID), pveapi.Permanent)
 	if h.f.calls("") != 0 {
 		t.Error("made a request")
 	}

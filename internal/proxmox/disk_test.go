@@ -89,10 +89,23 @@ func TestRewriteNet0_table(t *testing.T) {
 		{"captured template 9000 tag", fixtureConfig("vm_config_template_9000")["net0"], nil, ptr(5), "virtio=BC:24:11:3C:90:00,bridge=vmbr0,tag=5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := rewriteNet0(tc.in, tc.bridge, tc.tag); got != tc.want {
-				t.Errorf("rewriteNet0 = %q, want %q", got, tc.want)
+			if got, err := rewriteNet0(tc.in, tc.bridge, tc.tag); err != nil || got != tc.want {
+				t.Errorf("rewriteNet0 = %q, %v, want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRewriteNet0_refusesOptionInjection: a bridge that would add options of its own
+// (bridge = "vmbr0,firewall=0,trunks=1;2;3") or a line break is refused, whatever reached
+// the option writer.
+func TestRewriteNet0_refusesOptionInjection(t *testing.T) {
+	const net0 = "virtio=BC:24:11:EE:48:83,bridge=vmbr0"
+	for _, bad := range []string{"vmbr0,firewall=0,trunks=1;2;3,rate=1000", "vmbr0,tag=5", "a=b", "vmbr0;x", "vmbr0\nx", "vmbr0\r"} {
+		got, err := rewriteNet0(net0, &bad, nil)
+		if err == nil || ClassOf(err) != pveapi.Permanent || got != "" {
+			t.Errorf("bridge %q: %q, %v; want a Permanent error and no net0", bad, got, err)
+		}
 	}
 }
 
@@ -154,6 +167,40 @@ func TestMergeTags_table(t *testing.T) {
 	} {
 		if got := mergeTags(in); got != want {
 			t.Errorf("mergeTags(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestOptionInjection_refusedBeforeAnyRequest: a create or an update whose bridge (or,
+// for a create, the configured storages) would break out of an option string fails
+// Permanent before its first request.
+func TestOptionInjection_refusedBeforeAnyRequest(t *testing.T) {
+	const bad = "vmbr0,firewall=0,trunks=1;2;3,rate=1000"
+	h := newHarness(t)
+	s := h.spec()
+	s.Bridge = bad
+	err := h.createFails(s)
+	assertClass(t, err, pveapi.Permanent)
+	if n := len(h.f.log()); n != 0 {
+		t.Errorf("the create made %d requests: %v", n, h.f.methods())
+	}
+
+	h = newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	err = h.b.Update(h.ctx, testID, Changes{UID: testUID, Bridge: ptr(bad)})
+	assertClass(t, err, pveapi.Permanent)
+	if n := len(h.f.log()); n != 0 {
+		t.Errorf("the update made %d requests: %v", n, h.f.methods())
+	}
+
+	for _, cfg := range []Config{{ISOStorage: "seeds,media=disk"}, {ISOStorage: fakeISOStorage, Storage: "local;x"}} {
+		h = newHarness(t)
+		cfg.Nodes = h.f.nodes
+		h.b.cfg.ISOStorage, h.b.cfg.Storage = cfg.ISOStorage, cfg.Storage
+		err := h.createFails(h.spec())
+		assertClass(t, err, pveapi.Permanent)
+		if n := len(h.f.log()); n != 0 {
+			t.Errorf("config %+v: the create made %d requests", cfg, n)
 		}
 	}
 }

@@ -93,7 +93,8 @@ func (b *Backend) findByVMID(ctx context.Context, vmid int) (ID, error) {
 	return b.claim(ctx, r)
 }
 
-// claim reads the config and accepts only a VM carrying the mark.
+// claim reads the config and accepts only a VM an import may make a resource's
+// (importable: the mark with a uid, finished).
 func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	cfg, err := b.api.VMConfig(ctx, r.Node, r.VMID)
 	if err != nil {
@@ -102,10 +103,17 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 		}
 		return ID{}, apiErrorf("import", err, "reading the config of VMID %d on node %s", r.VMID, r.Node)
 	}
-	mark := ParseMark(cfg["description"])
-	if !mark.Managed {
+	mark, why := importable(cfg)
+	switch why {
+	case notOursUnmarked:
 		return ID{}, Permanentf("VM %q (VMID %d) carries no %s=true line in its description: only VMs created by this provider or the proxy operator can be imported",
 			cfg["name"], r.VMID, MarkKeyManaged)
+	case notOursNoUID:
+		// The state's uid is the mark's, and every later read proves ownership by it: a
+		// mark without one could never be told from another VM put on the same VMID.
+		return ID{}, Permanentf("VM %q (VMID %d) carries the %s=true line but no %s line: the provider owns a VM only by the uid of its mark. "+
+			"If it is a proxy VM to manage here, add a line %s=<a new UUID, e.g. from uuidgen> to its description in Proxmox, then import it again",
+			cfg["name"], r.VMID, MarkKeyManaged, MarkKeyUID, MarkKeyUID)
 	}
 	if mark.Creating {
 		// It belongs to the create that will finish it: the next apply of that name in its

@@ -15,7 +15,7 @@ func TestFindByName_table(t *testing.T) {
 		msg   string
 	}{
 		{"one marked VM", func(h *harness) { h.ourRunningVM(testVMID0, testName) }, testID, 0, ""},
-		{"a VM the operator made (empty uid)", func(h *harness) { h.f.addOurVM(testVMID0, testName, "") }, testID, 0, ""},
+		{"a mark without a uid line: no uid to own it by", func(h *harness) { h.f.addOurVM(testVMID0, testName, "") }, ID{}, pveapi.Permanent, "no proxy-operator-uid line"},
 		{"none", func(h *harness) {}, ID{}, pveapi.NotFound, `no VM named "proxy-a"`},
 		{"unmarked", func(h *harness) { h.f.addVM(&fakeVM{VMID: 300, Name: testName}) }, ID{}, pveapi.Permanent, "carries no proxy-operator-managed=true"},
 		{"two", func(h *harness) {

@@ -13,9 +13,9 @@ import (
 // Get maps a VM's state (decision: state-mapping) for Terraform's Read:
 //
 //   - ErrNotFound (errors.Is) when the VMID is absent from the listing or holds a container
-//     or a template, or when its config names another VM, carries no mark, or (opts.UID
-//     set) a mark of another uid, or vanished between the calls: the VM is gone or the VMID
-//     was reused. A listed name alone never makes a NotFound: the listing is pvestatd's
+//     or a template, or when the VM there is not the resource's (ownedBy: another name, no
+//     mark, a mark without opts.UID; with opts.AnyOwner our name and the mark suffice), or
+//     vanished between the calls: the VM is gone or the VMID was reused. A listed name alone never makes a NotFound: the listing is pvestatd's
 //     snapshot (up to 10 s old), so a name that differs, "VM <vmid>" or none is checked
 //     against the config, the authority.
 //   - Transient when the config has no name yet and a lock (a clone in progress, fact: nameless-mid-clone).
@@ -82,7 +82,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		}
 		return VM{}, busyf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, lock)
 	}
-	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID)
+	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID, opts.AnyOwner)
 	if err != nil {
 		return VM{}, err
 	}
@@ -164,24 +164,49 @@ func (b *Backend) applyRunningSizes(ctx context.Context, vm *VM, node string, cf
 	return nil
 }
 
-// owned applies the name and mark checks to a config read at id's VMID: another
-// name, no mark, or (uid set) a mark of another uid is NotFound, logged. A mark without a
-// uid line matches any uid, as Create adopts such a VM (creation.inspect).
-func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, uid string) (Mark, error) {
-	if cfg["name"] != id.Name {
-		b.logReused(ctx, id, node, cfg["name"])
-		return Mark{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
-	}
-	mark := ParseMark(cfg["description"])
-	if !mark.Managed {
+// owned applies the ownership predicate (ownedBy) to a config read at id's VMID: a VM
+// that is not the resource's (another name, no mark, a mark without a uid or with another
+// uid, or a caller without a uid) is NotFound, logged. With anyOwner (read-only callers)
+// our name and the mark suffice (marked).
+func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, uid string, anyOwner bool) (Mark, error) {
+	if anyOwner {
+		if cfg["name"] != id.Name {
+			b.logReused(ctx, id, node, cfg["name"])
+			return Mark{}, notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
+		}
+		if m, ok := marked(cfg, id.Name); ok {
+			return m, nil
+		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
 	}
-	if uid != "" && mark.UID != "" && mark.UID != uid {
-		b.logOtherUID(ctx, id, node, uid, mark.UID)
-		return Mark{}, notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, uid)
+	mark, why := ownedBy(cfg, id.Name, uid)
+	if why != notOursNone {
+		return Mark{}, b.notOursErr(ctx, id, node, cfg, uid, mark, why)
 	}
 	return mark, nil
+}
+
+// notOursErr is the NotFound a read or a write answers for a VM ownedBy refused, logged
+// with why.
+func (b *Backend) notOursErr(ctx context.Context, id ID, node string, cfg map[string]string, uid string, mark Mark, why notOurs) error {
+	switch why {
+	case notOursName:
+		b.logReused(ctx, id, node, cfg["name"])
+		return notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
+	case notOursUnmarked:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
+	case notOursNoUIDHere:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: the state records no uid", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return notFoundf("the state records no uid for this VM, so no VM can be proved this resource's: VMID %d is left alone", id.VMID)
+	case notOursNoUID:
+		b.logOtherUID(ctx, id, node, uid, "")
+		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID", id.VMID, id.Name, uid)
+	default:
+		b.logOtherUID(ctx, id, node, uid, mark.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, uid)
+	}
 }
 
 // logOtherUID logs a VM with our name and mark but another uid than the caller's.

@@ -154,12 +154,12 @@ func TestGet_stateTable(t *testing.T) {
 		{name: "prelaunch is provisioning", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.QMP = capturedStatus(t, "status_current_prelaunch").QMPStatus })
-		}, opts: GetOptions{Agent: true}, state: StateProvisioning, calls: three},
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, state: StateProvisioning, calls: three},
 		{name: "paused is stopped with its qmpstatus", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			st := capturedStatus(t, "status_current_paused")
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = st.Status, st.QMPStatus })
-		}, opts: GetOptions{Agent: true}, state: StateStopped, calls: three, check: func(t *testing.T, vm VM) {
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, state: StateStopped, calls: three, check: func(t *testing.T, vm VM) {
 			if vm.QMPStatus != "paused" || vm.Hibernated {
 				t.Errorf("QMPStatus %q Hibernated %v", vm.QMPStatus, vm.Hibernated)
 			}
@@ -177,7 +177,7 @@ func TestGet_stateTable(t *testing.T) {
 		{name: "agent: routable IPv4", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
-		}, opts: GetOptions{Agent: true}, state: StateRunning,
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, state: StateRunning,
 			calls: []string{"ClusterResources", "VMConfig", "VMStatus", "AgentNetworkInterfaces"},
 			check: func(t *testing.T, vm VM) {
 				if vm.IP != "192.168.0.150" {
@@ -187,16 +187,16 @@ func TestGet_stateTable(t *testing.T) {
 		{name: "agent: no IPv4 yet", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Agent = capturedIfaces(t)[:1] })
-		}, opts: GetOptions{Agent: true}, state: StateProvisioning},
-		{name: "agent: not running", setup: ours, opts: GetOptions{Agent: true}, state: StateProvisioning},
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, state: StateProvisioning},
+		{name: "agent: not running", setup: ours, opts: GetOptions{Agent: true, AnyOwner: true}, state: StateProvisioning},
 		{name: "agent: VM not running", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.AgentErr = fixtureErrSub("err_vm_not_running", "199999", "105967") })
-		}, opts: GetOptions{Agent: true}, class: pveapi.Transient},
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, class: pveapi.Transient},
 		{name: "agent: no agent configured", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["agent"] = "0" })
-		}, opts: GetOptions{Agent: true}, state: StateStopped, check: func(t *testing.T, vm VM) {
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, state: StateStopped, check: func(t *testing.T, vm VM) {
 			if vm.AgentEnabled {
 				t.Error("AgentEnabled with agent=0")
 			}
@@ -204,14 +204,18 @@ func TestGet_stateTable(t *testing.T) {
 		{name: "agent: anything else is transient", setup: func(t *testing.T, h *harness) {
 			ours(t, h)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.AgentErr = fixtureErr("err_forbidden_volume_delete") })
-		}, opts: GetOptions{Agent: true}, class: pveapi.Transient},
+		}, opts: GetOptions{Agent: true, AnyOwner: true}, class: pveapi.Transient},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			tc.setup(t, h)
 			h.f.calllog = nil
-			vm, err := h.b.Get(h.ctx, testID, tc.opts)
+			opts := tc.opts
+			if opts.UID == "" && !opts.AnyOwner {
+				opts.UID = testUID // the rows' VMs are ours
+			}
+			vm, err := h.b.Get(h.ctx, testID, opts)
 			if tc.state == "" {
 				assertClass(t, err, tc.class)
 			} else {
@@ -242,7 +246,7 @@ func TestGet_readsEverythingFromTheCapturedConfig(t *testing.T) {
 	cfg["tags"] = "proxy_operator;team-x"
 	cfg["net0"] = "virtio=BC:24:11:EE:48:83,bridge=vmbr1,tag=4"
 	h.f.addVM(&fakeVM{VMID: testVMID0, Name: cfg["name"], Config: cfg})
-	vm, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: cfg["name"]}, GetOptions{})
+	vm, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: cfg["name"]}, GetOptions{AnyOwner: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +308,7 @@ func TestGet_duringDeleteStillReturnsInstance(t *testing.T) {
 			t.Fatalf("capture shows %+v", r)
 		}
 		h.f.addVM(&fakeVM{VMID: r.VMID, Node: r.Node, Name: r.Name, Config: cfg})
-		vm, err := h.b.Get(h.ctx, ID{VMID: r.VMID, Name: r.Name}, GetOptions{})
+		vm, err := h.b.Get(h.ctx, ID{VMID: r.VMID, Name: r.Name}, GetOptions{AnyOwner: true})
 		if err != nil || vm.State != StateStopped {
 			t.Fatalf("Get mid-destroy: %+v, %v", vm, err)
 		}
@@ -316,16 +320,16 @@ func TestGet_duringDeleteStillReturnsInstance(t *testing.T) {
 func TestGet_afterDeleteReturnsNotFound(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
-	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID); err != nil {
 		t.Fatal(err)
 	}
-	_, err := h.b.Get(h.ctx, testID, GetOptions{})
+	_, err := h.b.Get(h.ctx, testID, GetOptions{AnyOwner: true})
 	assertClass(t, err, pveapi.NotFound)
 }
 
 func TestGet_malformedIDIsPermanent(t *testing.T) {
 	h := newHarness(t)
-	_, err := h.b.Get(h.ctx, ID{VMID: 5, Name: "x"}, GetOptions{})
+	_, err := h.b.Get(h.ctx, ID{VMID: 5, Name: "x"}, GetOptions{AnyOwner: true})
 	assertClass(t, err, pveapi.Permanent)
 	if h.f.calls("") != 0 {
 		t.Error("a malformed ID made a request")
@@ -341,7 +345,7 @@ func TestGet_cancelledContextReturnsPromptly(t *testing.T) {
 		waitFor(t, func() bool { return h.f.calls("VMConfig") == 1 })
 		cancel()
 	}()
-	_, err := h.b.Get(ctx, testID, GetOptions{})
+	_, err := h.b.Get(ctx, testID, GetOptions{AnyOwner: true})
 	assertClass(t, err, pveapi.Transient)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v does not wrap context.Canceled", err)
@@ -351,7 +355,7 @@ func TestGet_cancelledContextReturnsPromptly(t *testing.T) {
 func TestGet_outcomeLineHasFields(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
-	if _, err := h.b.Get(h.ctx, testID, GetOptions{}); err != nil {
+	if _, err := h.b.Get(h.ctx, testID, GetOptions{AnyOwner: true}); err != nil {
 		t.Fatal(err)
 	}
 	line := ""

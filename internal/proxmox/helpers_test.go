@@ -79,7 +79,8 @@ func newHarness(t testing.TB, nodes ...string) *harness {
 	t.Helper()
 	f := newFakeAPI(nodes...)
 	f.addTemplate(9001, f.nodes[0], nil)
-	b := New(f, Config{Nodes: f.nodes, ISOStorage: fakeISOStorage, InstallGuestAgent: true})
+	b := New(f, Config{Nodes: f.nodes, ISOStorage: fakeISOStorage, InstallGuestAgent: true,
+		ProofKey: func() ([]byte, error) { return testProofKey, nil }})
 	clk := newFakeClock()
 	b.clock = clk
 	b.buildSeed = func(s nocloud.Seed) ([]byte, error) {
@@ -118,12 +119,16 @@ func (h *harness) createFails(s Spec) error {
 	return err
 }
 
+// testProofKey is the harness backend's proof key (Config.ProofKey).
+var testProofKey = []byte("test proof key, derived from no token")
+
 // addInterrupted adds a VM that an interrupted Create of name (uid, the empty namespace)
-// left right after its clone: this provider's mark, still "creating".
+// left right after its clone: this provider's mark, still "creating", with its proof for
+// vmid.
 func (h *harness) addInterrupted(vmid int, name, uid string) *fakeVM {
 	v := h.f.addOurVM(vmid, name, uid)
 	h.f.mutate(vmid, func(v *fakeVM) {
-		v.Config["description"] = MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC), Creating: true}.Format()
+		v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC)}, vmid, name)
 	})
 	return v
 }
@@ -183,4 +188,13 @@ func ptr[T any](v T) *T { return &v }
 // the seed its last read recorded.
 func (h *harness) del(ctx context.Context, node string) error {
 	return h.b.DeleteVM(ctx, testID, DeleteOptions{Node: node, UID: testUID, Seed: seedFile(testName, testUID)})
+}
+
+// withUID is ch with the uid of the tests' VMs when it names none (an update acts only
+// on a VM whose mark carries the caller's uid).
+func withUID(ch Changes) Changes {
+	if ch.UID == "" {
+		ch.UID = testUID
+	}
+	return ch
 }

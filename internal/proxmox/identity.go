@@ -3,6 +3,8 @@ package proxmox
 import (
 	"context"
 	"errors"
+	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -74,48 +76,108 @@ func (b *Backend) settledConfig(ctx context.Context, vmid int, node, name string
 }
 
 // verdictResume is a VM that an interrupted Create of this name in this namespace left
-// unfinished: Create takes it over.
+// unfinished, proved so (provedCreating): Create takes it over.
 const verdictResume verdict = verdictGone + 1
 
-// judge is the ownership rule for a VM met by a Create at vmid (its config settled).
-func (c *creation) judge(vmid int, cfg map[string]string) (verdict, error) {
+// judge is the ownership rule for a VM met by a Create at vmid on node (its config
+// settled): ownedBy with this Create's uid, then, for our name and mark with another uid,
+// provedCreating. A VM that claims to be an interrupted create of this name in this
+// namespace but fails the proof is foreign, reported (CreateReport.Unproved), and never
+// touched.
+func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict, error) {
 	s := &c.s
-	if cfg["name"] != s.Name {
-		return verdictForeign, nil
-	}
-	mark := ParseMark(cfg["description"])
-	switch {
-	case !mark.Managed:
-		return 0, Permanentf("VMID %d already holds a VM named %q without the %s=true mark; "+
-			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
-			vmid, s.Name, MarkKeyManaged, vmid, s.Name)
-	case mark.UID == s.UID:
+	mark, why := ownedBy(cfg, s.Name, s.UID)
+	switch why {
+	case notOursNone:
 		if cfg["lock"] == "suspended" {
 			return 0, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", s.Name, vmid)
 		}
 		return verdictOurs, nil
-	case mark.HasNamespace && mark.Creating && mark.Namespace == s.Namespace:
+	case notOursName:
+		return verdictForeign, nil
+	case notOursUnmarked:
+		return 0, Permanentf("VMID %d already holds a VM named %q without the %s=true mark; "+
+			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
+			vmid, s.Name, MarkKeyManaged, vmid, s.Name)
+	}
+	// Our name and mark, another uid or none.
+	if _, ok, unproved := provedCreating(c.proofKey, cfg, vmid, s.Name, s.Namespace); ok {
 		if cfg["lock"] == "suspended" {
 			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", vmid, s.Name)
 		}
 		return verdictResume, nil
-	case mark.HasNamespace:
+	} else if mark.HasNamespace && mark.Creating && mark.Namespace == s.Namespace {
+		c.noteUnproved(vmid, node, mark, unproved)
+		return verdictForeign, nil
+	}
+	if mark.HasNamespace {
 		// Finished (another resource's, workspace's or generation's VM of this name), or
 		// being created in another namespace: never adopted, changed or destroyed.
 		return verdictForeign, nil
-	case mark.UID != "" && mark.UID == s.AllocKey:
-		// An earlier release's VM of this name in this namespace (its uid was the name's
-		// key): finished, another resource's.
-		return verdictForeign, nil
 	}
-	uid := mark.UID
-	if uid == "" {
-		uid = "none"
+	if mark.UID == "" {
+		return 0, Permanentf("VMID %d holds a VM named %q whose mark (%s=true) carries no uid line and none of this provider's lines: "+
+			"written by hand, or by a tool that is not this provider; a create never takes over such a VM, and an import needs the uid: "+
+			"to manage it here, add a line %s=<a new UUID> to its description and import it with `terraform import proxy_vm.<name> vms/%d/%s`, "+
+			"or rename or remove it in Proxmox",
+			vmid, s.Name, MarkKeyManaged, MarkKeyUID, vmid, s.Name)
 	}
 	return 0, Permanentf("VMID %d holds a VM named %q that this provider did not create (its mark carries uid %s and none of this provider's lines: "+
 		"the proxy operator's, or written by hand); a create never takes over such a VM: to manage it here, import it with "+
 		"`terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
-		vmid, s.Name, uid, vmid, s.Name)
+		vmid, s.Name, mark.UID, vmid, s.Name)
+}
+
+// noteUnproved records, once per VMID, a VM that claims to be an interrupted create of
+// this name in this namespace but fails the proof.
+func (c *creation) noteUnproved(vmid int, node string, m Mark, why string) {
+	for _, u := range c.report.Unproved {
+		if u.VMID == vmid {
+			return
+		}
+	}
+	c.report.Unproved = append(c.report.Unproved, UnprovedVM{VMID: vmid, Node: node, UID: m.UID, CreatedAt: m.CreatedAt, Why: why})
+}
+
+// creatingMark is the description of this Create's VM at vmid: the mark with the creating
+// line and its proof (no proof without a key: then no later create can take it over), the
+// extra lines, the note.
+func (c *creation) creatingMark(vmid int) string {
+	s := &c.s
+	l := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace}
+	var mark string
+	if len(c.proofKey) > 0 {
+		mark = CreatingMark(c.proofKey, l, vmid, s.Name)
+	} else {
+		l.Creating = true
+		mark = l.Format()
+	}
+	return withNote(mark+FormatMarkExtra(*s), noteOfSpec(*s))
+}
+
+// deviceKeyRE are the config keys of devices a full clone copies from its template
+// (qemu-server PVE/API2/Qemu.pm clone_vm: every key but unusedN, snapshots and runtime
+// state), so a clone that nobody changed has exactly its template's.
+var deviceKeyRE = regexp.MustCompile(`^(ide|sata|scsi|virtio|efidisk|tpmstate|net|serial|parallel|usb|hostpci|virtiofs|rng|audio)[0-9]+$`)
+
+// untouchedClone reports whether cfg is still a clone of the template whose config is tmpl
+// as a clone leaves it: the template's meta (which a full clone copies, fact: meta-copied)
+// and the same devices.
+func untouchedClone(cfg, tmpl map[string]string) bool {
+	if tmpl == nil || cfg["meta"] != tmpl["meta"] {
+		return false
+	}
+	devices := func(c map[string]string) []string {
+		var out []string
+		for k := range c {
+			if deviceKeyRE.MatchString(k) {
+				out = append(out, k)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(devices(cfg), devices(tmpl))
 }
 
 // refuseForeignByName is the by-name lookup under the identity rule (decision: identity-and-adoption): a VM listed under our name
@@ -136,26 +198,27 @@ func (c *creation) refuseForeignByName(ctx context.Context, res []pveapi.Resourc
 		default:
 			return apiErrorf("create", err, "reading the config of VMID %d on node %s, a VM named %q", r.VMID, r.Node, c.s.Name)
 		}
-		if _, err := c.judge(r.VMID, cfg); err != nil {
+		if _, err := c.judge(r.VMID, r.Node, cfg); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// takeOver rewrites the mark of an interrupted create's VM with this Create's uid, a
-// compare-and-swap on the config digest so that two Creates never both win. It reports
-// false when the config changed since it was read (the caller judges the VM again).
-// The seed ISO the previous uid used is deleted; a VM that got as far as its config step
-// (ide2 names a seed: it may have booted, and cloud-init runs only at first boot) is
-// destroyed so that the probe clones it afresh onto the same VMID.
+// takeOver rewrites the mark of an interrupted create's VM (proved by judge) with this
+// Create's uid and a proof for this VMID, a compare-and-swap on the config digest so that
+// two Creates never both win. It reports false when the config changed since it was read
+// (the caller judges the VM again). The takeover is reported (CreateReport.TakenOver) and
+// logged at warning level. The seed ISO the previous uid used is deleted; a VM that got as
+// far as its config step (ide2 names a seed: it may have booted, and cloud-init runs only
+// at first boot), or that is no longer an untouched clone of the configured template
+// (untouchedClone), is destroyed so that the probe clones it afresh onto the same VMID.
 func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[string]string) (rebuilt, ok bool, err error) {
 	b, s := c.b, &c.s
-	prev := ParseMark(cfg["description"]).UID
-	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
+	prev := ParseMark(cfg["description"])
 	c.vmid, c.node = vmid, node
 	c.notify()
-	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc, "digest": cfg["digest"]})
+	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": c.creatingMark(vmid), "digest": cfg["digest"]})
 	switch {
 	case err == nil:
 	case pveapi.IsConfigModified(err), isNotExist(err):
@@ -163,14 +226,19 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 	default:
 		return false, false, apiErrorf("create", err, "taking over VMID %d, an interrupted create of %q, on node %s", vmid, s.Name, node)
 	}
-	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox interrupted create taken over", map[string]any{
-		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev,
+	_, seeded := vmSeed(s.Name, cfg)
+	untouched := untouchedClone(cfg, c.tmplCfg)
+	tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox interrupted create taken over", map[string]any{
+		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev.UID,
+		"seeded": seeded, "untouched_clone": untouched,
 	})
+	c.report.TakenOver = append(c.report.TakenOver, TakenOverVM{VMID: vmid, Node: node, PreviousUID: prev.UID,
+		CreatedAt: prev.CreatedAt, Rebuilt: seeded || !untouched})
 	c.adopted = true
-	if err := b.deleteSeedsOfTakenOver(ctx, node, s.Name, prev, cfg); err != nil {
+	if err := b.deleteSeedsOfTakenOver(ctx, node, s.Name, prev.UID, cfg); err != nil {
 		return false, false, err
 	}
-	if _, seeded := vmSeed(s.Name, cfg); !seeded {
+	if !seeded && untouched {
 		return false, true, nil
 	}
 	st, err := b.api.VMStatus(ctx, node, vmid)
@@ -205,13 +273,15 @@ func (c *creation) checkStillOurs(ctx context.Context) (map[string]string, error
 		return nil, err
 	case gone:
 		return nil, Transientf("VMID %d does not exist on node %s any more; apply again", c.vmid, c.node)
-	case cfg["name"] != c.s.Name:
-		return nil, Transientf("VMID %d holds another VM (%q); apply again", c.vmid, cfg["name"])
 	}
-	if m := ParseMark(cfg["description"]); m.UID != c.s.UID {
+	switch m, why := ownedBy(cfg, c.s.Name, c.s.UID); why {
+	case notOursNone:
+		return cfg, nil
+	case notOursName:
+		return nil, Transientf("VMID %d holds another VM (%q); apply again", c.vmid, cfg["name"])
+	default:
 		return nil, takenOverErr(c.vmid, c.s.Name, m.UID)
 	}
-	return cfg, nil
 }
 
 // writeConfig is the config step as a compare-and-swap on the digest the config was read
@@ -256,8 +326,8 @@ func (c *creation) finalize(ctx context.Context) error {
 		default:
 			return apiErrorf("create", err, "reading the config on node %s to finish the mark", c.node)
 		}
-		m := ParseMark(cfg["description"])
-		if cfg["name"] != s.Name || m.UID != s.UID {
+		m, why := ownedBy(cfg, s.Name, s.UID)
+		if why != notOursNone {
 			return takenOverErr(c.vmid, s.Name, m.UID)
 		}
 		if !m.Creating {

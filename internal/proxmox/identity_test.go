@@ -13,7 +13,7 @@ import (
 // takeOverNow rewrites testVMID0's mark as another apply's takeover does.
 func (h *harness) takeOverNow(uid string) {
 	h.f.mutate(testVMID0, func(v *fakeVM) {
-		v.Config["description"] = MarkLines{UID: uid, CreatedAt: h.spec().CreatedAt, Creating: true}.Format()
+		v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: h.spec().CreatedAt}, testVMID0, testName)
 	})
 }
 

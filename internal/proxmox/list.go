@@ -162,8 +162,8 @@ func (b *Backend) scan(ctx context.Context, o scanOptions) (listSkipped, rangeSk
 		if !w.list {
 			return true
 		}
-		m := ParseMark(cfg["description"])
-		if !m.Managed {
+		m, ok := markedAny(cfg)
+		if !ok {
 			return true
 		}
 		marked++

@@ -25,7 +25,7 @@ func TestListing_concurrentGetsShareOneRequest(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		wg.Go(func() {
-			_, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: testName}, GetOptions{})
+			_, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: testName}, GetOptions{AnyOwner: true})
 			errs <- err
 		})
 	}
@@ -64,7 +64,7 @@ func TestListing_withinTTLServedFromCache(t *testing.T) {
 	h.ourRunningVM(testVMID0, testName)
 	id := ID{VMID: testVMID0, Name: testName}
 	for range 5 {
-		if _, err := h.b.Get(h.ctx, id, GetOptions{}); err != nil {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{AnyOwner: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,7 +72,7 @@ func TestListing_withinTTLServedFromCache(t *testing.T) {
 		t.Errorf("%d listings within the TTL, want 1", got)
 	}
 	h.clock.advance(h.b.cfg.Budgets.ListingTTL)
-	if _, err := h.b.Get(h.ctx, id, GetOptions{}); err != nil {
+	if _, err := h.b.Get(h.ctx, id, GetOptions{AnyOwner: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.f.calls("ClusterResources"); got != 2 {
@@ -85,7 +85,7 @@ func TestListing_freshBypassesTheCache(t *testing.T) {
 	h.ourRunningVM(testVMID0, testName)
 	id := ID{VMID: testVMID0, Name: testName}
 	for range 3 {
-		if _, err := h.b.Get(h.ctx, id, GetOptions{FreshListing: true}); err != nil {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{FreshListing: true, AnyOwner: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,24 +192,24 @@ func TestListing_changesInvalidateTheCache(t *testing.T) {
 		wantErr bool // the change fails: the cache must go all the same
 		gone    bool
 	}{
-		{"update", func(h *harness) error { return h.b.Update(h.ctx, id, Changes{Cores: ptr(4)}) }, false, false},
+		{"update", func(h *harness) error { return h.b.Update(h.ctx, id, Changes{UID: testUID, Cores: ptr(4)}) }, false, false},
 		{"update that fails", func(h *harness) error {
 			h.f.failNext("SetVMConfig", fixtureErr("err_bad_param"))
-			return h.b.Update(h.ctx, id, Changes{Cores: ptr(4)})
+			return h.b.Update(h.ctx, id, Changes{UID: testUID, Cores: ptr(4)})
 		}, true, false},
-		{"delete", func(h *harness) error { return h.b.Delete(h.ctx, id, "") }, false, true},
+		{"delete", func(h *harness) error { return h.b.DeleteOwned(h.ctx, id, "", testUID) }, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.ourRunningVM(testVMID0, testName)
-			if _, err := h.b.Get(h.ctx, id, GetOptions{}); err != nil {
+			if _, err := h.b.Get(h.ctx, id, GetOptions{AnyOwner: true}); err != nil {
 				t.Fatal(err)
 			}
 			if err := tc.change(h); (err != nil) != tc.wantErr {
 				t.Fatalf("%s: err %v, want an error: %v", tc.name, err, tc.wantErr)
 			}
 			before := h.f.calls("ClusterResources")
-			_, err := h.b.Get(h.ctx, id, GetOptions{})
+			_, err := h.b.Get(h.ctx, id, GetOptions{AnyOwner: true})
 			if tc.gone != errors.Is(err, ErrNotFound) || (!tc.gone && err != nil) {
 				t.Fatalf("Get after the %s: %v", tc.name, err)
 			}

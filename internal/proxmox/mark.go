@@ -48,6 +48,8 @@ type Mark struct {
 	HasNamespace bool
 	// Creating is set while the state line says "creating": a Create has not finished.
 	Creating bool
+	// Proof is the creating line's MarkKeyProof value (ownership.go), empty without one.
+	Proof string
 }
 
 // MarkLines are the lines of a mark written by this provider.
@@ -56,6 +58,8 @@ type MarkLines struct {
 	CreatedAt time.Time
 	Namespace string
 	Creating  bool
+	// Proof is written after the state line while Creating (CreatingMark).
+	Proof string
 }
 
 // FormatMark returns the operator's three-line mark (what earlier releases wrote).
@@ -66,11 +70,14 @@ func FormatMark(uid string, createdAt time.Time) string {
 }
 
 // Format returns the operator's three lines, then this provider's: the namespace line,
-// and the state line while creating.
+// and while creating the state line and its proof.
 func (l MarkLines) Format() string {
 	s := FormatMark(l.UID, l.CreatedAt) + "\n" + MarkKeyNamespace + "=" + l.Namespace
 	if l.Creating {
 		s += "\n" + MarkKeyState + "=" + MarkStateCreating
+		if l.Proof != "" {
+			s += "\n" + MarkKeyProof + "=" + l.Proof
+		}
 	}
 	return s
 }
@@ -103,6 +110,8 @@ func ParseMark(desc string) Mark {
 			m.Namespace, m.HasNamespace = v, true
 		case MarkKeyState:
 			m.Creating = v == MarkStateCreating
+		case MarkKeyProof:
+			m.Proof = v
 		default:
 			continue
 		}

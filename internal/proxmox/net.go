@@ -53,10 +53,15 @@ func parseNet0(v string) net0Info {
 
 // rewriteNet0 replaces or appends bridge= (when bridge is set) and tag= (when tag is
 // set; a tag of 0 removes it), keeping the model, MAC and every other option in order
-// (decision: address-discovery).
-func rewriteNet0(v string, bridge *string, tag *int) string {
+// (decision: address-discovery). A bridge that would break out of its option is refused
+// (optionValue).
+func rewriteNet0(v string, bridge *string, tag *int) (string, error) {
 	if bridge != nil && *bridge != "" {
-		v = setOption(v, "bridge", *bridge)
+		br, err := optionValue("bridge", *bridge)
+		if err != nil {
+			return "", err
+		}
+		v = setOption(v, "bridge", br)
 	}
 	if tag != nil {
 		if *tag == 0 {
@@ -65,7 +70,7 @@ func rewriteNet0(v string, bridge *string, tag *int) string {
 			v = setOption(v, "tag", strconv.Itoa(*tag))
 		}
 	}
-	return v
+	return v, nil
 }
 
 // firstIPv4 is the reported address (decision: address-discovery): the first IPv4, in the agent's order, of the first

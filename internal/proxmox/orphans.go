@@ -161,7 +161,7 @@ func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName ma
 		if v, ok := vmSeed(r.Name, cfg); ok {
 			refs["vol:"+v.volid()] = true
 		}
-		if m := ParseMark(cfg["description"]); m.UID != "" {
+		if m, ok := markedAny(cfg); ok && m.UID != "" {
 			refs["uid:"+r.Name+"/"+m.UID] = true
 		}
 		return true

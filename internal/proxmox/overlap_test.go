@@ -200,7 +200,7 @@ func TestDelete_seedDeleteOverlapsTheStopAndPrecedesTheDestroy(t *testing.T) {
 		atDestroy.stopped = h.f.vm(testVMID0).Status == "stopped"
 		return nil
 	})
-	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID); err != nil {
 		t.Fatal(err)
 	}
 	if !overlapped.Load() {
@@ -220,7 +220,7 @@ func TestDelete_failedStopBesideTheSeedDeleteLeavesTheVM(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
 	h.f.failTask("qmstop", fixtureExit("task_status_stopped_error"))
-	err := h.b.Delete(h.ctx, testID, "pv1-1")
+	err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID)
 	assertClass(t, err, pveapi.Transient)
 	if h.f.calls("Destroy") != 0 {
 		t.Fatal("destroyed after a failed stop")
@@ -231,7 +231,7 @@ func TestDelete_failedStopBesideTheSeedDeleteLeavesTheVM(t *testing.T) {
 	if h.f.calls("DeleteVolume") != 1 {
 		t.Errorf("%d seed deletes, want 1 (beside the stop)", h.f.calls("DeleteVolume"))
 	}
-	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err != nil {
+	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID); err != nil {
 		t.Fatal(err)
 	}
 	if h.f.vm(testVMID0) != nil || h.seedUploaded() {

@@ -26,7 +26,7 @@ func TestUpdate_gracefulRestart(t *testing.T) {
 	if a := h.f.callsOf("Shutdown")[0].Args; a["timeout"] != "90" || a["forceStop"] != "1" {
 		t.Errorf("shutdown %v, want timeout 90 and forceStop", a)
 	}
-	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil || vm.Cores != 4 || vm.PendingCores != 0 || vm.State != StateRunning {
 		t.Errorf("after the restart: cores %d pending %d state %s (%v)", vm.Cores, vm.PendingCores, vm.State, err)
 	}
@@ -67,7 +67,7 @@ func TestUpdate_deferRestart(t *testing.T) {
 	if got, want := mutating(h.f), []string{"SetVMConfig"}; !slices.Equal(got, want) {
 		t.Errorf("calls %v, want %v", got, want)
 	}
-	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil || vm.Cores != 2 || vm.PendingCores != 4 || vm.MemoryMiB != 2048 || vm.PendingMemoryMiB != 4096 {
 		t.Fatalf("pending: cores %d (pending %d), memory %d (pending %d), %v", vm.Cores, vm.PendingCores, vm.MemoryMiB, vm.PendingMemoryMiB, err)
 	}
@@ -86,7 +86,7 @@ func TestUpdate_deferRestart(t *testing.T) {
 	if got, want := mutating(h.f), []string{"Shutdown", "Start"}; !slices.Equal(got, want) {
 		t.Errorf("restart of the pending change: calls %v, want %v", got, want)
 	}
-	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil || vm.Cores != 4 || vm.PendingCores != 0 || vm.MemoryMiB != 4096 || vm.PendingMemoryMiB != 0 {
 		t.Errorf("after the restart: cores %d (pending %d), memory %d (pending %d), %v", vm.Cores, vm.PendingCores, vm.MemoryMiB, vm.PendingMemoryMiB, err)
 	}
@@ -108,7 +108,7 @@ func TestUpdate_memoryHotplug(t *testing.T) {
 	if got, want := mutating(h.f), []string{"SetVMConfig"}; !slices.Equal(got, want) {
 		t.Errorf("hotplug: calls %v, want %v", got, want)
 	}
-	if vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true}); err != nil || vm.MemoryMiB != 3072 || vm.PendingMemoryMiB != 0 || !vm.MemoryHotplug {
+	if vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true}); err != nil || vm.MemoryMiB != 3072 || vm.PendingMemoryMiB != 0 || !vm.MemoryHotplug {
 		t.Errorf("after the hotplug: memory %d pending %d hotplug %v (%v)", vm.MemoryMiB, vm.PendingMemoryMiB, vm.MemoryHotplug, err)
 	}
 
@@ -143,14 +143,14 @@ func TestUpdate_memoryHotplug(t *testing.T) {
 func TestUpdate_memoryHotplugPending(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
-	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil || vm.MemoryHotplug || h.f.calls("VMConfigCurrent") != 0 {
 		t.Fatalf("ordinary VM: hotplug %v, %d current reads (%v)", vm.MemoryHotplug, h.f.calls("VMConfigCurrent"), err)
 	}
 	h.f.mutate(testVMID0, func(v *fakeVM) {
 		v.Pending = map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}
 	})
-	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true})
+	vm, err = h.b.Get(h.ctx, testID, GetOptions{FreshListing: true, AnyOwner: true})
 	if err != nil || vm.MemoryHotplug || h.f.calls("VMConfigCurrent") != 1 {
 		t.Errorf("pending hotplug: read hotplug %v after %d current reads (%v), want false after 1", vm.MemoryHotplug, h.f.calls("VMConfigCurrent"), err)
 	}

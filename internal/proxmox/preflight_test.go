@@ -225,7 +225,7 @@ func TestDelete_seedOnAMissingStorageIsSkippedWithANote(t *testing.T) {
 	h.ourRunningVM(105967, testName)
 	h.b.cfg.ISOStorage = "seeds-typo"
 	ctx, notes := WithNotes(h.ctx)
-	if err := h.b.Delete(ctx, ID{VMID: 105967, Name: testName}, "pv1-1"); err != nil {
+	if err := h.b.DeleteOwned(ctx, ID{VMID: 105967, Name: testName}, "pv1-1", testUID); err != nil {
 		t.Fatalf("Delete with the ISO storage missing: %v", err)
 	}
 	if h.f.vm(105967) != nil {
@@ -235,12 +235,12 @@ func TestDelete_seedOnAMissingStorageIsSkippedWithANote(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "seeds-typo:iso/"+seedFile(testName, testUID)+" was not deleted on node pv1-1") {
 		t.Errorf("notes %q", lines)
 	}
-	// Gone VM, every node: the same skip, no failure.
+	// Gone VM, every node: the same skip, no failure (the uid's seed and <name>-seed.iso).
 	ctx, notes = WithNotes(h.ctx)
-	if err := h.b.Delete(ctx, ID{VMID: 105967, Name: testName}, "pv1-1"); err != nil {
+	if err := h.b.DeleteOwned(ctx, ID{VMID: 105967, Name: testName}, "pv1-1", testUID); err != nil {
 		t.Fatalf("Delete of the gone VM: %v", err)
 	}
-	if len(notes.Lines()) != 1 {
+	if len(notes.Lines()) != 2 {
 		t.Errorf("notes %q", notes.Lines())
 	}
 }

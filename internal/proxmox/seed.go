@@ -38,6 +38,9 @@ func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
 // <name>-seed.iso, shared by every VM of that name they made.
 func legacySeedFile(name string) string { return name + seedSuffix }
 
+// SeedFile is the seed ISO file a Create of VM name with uid uploads.
+func SeedFile(name, uid string) string { return seedFile(name, uid) }
+
 // seedVolID is a seed file's volume id on storage.
 func seedVolID(storage, file string) string { return storage + ":iso/" + file }
 
@@ -338,21 +341,20 @@ func (d *seedDelete) join() error {
 	return d.err
 }
 
-// ownSeeds are the seeds of a VM of ours, wherever they are: the one its ide2 names (its
-// own, whoever made the VM: <name>-seed.iso for the operator's and earlier releases' VMs),
-// and the one the caller recorded or, when none was recorded, the one this provider would
-// have uploaded for its uid, when it differs (ide2 was ejected or removed, or a create
-// stopped before its config step). A <name>-seed.iso is deleted only when ide2 names it.
-func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded string) []seedVol {
+// ownSeeds are the seeds of a VM of ours (its mark carries uid), wherever they are: the one
+// its ide2 names (its own, whoever made the VM: <name>-seed.iso for the operator's and
+// earlier releases' VMs), and the one the caller recorded or, when none was recorded, the
+// one this provider would have uploaded for uid, when it differs (ide2 was ejected or
+// removed, or a create stopped before its config step). A <name>-seed.iso is deleted only
+// when ide2 names it.
+func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string) []seedVol {
 	var out []seedVol
 	if v, ok := vmSeed(name, cfg); ok {
 		out = append(out, v)
 	}
 	rec, ok := b.recordedSeed(recorded)
-	if !ok {
-		if uid := ParseMark(cfg["description"]).UID; uid != "" && b.cfg.ISOStorage != "" {
-			rec, ok = seedVol{storage: b.cfg.ISOStorage, file: seedFile(name, uid)}, true
-		}
+	if !ok && uid != "" && b.cfg.ISOStorage != "" {
+		rec, ok = seedVol{storage: b.cfg.ISOStorage, file: seedFile(name, uid)}, true
 	}
 	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != legacySeedFile(name) {
 		out = append(out, rec)

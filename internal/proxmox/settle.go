@@ -15,9 +15,9 @@ type settled struct {
 	verdict verdict // ours, foreign (another name, no mark, or another uid) or gone
 	r       pveapi.Resource
 	cfg     map[string]string
-	// otherUID is set when the VM has our name and mark but another uid than the one
-	// expected: a live VM of that name that is not ours.
-	otherUID string
+	// why says why a foreign VM is not ours (ownedBy), mark is what it carries.
+	why  notOurs
+	mark Mark
 	// res is the listing the verdict was read from.
 	res []pveapi.Resource
 }
@@ -27,9 +27,8 @@ type settled struct {
 // lock is waited on rather than failed at once; decision: delete-steps). A suspended lock
 // is not a task and never clears by itself: it is not waited on (Update and Delete handle
 // a hibernated VM). A listing that reports the VM's status "unknown" (its node not
-// answering) for longer than Budgets.NodeGrace ends the wait (wait). uid, when set, is
-// the uid the mark must carry: a VM of another uid is foreign (see GetOptions.UID); a mark
-// without a uid matches any.
+// answering) for longer than Budgets.NodeGrace ends the wait (wait). uid is the uid the
+// mark must carry (ownedBy): a VM without it, or a caller without a uid, is foreign.
 func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budget time.Duration) (settled, error) {
 	var out settled
 	var listed []pveapi.Resource
@@ -68,14 +67,9 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 		if name == "" {
 			return keep(fmt.Sprintf("a clone in progress, lock %q", cfg["lock"]))
 		}
-		mark := ParseMark(cfg["description"])
-		if name != id.Name || !mark.Managed {
-			out = settled{verdict: verdictForeign, r: r, cfg: cfg}
-			return done("another VM")
-		}
-		if uid != "" && mark.UID != "" && mark.UID != uid {
-			out = settled{verdict: verdictForeign, r: r, cfg: cfg, otherUID: mark.UID}
-			return done("another uid")
+		if mark, why := ownedBy(cfg, id.Name, uid); why != notOursNone {
+			out = settled{verdict: verdictForeign, r: r, cfg: cfg, why: why, mark: mark}
+			return done(string(why))
 		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {
 			return keep(fmt.Sprintf("lock %q", l))

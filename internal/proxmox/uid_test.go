@@ -24,13 +24,16 @@ func otherWorkspaceVM(h *harness) *fakeVM {
 func TestGet_markOfAnotherUIDIsNotFound(t *testing.T) {
 	for _, tc := range []struct {
 		name, uid string
-		noUID     bool // the mark has no uid line
-		found     bool
+		noUID     bool   // the mark has no uid line
+		want      string // "" : found; else in the NotFound error
+		log       string
 	}{
-		{"another uid: not ours", testUID, false, false},
-		{"the same uid: ours", otherWorkspaceUID, false, true},
-		{"no uid asked (import): any", "", false, true},
-		{"a mark without a uid: ours, as Create adopts it", testUID, true, true},
+		{"another uid: not ours", testUID, false, otherWorkspaceUID, "proxmox vm not ours: another uid"},
+		{"the same uid: ours", otherWorkspaceUID, false, "", ""},
+		// A state without a uid owns nothing: the uid is never taken from the VM read.
+		{"no uid asked: nothing is ours", "", false, "the state records no uid", "proxmox vm not ours: the state records no uid"},
+		// A mark without a uid line proves nothing: a VMID reused by such a VM is not ours.
+		{"a mark without a uid: not ours", testUID, true, "carries no uid", "proxmox vm not ours: another uid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -46,7 +49,7 @@ func TestGet_markOfAnotherUIDIsNotFound(t *testing.T) {
 				}
 			}
 			vm, err := h.b.Get(h.ctx, testID, GetOptions{UID: tc.uid})
-			if tc.found {
+			if tc.want == "" {
 				if err != nil || vm.UID != markUID {
 					t.Fatalf("Get: uid %q, err %v", vm.UID, err)
 				}
@@ -55,8 +58,8 @@ func TestGet_markOfAnotherUIDIsNotFound(t *testing.T) {
 			if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("err %v, want ErrNotFound", err)
 			}
-			assertContains(t, err.Error(), otherWorkspaceUID, testUID)
-			assertContains(t, h.logs.String(), "proxmox vm not ours: another uid")
+			assertContains(t, err.Error(), tc.want)
+			assertContains(t, h.logs.String(), tc.log)
 		})
 	}
 }

@@ -57,6 +57,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if err := id.Validate(); err != nil {
 		return "", nil, err
 	}
+	if ch.Bridge != nil && *ch.Bridge != "" {
+		if _, err := optionValue("bridge", *ch.Bridge); err != nil {
+			return "", nil, err // before any request
+		}
+	}
 	unlock, err := b.locks.lock(ctx, id.Name)
 	if err != nil {
 		return "", nil, Transientf("waiting for another operation on this VM to finish: %w", err)
@@ -70,11 +75,8 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	switch {
 	case st.verdict == verdictGone:
 		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
-	case st.otherUID != "":
-		b.logOtherUID(ctx, id, st.r.Node, ch.UID, st.otherUID)
-		return "", nil, notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, st.otherUID, ch.UID)
 	case st.verdict == verdictForeign:
-		return "", nil, notFoundf("VMID %d now holds another VM (%q, or one without our mark)", id.VMID, st.r.Name)
+		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
 	}
 	node, cfg, moved, err := b.moveIfAsked(ctx, id, st.r.Node, st.cfg, ch)
 	if err != nil {
@@ -144,7 +146,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		if cfg["net0"] == "" {
 			return node, nil, Permanentf("the VM has no net0, so the bridge and VLAN tag cannot be changed")
 		}
-		if nv := rewriteNet0(cfg["net0"], ch.Bridge, ch.VLANTag); nv != cfg["net0"] {
+		nv, err := rewriteNet0(cfg["net0"], ch.Bridge, ch.VLANTag)
+		if err != nil {
+			return node, nil, err
+		}
+		if nv != cfg["net0"] {
 			params["net0"] = nv
 		}
 	}

@@ -69,7 +69,7 @@ func TestUpdate_table(t *testing.T) {
 			h := newHarness(t)
 			tc.setup(h)
 			h.f.calllog = nil
-			if err := h.b.Update(h.ctx, testID, tc.ch); err != nil {
+			if err := h.b.Update(h.ctx, testID, withUID(tc.ch)); err != nil {
 				t.Fatal(err)
 			}
 			if got := mutating(h.f); !slices.Equal(got, tc.calls) {
@@ -118,7 +118,7 @@ func TestUpdate_refusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			tc.setup(h)
-			err := h.b.Update(h.ctx, testID, tc.ch)
+			err := h.b.Update(h.ctx, testID, withUID(tc.ch))
 			assertClass(t, err, tc.class)
 			assertContains(t, err.Error(), tc.msg, "update VM proxy-a (VMID 105967)")
 			if got := mutating(h.f); len(got) != 0 {
@@ -134,7 +134,7 @@ func failedDestroy(h *harness) {
 	h.t.Helper()
 	h.ourRunningVM(testVMID0, testName)
 	h.f.failTask("qmdestroy", fixtureExit("task_status_stopped_error"))
-	if err := h.b.Delete(h.ctx, testID, "pv1-1"); err == nil {
+	if err := h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID); err == nil {
 		h.t.Fatal("Delete succeeded, want the injected destroy failure")
 	}
 	v := h.f.vm(testVMID0)
@@ -159,7 +159,7 @@ func TestUpdate_startAfterFailedDestroy(t *testing.T) {
 		}
 		failedDestroy(h)
 		h.f.calllog = nil
-		if err := h.b.Update(h.ctx, testID, Changes{Start: true, UserData: userData, UserDataKnown: true}); err != nil {
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Start: true, UserData: userData, UserDataKnown: true}); err != nil {
 			t.Fatal(err)
 		}
 		if got := mutating(h.f); !slices.Equal(got, []string{"UploadISO", "Start"}) {
@@ -181,7 +181,7 @@ func TestUpdate_startAfterFailedDestroy(t *testing.T) {
 		h := newHarness(t)
 		failedDestroy(h)
 		h.f.calllog = nil
-		if err := h.b.Update(h.ctx, testID, Changes{Start: true}); err != nil {
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Start: true}); err != nil {
 			t.Fatal(err)
 		}
 		if got := mutating(h.f); !slices.Equal(got, []string{"SetVMConfig", "Start"}) {
@@ -200,7 +200,7 @@ func TestUpdate_startAfterFailedDestroy(t *testing.T) {
 		h := newHarness(t)
 		failedDestroy(h)
 		h.f.calllog = nil
-		if err := h.b.Update(h.ctx, testID, Changes{Start: true, Cores: ptr(4)}); err != nil {
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Start: true, Cores: ptr(4)}); err != nil {
 			t.Fatal(err)
 		}
 		if p := h.f.callsOf("SetVMConfig"); len(p) != 1 || !maps.Equal(p[0].Args, map[string]string{"cores": "4", "delete": "ide2"}) {
@@ -242,7 +242,7 @@ func TestUpdate_seedCheckedOnlyBeforeAStart(t *testing.T) {
 			h := newHarness(t)
 			tc.setup(h)
 			h.f.calllog = nil
-			if err := h.b.Update(h.ctx, testID, tc.ch); err != nil {
+			if err := h.b.Update(h.ctx, testID, withUID(tc.ch)); err != nil {
 				t.Fatal(err)
 			}
 			if got := h.f.calls("StorageContent"); got != tc.listing {
@@ -263,7 +263,7 @@ func TestUpdate_missingVolumeRefusals(t *testing.T) {
 		failedDestroy(h)
 		h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
 		h.f.calllog = nil
-		err := h.b.Update(h.ctx, testID, Changes{Start: true})
+		err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Start: true})
 		assertClass(t, err, pveapi.Permanent)
 		assertContains(t, err.Error(), "hibernated", seedVolID(fakeISOStorage, seedFile(testName, testUID)), "set cloud_init")
 		if got := mutating(h.f); len(got) != 0 {
@@ -274,7 +274,7 @@ func TestUpdate_missingVolumeRefusals(t *testing.T) {
 		h := newHarness(t)
 		h.f.addOurVM(testVMID0, testName, testUID)
 		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide0"] = fakeISOStorage + ":iso/debian-13-netinst.iso,media=cdrom" })
-		err := h.b.Update(h.ctx, testID, Changes{Start: true, UserDataKnown: true})
+		err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Start: true, UserDataKnown: true})
 		assertClass(t, err, pveapi.Permanent)
 		assertContains(t, err.Error(), "ide0", fakeISOStorage+":iso/debian-13-netinst.iso", "does not exist", "qm set 105967 --delete ide0", "apply again")
 		if strings.Contains(err.Error(), "may succeed if retried") {

@@ -13,3 +13,7 @@ func vmidFor(uid string, attempt, lo, hi int) int {
 	n := uint64(hi - lo + 1)
 	return lo + int((h.Sum64()%n+uint64(attempt)%n)%n)
 }
+
+// ProbeVMID is the VMID a Create of the allocation key allocKey tries at attempt
+// (0 to 31) in the range lo to hi: where an interrupted create of that name is looked for.
+func ProbeVMID(allocKey string, attempt, lo, hi int) int { return vmidFor(allocKey, attempt, lo, hi) }

@@ -39,7 +39,7 @@ func TestWait_everyWaitEndsAtOnceWhenItCannotSucceed(t *testing.T) {
 			return err
 		}
 	}
-	lockWait := func(h *harness) error { return h.b.Delete(h.ctx, testID, "pv1-1") }
+	lockWait := func(h *harness) error { return h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID) }
 	ready := func(addr bool) func(h *harness) error {
 		return func(h *harness) error {
 			_, err := h.b.WaitReady(h.ctx, testID, ReadyOptions{UID: testUID, Address: addr})

@@ -35,8 +35,10 @@ type SeedFiles struct {
 var instanceIDRe = regexp.MustCompile(`(?m)^\s*instance-id\s*:\s*["']?([^"'\r\n]*?)["']?\s*$`)
 
 // parseSeed reads a NoCloud seed: label cidata, files user-data, meta-data, vendor-data,
-// network-config at the root. Names are compared after the ISO 9660 mangling that
-// kdomanski/iso9660's writer applies ('-' kept or folded to '_', lower case).
+// network-config at the root. Names are read as the guest's kernel reads them (the Rock
+// Ridge name when the image has one, else the primary identifier without its version),
+// and compared after folding case and '_' to '-', as a seed writer without Rock Ridge may
+// mangle them.
 func parseSeed(volid string, data []byte) (*SeedFiles, error) {
 	img, err := iso9660.OpenImage(bytes.NewReader(data))
 	if err != nil {

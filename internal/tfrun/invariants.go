@@ -131,7 +131,8 @@ func (c *Checker) Live(states ...*State) Findings {
 			v, ok := byID[vmid]
 			tainted := r.Tainted || r.DeposedKey != ""
 			uid := r.String("uid")
-			otherUID := ok && uid != "" && !strings.Contains(v.Description, "proxy-operator-uid="+uid)
+			// A state without a uid owns no VM (decision: identity-and-adoption).
+			otherUID := ok && (uid == "" || !strings.Contains(v.Description, "proxy-operator-uid="+uid))
 			if tainted && (!ok || v.Name != name || otherUID) {
 				// A create saves the VMID it chose before the clone request, so an interrupted
 				// or failed create may leave a tainted entry naming a VMID that it never got or

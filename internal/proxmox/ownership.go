@@ -1,0 +1,144 @@
+package proxmox
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+)
+
+// Ownership (decision: identity-and-adoption, decision: creating-proof): one rule decides
+// whether a VM is a resource's, and every path that writes to a VM asks it, through the
+// functions of this file only:
+//
+//   - ownedBy: a VM is the resource (name, uid)'s only when its config names it, its
+//     description carries the managed mark, and the mark carries uid. An empty uid owns
+//     nothing (a mark without a uid line, or a state that records none, proves nothing),
+//     and a state never takes the uid of the VM it reads: refresh, update, power, migrate
+//     and destroy act only on a VM that ownedBy accepts.
+//   - provedCreating: the one exception, a create taking over what an interrupted create
+//     of the same name left: the mark must still say creating, in the create's
+//     uid_namespace, and carry a proof (a MAC under a key derived from the API token's
+//     secret) over that mark's uid, this VMID, the name and the namespace. A description
+//     written by hand, or copied with a full clone to another VMID, fails it, and the VM
+//     is foreign: never stopped, destroyed, reconfigured or booted with a seed.
+//   - importable: what an import may make a resource's: a finished mark with a uid.
+//   - marked: what the read-only paths (the data sources, the list resource, the orphan
+//     seed report, a create's read-back) report as a proxy VM: our name and the managed
+//     mark. They never write, so they need no uid.
+
+// notOurs says why ownedBy refused a VM; notOursNone means it is ours.
+type notOurs string
+
+const (
+	notOursNone      notOurs = ""
+	notOursName      notOurs = "another name"
+	notOursUnmarked  notOurs = "no mark"
+	notOursNoUID     notOurs = "a mark without a uid"
+	notOursOtherUID  notOurs = "another uid"
+	notOursNoUIDHere notOurs = "no uid in the state"
+)
+
+// ownedBy is the ownership predicate: the VM whose config is cfg is the resource's (name,
+// uid) only when cfg names it, carries the managed mark, and the mark carries uid, which
+// must not be empty. It returns the mark read and, when the VM is not the resource's, why.
+func ownedBy(cfg map[string]string, name, uid string) (Mark, notOurs) {
+	if cfg["name"] != name {
+		return Mark{}, notOursName
+	}
+	m := ParseMark(cfg["description"])
+	switch {
+	case !m.Managed:
+		return m, notOursUnmarked
+	case uid == "":
+		return m, notOursNoUIDHere
+	case m.UID == "":
+		return m, notOursNoUID
+	case m.UID != uid:
+		return m, notOursOtherUID
+	}
+	return m, notOursNone
+}
+
+// marked reports a VM named name that carries the managed mark, whatever its uid: what the
+// read-only paths report. Nothing may be written to a VM on its word.
+func marked(cfg map[string]string, name string) (Mark, bool) {
+	if cfg["name"] != name {
+		return Mark{}, false
+	}
+	return markedAny(cfg)
+}
+
+// markedAny is marked for a caller that takes the VM's name from its config: the list of
+// marked VMs, the seeds a VM's mark refers to.
+func markedAny(cfg map[string]string) (Mark, bool) {
+	m := ParseMark(cfg["description"])
+	return m, m.Managed
+}
+
+// MarkKeyProof is the creating line's proof (decision: creating-proof): written with
+// MarkKeyState=creating, removed with it by the create's last step.
+const MarkKeyProof = "proxy-operator-proof"
+
+// ProofKeyLabel is the label of the key the proofs are made with, derived from the API
+// token's secret (pveapi.DeriveKey): a new token (a rotation) gives another key.
+const ProofKeyLabel = "terraform-provider-proxy/creating-proof/v1"
+
+// CreatingProof is the proof a creating mark carries: HMAC-SHA256 under key (derived from
+// the token, ProofKeyLabel) over the mark's uid, the VMID the VM was cloned onto, its name
+// and the uid_namespace, base64url without padding.
+func CreatingProof(key []byte, uid string, vmid int, name, namespace string) string {
+	m := hmac.New(sha256.New, key)
+	for _, f := range []string{"creating-proof-v1", uid, strconv.Itoa(vmid), name, namespace} {
+		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f + ";")) // length-prefixed: no two tuples give one input
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// CreatingMark is the description of a VM a create is working on: the mark lines with the
+// namespace, the creating line and its proof for vmid. Tests use it to stand up a genuine
+// interrupted create.
+func CreatingMark(key []byte, l MarkLines, vmid int, name string) string {
+	l.Creating = true
+	l.Proof = CreatingProof(key, l.UID, vmid, name, l.Namespace)
+	return l.Format()
+}
+
+// provedCreating reports whether the VM whose config is cfg, met at vmid by a create of
+// name in namespace, is an interrupted create that a holder of key made there: the mark is
+// managed, in namespace, still creating, with a uid, and its proof verifies for that uid,
+// vmid, name and namespace. why says what failed.
+func provedCreating(key []byte, cfg map[string]string, vmid int, name, namespace string) (m Mark, ok bool, why string) {
+	m, isMarked := marked(cfg, name)
+	switch {
+	case !isMarked || !m.HasNamespace || m.Namespace != namespace || !m.Creating:
+		return m, false, "not a creating mark of this name and namespace"
+	case m.UID == "":
+		return m, false, "its creating mark carries no uid"
+	case m.Proof == "":
+		return m, false, "its creating mark carries no " + MarkKeyProof + " line (written by hand, or by an earlier build)"
+	case len(key) == 0:
+		return m, false, "no key to check the proof with"
+	}
+	want := CreatingProof(key, m.UID, vmid, name, namespace)
+	if !hmac.Equal([]byte(want), []byte(m.Proof)) {
+		return m, false, "its proof does not verify for VMID " + strconv.Itoa(vmid) +
+			" under the current API token (copied from another VM, written by hand, or made with another token)"
+	}
+	return m, true, ""
+}
+
+// importable reports whether an import may make the VM whose config is cfg a resource's:
+// the managed mark, with a uid (the state's uid is the mark's: a mark without one could
+// never be told from another VM), and finished (a creating mark belongs to the create
+// that finishes it).
+func importable(cfg map[string]string) (Mark, notOurs) {
+	m := ParseMark(cfg["description"])
+	switch {
+	case !m.Managed:
+		return m, notOursUnmarked
+	case m.UID == "":
+		return m, notOursNoUID
+	}
+	return m, notOursNone
+}
