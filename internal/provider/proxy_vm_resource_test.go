@@ -248,22 +248,6 @@ func (c *cluster) destroy(vmid int) {
 	}
 }
 
-// removeVolume deletes a volume (e.g. an orphan seed ISO) on every node.
-func (c *cluster) removeVolume(volid string) {
-	c.t.Helper()
-	for _, node := range c.env.Nodes {
-		ctx, cancel := c.ctx()
-		upid, err := c.api.DeleteVolume(ctx, node, c.env.ISOStorage, volid)
-		cancel()
-		if err == nil {
-			err = c.wait(node, upid)
-		}
-		if err != nil {
-			c.t.Errorf("deleting %s on %s: %v", volid, node, err)
-		}
-	}
-}
-
 // setConfig writes config keys out of band.
 func (c *cluster) setConfig(vmid int, params map[string]string) {
 	c.t.Helper()
