@@ -270,3 +270,63 @@ func TestE2E_Seeds_OutOfBandDeleteRefreshFalse(t *testing.T) {
 	}
 	seedsFigures(s.cat, ok, len(left))
 }
+
+// TestE2E_Seeds_DestroyThatCannotDeleteTheSeedFails: when the seed ISO cannot be deleted
+// (the token lacks Datastore.Allocate on its storage), the destroy fails, naming the
+// volume and what to do, and keeps the resource in the state, whether the VM is there
+// (it is stopped, not destroyed) or was deleted outside Terraform; once the privilege is
+// back, the same destroy finishes and leaves nothing.
+func TestE2E_Seeds_DestroyThatCannotDeleteTheSeedFails(t *testing.T) {
+	for _, gone := range []bool{false, true} {
+		name := "VM there"
+		if gone {
+			name = "VM deleted outside Terraform"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newScenario(t, "seeds/seed-delete-refused", scenarioOpts{NoForeign: true})
+			v := s.vm("a")
+			s.vms = []tfrun.VM{v}
+			s.mustApply()
+			seed := s.seedVolumes()
+			if len(seed) != 1 {
+				t.Fatalf("seeds after the apply: %v", seed)
+			}
+			volid := strings.TrimPrefix(seed[0], s.sim.Nodes[0]+":")
+			if gone {
+				s.deleteOutOfBand(v.Name, false)
+			}
+			acl := "/storage/" + s.sim.ISOStorage
+			s.sim.Deny(acl, "Datastore.Allocate")
+			d := s.destroy()
+			out := strings.Join(strings.Fields(d.Output()), " ")
+			ok := true
+			if d.OK() || !strings.Contains(out, volid) || !strings.Contains(out, "Datastore.Allocate") || !strings.Contains(out, "pvesm free "+volid) {
+				ok = false
+				t.Errorf("destroy with the seed delete refused: want a failure naming %s and what to do:\n%s", volid, d)
+			}
+			if m := s.checkDiag(d, "seed"); m != "" {
+				ok = false
+				t.Errorf("the diagnostic: %s", m)
+			}
+			if st := s.state(); len(st.OfType("proxy_vm")) != 1 {
+				ok = false
+				t.Errorf("the resource left the state although its seed is still there")
+			}
+			if left := s.seedVolumes(); len(left) != 1 {
+				ok = false
+				t.Errorf("seeds after the refused destroy: %v, want %s", left, volid)
+			}
+			s.sim.Allow(acl, "Datastore.Allocate")
+			if d := s.destroy(); !d.OK() {
+				ok = false
+				t.Errorf("the destroy once the privilege is back:\n%s", d)
+			}
+			left := s.seedVolumes()
+			if g := s.chk.Gone(); !g.OK() {
+				ok = false
+				t.Errorf("after the second destroy: %v", g.Err())
+			}
+			seedsFigures(s.cat, ok, len(left))
+		})
+	}
+}
