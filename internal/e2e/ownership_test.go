@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 				}
 			}
 			for _, req := range s.sim.RequestLog() {
-				if req.VMID == vmid && req.Method != "GET" {
+				if req.VMID == vmid && req.Method != http.MethodGet {
 					wrong++
 					t.Errorf("a write reached the VM left alone: %s %s", req.Method, req.Path)
 				}

@@ -180,7 +180,7 @@ func runSecrets(t *testing.T, viaFile bool) {
 		t.Fatal(err)
 	}
 	for _, enc := range []string{hex.EncodeToString(key), strings.ToUpper(hex.EncodeToString(key)), base64.StdEncoding.EncodeToString(key),
-		base64.RawURLEncoding.EncodeToString(key), strings.Trim(fmt.Sprint(key), "[]")} {
+		base64.RawURLEncoding.EncodeToString(key), strings.Trim(fmt.Sprintf("%d", key), "[]")} {
 		for _, hit := range append(scan.find(enc), stateScan.find(enc)...) {
 			leaks++
 			t.Errorf("the key derived from the token leaked: %s", hit)

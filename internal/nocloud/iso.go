@@ -104,7 +104,7 @@ func writeISO(label string, files []isoFile) ([]byte, error) {
 
 	rootSelf := dirRecord(rootDirSector, sectorSize, []byte{0}, true, rootSystemUse())
 	rootParent := dirRecord(rootDirSector, sectorSize, []byte{1}, true, concat(rrFlags(rrPX), px(modeDir, 2)))
-	dir := append(rootSelf, rootParent...)
+	dir := concat(rootSelf, rootParent)
 	for i, f := range files {
 		su := concat(rrFlags(rrPX|rrNM), px(modeFile, 1), nm(f.name))
 		dir = append(dir, dirRecord(extents[i], uint32(len(f.data)), []byte(f.name+";1"), false, su)...)
@@ -133,7 +133,8 @@ func validISOName(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+		lower, digit := r >= 'a' && r <= 'z', r >= '0' && r <= '9'
+		if !lower && !digit && r != '-' && r != '_' {
 			return false
 		}
 	}

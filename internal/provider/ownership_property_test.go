@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -270,7 +271,7 @@ func runPropCase(t *testing.T, p propPath, v propVariant, vmid int, allocID stri
 
 	var wrote []string
 	for _, r := range sim.RequestLog() {
-		if r.Method != "GET" && (r.VMID == vmid || strings.Contains(r.Path, seed)) {
+		if r.Method != http.MethodGet && (r.VMID == vmid || strings.Contains(r.Path, seed)) {
 			wrote = append(wrote, r.Method+" "+r.Path)
 		}
 	}

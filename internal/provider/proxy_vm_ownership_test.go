@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
@@ -36,7 +37,7 @@ func untouched(t *testing.T, sim *pvesim.Sim, vmid int, before pvesim.VMState) e
 	t.Helper()
 	var wrote []string
 	for _, r := range sim.RequestLog() {
-		if r.VMID == vmid && r.Method != "GET" {
+		if r.VMID == vmid && r.Method != http.MethodGet {
 			wrote = append(wrote, r.Method+" "+r.Path)
 		}
 	}

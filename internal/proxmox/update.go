@@ -72,10 +72,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if err != nil {
 		return "", nil, err
 	}
-	switch {
-	case st.verdict == verdictGone:
+	switch st.verdict {
+	case verdictGone:
 		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
-	case st.verdict == verdictForeign:
+	case verdictForeign:
 		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
 	}
 	node, cfg, moved, err := b.moveIfAsked(ctx, id, st.r.Node, st.cfg, ch)
