@@ -57,6 +57,13 @@ type Config struct {
 	WorkDir string
 	// Seed seeds the simulator (MACs, PIDs); 0: random.
 	Seed uint64
+	// ListNs are the listing scenarios' numbers of marked VMs (listing.go), at ListSpeed;
+	// QueryTerraform, a Terraform 1.14+ binary, adds the list resource to them ("": only
+	// proxy_vms). ListOnly skips Scenarios.
+	ListNs         []int
+	ListSpeed      float64
+	QueryTerraform string
+	ListOnly       bool
 	// CommandTimeout bounds each terraform command (default 30 minutes).
 	CommandTimeout time.Duration
 	// Logf receives progress lines (nil: none).
@@ -152,9 +159,10 @@ func (c *Config) logf(format string, args ...any) {
 	}
 }
 
-// Run builds the provider and runs every scenario in order, each against its own fresh
-// simulator. A scenario that fails records its problems and the run goes on.
-func Run(ctx context.Context, cfg Config) ([]Result, error) {
+// Run builds the provider and runs every scenario in order, then the listing scenarios,
+// each against its own fresh simulator. A scenario that fails records its problems and the
+// run goes on.
+func Run(ctx context.Context, cfg Config) ([]Result, []ListResult, error) {
 	if cfg.CommandTimeout <= 0 {
 		cfg.CommandTimeout = 30 * time.Minute
 	}
@@ -165,7 +173,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	if work == "" {
 		d, err := os.MkdirTemp("", "proxy-bench-")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer os.RemoveAll(d)
 		work = d
@@ -173,24 +181,42 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	cfg.logf("building the provider")
 	prov, err := tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(work, "provider")})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Result
 	for _, sc := range cfg.Scenarios {
+		if cfg.ListOnly {
+			break
+		}
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return out, nil, err
 		}
 		cfg.logf("scenario %s", sc)
 		r, err := runScenario(ctx, &cfg, prov, sc, filepath.Join(work, fmt.Sprintf("n%d-p%d", sc.N, sc.P)))
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", sc, err)
+			return out, nil, fmt.Errorf("%s: %w", sc, err)
 		}
 		for _, p := range r.Problems {
 			cfg.logf("  problem: %s", p)
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	var lists []ListResult
+	for _, n := range cfg.ListNs {
+		if err := ctx.Err(); err != nil {
+			return out, lists, err
+		}
+		cfg.logf("listing scenario N=%d speed=%g", n, cfg.ListSpeed)
+		r, err := runListing(ctx, &cfg, prov, n, filepath.Join(work, fmt.Sprintf("list-n%d", n)))
+		if err != nil {
+			return out, lists, fmt.Errorf("listing N=%d: %w", n, err)
+		}
+		for _, p := range r.Problems {
+			cfg.logf("  problem: %s", p)
+		}
+		lists = append(lists, r)
+	}
+	return out, lists, nil
 }
 
 // benchPrefix names the bench VMs.

@@ -44,6 +44,10 @@ type Options struct {
 	UpdateShutdown time.Duration
 	// Note is printed in bold at the top of results.md (e.g. "noisy: a shared machine").
 	Note string
+	// ListNs are the listing scenarios' fleet sizes (listing.go), run at Speed; ListOnly
+	// runs only them.
+	ListNs   []int
+	ListOnly bool
 }
 
 // DefaultOptions are what `make bench` runs.
@@ -54,6 +58,7 @@ func DefaultOptions() Options {
 		ScaleNs: []int{100, 500}, ScaleP: 20, ScaleSpeed: 10,
 		Latency: 10 * time.Millisecond, DiskGiB: 8, MemoryMiB: 512,
 		Out: "bench", Seed: 8,
+		ListNs: []int{1000, 10000},
 	}
 }
 
@@ -78,6 +83,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.WorkDir, "work", o.WorkDir, "directory for the terraform workspaces, kept (default: a temporary directory, removed)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "simulator seed (0: random)")
 	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the guest's graceful shutdown time at a real host's pace in the update's restart (0: the simulator's, 4s); the update's bound is shutdown + start + agent boot + DHCP")
+	fs.Var((*intList)(&o.ListNs), "list-n", "comma-separated numbers of marked VMs the listing scenarios list with proxy_vms (and terraform query, with PROXY_TEST_TERRAFORM_LATEST)")
+	fs.BoolVar(&o.ListOnly, "list-only", o.ListOnly, "run only the listing scenarios")
 	fs.StringVar(&o.Note, "note", o.Note, "a line printed in bold at the top of results.md, e.g. that the machine was busy (also BENCH_NOTE)")
 }
 
@@ -91,6 +98,12 @@ func (o Options) CommandLine() string {
 	}
 	if o.UpdateShutdown != 0 {
 		fmt.Fprintf(&b, " -update-shutdown %s", o.UpdateShutdown)
+	}
+	if len(o.ListNs) > 0 {
+		fmt.Fprintf(&b, " -list-n %s", joinInts(o.ListNs))
+	}
+	if o.ListOnly {
+		b.WriteString(" -list-only")
 	}
 	if o.Full {
 		b.WriteString(" -full")
@@ -114,7 +127,7 @@ func (o Options) Config() (Config, error) {
 		return Config{}, errors.New("-speed and -single-speed must be positive")
 	}
 	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed,
-		UpdateShutdown: o.UpdateShutdown}
+		UpdateShutdown: o.UpdateShutdown, ListNs: o.ListNs, ListSpeed: o.Speed, ListOnly: o.ListOnly, QueryTerraform: queryTerraform()}
 	for i, p := range o.Ps {
 		for _, n := range o.Ns {
 			if n <= 0 || p <= 0 {
@@ -145,7 +158,7 @@ func (o Options) Config() (Config, error) {
 		}
 		cfg.ScaleNs, cfg.ScaleP, cfg.ScaleSpeed = o.ScaleNs, o.ScaleP, o.ScaleSpeed
 	}
-	if len(cfg.Scenarios) == 0 {
+	if len(cfg.Scenarios) == 0 && !o.ListOnly {
 		return Config{}, errors.New("no scenario left to run (see -full)")
 	}
 	return cfg, nil

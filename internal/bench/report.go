@@ -16,7 +16,9 @@ import (
 // Report renders a run.
 type Report struct {
 	Results []Result
-	Config  Config
+	// Listings are the listing scenarios (listing.go).
+	Listings []ListResult
+	Config   Config
 	// Elapsed is the whole run's wall time (build included).
 	Elapsed time.Duration
 	// Command is the flags the run used; Host describes the machine and tools.
@@ -34,6 +36,9 @@ func (r Report) Write(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown()), 0o644); err != nil {
 		return err
+	}
+	if len(r.Results) == 0 {
+		return nil // only listing scenarios: nothing to plot
 	}
 	img, err := renderPNG(plotPanels(r.Results))
 	if err != nil {
@@ -105,6 +110,9 @@ const (
 	waveLimit     = 1.15     // the same for 100 VMs at parallelism 10
 	agentLimit    = 20       // agent requests per create at a real host's pace
 	rssLimit      = 64 << 20 // provider peak RSS at 100 VMs
+	// listRSSLimit bounds the provider's peak RSS while it lists listRSSAt marked VMs.
+	listRSSLimit = 256 << 20
+	listRSSAt    = 10000
 )
 
 // boundTarget is an operation's wall time over its bound, within limit.
@@ -221,10 +229,31 @@ func (r Report) Targets() []Target {
 		ts = append(ts, notRun("Provider peak RSS under 64 MiB at 100 VMs", "N=100", "64 MiB"))
 	}
 
+	listName := fmt.Sprintf("Listing %d marked VMs (proxy_vms, and terraform query when run): provider peak RSS under %d MiB, every VM listed", listRSSAt, listRSSLimit>>20)
+	if lr, ok := r.listing(listRSSAt); ok {
+		var peak int64
+		var parts []string
+		ok := len(lr.Problems) == 0
+		for _, o := range lr.Ops {
+			peak = max(peak, o.PeakRSS)
+			parts = append(parts, fmt.Sprintf("%s %.1f MiB in %s (%d listed)", o.Name, float64(o.PeakRSS)/(1<<20), secs(o.Wall), o.Listed))
+			ok = ok && o.ExitCode == 0 && o.Listed == lr.N
+		}
+		ts = append(ts, Target{Name: listName, Scenario: fmt.Sprintf("N=%d speed %g", lr.N, lr.Speed), Measured: strings.Join(parts, "; "),
+			Limit: fmt.Sprintf("%d MiB", listRSSLimit>>20), Ratio: float64(peak) / listRSSLimit, Met: ok && peak > 0 && peak < listRSSLimit, Ran: true})
+	} else {
+		ts = append(ts, notRun(listName, fmt.Sprintf("listing N=%d", listRSSAt), fmt.Sprintf("%d MiB", listRSSLimit>>20)))
+	}
+
 	limit := r.maxInFlightLimit()
 	most := 0
 	for _, res := range r.Results {
 		for _, o := range res.Ops {
+			most = max(most, o.MaxInFlight)
+		}
+	}
+	for _, lr := range r.Listings {
+		for _, o := range lr.Ops {
 			most = max(most, o.MaxInFlight)
 		}
 	}
@@ -255,6 +284,43 @@ func (r Report) Targets() []Target {
 			Limit:    fmt.Sprintf("0, 0, 0, %d", limit), Ratio: ratio, Met: ok, Ran: true})
 	}
 	return ts
+}
+
+// listing returns the listing scenario of n VMs.
+func (r Report) listing(n int) (ListResult, bool) {
+	for _, l := range r.Listings {
+		if l.N == n {
+			return l, true
+		}
+	}
+	return ListResult{}, false
+}
+
+// writeListings is the listing scenarios' table.
+func (r Report) writeListings(b *strings.Builder) {
+	if len(r.Listings) == 0 {
+		return
+	}
+	b.WriteString("\n## Listing at scale\n\n")
+	b.WriteString("N marked VMs, running with a guest agent, made before the run (not by terraform), listed by `proxy_vms` (`terraform apply` of " +
+		"a configuration holding only the data source: the listing, one config read per VM and one agent read per VM, and the state written) and, " +
+		"with a Terraform 1.14+ binary (PROXY_TEST_TERRAFORM_LATEST), by the `proxy_vm` list resource (`terraform query`, which streams its " +
+		"results). The provider reads at most `max_requests_in_flight` configs at once, with as many readers, over a window of 64 VMs, so its " +
+		"goroutines stay bounded; what grows with N is the listing itself and the results.\n\n")
+	b.WriteString("| N | speed | command | listed | wall s | requests | requests / VM | max in flight | peak RSS MiB | provider CPU s | exit |\n")
+	b.WriteString("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, l := range r.Listings {
+		for _, o := range l.Ops {
+			total := tfrun.TotalRequests(o.Requests)
+			fmt.Fprintf(b, "| %d | %g | %s | %d | %s | %d | %.2f | %d | %.1f | %s | %d |\n", l.N, l.Speed, o.Name, o.Listed, num(o.Wall), total,
+				float64(total)/float64(max(l.N, 1)), o.MaxInFlight, float64(o.PeakRSS)/(1<<20), num(o.ProviderCPU), o.ExitCode)
+		}
+	}
+	for _, l := range r.Listings {
+		if len(l.Problems) > 0 {
+			fmt.Fprintf(b, "\nProblems at N=%d: %s\n", l.N, strings.ReplaceAll(strings.Join(l.Problems, "; "), "|", "\\|"))
+		}
+	}
 }
 
 // scaleResults are the scale scenarios that ran, in N order.
@@ -403,6 +469,7 @@ func (r Report) Markdown() string {
 	}
 
 	r.writeScale(&b)
+	r.writeListings(&b)
 
 	b.WriteString("\n## Checks\n\n| N | P | VMs after create | distinct VMIDs | clone collisions | leftovers after destroy | problems |\n|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, res := range r.Results {

@@ -38,8 +38,20 @@ func fakeRun() []Result {
 	}
 }
 
+// fakeListings are listing scenarios whose target is met.
+func fakeListings() []ListResult {
+	op := func(name string, n int, rss int64) ListOp {
+		return ListOp{Name: name, Wall: 30 * time.Second, Listed: n, Requests: map[string]int{tfrun.StatConfigGet: n, tfrun.StatAgent: n, tfrun.StatResources: 1},
+			MaxInFlight: 8, PeakRSS: rss}
+	}
+	return []ListResult{
+		{N: 1000, Speed: 5, Ops: []ListOp{op("proxy_vms", 1000, 40<<20), op("terraform query", 1000, 30<<20)}},
+		{N: 10000, Speed: 5, Ops: []ListOp{op("proxy_vms", 10000, 120<<20), op("terraform query", 10000, 50<<20)}},
+	}
+}
+
 func fakeReport(rs []Result) Report {
-	return Report{Results: rs, Config: Config{ScaleNs: []int{100, 500}, ScaleP: 20, ScaleSpeed: 10}}
+	return Report{Results: rs, Listings: fakeListings(), Config: Config{ScaleNs: []int{100, 500}, ScaleP: 20, ScaleSpeed: 10}}
 }
 
 func verdicts(rs []Result) map[string]Target {
@@ -52,8 +64,8 @@ func verdicts(rs []Result) map[string]Target {
 
 func TestTargets_allMet(t *testing.T) {
 	ts := fakeReport(fakeRun()).Targets()
-	if len(ts) != 12 {
-		t.Fatalf("%d targets, want 12", len(ts))
+	if len(ts) != 13 {
+		t.Fatalf("%d targets, want 13", len(ts))
 	}
 	for _, tg := range ts {
 		if !tg.Ran || !tg.Met || tg.Ratio > 1 {
@@ -98,6 +110,39 @@ func TestTargets_eachMiss(t *testing.T) {
 		if !strings.HasPrefix(got.Line(), "MISSED") {
 			t.Errorf("%s: line %q", c.name, got.Line())
 		}
+	}
+}
+
+// TestTargets_listing: the listing target is missed when the provider's RSS is over its
+// limit, a VM is not listed, a command failed, or requests in flight exceed the bound.
+func TestTargets_listing(t *testing.T) {
+	const key = "Listing 10000 marked VMs"
+	for _, c := range []struct {
+		name   string
+		key    string
+		spoil  func(ls []ListResult)
+		substr string
+	}{
+		{"RSS", key, func(ls []ListResult) { ls[1].Ops[0].PeakRSS = 300 << 20 }, "proxy_vms 300.0 MiB"},
+		{"a VM missing", key, func(ls []ListResult) { ls[1].Ops[1].Listed = 9999 }, "(9999 listed)"},
+		{"failed", key, func(ls []ListResult) { ls[1].Ops[0].ExitCode = 1 }, "proxy_vms"},
+		{"in flight", "Requests in flight per p", func(ls []ListResult) { ls[0].Ops[0].MaxInFlight = 12 }, "at most 12"},
+	} {
+		r := fakeReport(fakeRun())
+		c.spoil(r.Listings)
+		var got Target
+		for _, tg := range r.Targets() {
+			if strings.HasPrefix(tg.Name, c.key) {
+				got = tg
+			}
+		}
+		if !got.Ran || got.Met || !strings.Contains(got.Measured, c.substr) {
+			t.Errorf("%s: %+v; want missed, measured containing %q", c.name, got, c.substr)
+		}
+	}
+	md := fakeReport(fakeRun()).Markdown()
+	if !strings.Contains(md, "## Listing at scale") || !strings.Contains(md, "| 10000 | 5 | proxy_vms | 10000 | 30.00 | 20001 | 2.00 | 8 | 120.0 |") {
+		t.Errorf("markdown lacks the listing table:\n%s", md)
 	}
 }
 

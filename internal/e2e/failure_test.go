@@ -324,34 +324,6 @@ func TestE2E_BadInput_CloudInitFormat(t *testing.T) {
 	}
 }
 
-// TestE2E_Failure_DestroyFinishesWithoutTheISOStorage: a VM made with one iso_storage is
-// destroyed after iso_storage was changed to a storage that does not exist: the destroy
-// finishes (there can be no seed there) and says what it skipped.
-func TestE2E_Failure_DestroyFinishesWithoutTheISOStorage(t *testing.T) {
-	s := newScenario(t, "bad-input/environment", scenarioOpts{NoForeign: true})
-	s.vms = []tfrun.VM{s.vm("iso")}
-	s.mustApply()
-	s.pc.ISOStorage = "seeds-typo"
-	d := s.destroy()
-	out := d.Output()
-	ok := d.OK() && strings.Contains(out, "skipped") && strings.Contains(out, "seeds-typo")
-	if !ok {
-		t.Errorf("destroy with iso_storage pointing at a missing storage: want success with a warning naming it:\n%s", d)
-	}
-	if st := s.state(); len(st.OfType("proxy_vm")) != 0 {
-		ok = false
-		t.Errorf("the VM is still in the state")
-	}
-	for _, v := range s.sim.State().VMs {
-		if s.chk.Owns(v.Name) {
-			ok = false
-			t.Errorf("VM %d (%s) is still in the cluster", v.VMID, v.Name)
-		}
-	}
-	t.Logf("destroy output:\n%s", tail(tfrun.TrimOverridesWarning(out), 12))
-	envOutcome(s, ok)
-}
-
 // preflightStats are the requests only the preflight makes during an apply (the node
 // status, the storage statuses, the node network); it also reads the shared listing and
 // one template config per provider instance, which creates read too.

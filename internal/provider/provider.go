@@ -373,6 +373,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.ListResourceData = data // the proxy_vm list resource (proxy_vm_list.go)
+	resp.ActionData = data       // proxy_orphan_cleanup (orphan_cleanup_action.go)
 
 	tflog.Debug(ctx, "provider configured", map[string]any{
 		"endpoint":               cfg.Endpoint,

@@ -123,6 +123,7 @@ func (c resolvedConfig) backendConfig(tokenID func() (string, error)) proxmox.Co
 		InstallGuestAgent: c.InstallGuestAgent,
 		TokenID:           tokenID,
 		Budgets:           proxmox.DefaultBudgets(),
+		ListConcurrency:   c.MaxInFlight,
 	}
 }
 

@@ -131,9 +131,9 @@ func TestSettle_sharesTheListing(t *testing.T) {
 
 // TestProxyVM_anotherUIDIsNotOurs: the VMID in the state holds a VM with our name and a
 // mark, but of another uid (another workspace, another uid_namespace, cloned onto the
-// VMID we had saved before our clone was refused). Read removes the resource from the
-// state; Delete succeeds without touching the VM or its seed ISO. With the state's own
-// uid both act as usual.
+// VMID we had saved before our clone was refused). Read keeps the resource in the state
+// marked deleted (so that the plan replaces it, decision: drift-gone); Delete succeeds
+// without touching the VM or its seed ISO. With the state's own uid both act as usual.
 func TestProxyVM_anotherUIDIsNotOurs(t *testing.T) {
 	e := newDirectEnv(t, pvesim.Options{TemplateAgent: true})
 	const name = "uid-1"
@@ -142,8 +142,12 @@ func TestProxyVM_anotherUIDIsNotOurs(t *testing.T) {
 
 	read := resource.ReadResponse{State: ours}
 	e.r.Read(e.ctx, resource.ReadRequest{State: ours}, &read)
-	if read.Diagnostics.HasError() || !read.State.Raw.IsNull() {
-		t.Errorf("Read kept a VM of another uid in the state (diagnostics %v)", read.Diagnostics)
+	var got proxyVMModel
+	if read.Diagnostics.HasError() || read.State.Raw.IsNull() {
+		t.Fatalf("Read of a VM of another uid: removed %v, diagnostics %v", read.State.Raw.IsNull(), read.Diagnostics)
+	}
+	if read.State.Get(e.ctx, &got); got.Status.ValueString() != statusDeleted {
+		t.Errorf("Read of a VM of another uid: status %s, want %q", got.Status, statusDeleted)
 	}
 
 	del := resource.DeleteResponse{State: ours}

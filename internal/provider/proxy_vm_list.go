@@ -115,59 +115,38 @@ func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, st
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
 	}
-	lctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
-	found, skipped, err := l.data.backend.ListWithSkipped(lctx)
-	cancel()
-	if err != nil {
-		stream.Results = list.ListResultsStreamDiagnostics(diagError("Unable to list proxy VMs",
-			vmErrorDetail("list", "", 0, err, "")))
-		return
-	}
-	var matched []proxmox.Instance
-	for _, in := range found {
-		if listMatches(filter, in) {
-			matched = append(matched, in)
-		}
-	}
-	if req.Limit > 0 && int64(len(matched)) > req.Limit {
-		matched = matched[:req.Limit]
-	}
-	tflog.Info(ctx, "proxy VMs listed", map[string]any{
-		"marked": len(found), "matched": len(matched), "skipped": len(skipped), "include_resource": req.IncludeResource})
 	res := &proxyVMResource{data: l.data}
-
+	// Streamed (decision: list-marked): each VM is read, and with include_resource
+	// imported, as Terraform takes the results, so a fleet of any size is listed in
+	// bounded memory; the backend reads at most max_requests_in_flight configs at once.
 	stream.Results = func(push func(list.ListResult) bool) {
-		for _, in := range matched {
-			result := req.NewListResult(ctx)
-			result.DisplayName = in.ID.Name
-			result.Diagnostics.Append(result.Identity.Set(ctx, proxyVMIdentity{
-				VMID: types.Int64Value(int64(in.ID.VMID)), Name: types.StringValue(in.ID.Name)})...)
-			if req.IncludeResource && !result.Diagnostics.HasError() {
-				// What an import of the VM writes, so the generated configuration matches it.
-				rctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
-				vm, tmpl, diags, err := res.importVMErr(rctx, importRef{VMID: in.ID.VMID, Name: in.ID.Name})
-				cancel()
-				if diags.HasError() {
-					// One VM that cannot be imported (a create in progress, a node that does not
-					// answer) must not fail the query for the others: it is left out, saying why.
-					tflog.Warn(ctx, "proxy VM left out of the list", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID})
-					var w list.ListResult
-					w.Diagnostics.AddWarning("Unable to list proxy VM "+in.ID.Name, listLeftOutDetail(res, in, err))
-					if !push(w) {
-						return
-					}
-					continue
-				}
-				result.Diagnostics.Append(diags...)
-				var nullTimeouts timeouts.Value
-				result.Diagnostics.Append(result.Resource.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
-				model, _ := importedModel(vm, res.cfg(), tmpl, nullTimeouts)
-				result.Diagnostics.Append(result.Resource.Set(ctx, &model)...)
+		lctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+		defer cancel()
+		matched, stopped := int64(0), false
+		skipped, err := l.data.backend.ListEach(lctx, func(in proxmox.Instance) bool {
+			if !listMatches(filter, in) {
+				return true
 			}
-			if !push(result) {
-				return
+			if req.Limit > 0 && matched >= req.Limit {
+				return false
 			}
+			matched++
+			if !push(l.result(ctx, req, res, in)) {
+				stopped = true
+				return false
+			}
+			return true
+		})
+		if stopped {
+			return
 		}
+		if err != nil {
+			var r list.ListResult
+			r.Diagnostics.AddError("Unable to list proxy VMs", vmErrorDetail("list", "", 0, err, ""))
+			push(r)
+			return
+		}
+		tflog.Info(ctx, "proxy VMs listed", map[string]any{"matched": matched, "skipped": len(skipped), "include_resource": req.IncludeResource})
 		if len(skipped) > 0 {
 			names := make([]string, 0, len(skipped))
 			for _, s := range skipped {
@@ -180,6 +159,35 @@ func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, st
 			push(w)
 		}
 	}
+}
+
+// result is one VM's list result: its identity and, with include_resource, what an import
+// of it writes (so the generated configuration matches it). A VM that cannot be imported
+// (a create in progress, a node that does not answer) is a warning instead, so that it does
+// not fail the query for the others.
+func (l *proxyVMListResource) result(ctx context.Context, req list.ListRequest, res *proxyVMResource, in proxmox.Instance) list.ListResult {
+	result := req.NewListResult(ctx)
+	result.DisplayName = in.ID.Name
+	result.Diagnostics.Append(result.Identity.Set(ctx, proxyVMIdentity{
+		VMID: types.Int64Value(int64(in.ID.VMID)), Name: types.StringValue(in.ID.Name)})...)
+	if !req.IncludeResource || result.Diagnostics.HasError() {
+		return result
+	}
+	rctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+	vm, tmpl, diags, err := res.importVMErr(rctx, importRef{VMID: in.ID.VMID, Name: in.ID.Name})
+	cancel()
+	if diags.HasError() {
+		tflog.Warn(ctx, "proxy VM left out of the list", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID})
+		var w list.ListResult
+		w.Diagnostics.AddWarning("Unable to list proxy VM "+in.ID.Name, listLeftOutDetail(res, in, err))
+		return w
+	}
+	result.Diagnostics.Append(diags...)
+	var nullTimeouts timeouts.Value
+	result.Diagnostics.Append(result.Resource.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
+	model, _ := importedModel(vm, res.cfg(), tmpl, nullTimeouts)
+	result.Diagnostics.Append(result.Resource.Set(ctx, &model)...)
+	return result
 }
 
 // listLeftOutDetail says why a listed VM whose import failed is left out of the results.

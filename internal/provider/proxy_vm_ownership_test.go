@@ -183,9 +183,10 @@ func TestAccProxyVM_copiedHalfMadeVMNotTakenOver(t *testing.T) {
 // TestAccProxyVM_uidlessMarkOnReusedVMIDNotAdopted: the VM of a resource is deleted out
 // of band and its VMID reused by a running VM of the same name whose description is only
 // proxy-operator-managed=true and a note. Refresh does not adopt it (the state's uid is
-// never replaced by an empty one: the resource is planned for creation), the create
-// refuses to clone beside a VM of its name that it cannot tell apart, naming the VMID, and
-// neither the apply nor the destroy writes to that VM.
+// never replaced by an empty one: the resource is kept marked deleted and planned for
+// replacement, decision: drift-gone, whose destroy half deletes only the seed the state
+// recorded), the create refuses to clone beside a VM of its name that it cannot tell apart,
+// naming the VMID, and neither the apply nor the destroy writes to that VM.
 func TestAccProxyVM_uidlessMarkOnReusedVMIDNotAdopted(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	if env.Sim == nil {
@@ -222,8 +223,9 @@ func TestAccProxyVM_uidlessMarkOnReusedVMIDNotAdopted(t *testing.T) {
 				},
 				Config: cfg,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					// Not an in-place update of the look-alike: the resource is gone.
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionCreate),
+					// Not an in-place update of the look-alike: the resource is gone, so it is
+					// replaced (its destroy leaves the look-alike alone).
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
 				// The VMID is known only once step 1 ran; the look-alike is the only VM of the name.
 				ExpectError: regexp.MustCompile(`(?s)Unable to create proxy VM.*holds\s+a\s+VM\s+named.*carries\s+no\s+uid\s+line`),

@@ -88,7 +88,8 @@ func (r *proxyVMResource) configured(verb string, resp interface{ AddError(strin
 
 func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
-		return // destroy
+		warnGoneDestroy(ctx, req, resp) // destroy
+		return
 	}
 	var plan, config proxyVMModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -99,6 +100,10 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(req.State.Get(ctx, prior)...)
 	}
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	if isGone(prior) {
+		planGone(ctx, req, resp, prior, &plan) // deleted outside Terraform: replaced (proxy_vm_gone.go)
 		return
 	}
 	templateUnread, diags := isUnread(ctx, req.Private, unreadTemplate)
@@ -209,7 +214,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
-		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, proxmox.SeedFile(spec.Name, spec.UID))...)
+		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, r.data.backend.SeedVolID(spec.Name, spec.UID))...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	}
 	vm, err := r.data.backend.Create(ctx, spec, onAllocated)
@@ -278,16 +283,24 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
-		tflog.Warn(ctx, "proxy VM gone or its VMID reused, removing it from the state", map[string]any{
-			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
 		if state.UID.ValueString() == "" {
+			tflog.Warn(ctx, "proxy VM gone or its VMID reused, removing it from the state", map[string]any{
+				"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
 			resp.Diagnostics.AddWarning("Proxy VM without a uid removed from the state",
 				vmLabel(id.Name, id.VMID)+": the state records no uid for this resource (an import of a VM whose mark had no uid line, "+
 					"or a refresh by an earlier build of a VMID another VM had reused), so no VM can be proved to be this resource's. "+
 					"It is removed from the state and whatever VMID "+strconv.Itoa(id.VMID)+" holds is left alone. If that VM is yours, "+
 					"give its description a "+proxmox.MarkKeyUID+"=<new UUID> line and import it.")
+			resp.State.RemoveResource(ctx)
+			return
 		}
-		resp.State.RemoveResource(ctx)
+		// Kept in the state, marked deleted, so that the plan replaces it and the seed ISO it
+		// left is deleted with it (proxy_vm_gone.go); Read changes nothing in Proxmox.
+		tflog.Warn(ctx, "proxy VM gone or its VMID reused, kept in the state as deleted", map[string]any{
+			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString(), "seed": readSeed(ctx, req.Private)})
+		markGone(&state)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		resp.Diagnostics.Append(writeGone(ctx, resp.Private, goneReason(err, r.redact))...)
 		return
 	case err != nil && keepsPriorValues(err):
 		// A task holding the VM (a clone in progress, a lock), or its node not answering
@@ -321,6 +334,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
+	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
 }
 
 // fillAddress asks the guest agent once for the addresses of a running VM whose state has
@@ -433,6 +447,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...) // a migration may have moved it
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 

@@ -235,7 +235,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"status": schema.StringAttribute{
 				Computed: true,
 				Description: "running, provisioning (started, network not up yet) or stopped (also paused or " +
-					"hibernated). A VM found stopped is planned back to running and started in place.",
+					"hibernated). A VM found stopped is planned back to running and started in place. deleted: the last " +
+					"refresh found the VM gone (deleted outside Terraform, or its VMID now holds another VM); the plan " +
+					"replaces it, deleting the seed ISO it left first.",
 				PlanModifiers: []planmodifier.String{statusBackToRunning()},
 			},
 			"agent_enabled": schema.BoolAttribute{

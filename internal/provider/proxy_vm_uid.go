@@ -25,20 +25,24 @@ func newUID() (string, error) {
 	return formatUUID(u), nil
 }
 
-// privateKeySeed holds, in the resource's private state, the seed ISO file the VM boots
-// from (proxmox.VM.Seed), so that a destroy of a VM already gone deletes exactly that one.
+// privateKeySeed holds, in the resource's private state, the seed ISO the VM boots from
+// (proxmox.VM.Seed: its volume id, wherever it is), so that a destroy of a VM already gone
+// deletes exactly that one (decision: seed-location).
 const privateKeySeed = "seed"
 
 type seedRecord struct {
-	File string `json:"file"`
+	// VolID is the seed's volume id, <storage>:iso/<file>.
+	VolID string `json:"volid,omitempty"`
+	// File is what earlier releases recorded: the file name on iso_storage.
+	File string `json:"file,omitempty"`
 }
 
-// writeSeed records the VM's seed file; "" leaves the record as it is.
-func writeSeed(ctx context.Context, p privateSetter, file string) diag.Diagnostics {
-	if file == "" || isNilPrivate(p) {
+// writeSeed records the VM's seed volume; "" leaves the record as it is.
+func writeSeed(ctx context.Context, p privateSetter, volid string) diag.Diagnostics {
+	if volid == "" || isNilPrivate(p) {
 		return nil
 	}
-	raw, err := json.Marshal(seedRecord{File: file})
+	raw, err := json.Marshal(seedRecord{VolID: volid})
 	if err != nil {
 		var diags diag.Diagnostics
 		diags.AddError("Unable to record the proxy VM's seed ISO", err.Error())
@@ -47,8 +51,8 @@ func writeSeed(ctx context.Context, p privateSetter, file string) diag.Diagnosti
 	return p.SetKey(ctx, privateKeySeed, raw)
 }
 
-// readSeed returns the recorded seed file, "" when none (a state written by an earlier
-// release, until its first refresh).
+// readSeed returns the recorded seed: its volume id, or the bare file name an earlier
+// release recorded (which the backend takes to be on iso_storage); "" when none.
 func readSeed(ctx context.Context, p privateGetter) string {
 	if isNilPrivate(p) {
 		return ""
@@ -61,6 +65,9 @@ func readSeed(ctx context.Context, p privateGetter) string {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		tflog.Debug(ctx, "proxy VM seed record unreadable, ignored", map[string]any{"error": err.Error()})
 		return ""
+	}
+	if r.VolID != "" {
+		return r.VolID
 	}
 	return r.File
 }

@@ -36,14 +36,15 @@ type vmsDataSource struct{ data *providerData }
 func NewVMsDataSource() datasource.DataSource { return &vmsDataSource{} }
 
 type vmsModel struct {
-	ID          types.String     `tfsdk:"id"`
-	Node        types.String     `tfsdk:"node"`
-	NameRegex   types.String     `tfsdk:"name_regex"`
-	NamePrefix  types.String     `tfsdk:"name_prefix"`
-	MadeBy      types.String     `tfsdk:"made_by"`
-	VMs         []vmsVMModel     `tfsdk:"vms"`
-	OrphanSeeds []vmsOrphanModel `tfsdk:"orphan_seeds"`
-	Timeouts    timeouts.Value   `tfsdk:"timeouts"`
+	ID          types.String       `tfsdk:"id"`
+	Node        types.String       `tfsdk:"node"`
+	NameRegex   types.String       `tfsdk:"name_regex"`
+	NamePrefix  types.String       `tfsdk:"name_prefix"`
+	MadeBy      types.String       `tfsdk:"made_by"`
+	VMs         []vmsVMModel       `tfsdk:"vms"`
+	OrphanSeeds []vmsOrphanModel   `tfsdk:"orphan_seeds"`
+	OrphanVMs   []vmsOrphanVMModel `tfsdk:"orphan_vms"`
+	Timeouts    timeouts.Value     `tfsdk:"timeouts"`
 }
 
 type vmsVMModel struct {
@@ -65,10 +66,23 @@ type vmsVMModel struct {
 }
 
 type vmsOrphanModel struct {
-	Node  types.String `tfsdk:"node"`
-	VolID types.String `tfsdk:"volid"`
-	Name  types.String `tfsdk:"name"`
-	Size  types.Int64  `tfsdk:"size"`
+	Node       types.String `tfsdk:"node"`
+	VolID      types.String `tfsdk:"volid"`
+	Name       types.String `tfsdk:"name"`
+	Size       types.Int64  `tfsdk:"size"`
+	CreatedAt  types.String `tfsdk:"created_at"`
+	AgeSeconds types.Int64  `tfsdk:"age_seconds"`
+}
+
+type vmsOrphanVMModel struct {
+	ID         types.String `tfsdk:"id"`
+	VMID       types.Int64  `tfsdk:"vmid"`
+	Name       types.String `tfsdk:"name"`
+	Node       types.String `tfsdk:"node"`
+	UID        types.String `tfsdk:"uid"`
+	CreatedAt  types.String `tfsdk:"created_at"`
+	AgeSeconds types.Int64  `tfsdk:"age_seconds"`
+	Seed       types.String `tfsdk:"seed"`
 }
 
 func (d *vmsDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -81,7 +95,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
-			"and the seed ISOs that no VM uses any more. `cores` and `memory_mib` are the VM's config values, a change pending " +
+			"and what the provider left behind with no resource to own it, with its age: the seed ISOs that no VM uses " +
+			"(`orphan_seeds`) and the half-made VMs of this configuration's `uid_namespace` (`orphan_vms`). The " +
+			"[`proxy_orphan_cleanup`](../actions/orphan_cleanup.md) action deletes those older than a grace period. `cores` and `memory_mib` are the VM's config values, a change pending " +
 			"until a running VM's restart included, so they may differ from what it runs with (which the `proxy_vm` data source reports).",
 		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
@@ -118,14 +134,38 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 			"orphan_seeds": schema.ListNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "Seed ISOs (`<name>-<uid>-seed.iso`, one per VM, or `<name>-seed.iso` of earlier releases and the " +
-					"operator) on the ISO storage of the provider's nodes that no VM uses, in node order then by volume: the seeds of VMs destroyed outside " +
-					"Terraform, which nothing deletes. Remove them in Proxmox. On a shared ISO storage each orphan " +
-					"shows once per node. A node whose storage cannot be listed is left out with a warning.",
+					"operator) on `iso_storage` of the provider's nodes that no VM uses, in node order then by volume. A destroy, a " +
+					"replacement and a migration delete the seeds they leave, so these are what is left otherwise: the seed of a VM " +
+					"deleted outside Terraform whose state is gone too, or of a failed create whose seed delete failed. The seed of a " +
+					"create still cloning its VM shows here too while the clone runs (Proxmox lists that VM without a name), which " +
+					"its age tells: `proxy_orphan_cleanup` deletes only those older than its grace period. On a shared ISO storage " +
+					"each orphan shows once per node. A node whose storage cannot be listed is left out with a warning.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"node":  computed("The node whose ISO storage holds the seed."),
-					"volid": computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
-					"name":  computed("The VM name the seed was made for."),
-					"size":  schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
+					"node":        computed("The node whose ISO storage holds the seed."),
+					"volid":       computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
+					"name":        computed("The VM name the seed was made for."),
+					"size":        schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
+					"created_at":  computed("When the volume was written (its ctime), RFC 3339 in UTC; null when the storage does not say."),
+					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since `created_at` at this read; null when it is null."},
+				}},
+			},
+			"orphan_vms": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID range, sorted by VMID: " +
+					"VMs this provider made whose create never reached its last step (its mark still says it is being created) and " +
+					"that no later apply took over. The next apply of the same resource takes such a VM over and finishes it; one " +
+					"whose resource is gone (its state lost, its configuration removed) stays until it is deleted. A create running " +
+					"now shows here too, young: `proxy_orphan_cleanup` deletes only those older than its grace period. Costs one " +
+					"config read per VM in the VMID range.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":          computed("`vms/<vmid>/<name>`."),
+					"vmid":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
+					"name":        computed("The VM name."),
+					"node":        computed("The node the VM is on."),
+					"uid":         computed("The uid of the create that made it (or last took it over)."),
+					"created_at":  computed("When that create started (the mark's creation time), RFC 3339 in UTC; null when the mark has none."),
+					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since `created_at` at this read; null when it is null."},
+					"seed":        computed("The seed ISO the VM uses or its create uploads (a volume id), deleted with it."),
 				}},
 			},
 		}),
@@ -177,7 +217,9 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		return
 	}
 
-	all, skipped, err := d.data.backend.ListWithSkipped(rctx)
+	// The marked VMs and the half-made ones, from one pass over the configs.
+	fleet, err := d.data.backend.ListFleet(rctx, d.data.cfg.UIDNamespace)
+	all, skipped := fleet.VMs, fleet.Skipped
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to list the marked VMs", d.dsErrorDetail(err))
 		return
@@ -230,6 +272,7 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			nodes = []string{node}
 		}
 	}
+	now := time.Now()
 	m.OrphanSeeds = []vmsOrphanModel{}
 	if len(nodes) > 0 {
 		seeds, err := d.data.backend.OrphanSeedsOn(rctx, nodes)
@@ -244,18 +287,51 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		}
 		for _, s := range seeds {
 			if keep(s.Node, s.Name) {
+				created, age := ageOf(s.CreatedAt, now)
 				m.OrphanSeeds = append(m.OrphanSeeds, vmsOrphanModel{
 					Node: types.StringValue(s.Node), VolID: types.StringValue(s.VolID),
 					Name: types.StringValue(s.Name), Size: types.Int64Value(s.Size),
+					CreatedAt: created, AgeSeconds: age,
 				})
 			}
 		}
 	}
+	m.OrphanVMs = []vmsOrphanVMModel{}
+	half, unread := fleet.HalfMade, fleet.HalfMadeSkipped
+	if len(unread) > 0 {
+		lines := make([]string, len(unread))
+		for i, s := range unread {
+			lines[i] = fmt.Sprintf("- VMID %d (%s) on node %s: %s", s.ID.VMID, s.ID.Name, s.Node, d.redact(s.Err.Error()))
+		}
+		resp.Diagnostics.AddWarning("Some VMs in the VMID range could not be read",
+			"Whether these VMs are half-made VMs of this configuration is not known, so orphan_vms leaves them out:\n"+
+				strings.Join(lines, "\n"))
+	}
+	for _, o := range half {
+		if !keep(o.Node, o.ID.Name) {
+			continue
+		}
+		created, age := ageOf(o.CreatedAt, now)
+		m.OrphanVMs = append(m.OrphanVMs, vmsOrphanVMModel{
+			ID: types.StringValue(o.ID.String()), VMID: types.Int64Value(int64(o.ID.VMID)),
+			Name: types.StringValue(o.ID.Name), Node: types.StringValue(o.Node), UID: types.StringValue(o.UID),
+			CreatedAt: created, AgeSeconds: age, Seed: stringOrNull(o.Seed),
+		})
+	}
 	m.ID = types.StringValue(d.data.cfg.Endpoint)
 	tflog.Debug(ctx, "proxy_vms read", map[string]any{
-		"marked": len(all), "vms": len(m.VMs), "orphan_seeds": len(m.OrphanSeeds),
+		"marked": len(all), "vms": len(m.VMs), "orphan_seeds": len(m.OrphanSeeds), "orphan_vms": len(m.OrphanVMs),
 	})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// ageOf is a creation time and its age in whole seconds at now, both null for the zero
+// time.
+func ageOf(t, now time.Time) (types.String, types.Int64) {
+	if t.IsZero() {
+		return types.StringNull(), types.Int64Null()
+	}
+	return types.StringValue(t.UTC().Format(time.RFC3339)), types.Int64Value(int64(max(now.Sub(t), 0) / time.Second))
 }
 
 // dsErrorDetail is a backend error for a diagnostic, with what to do for its class.

@@ -134,10 +134,12 @@ func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
 
 func orphanObject(node, name string) knownvalue.Check {
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
-		"node":  knownvalue.StringExact(node),
-		"volid": knownvalue.StringExact("proxy-seeds:iso/" + name + "-seed.iso"),
-		"name":  knownvalue.StringExact(name),
-		"size":  knownvalue.Int64Exact(2048),
+		"node":        knownvalue.StringExact(node),
+		"volid":       knownvalue.StringExact("proxy-seeds:iso/" + name + "-seed.iso"),
+		"name":        knownvalue.StringExact(name),
+		"size":        knownvalue.Int64Exact(2048),
+		"created_at":  knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)),
+		"age_seconds": knownvalue.NotNull(),
 	})
 }
 
@@ -318,6 +320,80 @@ func TestAccVMsDataSource_example(t *testing.T) {
 				statecheck.ExpectKnownOutputValue("marked_vms", knownvalue.MapExact(map[string]knownvalue.Check{
 					"vms/150001/proxy-edge-1": knownvalue.StringExact("pv1-1 stopped since 2026-09-23T10:00:00Z"),
 				})),
+			},
+		}},
+	})
+}
+
+// TestAccVMsDataSource_orphansWithTheirAge: a half-made VM of this configuration's
+// uid_namespace (its mark still "creating", written 3 hours ago) is listed under
+// orphan_vms with its age and seed; one of another namespace, a finished VM and a copied
+// creating mark (its proof fails) are not; an orphan seed written 2 hours ago has that age.
+func TestAccVMsDataSource_orphansWithTheirAge(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("needs the simulator to lay out the cluster")
+	}
+	sim := env.Sim
+	ago := func(d time.Duration) time.Time { return time.Now().Add(-d).UTC().Truncate(time.Second) }
+	extra := "\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
+	created := ago(3 * time.Hour)
+	key, err := pveapi.DeriveKey(env.Token, proxmox.ProofKeyLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := func(vmid int, name, uid, ns string, creating bool) string {
+		l := proxmox.MarkLines{UID: uid, CreatedAt: created, Namespace: ns}
+		if !creating {
+			return l.Format() + extra
+		}
+		return proxmox.CreatingMark(key, l, vmid, name) + extra
+	}
+	node := env.Nodes[0]
+	seed := sim.ISOStorage + ":iso/edge-half-" + uidA + "-seed.iso"
+	for _, spec := range []pvesim.VMSpec{
+		{VMID: 150101, Name: "edge-half", Config: map[string]string{"description": half(150101, "edge-half", uidA, "", true), "ide2": seed + ",media=cdrom"}},
+		{VMID: 150102, Name: "edge-otherns", Config: map[string]string{"description": half(150102, "edge-otherns", uidB, "blue", true)}},
+		{VMID: 150103, Name: "edge-done", Config: map[string]string{"description": half(150103, "edge-done", uidB, "", false)}},
+		// A creating mark copied from another VMID: its proof fails, it is not listed.
+		{VMID: 150104, Name: "edge-copy", Config: map[string]string{"description": half(150105, "edge-copy", uidB, "", true)}},
+	} {
+		spec.Node = node
+		if err := sim.AddVM(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sim.AddISO(node, sim.ISOStorage, "proxy-gone-"+uidB+"-seed.iso", []byte("seed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetVolumeCTime(node, sim.ISOStorage+":iso/proxy-gone-"+uidB+"-seed.iso", ago(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	about := func(d time.Duration) knownvalue.Check {
+		return knownvalue.Int64Func(func(v int64) error {
+			if v < int64(d/time.Second) || v > int64(d/time.Second)+600 {
+				return fmt.Errorf("age %d s, want about %s", v, d)
+			}
+			return nil
+		})
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: env.ProviderConfig("") + vmsConfig(""),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_vms"), knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"id": knownvalue.StringExact("vms/150101/edge-half"), "vmid": knownvalue.Int64Exact(150101),
+						"name": knownvalue.StringExact("edge-half"), "node": knownvalue.StringExact(node),
+						"uid": knownvalue.StringExact(uidA), "created_at": knownvalue.StringExact(created.Format(time.RFC3339)),
+						"age_seconds": about(3 * time.Hour), "seed": knownvalue.StringExact(seed),
+					}),
+				})),
+				statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds").AtSliceIndex(0).AtMapKey("volid"),
+					knownvalue.StringExact(sim.ISOStorage+":iso/proxy-gone-"+uidB+"-seed.iso")),
+				statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds").AtSliceIndex(0).AtMapKey("age_seconds"), about(2*time.Hour)),
 			},
 		}},
 	})

@@ -87,21 +87,25 @@ func (d *vmsDataSource) checkVMsNode(ctx context.Context, node string, diags *di
 func (d *vmsDataSource) vmsDetails(ctx context.Context, ins []proxmox.Instance, out []vmsVMModel, diags *diag.Diagnostics) {
 	addrs := make([]proxmox.Addresses, len(ins))
 	failed := make([]error, len(ins))
-	sem := make(chan struct{}, vmsAgentReads)
+	// A fixed pool of readers, whatever the number of VMs (decision: list-marked).
+	next := make(chan int)
 	var wg sync.WaitGroup
+	for range min(vmsAgentReads, max(d.data.cfg.MaxInFlight, 1), len(ins)) {
+		wg.Go(func() {
+			for i := range next {
+				addrs[i], failed[i] = d.data.backend.AgentAddresses(ctx, ins[i].Node, ins[i].ID.VMID)
+			}
+		})
+	}
 	for i, in := range ins {
 		// The config says whether there is an agent to ask; the listing's status may lag a
 		// start or restart by seconds, so it does not decide (an agent of a VM that is not
 		// running answers so at once, and the VM is listed without addresses).
-		if !in.Config.AgentEnabled {
-			continue
+		if in.Config.AgentEnabled {
+			next <- i
 		}
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			addrs[i], failed[i] = d.data.backend.AgentAddresses(ctx, in.Node, in.ID.VMID)
-		})
 	}
+	close(next)
 	wg.Wait()
 	var lines []string
 	for i, in := range ins {

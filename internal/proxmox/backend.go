@@ -34,6 +34,9 @@ type Config struct {
 	// The key is never logged nor put in an error.
 	ProofKey func() ([]byte, error)
 	Budgets  Budgets
+	// ListConcurrency is how many config reads a listing (List, the orphan listings) runs
+	// at once: the provider's max_requests_in_flight. Zero: 4.
+	ListConcurrency int
 }
 
 // Budgets bound every wait (decision: poll-schedule). Tests shrink them.
@@ -326,6 +329,9 @@ type Seed struct {
 	Name  string // the VM name it belongs to
 	UID   string // the uid of a <name>-<uid>-seed.iso; empty for a <name>-seed.iso
 	Size  int64
+	// CreatedAt is when the volume was written (its ctime); the zero time when the storage
+	// does not say.
+	CreatedAt time.Time
 }
 
 // Reason is a health verdict's reason (decision: health-check).

@@ -472,9 +472,9 @@ func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int, c
 // Permanent, with what to do. The seed ISO is checked (or uploaded) right before each start,
 // so a seed missing here was lost in between or is not visible from node.
 func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[string]string, cause error) error {
-	if b.cfg.ISOStorage != "" && strings.HasPrefix(vol, b.cfg.ISOStorage+":iso/") && strings.HasSuffix(vol, "-seed.iso") {
+	if isSeedVolID(vol) {
 		return Permanentf("the VM cannot start: its seed ISO %s does not exist on node %s, although the provider checked or uploaded it just before; "+
-			"make sure storage %s is available on node %s, then apply again (%w)", vol, node, b.cfg.ISOStorage, node, cause)
+			"make sure storage %s is available on node %s, then apply again (%w)", vol, node, storageOf(vol), node, cause)
 	}
 	drive := "the drive"
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
@@ -620,7 +620,7 @@ func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, st
 // seed on ide2, onboot, and net0 rewritten only when a bridge or VLAN tag is set. A value
 // that would break out of its option string is refused (optionValue).
 func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]string, error) {
-	vol, err := optionValue("ide2", seedVolID(isoStorage, seedFile(s.Name, s.UID)))
+	vol, err := optionValue("ide2", specSeed(isoStorage, s).volid())
 	if err != nil {
 		return nil, err
 	}

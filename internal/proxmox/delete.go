@@ -2,7 +2,6 @@ package proxmox
 
 import (
 	"context"
-	"slices"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -94,7 +93,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	if err := refuseProtected(id, st.cfg); err != nil {
 		return false, node, err
 	}
-	seeds := ownSeeds(b.cfg.ISOStorage, id.Name, st.cfg, opts)
+	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed, opts.UID)
 	// The seed goes before the destroy (decision: seed-before-destroy), deleted while the VM
 	// stops, since it does not depend on the stop. A failure leaves the VM for the next Delete.
 	seed := b.startSeedDelete(ctx, node, seeds)
@@ -150,71 +149,6 @@ func (b *Backend) stopForDelete(ctx context.Context, node string, vmid int) (gon
 	return false, nil
 }
 
-// ownSeeds are the seed files of a VM of ours: the one its ide2 names (its own, whoever
-// made the VM: <name>-seed.iso for the operator's and earlier releases' VMs), and the one
-// the caller recorded or this provider would have named for its uid, when it differs
-// (ide2 was removed, or a create stopped before its config step).
-func ownSeeds(storage, name string, cfg map[string]string, opts DeleteOptions) []string {
-	var out []string
-	if f, ok := vmSeed(storage, name, cfg); ok {
-		out = append(out, f)
-	}
-	rec := opts.Seed
-	if rec == "" && opts.UID != "" {
-		rec = seedFile(name, opts.UID) // the VM is ours: its mark carries opts.UID
-	}
-	if rec != "" && !slices.Contains(out, rec) && rec != legacySeedFile(name) {
-		out = append(out, rec)
-	}
-	return out
-}
-
-// deleteRecordedSeeds deletes, for a VM that is gone or not ours, the seed the caller
-// recorded, on every node: never one the VM now at the VMID boots from, and a
-// <name>-seed.iso (shared by every VM of that name made by earlier releases or the
-// operator) only when no VM of that name is listed.
-func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, opts DeleteOptions) error {
-	var files []string
-	switch {
-	case opts.Seed != "":
-		files = []string{opts.Seed}
-	case opts.UID != "":
-		files = []string{seedFile(id.Name, opts.UID), legacySeedFile(id.Name)}
-	default:
-		files = []string{legacySeedFile(id.Name)}
-	}
-	for _, f := range files {
-		if cur, ok := vmSeed(b.cfg.ISOStorage, id.Name, st.cfg); ok && cur == f {
-			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: the VM at this VMID boots from it", map[string]any{
-				"vmid": id.VMID, "name": id.Name, "seed": f,
-			})
-			continue
-		}
-		if f == legacySeedFile(id.Name) {
-			if r, ok := sameNameElsewhere(st.res, id); ok {
-				tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
-					"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": f,
-				})
-				continue
-			}
-		}
-		if err := b.deleteSeedEverywhere(ctx, f, opts.Node); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// deleteSeeds deletes each seed file on node.
-func (b *Backend) deleteSeeds(ctx context.Context, node string, files []string) error {
-	for _, f := range files {
-		if err := b.deleteSeed(ctx, node, f); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // sameNameElsewhere returns a qemu, non-template entry named id.Name at a VMID other than
 // id.VMID, from the listing the verdict was read from: a VM that may boot from the
 // <name>-seed.iso of earlier releases. A nameless entry (a clone in progress) cannot be
@@ -226,51 +160,4 @@ func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
 		}
 	}
 	return pveapi.Resource{}, false
-}
-
-// deleteSeed deletes the seed ISO file on node's ISO storage and waits for the task; a
-// missing volume is still a successful task (fact: volume-delete-task).
-func (b *Backend) deleteSeed(ctx context.Context, node, file string) error {
-	if b.cfg.ISOStorage == "" {
-		return nil
-	}
-	volid := seedVolID(b.cfg.ISOStorage, file)
-	upid, err := b.api.DeleteVolume(ctx, node, b.cfg.ISOStorage, volid)
-	if err != nil {
-		if seedStorageGone(err) {
-			noteSeedSkipped(ctx, node, volid, err)
-			return nil
-		}
-		if pveapi.IsForbidden(err) {
-			return apiErrorf("delete", err, "deleting the seed ISO %s on node %s (the token needs Datastore.Allocate on /storage/%s)", volid, node, b.cfg.ISOStorage)
-		}
-		return apiErrorf("delete", err, "deleting the seed ISO %s on node %s", volid, node)
-	}
-	return b.waitTask(ctx, upid, b.cfg.Budgets.SeedDelete)
-}
-
-// deleteSeedEverywhere deletes the seed on every configured node (the VM's node is not
-// known), skipping a node whose request or task fails unless the failure is Permanent
-// (other than a storage the node lacks) or ctx ended, so a missing privilege is never hidden.
-func (b *Backend) deleteSeedEverywhere(ctx context.Context, file, hint string) error {
-	nodes := slices.Clone(b.cfg.Nodes)
-	if hint != "" && !slices.Contains(nodes, hint) {
-		nodes = append(nodes, hint)
-	}
-	for _, n := range nodes {
-		err := b.deleteSeed(ctx, n, file)
-		if err == nil {
-			continue
-		}
-		if ctx.Err() != nil {
-			return Transientf("deleting the seed ISO: %w", ctx.Err())
-		}
-		if ClassOf(err) == pveapi.Permanent && !isNoSuchStorage(err) {
-			return err
-		}
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
-			"seed": file, "node": n, "error": err.Error(),
-		})
-	}
-	return nil
 }

@@ -87,7 +87,9 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return VM{}, err
 	}
 	vm := vmFromConfig(id, r.Node, cfg, mark)
-	vm.Seed, _ = vmSeed(b.cfg.ISOStorage, id.Name, cfg)
+	if v, ok := vmSeed(id.Name, cfg); ok {
+		vm.Seed = v.volid()
+	}
 	// The config's lock is current; the listing's may be a snapshot's.
 	vm.Lock = cfg["lock"]
 	if vm.Lock == "suspended" {

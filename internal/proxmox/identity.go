@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -227,7 +226,7 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 	default:
 		return false, false, apiErrorf("create", err, "taking over VMID %d, an interrupted create of %q, on node %s", vmid, s.Name, node)
 	}
-	_, seeded := vmSeed(b.cfg.ISOStorage, s.Name, cfg)
+	_, seeded := vmSeed(s.Name, cfg)
 	untouched := untouchedClone(cfg, c.tmplCfg)
 	tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox interrupted create taken over", map[string]any{
 		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev.UID,
@@ -236,10 +235,8 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 	c.report.TakenOver = append(c.report.TakenOver, TakenOverVM{VMID: vmid, Node: node, PreviousUID: prev.UID,
 		CreatedAt: prev.CreatedAt, Rebuilt: seeded || !untouched})
 	c.adopted = true
-	if prev.UID != "" {
-		if err := b.deleteSeed(ctx, node, seedFile(s.Name, prev.UID)); err != nil {
-			return false, false, err
-		}
+	if err := b.deleteSeedsOfTakenOver(ctx, node, s.Name, prev.UID, cfg); err != nil {
+		return false, false, err
 	}
 	if !seeded && untouched {
 		return false, true, nil
@@ -360,52 +357,3 @@ func (c *creation) finalize(ctx context.Context) error {
 	}
 	return Transientf("the config of VMID %d kept changing while its mark was finished; apply again", c.vmid)
 }
-
-// Seed ISO names. A VM this provider creates boots from <name>-<uid>-seed.iso, unique per
-// VM, so same-name VMs (a create_before_destroy replacement and its predecessor, two
-// workspaces) never share one. Earlier releases and the operator named it <name>-seed.iso
-// (legacySeedFile); Delete removes whichever the VM's ide2 names.
-
-// seedFile is the seed ISO file of VM name with uid.
-func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
-
-// legacySeedFile is the seed ISO file of earlier releases and of the operator.
-func legacySeedFile(name string) string { return name + seedSuffix }
-
-// seedVolID is a seed file's volume id on the ISO storage.
-func seedVolID(storage, file string) string { return storage + ":iso/" + file }
-
-var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` + regexp.QuoteMeta(seedSuffix) + `$`)
-
-// parseUIDSeed splits <name>-<uid>-seed.iso.
-func parseUIDSeed(file string) (name, uid string, ok bool) {
-	m := uidSeedRE.FindStringSubmatch(file)
-	if m == nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
-}
-
-// vmSeed returns the seed file the config's ide2 names, when it is a seed of VM name on the
-// ISO storage (<name>-seed.iso or <name>-<uid>-seed.iso); an ISO of anything else (an
-// installer image) is not a seed and is never deleted.
-func vmSeed(storage, name string, cfg map[string]string) (string, bool) {
-	if storage == "" {
-		return "", false
-	}
-	vol, _, _ := strings.Cut(cfg["ide2"], ",")
-	file, ok := strings.CutPrefix(vol, storage+":iso/")
-	if !ok {
-		return "", false
-	}
-	if file == legacySeedFile(name) {
-		return file, true
-	}
-	if n, _, ok := parseUIDSeed(file); ok && n == name {
-		return file, true
-	}
-	return "", false
-}
-
-// SeedFile is the seed ISO file a Create of VM name with uid uploads.
-func SeedFile(name, uid string) string { return seedFile(name, uid) }

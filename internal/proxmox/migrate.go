@@ -1,7 +1,6 @@
 package proxmox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -21,15 +20,6 @@ import (
 // ejected before the migration, uploaded to the target's ISO storage, attached again on the
 // target after it, and deleted from the source. A failed migration leaves the VM on its
 // node: the seed is attached again there and the copy on the target deleted.
-
-// seedMove is what a migration does with the VM's seed ISO.
-type seedMove struct {
-	vol      string // the seed's volume id on ide2; empty: no seed of ours
-	ide2     string // ide2's value before the eject
-	iso      []byte // the rebuilt seed to upload to the target; nil: not known
-	ejected  bool
-	uploaded bool
-}
 
 // migration is one move of a VM from one node to another.
 type migration struct {
@@ -65,8 +55,7 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 	}
 	local, err := b.localDisks(ctx, from, cfg)
 	if err != nil {
-		m.rollback(ctx)
-		return err
+		return m.rollbackSeed(ctx, err)
 	}
 	p := pveapi.MigrateParams{Target: to, Online: running, WithLocalDisks: running && len(local) > 0}
 	if len(local) > 0 && b.cfg.Storage != "" {
@@ -74,12 +63,11 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 	}
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm migration", map[string]any{
 		"vmid": id.VMID, "name": id.Name, "from": from, "to": to, "online": p.Online,
-		"with_local_disks": p.WithLocalDisks, "targetstorage": p.TargetStorage, "seed": m.seed.vol,
+		"with_local_disks": p.WithLocalDisks, "targetstorage": p.TargetStorage, "seed": m.seed.src.volid(),
 	})
 	upid, err := b.api.Migrate(ctx, from, id.VMID, p)
 	if err != nil {
-		m.rollback(ctx)
-		return apiErrorf(op, err, "migrating the VM from node %s to node %s", from, to)
+		return m.rollbackSeed(ctx, apiErrorf(op, err, "migrating the VM from node %s to node %s", from, to))
 	}
 	m.upid = upid
 	if err := b.waitTask(ctx, upid, 0); err != nil {
@@ -93,12 +81,10 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 		// The VM is where the task left it: on the source after a failure, but a task that
 		// ended on a lost poll may have moved it. Look before cleaning up.
 		if at, lerr := b.nodeOf(ctx, id.VMID); lerr == nil && at == to {
-			m.finish(ctx)
-			return nil
+			return m.finishSeed(ctx)
 		}
-		m.rollback(ctx)
-		return Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
-			"apply again to retry: %w", from, to, from, err)
+		return m.rollbackSeed(ctx, Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
+			"apply again to retry: %w", from, to, from, err))
 	}
 	if u, perr := pveapi.ParseUPID(upid); perr == nil && u.Type == "hamigrate" {
 		// An HA-managed VM: the task only asked the HA manager to migrate it (qemu-server
@@ -109,8 +95,7 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 		}
 	}
 	b.invalidateListing()
-	m.finish(ctx)
-	return nil
+	return m.finishSeed(ctx)
 }
 
 // waitOnNode polls the listing until vmid is on node and unlocked, bounded by ctx.
@@ -125,87 +110,9 @@ func (b *Backend) waitOnNode(ctx context.Context, vmid int, node string) error {
 	})
 }
 
-// prepareSeed ejects the seed ISO and uploads it to the target, when it is on a storage
-// the target does not share.
-func (m *migration) prepareSeed(ctx context.Context, userData []byte, known bool) error {
-	b := m.b
-	iso := b.cfg.ISOStorage
-	vol, _, _ := strings.Cut(m.cfg["ide2"], ",")
-	if iso == "" || !strings.HasPrefix(vol, iso+":iso/") || !strings.Contains(m.cfg["ide2"], "media=cdrom") {
-		return nil
-	}
-	ss, err := b.api.StorageStatus(ctx, m.from, iso)
-	if err != nil {
-		return apiErrorf(m.op, err, "reading storage %s on node %s before migrating the VM", iso, m.from)
-	}
-	if ss.Shared == 1 {
-		return nil // the target sees the same file
-	}
-	m.seed = seedMove{vol: vol, ide2: m.cfg["ide2"]}
-	if known {
-		data, err := b.buildSeedFor(m.id.Name, userData, m.network, m.cfg["net0"])
-		if err != nil {
-			return err
-		}
-		m.seed.iso = data
-		file := strings.TrimPrefix(vol, iso+":iso/")
-		upid, err := b.api.UploadISO(ctx, m.to, iso, file, bytes.NewReader(data), int64(len(data)))
-		if err != nil {
-			return apiErrorf(m.op, err, "uploading the seed ISO %s to storage %s on node %s before the migration", file, iso, m.to)
-		}
-		if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
-			return err
-		}
-		m.seed.uploaded = true
-	}
-	if err := b.api.SetVMConfig(ctx, m.from, m.id.VMID, map[string]string{"ide2": "none,media=cdrom"}); err != nil {
-		m.deleteSeed(ctx, m.to)
-		return apiErrorf(m.op, err, "ejecting the seed ISO on node %s before the migration (Proxmox cannot migrate a VM with a CD-ROM ISO on a storage that is not shared)", m.from)
-	}
-	m.seed.ejected = true
-	return nil
-}
-
-// finish attaches the seed on the target and deletes it from the source. Failures here
-// are logged: the VM has moved, and cloud-init does not read the seed again.
-func (m *migration) finish(ctx context.Context) {
-	if m.seed.vol == "" {
-		return
-	}
-	if m.seed.uploaded {
-		if err := m.b.api.SetVMConfig(ctx, m.to, m.id.VMID, map[string]string{"ide2": m.seed.ide2}); err != nil {
-			m.logCleanup(ctx, "attaching the seed ISO on the target failed", err)
-		}
-	}
-	m.deleteSeed(ctx, m.from)
-}
-
-// rollback undoes prepareSeed after a migration that did not happen.
-func (m *migration) rollback(ctx context.Context) {
-	if m.seed.ejected {
-		if err := m.b.api.SetVMConfig(ctx, m.from, m.id.VMID, map[string]string{"ide2": m.seed.ide2}); err != nil {
-			m.logCleanup(ctx, "attaching the seed ISO again on the source failed", err)
-		}
-	}
-	if m.seed.uploaded {
-		m.deleteSeed(ctx, m.to)
-	}
-}
-
-func (m *migration) deleteSeed(ctx context.Context, node string) {
-	b := m.b
-	upid, err := b.api.DeleteVolume(ctx, node, b.cfg.ISOStorage, m.seed.vol)
-	if err == nil {
-		err = b.waitTask(ctx, upid, b.cfg.Budgets.SeedDelete)
-	}
-	if err != nil {
-		m.logCleanup(ctx, "deleting the seed ISO copy on node "+node+" failed", err)
-	}
-}
-
 func (m *migration) logCleanup(ctx context.Context, msg string, err error) {
 	tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox vm migration: "+msg, map[string]any{
-		"vmid": m.id.VMID, "name": m.id.Name, "from": m.from, "to": m.to, "upid": m.upid, "volid": m.seed.vol, "error": err.Error(),
+		"vmid": m.id.VMID, "name": m.id.Name, "from": m.from, "to": m.to, "upid": m.upid, "volid": m.seed.src.volid(), "error": err.Error(),
 	})
 }
 

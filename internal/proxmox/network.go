@@ -71,32 +71,6 @@ func NetworkDigest(n *NetworkConfig) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// seedOf is the seed of a VM called name, with the provider's vendor-data, the user-data
-// and the network-config rendered for net0.
-func (b *Backend) seedOf(name string, userData []byte, n *NetworkConfig, net0 string) (nocloud.Seed, error) {
-	nc, err := n.render(net0)
-	if err != nil {
-		return nocloud.Seed{}, err
-	}
-	return nocloud.Seed{
-		Name: name, UserData: userData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
-		NetworkConfig: nc,
-	}, nil
-}
-
-// buildSeedFor builds the seed ISO of seedOf.
-func (b *Backend) buildSeedFor(name string, userData []byte, n *NetworkConfig, net0 string) ([]byte, error) {
-	s, err := b.seedOf(name, userData, n, net0)
-	if err != nil {
-		return nil, err
-	}
-	iso, err := b.buildSeed(s)
-	if err != nil {
-		return nil, Permanentf("building the seed ISO failed: %w", err)
-	}
-	return iso, nil
-}
-
 // staticAddressSeen says, for an address wait with a static address, what an agent answer
 // holds: whether want is among its IPv4 addresses, and the others.
 func staticAddressSeen(a Addresses, want string) (found bool, others string) {

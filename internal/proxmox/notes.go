@@ -45,16 +45,6 @@ func note(ctx context.Context, format string, args ...any) {
 	}
 }
 
-// seedStorageGone reports whether a seed delete failed because the ISO storage does not
-// exist (on that node, or at all): there can be no seed there, so nothing is left behind.
-func seedStorageGone(err error) bool { return pveapi.IsMissingStorage(err) }
-
-// noteSeedSkipped is the note of a seed delete skipped for seedStorageGone.
-func noteSeedSkipped(ctx context.Context, node, volid string, err error) {
-	note(ctx, "the seed ISO %s was not deleted on node %s: its storage %s does not exist there (%v), so there can be no seed on it; "+
-		"if the provider's iso_storage was changed, look for the old seed ISO on the storage it used to name", volid, node, storageOf(volid), err)
-}
-
 func storageOf(volid string) string {
 	for i := range len(volid) {
 		if volid[i] == ':' {

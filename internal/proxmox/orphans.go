@@ -6,14 +6,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
-
-// seedSuffix ends every seed ISO's file name: <name>-seed.iso (decision: seed-iso).
-const seedSuffix = "-seed.iso"
 
 // NodeError is one node that could not be read.
 type NodeError struct {
@@ -35,18 +33,25 @@ func (e *SkippedNodesError) Error() string {
 	return "the ISO storage could not be listed on " + strings.Join(parts, "; ")
 }
 
-// OrphanSeeds lists seed ISO volumes on each node's ISO storage that no VM references.
+// OrphanSeeds lists seed ISO volumes on each node's ISO storage that no VM references,
+// with their age (decision: orphans).
 //
-// These are the seeds of VMs destroyed outside the provider, which nothing else ever
-// deletes (decision: known-limits). Each configured node's ISO storage is listed (GET
-// .../storage/{iso}/content?content=iso, concurrently), then the cluster's VMs. A
-// <name>-<uid>-seed.iso (this provider's, one per VM) is an orphan when no VM named <name>
-// has it on ide2 or carries <uid> in its mark (a create between its clone and its config
-// step); telling needs the config of the VMs of that name, read only when such a seed
-// exists. A <name>-seed.iso (earlier releases', the operator's) is an orphan when no QEMU
-// VM in the cluster has its name. The listing is taken after the contents, so a VM being
-// created meanwhile does not make its own seed look orphaned. On a shared ISO storage
-// every node lists the same volume, so an orphan shows once per node.
+// A seed whose VM was destroyed by its resource is deleted with it (decision: seed-location);
+// these are what is left otherwise: the seeds of VMs destroyed outside Terraform whose
+// state is gone too, and of a create whose seed delete failed after a failed clone. Each
+// configured node's ISO storage is listed (GET .../storage/{iso}/content?content=iso,
+// concurrently), then the cluster's VMs. A <name>-<uid>-seed.iso (this provider's, one per
+// VM) is an orphan when no VM named <name> has it on ide2 or carries <uid> in its mark (a
+// create between its clone and its config step); telling needs the config of the VMs of
+// that name, read only when such a seed exists (ListConcurrency at a time). A
+// <name>-seed.iso (earlier releases', the operator's) is an orphan when no QEMU VM in the
+// cluster has its name. The listing is taken after the contents, so a VM made meanwhile
+// does not make its own seed look orphaned; but the seed of a create still cloning is
+// uploaded beside the clone, while the VM is listed without a name and its config holds
+// only the clone's lock (fact: nameless-mid-clone), so it does look orphaned then: its age
+// (CreatedAt, the volume's ctime) tells it apart, which is what the cleanup's grace period
+// is for. On a shared ISO storage every node lists the same volume, so an orphan shows
+// once per node.
 //
 // A node whose storage cannot be listed is left out, and the seeds of the other nodes come
 // with a *SkippedNodesError naming it; the listing failing, a config that cannot be read,
@@ -69,7 +74,7 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 			}
 			for _, v := range vols {
 				if name, uid, ok := seedName(v.VolID); ok {
-					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, UID: uid, Size: v.Size})
+					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, UID: uid, Size: v.Size, CreatedAt: ctimeOf(v.CTime)})
 				}
 			}
 		})
@@ -124,29 +129,8 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 	return out, nil
 }
 
-// seedName returns the VM name of a seed ISO's volid: <storage>:iso/<name>-<uid>-seed.iso
-// (uid set) or <storage>:iso/<name>-seed.iso (uid empty).
-func seedName(volid string) (name, uid string, ok bool) {
-	_, file, ok := strings.Cut(volid, ":")
-	if !ok {
-		return "", "", false
-	}
-	file, ok = strings.CutPrefix(file, "iso/")
-	if !ok {
-		return "", "", false
-	}
-	if n, u, ok := parseUIDSeed(file); ok {
-		return n, u, true
-	}
-	name, ok = strings.CutSuffix(file, seedSuffix)
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return "", "", false
-	}
-	return name, "", true
-}
-
-// seedRefs are, per VM name that a <name>-<uid>-seed.iso carries, the seed files its VMs'
-// ide2 name and the uids their marks carry, from one config read per such VM.
+// seedRefs are, per VM name that a <name>-<uid>-seed.iso carries, the seed volumes its
+// VMs' ide2 name and the uids their marks carry, from one config read per such VM.
 func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName map[string][]int, perNode [][]Seed) (map[string]bool, error) {
 	want := map[int]bool{}
 	for _, seeds := range perNode {
@@ -158,39 +142,43 @@ func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName ma
 			}
 		}
 	}
-	refs := map[string]bool{}
-	var mu sync.Mutex
-	var firstErr error
-	sem := make(chan struct{}, listConfigReads)
-	var wg sync.WaitGroup
+	entries := make([]pveapi.Resource, 0, len(want))
 	for i := range want {
-		r := res[i]
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cfg, err := b.api.VMConfig(ctx, r.Node, r.VMID)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-			case isNotExist(err):
-				return
-			default:
-				if firstErr == nil {
-					firstErr = apiErrorf("list", err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
-				}
-				return
-			}
-			if f, ok := vmSeed(b.cfg.ISOStorage, r.Name, cfg); ok {
-				refs["file:"+f] = true
-			}
-			if m, ok := markedAny(cfg); ok && m.UID != "" {
-				refs["uid:"+r.Name+"/"+m.UID] = true
-			}
-		})
+		entries = append(entries, res[i])
 	}
-	wg.Wait()
+	slices.SortFunc(entries, func(a, b pveapi.Resource) int { return a.VMID - b.VMID })
+	refs := map[string]bool{}
+	var firstErr error
+	err := b.eachConfig(ctx, entries, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			return true
+		default:
+			firstErr = apiErrorf("list", err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
+			return false
+		}
+		if v, ok := vmSeed(r.Name, cfg); ok {
+			refs["vol:"+v.volid()] = true
+		}
+		if m, ok := markedAny(cfg); ok && m.UID != "" {
+			refs["uid:"+r.Name+"/"+m.UID] = true
+		}
+		return true
+	})
+	if firstErr == nil && err != nil {
+		firstErr = apiErrorf("list", err, "reading the configs of the VMs that may use a seed ISO")
+	}
 	return refs, firstErr
+}
+
+// ctimeOf is a volume's ctime (seconds since the epoch) as a time; the zero time when the
+// storage did not report one.
+func ctimeOf(sec int64) time.Time {
+	if sec <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0).UTC()
 }
 
 // seedReferenced says whether a VM may boot from s.
@@ -202,5 +190,5 @@ func seedReferenced(s Seed, names map[string]bool, refs map[string]bool) bool {
 	if s.UID == "" {
 		return false
 	}
-	return refs["file:"+file] || refs["uid:"+s.Name+"/"+s.UID]
+	return refs["vol:"+s.VolID] || refs["uid:"+s.Name+"/"+s.UID]
 }

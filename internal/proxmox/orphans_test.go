@@ -44,10 +44,13 @@ func TestOrphanSeeds_seedWithoutVMIsOrphan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The age comes from the volume's ctime (storage_content_iso.json); the extra entry
+	// gives none.
+	ctime := time.Date(2026, 9, 19, 8, 12, 0, 0, time.UTC)
 	want := []Seed{
-		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104},
+		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104, CreatedAt: ctime},
 		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-zzz-seed.iso", Name: "proxy-zzz", Size: 2048},
-		{Node: "pv1-1", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104},
+		{Node: "pv1-1", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104, CreatedAt: ctime},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OrphanSeeds =\n%+v\nwant\n%+v", got, want)

@@ -13,7 +13,6 @@ var (
 	isAgentNotRunning   = pveapi.IsAgentNotRunning
 	isNoAgentConfigured = pveapi.IsNoAgentConfigured
 	isVMNotRunning      = pveapi.IsVMNotRunning
-	isNoSuchStorage     = pveapi.IsNoSuchStorage
 	// isRunningDestroyFailed: the listing lagged behind a start (fact: listing-lag).
 	isRunningDestroyFailed = pveapi.IsRunningDestroyFailed
 	taskSucceeded          = pveapi.TaskSucceeded

@@ -1,7 +1,6 @@
 package proxmox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -346,60 +345,4 @@ func hotplugRefused(ch Changes, mib int, why string) {
 		then = "so the change is left pending until the VM restarts (reboot_on_change = false)"
 	}
 	ch.Notify(fmt.Sprintf("Proxmox did not hotplug memory %d MiB (%s), %s.", mib, why, then))
-}
-
-// seedFix is what ensureSeed did.
-type seedFix int
-
-const (
-	seedPresent  seedFix = iota // nothing to do: ide2 holds no seed of ours, or the seed is there
-	seedUploaded                // the seed was missing and was rebuilt from Changes.UserData
-	seedDropIDE2                // the seed was missing and no user-data is known: remove ide2
-)
-
-// ensureSeed runs before a start in Update. When the VM's ide2 names its seed ISO on the
-// ISO storage and the storage on node does not hold it (a destroy that failed after the
-// seed delete, decision: seed-before-destroy), the seed is rebuilt from ch.UserData with the provider's
-// vendor-data and uploaded; without known user-data (an imported VM) the caller removes
-// ide2 instead, since cloud-init reads the seed at first boot only. A hibernated VM refuses
-// config writes, so without user-data it is Permanent.
-func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[string]string, ch Changes, hibernated bool) (seedFix, error) {
-	file, ok := vmSeed(b.cfg.ISOStorage, id.Name, cfg)
-	if !ok {
-		return seedPresent, nil
-	}
-	vol := seedVolID(b.cfg.ISOStorage, file)
-	vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
-	if err != nil {
-		return seedPresent, apiErrorf("update", err, "listing storage %s on node %s to check the seed ISO before the start", b.cfg.ISOStorage, node)
-	}
-	for _, v := range vols {
-		if v.VolID == vol {
-			return seedPresent, nil
-		}
-	}
-	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "volid": vol}
-	if !ch.UserDataKnown {
-		if hibernated {
-			return seedPresent, Permanentf("the VM is hibernated and its seed ISO %s is missing, so Proxmox cannot resume it, and its cloud-init user-data is not known "+
-				"(the VM was imported) to rebuild the seed; set cloud_init to the VM's user-data and apply again, or upload an ISO named %s to storage %s on node %s",
-				vol, file, b.cfg.ISOStorage, node)
-		}
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
-		return seedDropIDE2, nil
-	}
-	iso, err := b.buildSeedFor(id.Name, ch.UserData, ch.Network, cfg["net0"])
-	if err != nil {
-		return seedPresent, err
-	}
-	fields["cloud_init_bytes"] = len(ch.UserData)
-	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing: uploading it again before the start", fields)
-	upid, err := b.api.UploadISO(ctx, node, b.cfg.ISOStorage, file, bytes.NewReader(iso), int64(len(iso)))
-	if err != nil {
-		return seedPresent, apiErrorf("update", err, "uploading the missing seed ISO %s to storage %s on node %s", file, b.cfg.ISOStorage, node)
-	}
-	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Upload); err != nil {
-		return seedPresent, err
-	}
-	return seedUploaded, nil
 }

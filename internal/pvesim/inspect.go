@@ -290,6 +290,21 @@ func (s *Sim) AddISO(nodeName, storageID, name string, data []byte) error {
 	return nil
 }
 
+// SetVolumeCTime sets the ctime of a volume on a node ("proxy-seeds:iso/x-seed.iso"), as
+// the storage content listing reports it (pve-storage src/PVE/Storage/Plugin.pm
+// $get_subdir_files: an ISO's ctime is its file's stat ctime), so that a test can have a
+// volume written hours ago.
+func (s *Sim) SetVolumeCTime(nodeName, volid string, t time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vol := s.volume(nodeName, volid)
+	if vol == nil {
+		return fmt.Errorf("pvesim: no volume %s on node %s", volid, nodeName)
+	}
+	vol.ctime = t.Unix()
+	return nil
+}
+
 // ISO returns the content of a volume ("proxy-seeds:iso/x-seed.iso") on a node.
 func (s *Sim) ISO(nodeName, volid string) ([]byte, bool) {
 	s.mu.Lock()

@@ -199,6 +199,19 @@ func (c *Checker) Gone() Findings {
 	return f
 }
 
+// SeedsLeft are the scenario's seed ISOs (any storage, any node) that no VM uses, as
+// orphanSeeds tells them: what the reliability suite counts when a scenario ends.
+func (c *Checker) SeedsLeft() []string {
+	st := c.Sim.State()
+	byName := map[string][]int{}
+	for _, v := range st.VMs {
+		if v.Type == "qemu" && !v.Template && v.Name != "" && c.Owns(v.Name) {
+			byName[v.Name] = append(byName[v.Name], v.VMID)
+		}
+	}
+	return c.orphanSeeds(st, byName)
+}
+
 // orphanSeeds are the scenario's seed ISOs no VM references: a <name>-<uid>-seed.iso when
 // no VM's ide2 names it and no VM of that name carries the uid (a create between its
 // clone and its config step); a <name>-seed.iso when no VM has the name.

@@ -1,5 +1,5 @@
 // Command providerschema prints the provider's schema as `terraform providers schema -json`
-// of Terraform 1.14 and later prints it, list resources and resource identities included,
+// of Terraform 1.14 and later prints it, list resources, actions and resource identities included,
 // without running Terraform: it asks the provider in-process (GetProviderSchema and
 // GetResourceIdentitySchemas, as Terraform does over gRPC) and writes the JSON Terraform's
 // command/jsonprovider package writes. `make generate` hands the file to tfplugindocs
@@ -10,7 +10,7 @@
 // -address is the key of the provider's entry (default: the address main.go serves);
 // tfplugindocs looks the provider up as registry.terraform.io/hashicorp/<name>, so make
 // generate passes that one. Anything the provider serves that this command does not convert
-// (functions, actions, state stores) is an error, never left out silently.
+// (functions, state stores) is an error, never left out silently.
 package main
 
 import (
@@ -127,6 +127,12 @@ type providerJSON struct {
 	EphemeralResourceSchemas map[string]*schemaJSON         `json:"ephemeral_resource_schemas,omitempty"`
 	ListResourceSchemas      map[string]*schemaJSON         `json:"list_resource_schemas,omitempty"`
 	ResourceIdentitySchemas  map[string]*identitySchemaJSON `json:"resource_identity_schemas,omitempty"`
+	ActionSchemas            map[string]*actionSchemaJSON   `json:"action_schemas,omitempty"`
+}
+
+// actionSchemaJSON is jsonprovider's ActionSchema: the action's config block, no version.
+type actionSchemaJSON struct {
+	Block *blockJSON `json:"block,omitempty"`
 }
 
 type schemaJSON struct {
@@ -189,9 +195,6 @@ func marshalProvider(s *tfprotov6.GetProviderSchemaResponse, id *tfprotov6.GetRe
 	if len(s.Functions) > 0 {
 		unsupported = append(unsupported, fmt.Sprintf("%d functions", len(s.Functions)))
 	}
-	if len(s.ActionSchemas) > 0 {
-		unsupported = append(unsupported, fmt.Sprintf("%d actions", len(s.ActionSchemas)))
-	}
 	if len(s.StateStoreSchemas) > 0 {
 		unsupported = append(unsupported, fmt.Sprintf("%d state stores", len(s.StateStoreSchemas)))
 	}
@@ -216,6 +219,20 @@ func marshalProvider(s *tfprotov6.GetProviderSchemaResponse, id *tfprotov6.GetRe
 		if *kind.out, err = marshalSchemas(kind.in); err != nil {
 			return nil, fmt.Errorf("%s %w", kind.name, err)
 		}
+	}
+	for _, name := range sortedKeys(s.ActionSchemas) {
+		a := s.ActionSchemas[name]
+		if a == nil {
+			continue
+		}
+		j, err := marshalSchema(a.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("action %s: %w", name, err)
+		}
+		if p.ActionSchemas == nil {
+			p.ActionSchemas = map[string]*actionSchemaJSON{}
+		}
+		p.ActionSchemas[name] = &actionSchemaJSON{Block: j.Block}
 	}
 	if len(id.IdentitySchemas) > 0 {
 		p.ResourceIdentitySchemas = map[string]*identitySchemaJSON{}

@@ -143,6 +143,7 @@ func TestAccProvidersSchema_sameAsTheCLI(t *testing.T) {
 				allowed := map[string]bool{}
 				if name == "OpenTofu" || v.LessThan(newest) {
 					allowed["list_resource_schemas"] = true
+					allowed["action_schemas"] = true
 				}
 				if v.LessThan(version.Must(version.NewVersion("1.12.0"))) {
 					allowed["resource_identity_schemas"] = true

@@ -67,9 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Logf = func(format string, a ...any) {
 		fmt.Fprintf(stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
-	results, err := bench.Run(ctx, cfg)
-	if len(results) > 0 {
-		rep := bench.Report{Results: results, Config: cfg, Elapsed: time.Since(start), Command: opts.CommandLine(),
+	results, lists, err := bench.Run(ctx, cfg)
+	if len(results) > 0 || len(lists) > 0 {
+		rep := bench.Report{Results: results, Listings: lists, Config: cfg, Elapsed: time.Since(start), Command: opts.CommandLine(),
 			Host: host(ctx), Date: time.Now(), Note: opts.Note}
 		if werr := rep.Write(opts.Out); werr != nil {
 			return errors.Join(err, werr)

@@ -1,0 +1,12 @@
+# Deletes the seed ISOs no VM uses and the half-made VMs of this configuration's
+# uid_namespace once they are older than grace_period (Terraform 1.14 and later):
+#
+#   terraform apply -invoke=action.proxy_orphan_cleanup.all
+#
+# dry_run defaults to true: the first run only reports what it would delete.
+action "proxy_orphan_cleanup" "all" {
+  config {
+    dry_run      = false
+    grace_period = "2h"
+  }
+}

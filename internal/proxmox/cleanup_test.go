@@ -1,0 +1,290 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// TestListEach_boundedAndInOrder: a listing of 3,000 marked VMs reads at most
+// ListConcurrency configs at once with as many readers, holds at most listWindow VMs ahead
+// of its caller, and hands them on in VMID order; the caller can stop it early.
+func TestListEach_boundedAndInOrder(t *testing.T) {
+	const n, conc = 3000, 3
+	f := newCheckFake(t)
+	var res []pveapi.Resource
+	for i := range n {
+		res = append(res, pveapi.Resource{ID: fmt.Sprintf("qemu/%d", 200000+n-i), Type: "qemu", VMID: 200000 + n - i, Node: "pv1-1", Name: fmt.Sprintf("proxy-%d", i), Status: "running"})
+	}
+	f.resources = func(context.Context) ([]pveapi.Resource, error) { return res, nil }
+	var inflight, maxInflight, started, maxGoroutines atomic.Int64
+	base := int64(runtime.NumGoroutine())
+	f.config = func(_ context.Context, _ string, vmid int) (map[string]string, error) {
+		started.Add(1)
+		cur := inflight.Add(1)
+		defer inflight.Add(-1)
+		for old := maxInflight.Load(); cur > old && !maxInflight.CompareAndSwap(old, cur); old = maxInflight.Load() {
+		}
+		if g := int64(runtime.NumGoroutine()); g > maxGoroutines.Load() {
+			maxGoroutines.Store(g)
+		}
+		runtime.Gosched()
+		return map[string]string{"description": FormatMark(fmt.Sprintf("u-%d", vmid), time.Unix(0, 0))}, nil
+	}
+	b := ckBackend(f)
+	b.cfg.ListConcurrency = conc
+	var got []int
+	var ahead int64
+	skipped, err := b.ListEach(context.Background(), func(in Instance) bool {
+		got = append(got, in.ID.VMID)
+		ahead = max(ahead, started.Load()-int64(len(got)))
+		return true
+	})
+	if err != nil || len(skipped) != 0 {
+		t.Fatal(err, skipped)
+	}
+	if len(got) != n || !slices.IsSorted(got) {
+		t.Fatalf("%d VMs listed, sorted %v", len(got), slices.IsSorted(got))
+	}
+	if m := maxInflight.Load(); m > conc {
+		t.Errorf("%d config reads at once, want at most %d", m, conc)
+	}
+	if g := maxGoroutines.Load(); g > base+conc+4 {
+		t.Errorf("%d goroutines while listing (%d before), want at most %d more: one per reader", g, base, conc+4)
+	}
+	if ahead > listWindow {
+		t.Errorf("%d configs read ahead of the caller, want at most %d", ahead, listWindow)
+	}
+	// Stopped after 10: the readers stop within the window.
+	started.Store(0)
+	count := 0
+	if _, err := b.ListEach(context.Background(), func(Instance) bool { count++; return count < 10 }); err != nil {
+		t.Fatal(err)
+	}
+	if s := started.Load(); count != 10 || s > 10+listWindow {
+		t.Errorf("stopped after %d; %d configs read, want at most %d", count, s, 10+listWindow)
+	}
+}
+
+// TestListEach_cancelledReturnsPromptly: ctx ending stops the listing with an error, and
+// no reader outlives the call.
+func TestListEach_cancelledReturnsPromptly(t *testing.T) {
+	f := newCheckFake(t)
+	var res []pveapi.Resource
+	for i := range 500 {
+		res = append(res, pveapi.Resource{Type: "qemu", VMID: 300000 + i, Node: "pv1-1", Name: fmt.Sprintf("proxy-%d", i)})
+	}
+	f.resources = func(context.Context) ([]pveapi.Resource, error) { return res, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	var reads atomic.Int64
+	f.config = func(ctx context.Context, _ string, _ int) (map[string]string, error) {
+		if reads.Add(1) == 20 {
+			cancel()
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return map[string]string{"description": FormatMark("u", time.Unix(0, 0))}, nil
+	}
+	base := runtime.NumGoroutine()
+	_, err := ckBackend(f).ListEach(ctx, func(Instance) bool { return true })
+	if err == nil {
+		t.Fatal("a cancelled listing succeeded")
+	}
+	if r := reads.Load(); r > 20+listWindow {
+		t.Errorf("%d reads after the cancel at 20", r)
+	}
+	if g := runtime.NumGoroutine(); g > base+1 {
+		t.Errorf("%d goroutines after the call, %d before", g, base)
+	}
+}
+
+// halfMadeCluster is a cluster with half-made VMs of several kinds in the VMID range.
+func halfMadeCluster(t *testing.T, now time.Time) (*checkFake, *Backend, map[int]map[string]string) {
+	t.Helper()
+	f := newCheckFake(t)
+	creating := func(vmid int, name, uid string, at time.Time, ns string) string {
+		return CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: at, Namespace: ns}, vmid, name)
+	}
+	old, young := now.Add(-3*time.Hour), now.Add(-5*time.Minute)
+	cfgs := map[int]map[string]string{
+		100001: {"name": "proxy-old", "description": creating(100001, "proxy-old", "11111111-1111-4111-8111-111111111111", old, "ns")},
+		100002: {"name": "proxy-young", "description": creating(100002, "proxy-young", "22222222-2222-4222-8222-222222222222", young, "ns")},
+		100003: {"name": "proxy-otherns", "description": creating(100003, "proxy-otherns", "33333333-3333-4333-8333-333333333333", old, "other")},
+		100004: {"name": "proxy-finished", "description": MarkLines{UID: "44444444-4444-4444-8444-444444444444", CreatedAt: old, Namespace: "ns"}.Format()},
+		100005: {"name": "proxy-operator", "description": FormatMark("55555555-5555-4555-8555-555555555555", old)},
+		// A creating mark written by hand (no proof), and one copied from another VMID.
+		100006: {"name": "proxy-byhand", "description": MarkLines{UID: "66666666-6666-4666-8666-666666666666", CreatedAt: old, Namespace: "ns", Creating: true}.Format()},
+		100008: {"name": "proxy-copied", "description": creating(100009, "proxy-copied", "88888888-8888-4888-8888-888888888888", old, "ns")},
+		100007: {"name": "edge-1", "description": creating(100007, "edge-1", "77777777-7777-4777-8777-777777777777", old, "ns"),
+			"ide2": "local:iso/edge-1-77777777-7777-4777-8777-777777777777-seed.iso,media=cdrom"},
+	}
+	var res []pveapi.Resource
+	for vmid, c := range cfgs {
+		res = append(res, pveapi.Resource{Type: "qemu", VMID: vmid, Node: "pv1-1", Name: c["name"]})
+	}
+	res = append(res, pveapi.Resource{Type: "qemu", VMID: 99999, Node: "pv1-1", Name: "outside-range"})
+	f.resources = func(context.Context) ([]pveapi.Resource, error) { return res, nil }
+	f.config = func(_ context.Context, _ string, vmid int) (map[string]string, error) {
+		c, ok := cfgs[vmid]
+		if !ok {
+			t.Errorf("config of VM %d read: it is outside the VMID range", vmid)
+			return nil, ckAPIErr("err_not_exist")
+		}
+		return c, nil
+	}
+	b := ckBackend(f)
+	b.cfg.VMIDMin, b.cfg.VMIDMax = 100000, 199999
+	b.cfg.ProofKey = func() ([]byte, error) { return testProofKey, nil }
+	return f, b, cfgs
+}
+
+// TestOrphanVMs_onlyProvedHalfMadeOfThisNamespace: a half-made VM is one whose creating
+// mark is proved this provider's for its VMID (decision: creating-proof), in this
+// uid_namespace, in the VMID range, whatever its name. Finished VMs, the operator's,
+// another namespace's, hand-written and copied creating marks are not; without the proof
+// key, none is.
+func TestOrphanVMs_onlyProvedHalfMadeOfThisNamespace(t *testing.T) {
+	now := time.Now()
+	_, b, _ := halfMadeCluster(t, now)
+	got, skipped, err := b.OrphanVMs(context.Background(), "ns")
+	if err != nil || len(skipped) != 0 {
+		t.Fatal(err, skipped)
+	}
+	var names []string
+	for _, o := range got {
+		names = append(names, fmt.Sprintf("%s %s", o.ID.Name, o.Seed))
+	}
+	want := []string{
+		"proxy-old proxy-seeds:iso/proxy-old-11111111-1111-4111-8111-111111111111-seed.iso",
+		"proxy-young proxy-seeds:iso/proxy-young-22222222-2222-4222-8222-222222222222-seed.iso",
+		"edge-1 local:iso/edge-1-77777777-7777-4777-8777-777777777777-seed.iso",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("half-made VMs %q, want %q", names, want)
+	}
+	b.cfg.ProofKey = nil
+	if got, _, err := b.OrphanVMs(context.Background(), "ns"); err != nil || len(got) != 0 {
+		t.Errorf("without the proof key: %v, %v; want none", got, err)
+	}
+}
+
+// cleanupHarness is a harness-backed cluster for CleanOrphans: an old and a young orphan seed,
+// an old and a young half-made VM, and a finished VM with its seed.
+func cleanupHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, "pv1-1")
+	now := h.clock.Now()
+	half := func(vmid int, name, uid string, at time.Time) {
+		h.f.addOurVM(vmid, name, uid)
+		h.f.mutate(vmid, func(v *fakeVM) {
+			v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: at, Namespace: "ns"}, vmid, name)
+			v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(name, uid)) + ",media=cdrom"
+		})
+		h.f.putISO("pv1-1", fakeISOStorage, seedFile(name, uid), []byte("seed"))
+	}
+	half(100001, "proxy-half-old", testUID, now.Add(-2*time.Hour))
+	half(100002, "proxy-half-young", otherUID, now.Add(-10*time.Minute))
+	h.addFinished(100003, "proxy-done", prevUID)
+	h.f.mu.Lock()
+	delete(h.f.isos, "pv1-1/"+fakeISOStorage+"/"+seedVolID(fakeISOStorage, seedFile("proxy-done", testUID))) // ourRunningVM's, replaced
+	h.f.mu.Unlock()
+	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = 100000, 199999
+	return h
+}
+
+// TestCleanOrphans_dryRunThenReal: a dry run reports what is older than the grace period
+// and changes nothing; the real run deletes exactly that (the old half-made VM with its
+// seed, the old orphan seed) and keeps the young ones and every VM in use.
+func TestCleanOrphans_dryRunThenReal(t *testing.T) {
+	h := cleanupHarness(t)
+	// The fake's volumes are days older than its clock: an orphan seed to delete.
+	h.f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-gone", otherUID), []byte("old orphan"))
+	opts := CleanOptions{DryRun: true, Grace: time.Hour, Seeds: true, VMs: true, Namespace: "ns"}
+	before := h.f.seeds()
+	var events []string
+	rep, err := h.b.CleanOrphans(h.ctx, opts, func(e CleanEvent) { events = append(events, e.String()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := mutating(h.f); len(m) != 0 {
+		t.Fatalf("the dry run changed something: %v", m)
+	}
+	if rep.Deleted != 2 || rep.Kept != 1 || rep.Failed != 0 || len(events) != 3 {
+		t.Fatalf("dry run: %+v\n%s", rep, strings.Join(events, "\n"))
+	}
+	assertContains(t, strings.Join(events, "\n"), "would delete half-made VM proxy-half-old (VMID 100001)",
+		"kept half-made VM proxy-half-young (VMID 100002)", "would delete seed ISO proxy-seeds:iso/"+seedFile("proxy-gone", otherUID))
+
+	opts.DryRun = false
+	rep, err = h.b.CleanOrphans(h.ctx, opts, nil)
+	if err != nil || rep.Deleted != 2 || rep.Failed != 0 {
+		t.Fatalf("cleanup: %+v, %v", rep, err)
+	}
+	if h.f.vm(100001) != nil || h.f.vm(100002) == nil || h.f.vm(100003) == nil {
+		t.Errorf("VMs left: old %v young %v finished %v; want only the old half-made one gone", h.f.vm(100001) != nil, h.f.vm(100002) != nil, h.f.vm(100003) != nil)
+	}
+	after := h.f.seeds()
+	for _, s := range before {
+		gone := !slices.Contains(after, s)
+		want := strings.Contains(s, "proxy-half-old") || strings.Contains(s, "proxy-gone")
+		if gone != want {
+			t.Errorf("seed %s deleted %v, want %v", s, gone, want)
+		}
+	}
+	// The claim came first: a compare-and-swap on the digest, to "abandoned".
+	for _, c := range h.f.callsOf("SetVMConfig") {
+		if c.VMID == 100001 && !strings.Contains(c.Args["description"], MarkKeyState+"="+markStateAbandoned) {
+			t.Errorf("the half-made VM's config write %v is not the claim", c.Args)
+		}
+	}
+}
+
+// TestCleanOrphans_takenOverMeanwhileIsLeftAlone: a create that takes the half-made VM over
+// between the listing and the claim (its uid and created-at change, or its digest does
+// while the claim is written) wins: the cleanup leaves the VM alone and says so.
+func TestCleanOrphans_takenOverMeanwhileIsLeftAlone(t *testing.T) {
+	for _, when := range []string{"before the claim", "during the claim"} {
+		t.Run(when, func(t *testing.T) {
+			h := cleanupHarness(t)
+			takeOver := func() {
+				h.f.mutate(100001, func(v *fakeVM) {
+					v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: h.clock.Now(), Namespace: "ns"}, 100001, "proxy-half-old")
+				})
+			}
+			reads := 0
+			h.f.onCall("VMConfig", func(_ context.Context, c fakeCall) error {
+				if c.VMID == 100001 {
+					reads++
+					if reads == 2 && when == "before the claim" {
+						takeOver()
+					}
+				}
+				return nil
+			})
+			if when == "during the claim" {
+				h.f.onCall("SetVMConfig", func(_ context.Context, c fakeCall) error {
+					if c.VMID == 100001 {
+						takeOver()
+					}
+					return nil
+				})
+			}
+			rep, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: time.Hour, VMs: true, Namespace: "ns"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.f.vm(100001) == nil || h.f.calls("Destroy") != 0 || rep.Failed != 1 {
+				t.Fatalf("VM left %v, destroys %d, report %+v", h.f.vm(100001) != nil, h.f.calls("Destroy"), rep)
+			}
+			assertContains(t, rep.Events[0].Why, "left alone")
+		})
+	}
+}

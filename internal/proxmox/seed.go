@@ -1,0 +1,580 @@
+package proxmox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Seed ISOs (decision: seed-iso, decision: seed-location). Everything about a VM's NoCloud
+// seed lives in this file: its name, where it lives, building it (internal/nocloud),
+// uploading it, attaching it on ide2, ejecting it and deleting it. Create, Update (the seed
+// rebuilt before a start), a migration, a takeover, Delete and the orphan listing all go
+// through it.
+//
+// Where a seed lives: a new seed is uploaded to the provider's iso_storage, on the VM's
+// node. From then on the seed is the volume its VM's ide2 names, on whatever storage that
+// is: an iso_storage changed later does not move it, and every delete removes it where it
+// is. For a VM that is already gone, the seed is the volume its state recorded (the
+// resource's private state, refreshed by every read).
+
+// seedSuffix ends every seed ISO's file name: <name>-seed.iso (decision: seed-iso).
+const seedSuffix = "-seed.iso"
+
+// seedFile is the seed ISO file of VM name with uid. A VM this provider creates boots from
+// <name>-<uid>-seed.iso, unique per VM, so same-name VMs (a create_before_destroy
+// replacement and its predecessor, two workspaces) never share one.
+func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
+
+// legacySeedFile is the seed ISO file of earlier releases and of the operator,
+// <name>-seed.iso, shared by every VM of that name they made.
+func legacySeedFile(name string) string { return name + seedSuffix }
+
+// SeedFile is the seed ISO file a Create of VM name with uid uploads.
+func SeedFile(name, uid string) string { return seedFile(name, uid) }
+
+// seedVolID is a seed file's volume id on storage.
+func seedVolID(storage, file string) string { return storage + ":iso/" + file }
+
+// SeedVolID is the volume id of the seed ISO a Create of VM name with uid uploads now: on
+// the provider's iso_storage.
+func (b *Backend) SeedVolID(name, uid string) string {
+	return seedVolID(b.cfg.ISOStorage, seedFile(name, uid))
+}
+
+var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` + regexp.QuoteMeta(seedSuffix) + `$`)
+
+// parseUIDSeed splits <name>-<uid>-seed.iso.
+func parseUIDSeed(file string) (name, uid string, ok bool) {
+	m := uidSeedRE.FindStringSubmatch(file)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+// seedVol is a seed ISO volume: the storage that holds it and its file name.
+type seedVol struct {
+	storage string
+	file    string
+}
+
+func (v seedVol) volid() string { return seedVolID(v.storage, v.file) }
+
+// parseISOVol splits an ISO volume id, <storage>:iso/<file>.
+func parseISOVol(volid string) (seedVol, bool) {
+	storage, rest, ok := strings.Cut(volid, ":")
+	if !ok || storage == "" {
+		return seedVol{}, false
+	}
+	file, ok := strings.CutPrefix(rest, "iso/")
+	if !ok || file == "" || strings.Contains(file, "/") {
+		return seedVol{}, false
+	}
+	return seedVol{storage: storage, file: file}, true
+}
+
+// seedName returns the VM name of a seed ISO's volid: <storage>:iso/<name>-<uid>-seed.iso
+// (uid set) or <storage>:iso/<name>-seed.iso (uid empty).
+func seedName(volid string) (name, uid string, ok bool) {
+	v, ok := parseISOVol(volid)
+	if !ok {
+		return "", "", false
+	}
+	if n, u, ok := parseUIDSeed(v.file); ok {
+		return n, u, true
+	}
+	name, ok = strings.CutSuffix(v.file, seedSuffix)
+	if !ok || name == "" {
+		return "", "", false
+	}
+	return name, "", true
+}
+
+// isSeedOf reports whether file is a seed of VM name: <name>-seed.iso or
+// <name>-<uid>-seed.iso. An ISO of anything else (an installer image) is not a seed and is
+// never deleted.
+func isSeedOf(name, file string) bool {
+	if file == legacySeedFile(name) {
+		return true
+	}
+	n, _, ok := parseUIDSeed(file)
+	return ok && n == name
+}
+
+// vmSeed returns the seed volume the config's ide2 names, on whatever storage, when it is a
+// seed of VM name.
+func vmSeed(name string, cfg map[string]string) (seedVol, bool) {
+	vol, _, _ := strings.Cut(cfg["ide2"], ",")
+	v, ok := parseISOVol(vol)
+	if !ok || !isSeedOf(name, v.file) {
+		return seedVol{}, false
+	}
+	return v, true
+}
+
+// recordedSeed is the seed a caller's state recorded (VM.Seed of its last read): a volume
+// id, or a bare file name (a record written by an earlier release), taken to be on the
+// provider's iso_storage.
+func (b *Backend) recordedSeed(rec string) (seedVol, bool) {
+	if rec == "" {
+		return seedVol{}, false
+	}
+	if v, ok := parseISOVol(rec); ok {
+		return v, true
+	}
+	if strings.ContainsAny(rec, ":/") || b.cfg.ISOStorage == "" {
+		return seedVol{}, false
+	}
+	return seedVol{storage: b.cfg.ISOStorage, file: rec}, true
+}
+
+// isSeedVolID reports whether vol names a seed ISO (a start that fails on a missing volume
+// tells the seed from other drives with it).
+func isSeedVolID(vol string) bool {
+	_, _, ok := seedName(vol)
+	return ok
+}
+
+// ide2Seed is ide2's value for an attached seed.
+func ide2Seed(v seedVol) string { return v.volid() + ",media=cdrom" }
+
+// ide2Empty is ide2's value for an ejected seed: an empty CD-ROM drive.
+const ide2Empty = "none,media=cdrom"
+
+// checkIDE2Free refuses a template whose ide2 holds a disk: the seed ISO is attached on
+// ide2, so every clone would lose that disk from its config. A CD-ROM there (empty, or
+// an ISO) is fine: the seed takes its place.
+func checkIDE2Free(templateVMID int, cfg map[string]string) error {
+	v, ok := cfg["ide2"]
+	if !ok || isCDROM(v) {
+		return nil
+	}
+	return Permanentf("template %d has a disk on ide2, which the provider's seed ISO would replace in every clone; move that disk to another slot (e.g. scsi1) in the template", templateVMID)
+}
+
+// seedOf is the seed of a VM called name, with the provider's vendor-data, the user-data
+// and the network-config rendered for net0.
+func (b *Backend) seedOf(name string, userData []byte, n *NetworkConfig, net0 string) (nocloud.Seed, error) {
+	nc, err := n.render(net0)
+	if err != nil {
+		return nocloud.Seed{}, err
+	}
+	return nocloud.Seed{
+		Name: name, UserData: userData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
+		NetworkConfig: nc,
+	}, nil
+}
+
+// buildSeedFor builds the seed ISO of seedOf.
+func (b *Backend) buildSeedFor(name string, userData []byte, n *NetworkConfig, net0 string) ([]byte, error) {
+	s, err := b.seedOf(name, userData, n, net0)
+	if err != nil {
+		return nil, err
+	}
+	iso, err := b.buildSeed(s)
+	if err != nil {
+		return nil, Permanentf("building the seed ISO failed: %w", err)
+	}
+	return iso, nil
+}
+
+// putSeed uploads iso as v on node, over any previous file of that name
+// (fact: upload-overwrites: no delete first), and waits for the task.
+func (b *Backend) putSeed(ctx context.Context, op, node string, v seedVol, iso []byte, why string) error {
+	upid, err := b.api.UploadISO(ctx, node, v.storage, v.file, bytes.NewReader(iso), int64(len(iso)))
+	if err != nil {
+		return apiErrorf(op, err, "uploading the seed ISO %s to storage %s on node %s%s", v.file, v.storage, node, why)
+	}
+	return b.waitTask(ctx, upid, b.cfg.Budgets.Upload)
+}
+
+// uploadSeed builds the seed of s (its network-config rendered for net0, the VM's) and
+// uploads it to node's iso_storage as <name>-<uid>-seed.iso.
+func (b *Backend) uploadSeed(ctx context.Context, node string, s Spec, net0 string) error {
+	iso, err := b.buildSeedFor(s.Name, s.UserData, s.Network, net0)
+	if err != nil {
+		return err
+	}
+	return b.putSeed(ctx, "create", node, b.createSeed(s), iso, "")
+}
+
+// createSeed is where a Create of s puts its seed: <name>-<uid>-seed.iso on iso_storage.
+func (b *Backend) createSeed(s Spec) seedVol { return specSeed(b.cfg.ISOStorage, s) }
+
+// specSeed is the seed of s on storage.
+func specSeed(storage string, s Spec) seedVol {
+	return seedVol{storage: storage, file: seedFile(s.Name, s.UID)}
+}
+
+// seedUpload is a seed ISO upload running beside the clone task: the seed goes to the ISO
+// storage of the target node and does not depend on the VM, so Create sends it as soon as
+// Proxmox has accepted the clone instead of after the clone task ends. The config write
+// that names the seed waits for it (join).
+type seedUpload struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// startSeedUpload builds and uploads the seed on c.node in a goroutine.
+func (c *creation) startSeedUpload(ctx context.Context) *seedUpload {
+	uctx, cancel := context.WithCancel(ctx)
+	u := &seedUpload{cancel: cancel, done: make(chan struct{})}
+	node, s, net0 := c.node, c.s, c.cfg["net0"]
+	go func() {
+		defer close(u.done)
+		u.err = c.b.uploadSeed(uctx, node, s, net0)
+	}()
+	return u
+}
+
+// join waits for the upload and returns its error.
+func (u *seedUpload) join() error {
+	<-u.done
+	u.cancel()
+	return u.err
+}
+
+// abandonSeedUpload runs when the clone failed after its upload was started: the upload is
+// cancelled and joined, then the seed it may have written is deleted, so that a clone
+// Proxmox removed leaves no seed behind. When ctx has ended (Ctrl-C, the create timeout)
+// nothing more can be sent; the VMID is in the state then, and the Delete of that resource
+// removes the seed with the VM. It returns cloneErr, with a note when the seed could not
+// be deleted.
+func (c *creation) abandonSeedUpload(ctx context.Context, u *seedUpload, cloneErr error) error {
+	u.cancel()
+	_ = u.join()
+	if ctx.Err() != nil {
+		return cloneErr
+	}
+	seed := c.b.createSeed(c.s)
+	if err := c.b.deleteSeed(ctx, "create", c.node, seed); err != nil {
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete after a failed clone failed", map[string]any{
+			"vmid": c.vmid, "name": c.s.Name, "node": c.node, "error": err.Error(),
+		})
+		return &Error{Class: ClassOf(cloneErr), Err: fmt.Errorf("%w; the seed ISO %s uploaded meanwhile could not be deleted (%s): remove it with `pvesm free %s` on node %s "+
+			"(the proxy_vms data source lists it under orphan_seeds, and the proxy_orphan_cleanup action removes it)", cloneErr, seed.volid(), err.Error(), seed.volid(), c.node)}
+	}
+	return cloneErr
+}
+
+// deleteSeed deletes v on node and waits for the task; a missing volume is still a
+// successful task (fact: volume-delete-task). A storage that does not exist (on that node,
+// or at all) holds no seed: nothing is left, and the skip is noted for the caller to show.
+// Any other failure is an error naming the volume, the node and what to do.
+func (b *Backend) deleteSeed(ctx context.Context, op, node string, v seedVol) error {
+	upid, err := b.api.DeleteVolume(ctx, node, v.storage, v.volid())
+	if err == nil {
+		err = b.waitTask(ctx, upid, b.cfg.Budgets.SeedDelete)
+		if err == nil {
+			return nil
+		}
+		return &Error{Class: ClassOf(err), Err: fmt.Errorf("deleting the seed ISO %s on node %s: %w; %s", v.volid(), node, err, seedDeleteFix(node, v))}
+	}
+	if pveapi.IsMissingStorage(err) {
+		noteSeedSkipped(ctx, node, v.volid(), err)
+		return nil
+	}
+	if pveapi.IsForbidden(err) {
+		return apiErrorf(op, err, "deleting the seed ISO %s on node %s (the token needs Datastore.Allocate on /storage/%s; grant it, or %s)",
+			v.volid(), node, v.storage, seedDeleteManually(node, v))
+	}
+	return apiErrorf(op, err, "deleting the seed ISO %s on node %s (%s)", v.volid(), node, seedDeleteFix(node, v))
+}
+
+// seedDeleteFix is what to do about a seed delete that failed.
+func seedDeleteFix(node string, v seedVol) string {
+	return "run the same command again once node " + node + " answers, or " + seedDeleteManually(node, v)
+}
+
+// seedDeleteManually says how to remove a seed by hand.
+func seedDeleteManually(node string, v seedVol) string {
+	return fmt.Sprintf("delete it by hand with `pvesm free %s` on node %s", v.volid(), node)
+}
+
+// noteSeedSkipped is the note of a seed delete skipped because its storage does not exist.
+func noteSeedSkipped(ctx context.Context, node, volid string, err error) {
+	note(ctx, "the seed ISO %s was not deleted on node %s: its storage %s does not exist there (%v), so there can be no seed on it",
+		volid, node, storageOf(volid), err)
+}
+
+// deleteSeeds deletes each seed on node.
+func (b *Backend) deleteSeeds(ctx context.Context, op, node string, seeds []seedVol) error {
+	for _, v := range seeds {
+		if err := b.deleteSeed(ctx, op, node, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedDelete is a seed ISO delete running beside the stop: the seed must be gone before
+// the destroy (so that a failure leaves the VM, and the next Delete, to retry it), not
+// before the stop, so Delete sends both at once and joins the delete before the destroy.
+type seedDelete struct {
+	done chan struct{}
+	err  error
+}
+
+// startSeedDelete deletes the seeds on node in a goroutine.
+func (b *Backend) startSeedDelete(ctx context.Context, node string, seeds []seedVol) *seedDelete {
+	d := &seedDelete{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.err = b.deleteSeeds(ctx, "delete", node, seeds)
+	}()
+	return d
+}
+
+// join waits for the delete and returns its error.
+func (d *seedDelete) join() error {
+	<-d.done
+	return d.err
+}
+
+// ownSeeds are the seeds of a VM of ours (its mark carries uid), wherever they are: the one
+// its ide2 names (its own, whoever made the VM: <name>-seed.iso for the operator's and
+// earlier releases' VMs), and the one the caller recorded or, when none was recorded, the
+// one this provider would have uploaded for uid, when it differs (ide2 was ejected or
+// removed, or a create stopped before its config step). A <name>-seed.iso is deleted only
+// when ide2 names it.
+func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string) []seedVol {
+	var out []seedVol
+	if v, ok := vmSeed(name, cfg); ok {
+		out = append(out, v)
+	}
+	rec, ok := b.recordedSeed(recorded)
+	if !ok && uid != "" && b.cfg.ISOStorage != "" {
+		rec, ok = seedVol{storage: b.cfg.ISOStorage, file: seedFile(name, uid)}, true
+	}
+	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != legacySeedFile(name) {
+		out = append(out, rec)
+	}
+	return out
+}
+
+// deleteRecordedSeeds deletes, for a VM that is gone or not ours, the seed the caller
+// recorded (or, without a record, <name>-<uid>-seed.iso and <name>-seed.iso on
+// iso_storage): never the one the VM now at the VMID boots from, and a <name>-seed.iso
+// (shared by every VM of that name made by earlier releases or the operator) only when no
+// VM of that name is listed.
+func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, opts DeleteOptions) error {
+	var seeds []seedVol
+	if v, ok := b.recordedSeed(opts.Seed); ok {
+		seeds = []seedVol{v}
+	} else if b.cfg.ISOStorage != "" {
+		if opts.UID != "" {
+			seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: seedFile(id.Name, opts.UID)})
+		}
+		seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: legacySeedFile(id.Name)})
+	}
+	for _, v := range seeds {
+		if cur, ok := vmSeed(id.Name, st.cfg); ok && cur == v {
+			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: the VM at this VMID boots from it", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "seed": v.volid(),
+			})
+			continue
+		}
+		if v.file == legacySeedFile(id.Name) {
+			if r, ok := sameNameElsewhere(st.res, id); ok {
+				tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
+					"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": v.volid(),
+				})
+				continue
+			}
+		}
+		if err := b.deleteSeedEverywhere(ctx, v, opts.Node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteSeedEverywhere deletes a seed whose VM is gone on every configured node and on
+// home, the node the caller's state last saw the VM on (where the seed is, unless the VM
+// moved outside Terraform). A failure on home fails the call, naming the volume: the
+// resource then stays in the state and the next destroy tries again, so the seed is never
+// left behind silently. On the other nodes a failed request or task is logged and skipped,
+// unless it is Permanent (a missing privilege every node would give) or ctx ended.
+func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, home string) error {
+	nodes := slices.Clone(b.cfg.Nodes)
+	if home != "" && !slices.Contains(nodes, home) {
+		nodes = append(nodes, home)
+	}
+	for _, n := range nodes {
+		err := b.deleteSeed(ctx, "delete", n, v)
+		switch {
+		case err == nil:
+			continue
+		case ctx.Err() != nil:
+			return Transientf("deleting the seed ISO %s: %w; %s", v.volid(), ctx.Err(), seedDeleteFix(n, v))
+		case n == home, ClassOf(err) == pveapi.Permanent:
+			return err
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
+			"seed": v.volid(), "node": n, "error": err.Error(),
+		})
+	}
+	return nil
+}
+
+// deleteSeedsOfTakenOver deletes, on node, the seeds an interrupted create left that this
+// Create takes over: the one its ide2 names (wherever it is) and the one its uid would
+// have uploaded to iso_storage.
+func (b *Backend) deleteSeedsOfTakenOver(ctx context.Context, node, name, prevUID string, cfg map[string]string) error {
+	var seeds []seedVol
+	if v, ok := vmSeed(name, cfg); ok && v.file != legacySeedFile(name) {
+		seeds = append(seeds, v)
+	}
+	if prevUID != "" {
+		if v := (seedVol{storage: b.cfg.ISOStorage, file: seedFile(name, prevUID)}); !slices.Contains(seeds, v) {
+			seeds = append(seeds, v)
+		}
+	}
+	return b.deleteSeeds(ctx, "create", node, seeds)
+}
+
+// seedFix is what ensureSeed did.
+type seedFix int
+
+const (
+	seedPresent  seedFix = iota // nothing to do: ide2 holds no seed of ours, or the seed is there
+	seedUploaded                // the seed was missing and was rebuilt from Changes.UserData
+	seedDropIDE2                // the seed was missing and no user-data is known: remove ide2
+)
+
+// ensureSeed runs before a start in Update. When the seed the VM's ide2 names is missing
+// from its storage on node (a destroy that failed after the seed delete,
+// decision: seed-before-destroy), the seed is rebuilt from ch.UserData with the provider's
+// vendor-data and uploaded to the same volume; without known user-data (an imported VM)
+// the caller removes ide2 instead, since cloud-init reads the seed at first boot only. A
+// hibernated VM refuses config writes, so without user-data it is Permanent.
+func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[string]string, ch Changes, hibernated bool) (seedFix, error) {
+	v, ok := vmSeed(id.Name, cfg)
+	if !ok {
+		return seedPresent, nil
+	}
+	vols, err := b.api.StorageContent(ctx, node, v.storage, "iso")
+	if err != nil {
+		return seedPresent, apiErrorf("update", err, "listing storage %s on node %s to check the seed ISO before the start", v.storage, node)
+	}
+	for _, got := range vols {
+		if got.VolID == v.volid() {
+			return seedPresent, nil
+		}
+	}
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "volid": v.volid()}
+	if !ch.UserDataKnown {
+		if hibernated {
+			return seedPresent, Permanentf("the VM is hibernated and its seed ISO %s is missing, so Proxmox cannot resume it, and its cloud-init user-data is not known "+
+				"(the VM was imported) to rebuild the seed; set cloud_init to the VM's user-data and apply again, or upload an ISO named %s to storage %s on node %s",
+				v.volid(), v.file, v.storage, node)
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
+		return seedDropIDE2, nil
+	}
+	iso, err := b.buildSeedFor(id.Name, ch.UserData, ch.Network, cfg["net0"])
+	if err != nil {
+		return seedPresent, err
+	}
+	fields["cloud_init_bytes"] = len(ch.UserData)
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing: uploading it again before the start", fields)
+	if err := b.putSeed(ctx, "update", node, v, iso, " (it was missing before the start)"); err != nil {
+		return seedPresent, err
+	}
+	return seedUploaded, nil
+}
+
+// seedMove is what a migration does with the VM's seed ISO (migrate.go): Proxmox refuses
+// to migrate a VM whose CD-ROM holds an ISO on storage that is not shared, so the seed is
+// ejected, uploaded to the target (on iso_storage there, rebuilt from the user-data when
+// known), attached there after the move, and deleted where it was.
+type seedMove struct {
+	src      seedVol // the seed ide2 names, on the source; zero: no seed to move
+	dst      seedVol // where the rebuilt seed goes on the target
+	ide2     string  // ide2's value before the eject
+	ejected  bool
+	uploaded bool
+}
+
+// prepareSeed ejects the seed ISO and uploads it to the target, when it is on a storage
+// the target does not share.
+func (m *migration) prepareSeed(ctx context.Context, userData []byte, known bool) error {
+	b := m.b
+	v, ok := vmSeed(m.id.Name, m.cfg)
+	if !ok || !strings.Contains(m.cfg["ide2"], "media=cdrom") {
+		return nil
+	}
+	ss, err := b.api.StorageStatus(ctx, m.from, v.storage)
+	switch {
+	case err == nil:
+	case pveapi.IsMissingStorage(err):
+		// The storage ide2 names is gone: no file to carry over, only the drive to empty.
+		ss = pveapi.StorageStatus{}
+	default:
+		return apiErrorf(m.op, err, "reading storage %s on node %s before migrating the VM", v.storage, m.from)
+	}
+	if ss.Shared == 1 {
+		return nil // the target sees the same file
+	}
+	m.seed = seedMove{src: v, dst: seedVol{storage: b.cfg.ISOStorage, file: v.file}, ide2: m.cfg["ide2"]}
+	if known && b.cfg.ISOStorage != "" {
+		data, err := b.buildSeedFor(m.id.Name, userData, m.network, m.cfg["net0"])
+		if err != nil {
+			return err
+		}
+		if err := b.putSeed(ctx, m.op, m.to, m.seed.dst, data, " before the migration"); err != nil {
+			return err
+		}
+		m.seed.uploaded = true
+	}
+	if err := b.api.SetVMConfig(ctx, m.from, m.id.VMID, map[string]string{"ide2": ide2Empty}); err != nil {
+		return m.rollbackSeed(ctx, apiErrorf(m.op, err, "ejecting the seed ISO on node %s before the migration (Proxmox cannot migrate a VM with a CD-ROM ISO on a storage that is not shared)", m.from))
+	}
+	m.seed.ejected = true
+	return nil
+}
+
+// finishSeed attaches the seed on the target and deletes it from the source. An attach
+// that fails is logged: the VM has moved, cloud-init does not read the seed again, and the
+// copy on the target carries the VM's uid, so its destroy removes it. A source copy that
+// cannot be deleted fails the update, naming it: nothing else would ever remove it.
+func (m *migration) finishSeed(ctx context.Context) error {
+	if m.seed.src == (seedVol{}) {
+		return nil
+	}
+	if m.seed.uploaded {
+		if err := m.b.api.SetVMConfig(ctx, m.to, m.id.VMID, map[string]string{"ide2": ide2Seed(m.seed.dst)}); err != nil {
+			m.logCleanup(ctx, "attaching the seed ISO on the target failed", err)
+		}
+	}
+	if err := m.b.deleteSeed(ctx, m.op, m.from, m.seed.src); err != nil {
+		return &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM moved to node %s, but its seed ISO's old copy was not deleted: %w", m.to, err)}
+	}
+	return nil
+}
+
+// rollbackSeed undoes prepareSeed after a migration that did not happen, and returns
+// cause, with the copy on the target named when it could not be deleted.
+func (m *migration) rollbackSeed(ctx context.Context, cause error) error {
+	if m.seed.ejected {
+		if err := m.b.api.SetVMConfig(ctx, m.from, m.id.VMID, map[string]string{"ide2": m.seed.ide2}); err != nil {
+			m.logCleanup(ctx, "attaching the seed ISO again on the source failed", err)
+		}
+	}
+	if m.seed.uploaded {
+		if err := m.b.deleteSeed(ctx, m.op, m.to, m.seed.dst); err != nil {
+			return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the seed ISO copy made for the migration was not deleted either: %s", cause, err.Error())}
+		}
+	}
+	return cause
+}
