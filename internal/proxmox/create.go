@@ -198,6 +198,12 @@ func (c *creation) notify() {
 func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (string, error) {
 	s := &c.s
 	r, ok := findResource(res, s.TemplateVMID)
+	if !ok {
+		// The listing shows only what the token may audit (fact: pool-privileges).
+		if err := c.b.hiddenVM(ctx, "create", s.TemplateVMID, fmt.Sprintf("Template %d", s.TemplateVMID)); err != nil {
+			return "", err
+		}
+	}
 	if !ok || r.Type != "qemu" {
 		return "", Permanentf("template VMID %d does not exist in the cluster; fix the image catalogue or template_vmid", s.TemplateVMID)
 	}
@@ -324,7 +330,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
 	desc := withNote(MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Creating: true}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
-	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage}
+	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: desc, Storage: b.cfg.Storage, Pool: s.Pool}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
 		return false, err
@@ -338,6 +344,9 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	if err != nil {
 		if isAlreadyExists(err) {
 			return false, nil // taken meanwhile (fact: clone-vmid-taken); the probe judges who holds it
+		}
+		if pveapi.IsForbidden(err) {
+			return false, cloneRefusal(err, s, vmid)
 		}
 		var ae *pveapi.APIError
 		if errors.As(err, &ae) {
@@ -522,7 +531,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		}
 	}
 	// Without the uid: the last step (finalize) judges ownership, and says "taken over".
-	vm, err := b.get(ctx, id, GetOptions{FreshListing: true})
+	vm, err := b.get(ctx, id, GetOptions{FreshListing: true, Pool: c.s.Pool})
 	if err != nil {
 		if ClassOf(err) != pveapi.Transient {
 			return VM{}, wrap("create", id.Name, id.VMID, err)
@@ -568,6 +577,7 @@ func (c *creation) written() VM {
 	}
 	maps.Copy(cfg, configParams(*s, c.cfg, c.b.cfg.ISOStorage))
 	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true})
+	vm.Pool = s.Pool
 	if s.DiskGiB > vm.DiskGiB {
 		vm.DiskGiB = s.DiskGiB
 	}

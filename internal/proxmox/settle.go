@@ -49,6 +49,12 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			return pollFailed(op, err, "the cluster listing failed", "listing the cluster's VMs")
 		}
 		r, ok := findResource(res, id.VMID)
+		if !ok {
+			// The listing shows only what the token may audit (fact: pool-privileges).
+			if err := b.hiddenVM(ctx, op, id.VMID, "The VM"); err != nil {
+				return cannot("hidden from the API token", err)
+			}
+		}
 		if !ok || r.Type != "qemu" || r.Template == 1 {
 			out = settled{verdict: verdictGone, r: r}
 			return done("gone")

@@ -1,0 +1,136 @@
+package proxmox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// Pools and what a token may see (fact: pool-privileges).
+//
+// A token scoped to a pool sees, in /cluster/resources, only the guests it has VM.Audit on,
+// and the pool a guest is in only with Pool.Audit on that pool. So a VMID the listing does
+// not show is not proof that no VM holds it: hiddenVM asks.
+
+// hiddenVM tells a VMID the listing does not show (absent, or filtered out because the token
+// lacks VM.Audit on it) apart from one that holds no VM: Proxmox checks VM.Audit before it
+// looks for the config, so reading it answers 403 for a hidden VM and does-not-exist for a
+// VMID without a VM the token could see. It returns nil when the VMID holds no VM the token
+// could see, and a Permanent error quoting Proxmox's refusal otherwise: nothing may be
+// concluded (gone, free, not ours) about a VM one cannot see. what names the VM for the
+// message ("the VM", "template 9001").
+func (b *Backend) hiddenVM(ctx context.Context, op string, vmid int, what string) error {
+	if len(b.cfg.Nodes) == 0 {
+		return nil
+	}
+	node := b.cfg.Nodes[0]
+	_, err := b.api.VMConfig(ctx, node, vmid)
+	switch {
+	case err == nil, isNotExist(err):
+		return nil
+	case pveapi.IsForbidden(err):
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vmid hidden from the token", map[string]any{"vmid": vmid, "error": err.Error()})
+		d, _ := pveapi.PermissionDenied(err)
+		need := fmt.Sprintf("%s on %s", d.Privilege, d.Path)
+		if d.Path == "" {
+			need = fmt.Sprintf("VM.Audit on /vms/%d", vmid)
+		}
+		return Permanentf("%s (VMID %d) is not in the cluster listing the API token sees, and Proxmox refuses to show its config (%w): "+
+			"the token lacks %s, so the VM may exist outside the token's pool or ACLs, and the provider never acts on a VM it cannot see. "+
+			"Grant the privilege (or move the VM back into the token's pool), or remove the resource from the Terraform state if the VM is no longer yours",
+			what, vmid, err, need)
+	default:
+		return apiErrorf(op, err, "reading the config of VMID %d on node %s, which the cluster listing does not show", vmid, node)
+	}
+}
+
+// movePool puts the VM into the pool ch.Pool names, or takes it out of ch.PriorPool when
+// ch.Pool is empty: one PUT /pools (allow-move=1 moves it out of any other pool). A VM
+// already where it should be (the listing did not show its pool) is not an error.
+func (b *Backend) movePool(ctx context.Context, id ID, ch Changes) (bool, error) {
+	if ch.Pool == nil || *ch.Pool == ch.PriorPool {
+		return false, nil
+	}
+	to := *ch.Pool
+	p := pveapi.PoolUpdate{Pool: to, VMIDs: []int{id.VMID}}
+	what := fmt.Sprintf("moving the VM into pool %s", to)
+	if to == "" {
+		p = pveapi.PoolUpdate{Pool: ch.PriorPool, VMIDs: []int{id.VMID}, Remove: true}
+		what = fmt.Sprintf("taking the VM out of pool %s", ch.PriorPool)
+	}
+	err := b.api.UpdatePool(ctx, p)
+	switch {
+	case err == nil:
+	case pveapi.IsAlreadyPoolMember(err), pveapi.IsNotPoolMember(err):
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm already where its pool should be", map[string]any{
+			"vmid": id.VMID, "name": id.Name, "pool": to, "error": err.Error()})
+		return false, nil
+	case pveapi.IsPoolMissing(err):
+		return false, Permanentf("%s: pool %s does not exist in the cluster; create it (pveum pool add %s) or fix pool (%w)", what, p.Pool, p.Pool, err)
+	case pveapi.IsForbidden(err):
+		need := poolMoveNeeds(id.VMID, to, ch.PriorPool)
+		return false, Permanentf("%s: %w. Moving a VM between pools needs %s; grant it, or replace the VM instead (terraform apply -replace)", what, err, need)
+	default:
+		return false, apiErrorf("update", err, "%s", what)
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm pool changed", map[string]any{
+		"vmid": id.VMID, "name": id.Name, "pool": to, "prior_pool": ch.PriorPool})
+	return true, nil
+}
+
+// poolMoveNeeds is what PUT /pools checks (pve-manager PVE/API2/Pool.pm update_pool):
+// Pool.Allocate on the pool updated, the right to modify the VM's permissions
+// (Permissions.Modify or VM.Allocate on /vms/<vmid>), and, to move a VM out of another
+// pool, Pool.Allocate there too.
+func poolMoveNeeds(vmid int, to, from string) string {
+	var parts []string
+	if to != "" {
+		parts = append(parts, "Pool.Allocate on /pool/"+to)
+	}
+	if from != "" {
+		parts = append(parts, "Pool.Allocate on /pool/"+from)
+	}
+	parts = append(parts, fmt.Sprintf("VM.Allocate (or Permissions.Modify) on /vms/%d", vmid))
+	return strings.Join(parts, ", ")
+}
+
+// verifyPool fills vm.Pool for a VM the listing shows in no pool while the caller expected
+// one (expected): without Pool.Audit on that pool Proxmox hides the field, so the VM keeps
+// the expected pool, marked unverified; with it, the VM really is in no pool.
+func (b *Backend) verifyPool(ctx context.Context, vm *VM, expected string) error {
+	if vm.Pool != "" || expected == "" {
+		return nil
+	}
+	privs, err := b.api.Permissions(ctx, "/pool/"+expected)
+	if err != nil {
+		return apiErrorf("get", err, "reading the API token's privileges on /pool/%s", expected)
+	}
+	if _, ok := privs["Pool.Audit"]; !ok {
+		vm.Pool, vm.PoolUnverified = expected, true
+	}
+	return nil
+}
+
+// cloneRefusal words a clone that Proxmox refused with a 403: the pool's missing, or the
+// privileges the clone needs (qemu-server src/PVE/API2/Qemu.pm clone_vm): VM.Clone on the
+// template, VM.Allocate on /vms/<newid> or on /pool/<pool> (a refusal of both names
+// nothing), Datastore.AllocateSpace on the target storage, SDN.Use on the template's
+// bridges.
+func cloneRefusal(err error, s *Spec, vmid int) error {
+	if pveapi.IsPoolMissing(err) {
+		return Permanentf("pool %s does not exist in the cluster; create it (pveum pool add %s) or fix pool: %w", s.Pool, s.Pool, err)
+	}
+	d, _ := pveapi.PermissionDenied(err)
+	if d.Path != "" {
+		return Permanentf("Proxmox refused to clone template %d onto VMID %d: %w; the API token lacks %s on %s", s.TemplateVMID, vmid, err, d.Privilege, d.Path)
+	}
+	need := fmt.Sprintf("VM.Allocate on /vms/%d", vmid)
+	if s.Pool != "" {
+		need = fmt.Sprintf("VM.Allocate on /pool/%s (or on /vms/%d)", s.Pool, vmid)
+	}
+	return Permanentf("Proxmox refused to clone template %d onto VMID %d: %w; the API token lacks %s", s.TemplateVMID, vmid, err, need)
+}
