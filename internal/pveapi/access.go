@@ -2,6 +2,7 @@ package pveapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -62,6 +63,26 @@ func (c *Client) UpdatePool(ctx context.Context, p PoolUpdate) error {
 	}
 	return c.do(ctx, request{call: "UpdatePool", method: http.MethodPut, path: "/pools", form: form,
 		fields: map[string]any{"pool": p.Pool, "vmids": strings.Join(ids, ","), "remove": p.Remove}}, nil)
+}
+
+// VMIDFree is GET /cluster/nextid?vmid={vmid}: whether any guest of the cluster holds the
+// VMID, whoever may see it. Every user may ask (fact: pool-privileges): the answer is the
+// one way to tell a VMID without a guest from one whose guest the token may not audit, which
+// the listing leaves out and whose config read answers 403 either way.
+func (c *Client) VMIDFree(ctx context.Context, vmid int) (bool, error) {
+	if vmid <= 0 {
+		return false, WithClass(Permanent, fmt.Errorf("proxmox API VMIDFree: invalid VMID %d", vmid))
+	}
+	var v json.RawMessage
+	err := c.do(ctx, request{call: "VMIDFree", method: http.MethodGet, path: "/cluster/nextid",
+		query: url.Values{"vmid": {strconv.Itoa(vmid)}}, fields: map[string]any{"vmid": vmid}}, &v)
+	if err == nil {
+		return true, nil
+	}
+	if ae, ok := apiError(err); ok && ae.Status == http.StatusBadRequest && ae.Errors["vmid"] == fmt.Sprintf("VM %d already exists", vmid) {
+		return false, nil
+	}
+	return false, err
 }
 
 var (

@@ -45,6 +45,14 @@ func accessContractCases() []contractCase {
 				return c.Clone(ctx, tNode, 9001, CloneParams{NewID: tVMID, Name: tName, Pool: "proxies"})
 			},
 			check: wantUPID("clone_response")},
+		{name: "VMIDFree", fixture: "nextid_free", method: "GET", path: "/cluster/nextid",
+			query: url.Values{"vmid": {"199999"}},
+			call:  func(ctx context.Context, c *Client) (any, error) { return c.VMIDFree(ctx, tVMID) },
+			check: func(t *testing.T, got any) {
+				if got != true {
+					t.Errorf("free = %v", got)
+				}
+			}},
 		{name: "ClusterResources", fixture: "cluster_resources_pool", method: "GET", path: "/cluster/resources",
 			query: url.Values{"type": {"vm"}},
 			call:  func(ctx context.Context, c *Client) (any, error) { return c.ClusterResources(ctx) },
@@ -93,6 +101,24 @@ func TestClient_permissionRefusals(t *testing.T) {
 				t.Errorf("class %v, want permanent", Classify("update", err))
 			}
 		})
+	}
+}
+
+// TestClient_vmidTaken: nextid's refusal of a VMID a guest holds is an answer (false), not
+// an error; any other refusal is.
+func TestClient_vmidTaken(t *testing.T) {
+	ts := newTestServer(t, fixtureReply(t, "err_nextid_taken"))
+	free, err := newTestClient(t, ts).VMIDFree(context.Background(), tVMID)
+	if err != nil || free {
+		t.Errorf("free %v, err %v; want taken", free, err)
+	}
+	ts = newTestServer(t, fixtureReply(t, "err_nextid_taken"))
+	if _, err := newTestClient(t, ts).VMIDFree(context.Background(), 100); err == nil {
+		t.Error("another VMID's refusal taken for an answer")
+	}
+	ts = newTestServer(t, fixtureReply(t, "err_auth_failed"))
+	if _, err := newTestClient(t, ts).VMIDFree(context.Background(), tVMID); !IsUnauthorized(err) {
+		t.Errorf("401: %v", err)
 	}
 }
 

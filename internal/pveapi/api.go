@@ -60,6 +60,8 @@ type API interface {
 	Permissions(ctx context.Context, path string) (map[string]bool, error)
 	// UpdatePool is PUT /pools (access.go).
 	UpdatePool(ctx context.Context, p PoolUpdate) error
+	// VMIDFree is GET /cluster/nextid?vmid={vmid} (access.go).
+	VMIDFree(ctx context.Context, vmid int) (bool, error)
 }
 
 // VersionInfo is the answer of GET /version.

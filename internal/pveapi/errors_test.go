@@ -95,6 +95,7 @@ var classifyTable = map[string]classRow{
 	"err_pool_update_missing":       {Permanent, Permanent, "IsPoolMissing"},
 	"err_pool_already_member":       {Transient, Transient, "IsAlreadyPoolMember"},
 	"err_pool_not_member":           {Transient, Transient, "IsNotPoolMember"},
+	"err_nextid_taken":              {Permanent, Permanent, ""},
 }
 
 // TestClassify_everyErrorFixture replays every non-2xx fixture through the client and checks

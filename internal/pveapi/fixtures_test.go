@@ -219,6 +219,12 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("path %q privileges %v", p, privs)
 			}
 		}
+	case path == "/cluster/nextid":
+		var v string
+		mustData(t, f, &v)
+		if v == "" {
+			t.Error("no VMID")
+		}
 	case method == http.MethodPut && path == "/pools":
 		var v *string
 		mustData(t, f, &v)

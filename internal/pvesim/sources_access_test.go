@@ -242,6 +242,20 @@ func TestSource_poolScopedTokenLifecycle(t *testing.T) {
 		ae := apiErr(t, err)
 		wantFixture(t, ae.Status, ae.Message, "err_permission_vm_audit", "199999", strconv.Itoa(id))
 	}
+	// Whether a guest holds a VMID is every user's to ask (pve-manager PVE/API2/Cluster.pm
+	// nextid: user => 'all'), hidden guests included.
+	if free, err := pc.VMIDFree(ctx, 100); err != nil || free {
+		t.Errorf("VMID 100 free %v: %v", free, err)
+	}
+	code, _ := tg.as(token, "GET", "/cluster/nextid", url.Values{"vmid": {"100"}}, nil)
+	resp, b := tg.raw("GET", "/cluster/nextid", url.Values{"vmid": {"100"}}, map[string]string{"Authorization": "PVEAPIToken=" + token})
+	if want := strings.ReplaceAll(string(fixture.MustLoad("err_nextid_taken").BodyBytes()), "199999", "100"); code != 400 || resp.StatusCode != 400 || string(b) != want {
+		t.Errorf("nextid of a hidden guest: %d %s, want %s", resp.StatusCode, b, want)
+	}
+	var next string
+	if code, _ := tg.as(token, "GET", "/cluster/nextid", url.Values{"vmid": {strconv.Itoa(captureMissing)}}, &next); code != 200 || next != strconv.Itoa(captureMissing) {
+		t.Errorf("nextid of a free VMID: %d %q", code, next)
+	}
 	code, msg := tg.as(token, "POST", "/nodes/"+tg.node+"/qemu/100/status/stop", url.Values{}, nil)
 	wantFixture(t, code, msg, "err_permission_vm_audit", "199999", "100", "VM.Audit", "VM.PowerMgmt")
 	if v, _ := s.VM(100); v.Power != "running" {
