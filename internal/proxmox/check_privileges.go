@@ -158,17 +158,39 @@ func (b *Backend) missingPrivileges(ctx context.Context, res []pveapi.Resource) 
 		}
 		templates[vmid] = cfg
 	}
-	have := map[string]map[string]bool{}
-	var missing []missingPriv
-	for _, n := range b.privilegeNeeds(templates) {
-		privs, ok := have[n.path]
-		if !ok {
-			var err error
-			if privs, err = b.api.Permissions(ctx, n.path); err != nil {
-				return nil, err
-			}
-			have[n.path] = privs
+	needs := b.privilegeNeeds(templates)
+	// One read per path, at once (the client bounds how many run together).
+	var paths []string
+	for _, n := range needs {
+		if !slices.Contains(paths, n.path) {
+			paths = append(paths, n.path)
 		}
+	}
+	have := map[string]map[string]bool{}
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for _, path := range paths {
+		wg.Go(func() {
+			privs, err := b.api.Permissions(ctx, path)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			have[path] = privs
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	var missing []missingPriv
+	for _, n := range needs {
+		privs := have[n.path]
 		holds := func(priv string) bool {
 			prop, ok := privs[priv]
 			return ok && (prop || !n.propagated)

@@ -265,6 +265,20 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (bool, error) {
 	for range 4 { // a VMID freed (or rebuilt) while we looked is tried again
 		r, taken := findResource(*res, vmid)
+		if !taken && c.s.Pool != "" {
+			// A token scoped to the pool sees only the pool's guests: ask whether a guest it
+			// may not see holds the VMID (fact: pool-privileges) before cloning onto it.
+			free, err := c.b.api.VMIDFree(ctx, vmid)
+			if err != nil {
+				return false, apiErrorf("create", err, "asking whether a guest holds VMID %d", vmid)
+			}
+			if !free {
+				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by a guest the token may not see", map[string]any{
+					"vmid": vmid, "name": c.s.Name, "pool": c.s.Pool,
+				})
+				return false, nil
+			}
+		}
 		if !taken {
 			cloned, err := c.clone(ctx, vmid, tmplNode)
 			if err != nil || cloned {

@@ -83,3 +83,14 @@ func (f *fakeAPI) hide(vmid int) {
 func errHidden(vmid int) *pveapi.APIError {
 	return fixtureErrSub("err_permission_vm_audit", "/vms/199999", fmt.Sprintf("/vms/%d", vmid))
 }
+
+// VMIDFree is taken for any guest of the fake, hidden ones included.
+func (f *fakeAPI) VMIDFree(ctx context.Context, vmid int) (bool, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMIDFree", VMID: vmid}); err != nil {
+		return false, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, taken := f.vms[vmid]
+	return !taken, nil
+}

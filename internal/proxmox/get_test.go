@@ -66,14 +66,14 @@ func TestGet_stateTable(t *testing.T) {
 	rows := []getRow{
 		// Absent from the listing: a config read tells a VMID without a VM from one the token
 		// may not see (fact: pool-privileges).
-		{name: "VMID absent", setup: func(*testing.T, *harness) {}, class: pveapi.NotFound, calls: []string{"ClusterResources", "VMConfig"}},
+		{name: "VMID absent", setup: func(*testing.T, *harness) {}, class: pveapi.NotFound, calls: []string{"ClusterResources", "VMIDFree"}},
 		{name: "VM hidden from the token", setup: func(t *testing.T, h *harness) {
 			h.f.addOurVM(testVMID0, testName, testUID)
 			h.f.hide(testVMID0)
-		}, class: pveapi.Permanent, calls: []string{"ClusterResources", "VMConfig"}},
+		}, class: pveapi.Permanent, calls: []string{"ClusterResources", "VMIDFree", "VMConfig"}},
 		{name: "VMID hidden and free", setup: func(t *testing.T, h *harness) {
 			h.f.hide(testVMID0)
-		}, class: pveapi.Permanent, calls: []string{"ClusterResources", "VMConfig"}},
+		}, class: pveapi.NotFound, calls: []string{"ClusterResources", "VMIDFree"}},
 		{name: "container at the VMID", setup: func(t *testing.T, h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Type: "lxc"})
 		}, class: pveapi.NotFound, calls: listOnly},

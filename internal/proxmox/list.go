@@ -73,6 +73,7 @@ func (b *Backend) ListWithSkipped(ctx context.Context) ([]Instance, []SkippedVM,
 				CreatedBy: ParseMarkExtra(cfg["description"]).CreatedBy,
 				Config:    vmFromConfig(ID{VMID: r.VMID, Name: r.Name}, r.Node, cfg, m),
 			}
+			found[i].Config.Pool = r.Pool
 		})
 	}
 	wg.Wait()

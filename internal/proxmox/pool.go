@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -16,36 +17,50 @@ import (
 // and the pool a guest is in only with Pool.Audit on that pool. So a VMID the listing does
 // not show is not proof that no VM holds it: hiddenVM asks.
 
-// hiddenVM tells a VMID the listing does not show (absent, or filtered out because the token
-// lacks VM.Audit on it) apart from one that holds no VM: Proxmox checks VM.Audit before it
-// looks for the config, so reading it answers 403 for a hidden VM and does-not-exist for a
-// VMID without a VM the token could see. It returns nil when the VMID holds no VM the token
-// could see, and a Permanent error quoting Proxmox's refusal otherwise: nothing may be
-// concluded (gone, free, not ours) about a VM one cannot see. what names the VM for the
-// message ("the VM", "template 9001").
+// hiddenVM tells a VMID the listing does not show because no guest holds it from one
+// whose guest the token may not audit: the listing leaves that out, and its config read
+// answers 403 whether a VM is there or not. GET /cluster/nextid?vmid= tells, for any token.
+// It returns nil when no guest holds the VMID, and for a hidden guest a Permanent error
+// quoting Proxmox's refusal of its config: nothing may be concluded (gone, free, not ours)
+// about a VM one cannot see. what names the VM for the message ("The VM", "Template 9001").
 func (b *Backend) hiddenVM(ctx context.Context, op string, vmid int, what string) error {
-	if len(b.cfg.Nodes) == 0 {
-		return nil
-	}
-	node := b.cfg.Nodes[0]
-	_, err := b.api.VMConfig(ctx, node, vmid)
+	free, err := b.api.VMIDFree(ctx, vmid)
 	switch {
-	case err == nil, isNotExist(err):
+	case err != nil:
+		return apiErrorf(op, err, "asking whether a guest holds VMID %d, which the cluster listing does not show", vmid)
+	case free:
 		return nil
-	case pveapi.IsForbidden(err):
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vmid hidden from the token", map[string]any{"vmid": vmid, "error": err.Error()})
-		d, _ := pveapi.PermissionDenied(err)
-		need := fmt.Sprintf("%s on %s", d.Privilege, d.Path)
-		if d.Path == "" {
-			need = fmt.Sprintf("VM.Audit on /vms/%d", vmid)
-		}
-		return Permanentf("%s (VMID %d) is not in the cluster listing the API token sees, and Proxmox refuses to show its config (%w): "+
-			"the token lacks %s, so the VM may exist outside the token's pool or ACLs, and the provider never acts on a VM it cannot see. "+
-			"Grant the privilege (or move the VM back into the token's pool), or remove the resource from the Terraform state if the VM is no longer yours",
-			what, vmid, err, need)
-	default:
-		return apiErrorf(op, err, "reading the config of VMID %d on node %s, which the cluster listing does not show", vmid, node)
 	}
+	// Proxmox's own refusal, for the message: the declared check comes before the lookup.
+	need := fmt.Sprintf("VM.Audit on /vms/%d", vmid)
+	var refusal error = &pveapi.APIError{Status: 403, Message: "Permission check failed (/vms/" + strconv.Itoa(vmid) + ", VM.Audit)"}
+	if len(b.cfg.Nodes) > 0 {
+		_, cerr := b.api.VMConfig(ctx, b.cfg.Nodes[0], vmid)
+		switch {
+		case pveapi.IsForbidden(cerr):
+			refusal = cerr
+			if d, _ := pveapi.PermissionDenied(cerr); d.Path != "" {
+				need = fmt.Sprintf("%s on %s", d.Privilege, d.Path)
+			}
+		case cerr == nil, isNotExist(cerr):
+			// The token may audit it after all: a guest made after the listing was read.
+			return Transientf("VMID %d was taken by a new guest while it was being looked up; run the command again", vmid)
+		default:
+			return apiErrorf(op, cerr, "reading the config of VMID %d, which a guest the cluster listing does not show holds", vmid)
+		}
+	}
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vmid holds a guest hidden from the token", map[string]any{"vmid": vmid, "error": refusal.Error()})
+	return Permanentf("%s (VMID %d) is not in the cluster listing the API token sees, yet a guest holds VMID %d, and Proxmox refuses to show its config (%w): "+
+		"the token lacks %s, so the VM is outside the token's pool or ACLs, and the provider never acts on a VM it cannot see. "+
+		"Grant the privilege (or move the VM back into the token's pool), or remove the resource from the Terraform state if the VM is no longer yours",
+		what, vmid, vmid, refusal, need)
+}
+
+// HiddenVM says, for a VMID the listing the token sees does not show, whether it may hold a
+// VM the token is refused (a Permanent error quoting Proxmox's 403) or holds none the token
+// could see (nil). For a lookup by VMID that found nothing (fact: pool-privileges).
+func (b *Backend) HiddenVM(ctx context.Context, vmid int) error {
+	return wrap("import", "", vmid, b.hiddenVM(ctx, "import", vmid, "The VM"))
 }
 
 // movePool puts the VM into the pool ch.Pool names, or takes it out of ch.PriorPool when

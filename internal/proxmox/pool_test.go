@@ -93,7 +93,7 @@ func TestHiddenVM_neverActedOn(t *testing.T) {
 			assertClass(t, err, pveapi.Permanent)
 			assertContains(t, err.Error(), "Permission check failed (/vms/105967, VM.Audit)", "lacks VM.Audit on /vms/105967")
 			for _, m := range h.f.methods() {
-				if !slices.Contains([]string{"ClusterResources", "VMConfig"}, m) {
+				if !slices.Contains([]string{"ClusterResources", "VMIDFree", "VMConfig"}, m) {
 					t.Errorf("%s made a %s call", op, m)
 				}
 			}
@@ -248,5 +248,42 @@ func TestCheck_privilegeRoundFailure(t *testing.T) {
 	got := ckBackend(f).CheckDetailed(context.Background())[0]
 	if got.Reason != ReasonAPIError || !strings.Contains(got.Message, "reading the API token's privileges") {
 		t.Errorf("reason %s: %s", got.Reason, got.Message)
+	}
+}
+
+// TestCreate_poolSkipsHiddenVMIDs: with a pool, a VMID the listing does not show but a guest
+// holds (one the pool-scoped token may not see) is skipped without a clone onto it.
+func TestCreate_poolSkipsHiddenVMIDs(t *testing.T) {
+	h := newHarness(t)
+	h.f.addVM(&fakeVM{VMID: testVMID0, Name: "someone-else", Status: "running"})
+	h.f.hide(testVMID0)
+	s := h.spec()
+	s.Pool = "proxies"
+	vm := h.create(s)
+	if vm.ID.VMID != testVMID1 {
+		t.Errorf("VMID %d, want the next probe %d", vm.ID.VMID, testVMID1)
+	}
+	for _, c := range h.f.callsOf("Clone") {
+		if c.Args["newid"] == "105967" {
+			t.Error("cloned onto the hidden guest's VMID")
+		}
+	}
+	if v := h.f.vm(testVMID0); v.Name != "someone-else" || v.Status != "running" {
+		t.Errorf("the hidden guest changed: %+v", v)
+	}
+}
+
+// TestDelete_hiddenButFreeVMIDIsGone: a VMID no guest holds is gone for a token that may not
+// audit it (a tainted create whose clone was refused): the destroy succeeds without a write.
+func TestDelete_hiddenButFreeVMIDIsGone(t *testing.T) {
+	h := newHarness(t)
+	h.f.hide(testVMID0)
+	if err := h.del(h.ctx, "pv1-1"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	for _, m := range h.f.methods() {
+		if m == "Destroy" || m == "Stop" {
+			t.Errorf("a %s call for a VMID without a guest", m)
+		}
 	}
 }
