@@ -54,6 +54,7 @@ type vmsVMModel struct {
 	UID       types.String `tfsdk:"uid"`
 	CreatedAt types.String `tfsdk:"created_at"`
 	Status    types.String `tfsdk:"status"`
+	Pool      types.String `tfsdk:"pool"`
 	// Details for a fleet (vms_fleet.go).
 	MadeBy        types.String `tfsdk:"made_by"`
 	Cores         types.Int64  `tfsdk:"cores"`
@@ -81,6 +82,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
+			"among those the API token may see (`VM.Audit`: for a token scoped to a pool, its pool's), " +
 			"and the seed ISOs that no VM uses any more. `cores` and `memory_mib` are the VM's config values, a change pending " +
 			"until a running VM's restart included, so they may differ from what it runs with (which the `proxy_vm` data source reports).",
 		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
@@ -113,6 +115,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 						"or it does not parse."),
 					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
 						"(its node does not answer, or the VM is seconds old)."),
+					"pool": computed("The Proxmox pool the VM belongs to; null when it is in none, or when the API token " +
+						"lacks `Pool.Audit` on its pool."),
 				})},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
@@ -120,7 +124,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "Seed ISOs (`<name>-<uid>-seed.iso`, one per VM, or `<name>-seed.iso` of earlier releases and the " +
 					"operator) on the ISO storage of the provider's nodes that no VM uses, in node order then by volume: the seeds of VMs destroyed outside " +
 					"Terraform, which nothing deletes. Remove them in Proxmox. On a shared ISO storage each orphan " +
-					"shows once per node. A node whose storage cannot be listed is left out with a warning.",
+					"shows once per node. A node whose storage cannot be listed is left out with a warning. \"No VM\" means none the API " +
+					"token may see: with a token scoped to a pool, the seed of a VM outside the pool is listed too, so check " +
+					"before removing one.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"node":  computed("The node whose ISO storage holds the seed."),
 					"volid": computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
@@ -219,6 +225,7 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			UID:       types.StringValue(in.UID),
 			CreatedAt: created,
 			Status:    types.StringValue(in.Status),
+			Pool:      stringOrNull(in.Config.Pool),
 		})
 	}
 	d.vmsDetails(rctx, kept, m.VMs, &resp.Diagnostics)

@@ -56,10 +56,17 @@ func (b *Backend) hiddenVM(ctx context.Context, op string, vmid int, what string
 		what, vmid, vmid, refusal, need)
 }
 
-// HiddenVM says, for a VMID the listing the token sees does not show, whether it may hold a
-// VM the token is refused (a Permanent error quoting Proxmox's 403) or holds none the token
-// could see (nil). For a lookup by VMID that found nothing (fact: pool-privileges).
+// HiddenVM says whether a VMID may hold a VM the token is refused: nil when the listing the
+// token sees shows the VMID or no guest holds it, else a Permanent error quoting Proxmox's
+// 403. For a lookup by VMID that found nothing (fact: pool-privileges).
 func (b *Backend) HiddenVM(ctx context.Context, vmid int) error {
+	res, err := b.listing(ctx, false)
+	if err != nil {
+		return wrap("import", "", vmid, apiErrorf("import", err, "listing the cluster's VMs"))
+	}
+	if _, listed := findResource(res, vmid); listed {
+		return nil
+	}
 	return wrap("import", "", vmid, b.hiddenVM(ctx, "import", vmid, "The VM"))
 }
 
