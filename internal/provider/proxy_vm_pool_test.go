@@ -11,11 +11,13 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -435,4 +437,149 @@ func TestAccHealthDataSource_missingPrivilegeNamed(t *testing.T) {
 			),
 		}},
 	})
+}
+
+// TestAccProxyVM_poolMove: a pool change is made in place (PUT /pools), never a
+// replacement; pool = "" takes the VM out of its pool and overrides the provider's pool;
+// unset, the VM keeps the pool it is in. With the simulator's root token, which may move
+// VMs between pools.
+func TestAccProxyVM_poolMove(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("creates pools on the simulator")
+	}
+	a := newSimAdmin(t, env.Sim)
+	for _, p := range []string{"blue", "green"} {
+		a.ok("POST", "/pools", url.Values{"poolid": {p}}, nil)
+	}
+	c := newCluster(t, env)
+	name := vmName("move")
+	cfg := func(provider, pool string) string {
+		return vmProviderConfig(env, provider) + vmResourceBare(env, name, "  cores = 1\n  memory_mib = 512\n"+pool)
+	}
+	vmid := statecheck.CompareValue(compare.ValuesSame())
+	poolIs := func(want string) resource.TestCheckFunc {
+		return func(s *terraform.State) error {
+			id, err := vmidOf(s, vmAddr)
+			if err != nil {
+				return err
+			}
+			if got := env.Sim.PoolOf(id); got != want {
+				return fmt.Errorf("VM %d is in pool %q, want %q", id, got, want)
+			}
+			return nil
+		}
+	}
+	step := func(config string, action plancheck.ResourceActionType, state knownvalue.Check, pool string) resource.TestStep {
+		return resource.TestStep{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, action),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("pool"), state),
+			},
+			Check: poolIs(pool),
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			step(cfg(`  pool = "blue"`+"\n", ""), plancheck.ResourceActionCreate, knownvalue.StringExact("blue"), "blue"),
+			step(cfg(`  pool = "blue"`+"\n", `  pool = "green"`), plancheck.ResourceActionUpdate, knownvalue.StringExact("green"), "green"),
+			step(cfg(`  pool = "blue"`+"\n", `  pool = ""`), plancheck.ResourceActionUpdate, knownvalue.StringExact(""), ""),
+			step(cfg(`  pool = "blue"`+"\n", `  pool = ""`), plancheck.ResourceActionNoop, knownvalue.StringExact(""), ""),
+			// Unset, without a provider pool: the VM stays where it is.
+			step(cfg("", ""), plancheck.ResourceActionNoop, knownvalue.StringExact(""), ""),
+			// The provider's pool: moved in.
+			step(cfg(`  pool = "blue"`+"\n", ""), plancheck.ResourceActionUpdate, knownvalue.StringExact("blue"), "blue"),
+			{
+				// Moved out of the pool outside Terraform: drift, moved back in place.
+				PreConfig: func() {
+					res, err := c.resources()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, r := range res {
+						if r.Name == name {
+							a.ok("PUT", "/pools", url.Values{"poolid": {"blue"}, "vms": {strconv.Itoa(r.VMID)}, "delete": {"1"}}, nil)
+						}
+					}
+				},
+				Config: cfg(`  pool = "blue"`+"\n", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{vmid.AddStateValue(vmAddr, tfjsonpath.New("vmid"))},
+				Check:             poolIs("blue"),
+			},
+			{
+				// The pool is read back; machine_type, unset here, is resolved from the sizes.
+				ResourceName:            vmAddr,
+				ImportState:             true,
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: append(slices.Clone(importIgnore), "machine_type"),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_poolValidated: a pool id Proxmox would refuse fails the plan on the
+// attribute, on the resource and on the provider.
+func TestAccProxyVM_poolValidated(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	for _, tc := range []struct{ provider, resource, want string }{
+		{"", `  pool = "a,vms=100"`, `Attribute pool must be a Proxmox pool id`},
+		{"", `  pool = "a/b/c/d"`, `nested\s+more\s+than\s+three\s+levels\s+deep`},
+		{`  pool = "9lives"` + "\n", "", `level\s+that\s+does\s+not\s+start\s+with\s+a\s+letter`},
+		{`  pool = ""` + "\n", "", `the\s+pool\s+id\s+is\s+empty`},
+	} {
+		resource.UnitTest(t, resource.TestCase{
+			ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config:      vmProviderConfig(env, tc.provider) + vmResourceBare(env, vmName("bad"), "  cores = 1\n  memory_mib = 512\n"+tc.resource),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(tc.want),
+			}},
+		})
+	}
+}
+
+// TestPoolValueAndChange: "" and null both mean no pool; a configured "" is kept as "".
+func TestPoolValueAndChange(t *testing.T) {
+	for _, tc := range []struct {
+		pool  string
+		prior types.String
+		want  types.String
+	}{
+		{"", types.StringNull(), types.StringNull()},
+		{"", types.StringValue(""), types.StringValue("")},
+		{"", types.StringValue("blue"), types.StringNull()},
+		{"blue", types.StringNull(), types.StringValue("blue")},
+		{"green", types.StringValue("blue"), types.StringValue("green")},
+		{"", types.StringUnknown(), types.StringNull()},
+	} {
+		if got := poolValue(tc.pool, tc.prior); !got.Equal(tc.want) {
+			t.Errorf("poolValue(%q, %s) = %s, want %s", tc.pool, tc.prior, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		prior, plan types.String
+		move        bool
+		to, from    string
+	}{
+		{types.StringNull(), types.StringValue(""), false, "", ""},
+		{types.StringValue(""), types.StringNull(), false, "", ""},
+		{types.StringNull(), types.StringValue("blue"), true, "blue", ""},
+		{types.StringValue("blue"), types.StringValue(""), true, "", "blue"},
+		{types.StringValue("blue"), types.StringValue("green"), true, "green", "blue"},
+		{types.StringValue("blue"), types.StringUnknown(), false, "", ""},
+	} {
+		to, from := poolChange(proxyVMModel{Pool: tc.prior}, proxyVMModel{Pool: tc.plan})
+		if (to != nil) != tc.move || (to != nil && (*to != tc.to || from != tc.from)) {
+			t.Errorf("poolChange(%s, %s) = %v, %q", tc.prior, tc.plan, to, from)
+		}
+	}
 }
