@@ -72,8 +72,8 @@ func shellWords(t *testing.T, line string) []string {
 	var cur strings.Builder
 	inWord := false
 	for i := 0; i < len(line); i++ {
-		switch ch := line[i]; {
-		case ch == '\'' || ch == '"':
+		switch ch := line[i]; ch {
+		case '\'', '"':
 			j := strings.IndexByte(line[i+1:], ch)
 			if j < 0 {
 				t.Fatalf("unbalanced quote in %q", line)
@@ -81,7 +81,7 @@ func shellWords(t *testing.T, line string) []string {
 			cur.WriteString(line[i+1 : i+1+j])
 			i += j + 1
 			inWord = true
-		case ch == ' ' || ch == '\t':
+		case ' ', '\t':
 			if inWord {
 				words = append(words, cur.String())
 				cur.Reset()
@@ -142,7 +142,7 @@ func (a *simAdmin) call(method, path string, form url.Values, out any) (int, str
 	}
 	b, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(b, &env)
-	if resp.StatusCode == 200 && out != nil {
+	if resp.StatusCode == http.StatusOK && out != nil {
 		if err := json.Unmarshal(env.Data, out); err != nil {
 			a.t.Fatalf("%s %s: %v", method, path, err)
 		}
@@ -152,7 +152,7 @@ func (a *simAdmin) call(method, path string, form url.Values, out any) (int, str
 
 func (a *simAdmin) ok(method, path string, form url.Values, out any) {
 	a.t.Helper()
-	if code, msg := a.call(method, path, form, out); code != 200 {
+	if code, msg := a.call(method, path, form, out); code != http.StatusOK {
 		a.t.Fatalf("%s %s %v: %d %s", method, path, form, code, msg)
 	}
 }

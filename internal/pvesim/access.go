@@ -439,11 +439,11 @@ func (c *call) tmpl(t string) string {
 	return normalizeACLPath(b.String())
 }
 
-// perm is a declared ['perm', <path template>, [privs]] check (any: any => 1).
-func perm(pathTmpl string, any bool, privs ...string) func(c *call) error {
+// perm is a declared ['perm', <path template>, [privs]] check (anyOf: any => 1).
+func perm(pathTmpl string, anyOf bool, privs ...string) func(c *call) error {
 	return func(c *call) error {
 		p := c.tmpl(pathTmpl)
-		if any {
+		if anyOf {
 			return c.checkAny(p, privs...)
 		}
 		return c.check(p, privs...)

@@ -140,7 +140,8 @@ func (s *Sim) handle(req *http.Request) *response {
 		err := rt.perms(c)
 		s.mu.Unlock()
 		if err != nil {
-			if pe, ok := err.(*permError); ok && rt.tmpl == uploadTmpl {
+			var pe *permError
+			if errors.As(err, &pe) && rt.tmpl == uploadTmpl {
 				// pveproxy checks an upload's privilege in its auth handler (pve-manager
 				// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
 				// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,

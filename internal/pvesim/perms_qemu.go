@@ -1,6 +1,7 @@
 package pvesim
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -204,7 +205,7 @@ func (c *call) checkStorageAccess(drive string) error {
 func (c *call) checkVolumeAccess(volid string, vmid int) error {
 	sid, volname, ok := strings.Cut(volid, ":")
 	if !ok {
-		return fmt.Errorf("Only root can pass arbitrary filesystem paths.") //nolint:staticcheck // Proxmox's text
+		return errors.New("Only root can pass arbitrary filesystem paths.") //nolint:staticcheck,revive // Proxmox's text
 	}
 	if c.can("/storage/"+sid, "Datastore.Allocate") {
 		return nil

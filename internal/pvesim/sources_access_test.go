@@ -249,7 +249,7 @@ func TestSource_poolScopedTokenLifecycle(t *testing.T) {
 	}
 	code, _ := tg.as(token, "GET", "/cluster/nextid", url.Values{"vmid": {"100"}}, nil)
 	resp, b := tg.raw("GET", "/cluster/nextid", url.Values{"vmid": {"100"}}, map[string]string{"Authorization": "PVEAPIToken=" + token})
-	if want := strings.ReplaceAll(string(fixture.MustLoad("err_nextid_taken").BodyBytes()), "199999", "100"); code != 400 || resp.StatusCode != 400 || string(b) != want {
+	if want := strings.ReplaceAll(string(fixture.MustLoad("err_nextid_taken").BodyBytes()), "199999", "100"); code != http.StatusBadRequest || resp.StatusCode != http.StatusBadRequest || string(b) != want {
 		t.Errorf("nextid of a hidden guest: %d %s, want %s", resp.StatusCode, b, want)
 	}
 	var next string
