@@ -108,8 +108,9 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 					"missing_privileges": schema.ListAttribute{
 						Computed: true, ElementType: types.StringType,
 						MarkdownDescription: "The privileges the provider needs that the API token lacks, each `<privilege> on <path>` " +
-							"(alternatives joined by ` or `), e.g. `VM.Allocate on /pool/proxies`; empty when none is missing, null when " +
-							"the check did not get that far.",
+							"(alternatives joined by ` or `), e.g. `VM.Allocate on /pool/proxies`: those the privilege round found " +
+							"missing, or the one a refused read of the node's round named (`Sys.Audit on /nodes/<node>`). Empty when none " +
+							"is missing, null when the check stopped before the privilege round for another reason.",
 					},
 				}},
 			},
@@ -189,7 +190,8 @@ func healthNodeFrom(c proxmox.NodeCheck) healthNodeModel {
 }
 
 // missingPrivileges is the verdict's list: empty once the privilege round ran (the
-// templates were counted, or privileges are missing), null before.
+// templates were counted), the privileges missing when some are (the round's, or the one a
+// refused read named), null otherwise.
 func missingPrivileges(c proxmox.NodeCheck) types.List {
 	if c.Templates == "" && len(c.MissingPrivileges) == 0 {
 		return types.ListNull(types.StringType)

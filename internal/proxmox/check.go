@@ -119,6 +119,11 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 		}
 		c.Reason = checkReason(step, err)
 		c.Message = fmt.Sprintf("%s of node %s: %v", step, node, err)
+		if d, ok := pveapi.PermissionDenied(err); ok && d.Path != "" {
+			// A read of the round refused: the privilege Proxmox named (Sys.Audit on the
+			// node, an ISO storage's Datastore.Audit...).
+			c.MissingPrivileges = []string{strings.ReplaceAll(d.Privilege, "|", " or ") + " on " + d.Path}
+		}
 		return c
 	}
 

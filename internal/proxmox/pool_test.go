@@ -241,6 +241,27 @@ func TestCheck_missingPrivilegesNamed(t *testing.T) {
 	}
 }
 
+// TestCheck_refusedReadNamesThePrivilege: a read of the node's own round refused with a 403
+// (Sys.Audit on the node) lists that privilege too.
+func TestCheck_refusedReadNamesThePrivilege(t *testing.T) {
+	f := newCheckFake(t)
+	f.nodeStatus = func(context.Context, string) (pveapi.NodeStatus, error) {
+		return pveapi.NodeStatus{}, &pveapi.APIError{Status: 403, Message: "Permission check failed (/nodes/pv1-1, Sys.Audit)"}
+	}
+	got := ckBackend(f).CheckDetailed(context.Background())[0]
+	if got.Reason != ReasonForbidden || !slices.Equal(got.MissingPrivileges, []string{"Sys.Audit on /nodes/pv1-1"}) {
+		t.Errorf("reason %s, missing %q: %s", got.Reason, got.MissingPrivileges, got.Message)
+	}
+	f = newCheckFake(t)
+	f.storageStatus = func(context.Context, string, string) (pveapi.StorageStatus, error) {
+		return pveapi.StorageStatus{}, &pveapi.APIError{Status: 403, Message: "Permission check failed (/storage/proxy-seeds, Datastore.Audit|Datastore.AllocateSpace)"}
+	}
+	got = ckBackend(f).CheckDetailed(context.Background())[0]
+	if !slices.Equal(got.MissingPrivileges, []string{"Datastore.Audit or Datastore.AllocateSpace on /storage/proxy-seeds"}) {
+		t.Errorf("missing %q", got.MissingPrivileges)
+	}
+}
+
 // TestCheck_privilegeRoundFailure: a failed privileges read is the check's failure, named.
 func TestCheck_privilegeRoundFailure(t *testing.T) {
 	f := newCheckFake(t)
