@@ -281,15 +281,21 @@ func (a *accessState) compile(id, path string) map[string]bool {
 	return privs
 }
 
+// rootPrivs is what root@pam has everywhere: every privilege, propagated. Shared and never
+// modified.
+var rootPrivs = func() map[string]bool {
+	out := map[string]bool{}
+	for p := range validPrivs {
+		out[p] = true
+	}
+	return out
+}()
+
 // permissions is RPCEnvironment.pm permissions: the privileges id (a user or a full token
-// id) has on path, to their propagate flag.
+// id) has on path, to their propagate flag. The map may be shared: callers do not modify it.
 func (a *accessState) permissions(id, path string) map[string]bool {
 	if id == "root@pam" {
-		out := map[string]bool{}
-		for p := range a.roles["Administrator"] {
-			out[p] = true
-		}
-		return out
+		return rootPrivs
 	}
 	if user, sub, ok := splitTokenID(id); ok {
 		u := a.users[user]
@@ -322,6 +328,10 @@ func (a *accessState) permissions(id, path string) map[string]bool {
 // path covers the paths below it, for every user and token.
 func (s *Sim) effective(id, path string) map[string]bool {
 	privs := s.access.permissions(id, path)
+	if len(s.deny) == 0 {
+		return privs
+	}
+	privs = maps.Clone(privs)
 	for d := range s.deny {
 		if d.Path == "/" || d.Path == path || strings.HasPrefix(path, strings.TrimSuffix(d.Path, "/")+"/") {
 			delete(privs, d.Privilege)
