@@ -21,6 +21,10 @@ provider "proxy" {
   bridge   = "vmbr0"
   vlan_tag = 4
 
+  # The pool every clone is made into: a privilege-separated token granted on /pool/proxies
+  # (see the setup guide) can then act on these VMs and nothing else.
+  pool = "proxies"
+
   vmid_range = {
     min = 100000
     max = 199999

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -45,6 +46,7 @@ type healthNodeModel struct {
 	ISOStorage         types.String  `tfsdk:"iso_storage"`
 	ISOStorageAvailGiB types.Float64 `tfsdk:"iso_storage_avail_gib"`
 	Templates          types.String  `tfsdk:"templates"`
+	MissingPrivileges  types.List    `tfsdk:"missing_privileges"`
 }
 
 func (d *healthDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -57,7 +59,13 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One readiness verdict per node of the provider's `nodes`: the node answers, " +
-			"`iso_storage` is usable there, and every catalogue template exists. Reading it never fails because " +
+			"`iso_storage` is usable there, the API token has every privilege the provider needs, and every catalogue " +
+			"template exists. The privileges are read from `GET /access/permissions` (for a privilege-separated token, its " +
+			"effective ones) on each path the provider's defaults use: `VM.Audit` and `VM.Clone` on each template, the VM " +
+			"privileges on `/pool/<pool>` (with `Pool.Audit`) or, without a `pool`, propagated on `/vms`, " +
+			"`Datastore.AllocateTemplate` and `Datastore.Allocate` on `iso_storage`, `Datastore.AllocateSpace` on the clone " +
+			"storage (`storage`, else the templates' disks' storages), and `SDN.Use` on the bridges (`bridge`, with `vlan_tag`, " +
+			"and the templates'). A resource's own `pool` or `bridge` is not checked here. Reading it never fails because " +
 			"a node is unhealthy; gate applies on `ready` with a `check` block or a `precondition`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -81,7 +89,7 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 						"`Timeout` (the check ran out of `timeouts.read`, or a request of its own `request_timeout`); " +
 						"`Unreachable` (the connection failed, or Proxmox answered 595/596 for the node); " +
 						"`Unauthorized` (the API token is wrong: fix the token); " +
-						"`Forbidden` (the token lacks a privilege, named in `message`); " +
+						"`Forbidden` (the token lacks a privilege: `message` names each with its path and what it is for, `missing_privileges` lists them); " +
 						"`CertificateInvalid` (TLS verification failed: fix `endpoint`, `ca_file` or `ca_pem`); " +
 						"`CredentialsUnavailable` (the token file is missing or malformed: fix `api_token_file`, no request was made); " +
 						"`StorageNotFound` (the ISO storage is missing, inactive or has no `iso` content on the node); " +
@@ -97,6 +105,13 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 						MarkdownDescription: "Free space on the ISO storage in GiB, once the storage answered.",
 					},
 					"templates": detail("Catalogue templates found as `<found>/<configured>`, counting catalogue entries."),
+					"missing_privileges": schema.ListAttribute{
+						Computed: true, ElementType: types.StringType,
+						MarkdownDescription: "The privileges the provider needs that the API token lacks, each `<privilege> on <path>` " +
+							"(alternatives joined by ` or `), e.g. `VM.Allocate on /pool/proxies`: those the privilege round found " +
+							"missing, or the one a refused read of the node's round named (`Sys.Audit on /nodes/<node>`). Empty when none " +
+							"is missing, null when the check stopped before the privilege round for another reason.",
+					},
 				}},
 			},
 		},
@@ -170,7 +185,22 @@ func healthNodeFrom(c proxmox.NodeCheck) healthNodeModel {
 		ISOStorage:         types.StringValue(c.ISOStorage),
 		ISOStorageAvailGiB: avail,
 		Templates:          dsString(c.Templates),
+		MissingPrivileges:  missingPrivileges(c),
 	}
+}
+
+// missingPrivileges is the verdict's list: empty once the privilege round ran (the
+// templates were counted), the privileges missing when some are (the round's, or the one a
+// refused read named), null otherwise.
+func missingPrivileges(c proxmox.NodeCheck) types.List {
+	if c.Templates == "" && len(c.MissingPrivileges) == 0 {
+		return types.ListNull(types.StringType)
+	}
+	elems := make([]attr.Value, len(c.MissingPrivileges))
+	for i, m := range c.MissingPrivileges {
+		elems[i] = types.StringValue(m)
+	}
+	return types.ListValueMust(types.StringType, elems)
 }
 
 // dsNotConfigured is the detail of a read without provider data.

@@ -179,9 +179,13 @@ func TestAccHealthDataSource_reasons(t *testing.T) {
 			extra: []statecheck.StateCheck{healthNode(0, "token_id", knownvalue.StringExact("root@pam!tf"))},
 		},
 		{
+			// The storage status takes either privilege (pve-storage Status.pm read_status:
+			// any => 1), and the refusal names both.
 			name: "missing privilege is Forbidden naming it",
-			opts: pvesim.Options{Deny: []pvesim.Privilege{{Path: "/storage/proxy-seeds", Privilege: "Datastore.Audit"}}},
-			want: both("Forbidden", `Permission check failed \(/storage/proxy-seeds, Datastore\.Audit\)`),
+			opts: pvesim.Options{Deny: []pvesim.Privilege{
+				{Path: "/storage/proxy-seeds", Privilege: "Datastore.Audit"}, {Path: "/storage/proxy-seeds", Privilege: "Datastore.AllocateSpace"},
+			}},
+			want: both("Forbidden", `Permission check failed \(/storage/proxy-seeds, Datastore\.Audit\|Datastore\.AllocateSpace\)`),
 			extra: []statecheck.StateCheck{
 				healthNode(0, "kernel", knownvalue.StringExact("7.0.14-17-pve")),
 				healthNode(0, "iso_storage_avail_gib", knownvalue.Null()),
@@ -312,9 +316,17 @@ func simRequests(s *pvesim.Sim) int {
 	return n
 }
 
+// simPrivilegeRound is what the privilege round of one health read asks of the simulator with
+// its two templates: their configs (2), and the token's privileges on /vms/9000, /vms/9001,
+// /vms, /storage/proxy-seeds, /storage/local-lvm (the templates' disks),
+// /sdn/zones/localnetwork/vmbr0 (9001's NIC) and /sdn/zones/localnetwork/vmbr0/4 (9000's,
+// tagged): 7.
+var simPrivilegeRound = map[string]int{"GET /nodes/{node}/qemu/{vmid}/config": 2, "GET /access/permissions": 7}
+
 // TestAccHealthDataSource_fourRequestsPerNode reads a three-node cluster. Terraform reads
 // the data source more than once per step, so the test measures the ratios: every read
-// makes exactly one of each of the four requests per node, and nothing else.
+// makes exactly one of each of the four requests per node, plus one privilege round shared
+// by the nodes, and nothing else.
 func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{Nodes: []string{"pve1", "pve2", "pve3"}})
 	if env.Sim == nil {
@@ -340,10 +352,17 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 						return fmt.Errorf("%s made %d times in %d reads of 3 nodes, want %d", k, st[k], reads, 3*reads)
 					}
 				}
-				if n := simRequests(env.Sim); n != 4*3*reads {
-					return fmt.Errorf("%d requests in %d reads of 3 nodes, want %d: %v", n, reads, 4*3*reads, st)
+				round := 0
+				for k, n := range simPrivilegeRound {
+					if st[k] != n*reads {
+						return fmt.Errorf("%s made %d times in %d reads, want %d", k, st[k], reads, n*reads)
+					}
+					round += n
 				}
-				t.Logf("%d reads of 3 nodes: %d requests, 4 per node per read", reads, 4*3*reads)
+				if n := simRequests(env.Sim); n != (4*3+round)*reads {
+					return fmt.Errorf("%d requests in %d reads of 3 nodes, want %d: %v", n, reads, (4*3+round)*reads, st)
+				}
+				t.Logf("%d reads of 3 nodes: %d requests, 4 per node per read and %d for the privileges", reads, (4*3+round)*reads, round)
 				return nil
 			},
 		}},
@@ -351,7 +370,7 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 }
 
 // TestHealthCheck_threeNodeSimulatorRound counts one round exactly, through the real
-// client against the simulator: 12 requests for 3 nodes.
+// client against the simulator: 12 requests for 3 nodes, and the privilege round.
 func TestHealthCheck_threeNodeSimulatorRound(t *testing.T) {
 	t.Parallel()
 	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2", "pve3"}})
@@ -370,6 +389,7 @@ func TestHealthCheck_threeNodeSimulatorRound(t *testing.T) {
 		"GET /version": 3, "GET /nodes/{node}/status": 3,
 		"GET /nodes/{node}/storage/{storage}/status": 3, "GET /cluster/resources": 3,
 	}
+	maps.Copy(want, simPrivilegeRound)
 	if got := sim.Stats(); !maps.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
 	}

@@ -84,6 +84,7 @@ type providerModel struct {
 	Storage             types.String `tfsdk:"storage"`
 	Bridge              types.String `tfsdk:"bridge"`
 	VLANTag             types.Int64  `tfsdk:"vlan_tag"`
+	Pool                types.String `tfsdk:"pool"`
 	VMIDRange           types.Object `tfsdk:"vmid_range"`
 	Templates           types.Map    `tfsdk:"templates"`
 	MachineTypes        types.Map    `tfsdk:"machine_types"`
@@ -171,6 +172,12 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 			"bridge": str("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template. A Proxmox bridge id "+
 				"(`pve-bridge-id`): 1 to 15 letters, digits, `-`, `_` or `.`.",
 				false, false, validators.BridgeID()),
+			"pool": str("Default Proxmox pool for new VMs (a `proxy_vm`'s `pool` overrides it): each clone is made into it, so a "+
+				"privilege-separated API token granted on `/pool/<pool>` (plus the template, the storages and the bridge) can do "+
+				"everything the provider needs and nothing outside the pool; see the [setup guide](guides/proxmox-setup.md). "+
+				"`proxy_health` checks the token's privileges there. A Proxmox pool id: letters, digits, `.`, `-` and `_`, each level "+
+				"starting with a letter, up to three levels joined by `/`. Default: no pool.",
+				false, false, validators.PoolID(false)),
 			"vlan_tag": schema.Int64Attribute{
 				Description:         "Default VLAN tag for the VMs' net0, 1 to 4094. Default: as cloned from the template.",
 				MarkdownDescription: "Default VLAN tag for the VMs' `net0`, `1` to `4094`. Default: as cloned from the template.",
@@ -381,6 +388,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		"nodes":                  strings.Join(cfg.Nodes, ","),
 		"iso_storage":            cfg.ISOStorage,
 		"storage":                cfg.Storage,
+		"pool":                   cfg.Pool,
 		"vmid_min":               cfg.VMIDMin,
 		"vmid_max":               cfg.VMIDMax,
 		"templates":              len(cfg.Templates),

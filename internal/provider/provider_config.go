@@ -37,6 +37,7 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 		ISOStorage:        m.ISOStorage.ValueString(),
 		Storage:           m.Storage.ValueString(),
 		Bridge:            m.Bridge.ValueString(),
+		Pool:              m.Pool.ValueString(),
 		VLANTag:           int(m.VLANTag.ValueInt64()),
 		VMIDMin:           defaultVMIDMin,
 		VMIDMax:           defaultVMIDMax,

@@ -55,7 +55,8 @@ type resolvedConfig struct {
 	ISOStorage        string
 	Storage           string
 	Bridge            string
-	VLANTag           int // 0: unset
+	VLANTag           int    // 0: unset
+	Pool              string // the default pool; "": none
 	VMIDMin, VMIDMax  int
 	Templates         map[string]int
 	MachineTypes      map[string]machineType
@@ -116,6 +117,9 @@ func (c resolvedConfig) backendConfig(tokenID func() (string, error)) proxmox.Co
 		Nodes:             slices.Clone(c.Nodes),
 		ISOStorage:        c.ISOStorage,
 		Storage:           c.Storage,
+		Pool:              c.Pool,
+		Bridge:            c.Bridge,
+		VLANTag:           c.VLANTag,
 		Templates:         c.Templates,
 		VMIDMin:           c.VMIDMin,
 		VMIDMax:           c.VMIDMax,

@@ -30,6 +30,7 @@ type proxyVMModel struct {
 	CloudInitDigest types.String   `tfsdk:"cloud_init_digest"`
 	Bridge          types.String   `tfsdk:"bridge"`
 	VLANTag         types.Int64    `tfsdk:"vlan_tag"`
+	Pool            types.String   `tfsdk:"pool"` // proxy_vm_pool.go
 	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
 	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
 	MigrateBack     types.Bool     `tfsdk:"migrate_back"`
@@ -181,6 +182,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.DiskGiB = intOrNull(vm.DiskGiB)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
+	m.Pool = poolValue(vm.Pool, m.Pool)
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
@@ -212,7 +214,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
 	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
-		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID} {
+		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID, &m.Pool} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
@@ -367,6 +369,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	if v, ok := knownInt(plan.VLANTag); ok {
 		s.VLANTag = v
 	}
+	s.Pool = plan.Pool.ValueString()
 	applyFleetSpec(&s, plan)
 	applyNetworkSpec(&s, plan)
 	return s
@@ -401,6 +404,9 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 		changed = true
 	}
 	if c.Node = nodeChange(prior, plan); c.Node != nil {
+		changed = true
+	}
+	if c.Pool, c.PriorPool = poolChange(prior, plan); c.Pool != nil {
 		changed = true
 	}
 	if fleetChanges(&c, prior, plan) {

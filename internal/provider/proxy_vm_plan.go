@@ -144,6 +144,8 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 		}
 	}
 
+	planPool(cfg, config, plan, prior)
+
 	// A start, or a restart for new cores or memory, may change the address.
 	if !creating {
 		sizeChange := func(p, n types.Int64) bool { return n.IsUnknown() || !n.Equal(p) }

@@ -280,7 +280,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// The uid too: our name and mark with another uid is another workspace's VM (one cloned
 	// onto the VMID saved before our clone was refused), not this resource.
 	// Never another uid, and never none: the state's uid is never replaced by the VM's.
-	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString()})
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString(), Pool: state.Pool.ValueString()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
 		if state.UID.ValueString() == "" {
@@ -319,6 +319,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
+	if vm.PoolUnverified {
+		resp.Diagnostics.AddWarning(poolUnverifiedWarning(vm))
+	}
 	if vm.StatusUnknown {
 		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
@@ -416,7 +419,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
 		if err := r.data.backend.Update(ctx, id, changes); err != nil {
 			// Record what did change before the failure, so the next plan shows only the rest.
-			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID}); gerr == nil {
+			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: prior.Pool.ValueString()}); gerr == nil {
 				state := prior
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -428,9 +431,9 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 
 	var vm proxmox.VM
 	if changes.Start || restarts(prior.Status, changes) {
-		vm, err = r.settle(ctx, id, changes.UID, waitIP)
+		vm, err = r.settle(ctx, id, changes.UID, plan.Pool.ValueString(), waitIP)
 	} else {
-		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID})
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: plan.Pool.ValueString()})
 	}
 	if err != nil {
 		note := "The changes were applied, but the VM could not be read back; the next plan shows what remains."
@@ -570,8 +573,8 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 	}
 	if err != nil {
 		note := "Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are " + importForms + "."
-		if errors.Is(err, proxmox.ErrStillCreating) {
-			note = "" // it carries the mark: the note would mislead
+		if errors.Is(err, proxmox.ErrStillCreating) || pveapi.IsForbidden(err) {
+			note = "" // it carries the mark, or the token may not see it: the note would mislead
 		}
 		r.addVMError(&diags, "import", ref.Name, ref.VMID, err, note)
 		return proxmox.VM{}, 0, diags, err
@@ -607,8 +610,8 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 // waitIP, until its agent reports an address (proxmox.Backend.WaitReady: a VM found
 // stopped, gone or without its agent ends the wait at once with the reason). uid is the
 // state's (GetOptions.UID).
-func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid string, waitIP bool) (proxmox.VM, error) {
-	return r.data.backend.WaitReady(ctx, id, proxmox.ReadyOptions{UID: uid, Address: waitIP})
+func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid, pool string, waitIP bool) (proxmox.VM, error) {
+	return r.data.backend.WaitReady(ctx, id, proxmox.ReadyOptions{UID: uid, Pool: pool, Address: waitIP})
 }
 
 // mismatch names the planned values the VM does not have after an apply, with what to
@@ -637,6 +640,9 @@ func mismatch(plan, got proxyVMModel) string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s is %s, planned %d", a.name, h, w))
+	}
+	if w, ok := knownString(plan.Pool); ok && w != got.Pool.ValueString() {
+		out = append(out, fmt.Sprintf("pool is %s, planned %q", got.Pool.String(), w))
 	}
 	if w, ok := knownString(plan.Bridge); ok && !plan.Bridge.Equal(got.Bridge) {
 		out = append(out, fmt.Sprintf("bridge is %s, planned %q (does the template have a net0?)", got.Bridge.String(), w))

@@ -45,7 +45,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"the proxy operator). Create blocks until the VM runs and, unless wait_for_ip is false, " +
 			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib (a graceful restart of a " +
 			"running VM, or pending with reboot_on_change = false; memory hotplug where configured), a larger " +
-			"disk_gib, bridge, vlan_tag and start_on_boot are made in place, and a node change migrates the VM; " +
+			"disk_gib, bridge, vlan_tag, pool and start_on_boot are made in place, and a node change migrates the VM; " +
 			"name, the template and cloud_init replace the VM.",
 		MarkdownDescription: proxyVMMarkdown,
 		Attributes: map[string]schema.Attribute{
@@ -180,6 +180,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Validators:    []validator.Int64{int64validator.Between(1, 4094)},
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
+			"pool": poolAttribute(),
 			"start_on_boot": schema.BoolAttribute{
 				Optional: true,
 				Computed: true,
@@ -270,7 +271,8 @@ create leaves a tainted resource that the next apply replaces, never an untracke
 **In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a graceful restart of a running VM, which
 the plan warns about: see "Restarts" below), a larger
 ` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
-` + "`start_on_boot`" + `, and a VM found stopped, paused or hibernated is started again. A ` + "`node`" + ` change
+` + "`start_on_boot`" + `, ` + "`pool`" + ` (a move between pools, which needs ` + "`Pool.Allocate`" + ` on both), and a VM found stopped,
+paused or hibernated is started again. A ` + "`node`" + ` change
 migrates the VM (online when it runs: its address, MAC, VMID and disks stay), and so does a VM found on another
 node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
 at create and stays where it is.

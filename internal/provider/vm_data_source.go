@@ -54,6 +54,7 @@ type vmDataModel struct {
 	DiskGiB          types.Int64    `tfsdk:"disk_gib"`
 	Bridge           types.String   `tfsdk:"bridge"`
 	VLANTag          types.Int64    `tfsdk:"vlan_tag"`
+	Pool             types.String   `tfsdk:"pool"`
 	StartOnBoot      types.Bool     `tfsdk:"start_on_boot"`
 	AgentEnabled     types.Bool     `tfsdk:"agent_enabled"`
 	MACAddress       types.String   `tfsdk:"mac_address"`
@@ -128,11 +129,13 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"template_vmid": num("The template the VM was cloned from, when it could be identified; null otherwise."),
 			"machine_type": str("The provider's `machine_types` key whose sizes the VM has, when exactly one matches; " +
 				"null otherwise."),
-			"cores":             num("Virtual CPU cores."),
-			"memory_mib":        num("Memory in MiB."),
-			"disk_gib":          num("Size of the boot disk in GiB."),
-			"bridge":            str("The bridge net0 is on."),
-			"vlan_tag":          num("net0's VLAN tag; null when untagged."),
+			"cores":      num("Virtual CPU cores."),
+			"memory_mib": num("Memory in MiB."),
+			"disk_gib":   num("Size of the boot disk in GiB."),
+			"bridge":     str("The bridge net0 is on."),
+			"vlan_tag":   num("net0's VLAN tag; null when untagged."),
+			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
+				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
 			"start_on_boot":     boolean("Whether the VM starts with its node (`onboot`)."),
 			"agent_enabled":     boolean("Whether the VM's QEMU guest agent option is on."),
 			"mac_address":       str("The MAC address of net0."),
@@ -232,7 +235,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
 		Image: rm.Image, TemplateVMID: rm.TemplateVMID, MachineType: rm.MachineType,
 		Cores: rm.Cores, MemoryMiB: rm.MemoryMiB, DiskGiB: rm.DiskGiB, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
-		StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
+		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
 		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
 		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
@@ -271,6 +274,13 @@ func (d *vmDataSource) lookup(ctx context.Context, m vmDataModel, ds *vmsDataSou
 			if (byName && s.ID.Name == name) || (!byName && int64(s.ID.VMID) == m.VMID.ValueInt64()) {
 				diags.AddAttributeError(attr, summaryReadVM, fmt.Sprintf("The config of the VM %s (VMID %d on node %s) could not be read, "+
 					"so whether it carries the mark is unknown: %s", what, s.ID.VMID, s.Node, ds.dsErrorDetail(s.Err)))
+				return proxmox.Instance{}, false
+			}
+		}
+		if !byName {
+			// The listing shows only what the token may audit (fact: pool-privileges).
+			if err := d.data.backend.HiddenVM(ctx, int(m.VMID.ValueInt64())); err != nil {
+				diags.AddAttributeError(attr, summaryReadVM, ds.dsErrorDetail(err))
 				return proxmox.Instance{}, false
 			}
 		}

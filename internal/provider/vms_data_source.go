@@ -55,6 +55,7 @@ type vmsVMModel struct {
 	UID       types.String `tfsdk:"uid"`
 	CreatedAt types.String `tfsdk:"created_at"`
 	Status    types.String `tfsdk:"status"`
+	Pool      types.String `tfsdk:"pool"`
 	// Details for a fleet (vms_fleet.go).
 	MadeBy        types.String `tfsdk:"made_by"`
 	Cores         types.Int64  `tfsdk:"cores"`
@@ -95,6 +96,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
+			"among those the API token may see (`VM.Audit`: for a token scoped to a pool, its pool's), " +
 			"and what the provider left behind with no resource to own it, with its age: the seed ISOs that no VM uses " +
 			"(`orphan_seeds`) and the half-made VMs of this configuration's `uid_namespace` (`orphan_vms`). The " +
 			"[`proxy_orphan_cleanup`](../actions/orphan_cleanup.md) action deletes those older than a grace period. `cores` and `memory_mib` are the VM's config values, a change pending " +
@@ -129,6 +131,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 						"or it does not parse."),
 					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
 						"(its node does not answer, or the VM is seconds old)."),
+					"pool": computed("The Proxmox pool the VM belongs to; null when it is in none, or when the API token " +
+						"lacks `Pool.Audit` on its pool."),
 				})},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
@@ -139,7 +143,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"deleted outside Terraform whose state is gone too, or of a failed create whose seed delete failed. The seed of a " +
 					"create still cloning its VM shows here too while the clone runs (Proxmox lists that VM without a name), which " +
 					"its age tells: `proxy_orphan_cleanup` deletes only those older than its grace period. On a shared ISO storage " +
-					"each orphan shows once per node. A node whose storage cannot be listed is left out with a warning.",
+					"each orphan shows once per node. A node whose storage cannot be listed is left out with a warning. \"No VM\" means none " +
+					"the API token may see: with a token scoped to a pool, the seed of a VM outside the pool is listed too.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"node":        computed("The node whose ISO storage holds the seed."),
 					"volid":       computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
@@ -261,6 +266,7 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			UID:       types.StringValue(in.UID),
 			CreatedAt: created,
 			Status:    types.StringValue(in.Status),
+			Pool:      stringOrNull(in.Config.Pool),
 		})
 	}
 	d.vmsDetails(rctx, kept, m.VMs, &resp.Diagnostics)

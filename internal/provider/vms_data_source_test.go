@@ -120,6 +120,7 @@ func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
 		"uid":        knownvalue.StringExact(uid),
 		"created_at": created,
 		"status":     knownvalue.StringExact(status),
+		"pool":       knownvalue.Null(), // the simulator's pools hold none of them
 		// The fleet details: vmsCluster's VMs are the operator's (no created-by line), have
 		// the simulator's default sizes, and no guest agent (no addresses).
 		"made_by":        knownvalue.StringExact("other"),

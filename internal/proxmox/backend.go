@@ -16,10 +16,15 @@ import (
 
 // Config is everything the backend needs from the provider configuration.
 type Config struct {
-	Endpoint          string // for health details only
-	Nodes             []string
-	ISOStorage        string
-	Storage           string         // clone target storage; empty: the template's own
+	Endpoint   string // for health details only
+	Nodes      []string
+	ISOStorage string
+	Storage    string // clone target storage; empty: the template's own
+	// Pool and Bridge (with VLANTag) are the provider's defaults, for the health check's
+	// privilege round (the resources pass their own in Spec).
+	Pool              string
+	Bridge            string
+	VLANTag           int
 	Templates         map[string]int // catalogue key -> template VMID (health check)
 	VMIDMin, VMIDMax  int
 	VendorData        string
@@ -118,9 +123,12 @@ type Spec struct {
 	UserData     []byte
 	Bridge       string // empty: as cloned (unless VLANTag is set)
 	VLANTag      int    // 0: as cloned
-	OnBoot       bool
-	WaitForIP    bool
-	CreatedAt    time.Time
+	// Pool, when set, is the Proxmox pool the clone joins (the clone's pool parameter), so
+	// a token granted on /pool/<pool> may make it (fact: pool-privileges).
+	Pool      string
+	OnBoot    bool
+	WaitForIP bool
+	CreatedAt time.Time
 	// UserDataDigest, when set, is written into the mark (MarkKeyUserDataDigest).
 	UserDataDigest string
 	// Tags, when set, are the VM's tags besides ManagedTag (nil: the template's are kept);
@@ -157,6 +165,11 @@ type VM struct {
 	OnBoot       bool
 	AgentEnabled bool
 	Tags         []string
+	// Pool is the pool the listing reports the VM in ("" for none). PoolUnverified is set
+	// when the listing shows none but the token lacks Pool.Audit on the pool the caller
+	// expected (GetOptions.Pool): Proxmox then hides the field, so Pool keeps that pool.
+	Pool           string
+	PoolUnverified bool
 	// Lock is the lock the listing, config or status reports ("backup", "clone",
 	// "suspended", ...); empty when none. Get reports a locked VM instead of failing.
 	Lock string
@@ -251,6 +264,8 @@ type GetOptions struct {
 	// read-back after its own check, a create's read-back before its last step checks
 	// the uid).
 	AnyOwner bool
+	// Pool is the pool the caller's state holds, for VM.PoolUnverified.
+	Pool string
 }
 
 // Changes is an in-place update; nil fields are left alone.
@@ -295,6 +310,10 @@ type Changes struct {
 	// Stop stops a running VM after the config write (started = false), instead of any
 	// start or restart.
 	Stop bool
+	// Pool, when set, moves the VM into that pool ("" takes it out of PriorPool, the pool
+	// the caller's state holds), before any other change (pool.go).
+	Pool      *string
+	PriorPool string
 	// ShutdownTimeout is how long the restart a cores or memory change needs lets the
 	// guest shut down before Proxmox stops it (zero: DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
@@ -364,6 +383,9 @@ type NodeHealth struct {
 	ISOStorage         string
 	ISOStorageAvailGiB float64
 	Templates          string // "found/configured"
+	// MissingPrivileges are the privileges the provider needs that the token lacks, each
+	// "<privilege> on <path>" (check_privileges.go); set with ReasonForbidden.
+	MissingPrivileges []string
 }
 
 // LogSubsystem is the tflog subsystem the backend logs to. The caller creates it

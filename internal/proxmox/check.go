@@ -49,9 +49,10 @@ func (b *Backend) CheckDetailed(ctx context.Context) []NodeCheck {
 		tokenID, tokenErr = b.cfg.TokenID()
 	}
 	var wg sync.WaitGroup
+	privs := &privilegeRound{}
 	for i, node := range b.cfg.Nodes {
 		wg.Go(func() {
-			out[i] = b.checkNode(ctx, node, tokenID, tokenErr)
+			out[i] = b.checkNode(ctx, node, tokenID, tokenErr, privs)
 		})
 	}
 	wg.Wait()
@@ -66,6 +67,7 @@ const (
 	stepNode
 	stepStorage
 	stepTemplates
+	stepPrivileges
 )
 
 func (s checkStep) String() string {
@@ -76,13 +78,16 @@ func (s checkStep) String() string {
 		return "reading the node status"
 	case stepStorage:
 		return "reading the ISO storage status"
+	case stepPrivileges:
+		return "reading the API token's privileges"
 	default:
 		return "listing the cluster's VMs for the templates"
 	}
 }
 
-// checkNode runs one node's round: four requests, stopping at the first failure.
-func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr error) (c NodeCheck) {
+// checkNode runs one node's round: four requests, stopping at the first failure, then the
+// privilege round the nodes share (check_privileges.go).
+func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr error, privs *privilegeRound) (c NodeCheck) {
 	c.Name = node
 	c.Address = b.cfg.Endpoint
 	c.ISOStorage = b.cfg.ISOStorage
@@ -114,6 +119,11 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 		}
 		c.Reason = checkReason(step, err)
 		c.Message = fmt.Sprintf("%s of node %s: %v", step, node, err)
+		if d, ok := pveapi.PermissionDenied(err); ok && d.Path != "" {
+			// A read of the round refused: the privilege Proxmox named (Sys.Audit on the
+			// node, an ISO storage's Datastore.Audit...).
+			c.MissingPrivileges = []string{strings.ReplaceAll(d.Privilege, "|", " or ") + " on " + d.Path}
+		}
 		return c
 	}
 
@@ -150,6 +160,22 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 	res, err := b.api.ClusterResources(ctx)
 	if err != nil {
 		return fail(stepTemplates, err)
+	}
+	// Before the templates: a template the token may not see is missing from the listing,
+	// and the missing privilege says so better than "does not exist".
+	lacks, err := privs.run(ctx, b, res)
+	if err != nil {
+		return fail(stepPrivileges, err)
+	}
+	if len(lacks) > 0 {
+		c.Reason = ReasonForbidden
+		parts := make([]string, len(lacks))
+		for i, m := range lacks {
+			c.MissingPrivileges = append(c.MissingPrivileges, m.String())
+			parts[i] = fmt.Sprintf("%s on %s (to %s)", m.priv, m.path, m.why)
+		}
+		c.Message = fmt.Sprintf("the API token %s lacks privileges the provider needs: %s; grant them as the setup guide shows", tokenID, strings.Join(parts, "; "))
+		return c
 	}
 	found, missing := checkTemplates(b.cfg.Templates, res)
 	c.Templates = fmt.Sprintf("%d/%d", found, len(b.cfg.Templates))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -40,6 +41,8 @@ type checkFake struct {
 	resources     func(ctx context.Context) ([]pveapi.Resource, error)
 	content       func(ctx context.Context, node, storage, content string) ([]pveapi.StorageVolume, error)
 	config        func(ctx context.Context, node string, vmid int) (map[string]string, error)
+	// perms answers GET /access/permissions?path=: default, every privilege (a root token).
+	perms func(ctx context.Context, path string) (map[string]bool, error)
 }
 
 // newCheckFake answers every read with the captured or reconstructed fixtures.
@@ -73,8 +76,28 @@ func newCheckFake(t *testing.T) *checkFake {
 		config: func(_ context.Context, node string, vmid int) (map[string]string, error) {
 			return nil, ckAPIErr("err_not_exist")
 		},
+		perms: func(context.Context, string) (map[string]bool, error) {
+			out := map[string]bool{}
+			for _, p := range allFakePrivs {
+				out[p] = true
+			}
+			return out, nil
+		},
 	}
 }
+
+func (f *checkFake) Permissions(ctx context.Context, path string) (map[string]bool, error) {
+	f.count("Permissions " + path)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return f.perms(ctx, path)
+}
+
+// privRound is the requests of the privilege round over cluster_resources.json with the
+// checkFake's unreadable template configs: one config read per listed template (2), one
+// permissions read per path (/vms/9000, /vms/9001, /vms, /storage/proxy-seeds).
+const privRound = 6
 
 func (f *checkFake) count(key string) {
 	f.mu.Lock()
@@ -258,7 +281,7 @@ func TestCheck_reasonsTable(t *testing.T) {
 		version, kernel, storage bool
 		templates                string
 	}{
-		{name: "reachable", reason: ReasonReachable, requests: 4, version: true, kernel: true, storage: true,
+		{name: "reachable", reason: ReasonReachable, requests: 4 + privRound, version: true, kernel: true, storage: true,
 			templates: "2/2", inMessage: []string{"9.2.20", "proxy-seeds", "2/2"}},
 		{name: "token file missing", tokenErr: fmt.Errorf("%w: open /run/token: %w", pveapi.ErrCredentials, os.ErrNotExist),
 			reason: ReasonCredentialsUnavailable, requests: 0, inMessage: []string{"/run/token"}},
@@ -319,20 +342,20 @@ func TestCheck_reasonsTable(t *testing.T) {
 			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, storage: true,
 			inMessage: []string{"iso content"}},
 		{name: "iso listed among other content", mutate: setStorage(func(s *pveapi.StorageStatus) { s.Content = "vztmpl, iso,backup" }),
-			reason: ReasonReachable, requests: 4, version: true, kernel: true, storage: true, templates: "2/2"},
+			reason: ReasonReachable, requests: 4 + privRound, version: true, kernel: true, storage: true, templates: "2/2"},
 		{name: "500 from node status is an API error", mutate: failNode(ckAPIErr("err_node_unknown")),
 			reason: ReasonAPIError, requests: 2, version: true, inMessage: []string{"hostname lookup"}},
 		{name: "501 from the listing", mutate: func(f *checkFake) {
 			f.resources = func(context.Context) ([]pveapi.Resource, error) { return nil, ckAPIErr("err_not_implemented") }
 		}, reason: ReasonAPIError, requests: 4, version: true, kernel: true, storage: true},
 		{name: "template missing", mutate: setTemplate(9000, func(*pveapi.Resource) bool { return false }),
-			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2",
+			reason: ReasonTemplateNotFound, requests: 4 + privRound - 1, version: true, kernel: true, storage: true, templates: "1/2",
 			inMessage: []string{"ubuntu-2404", "9000", "does not exist"}},
 		{name: "template is a plain VM", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Template = 0; return true }),
-			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2",
+			reason: ReasonTemplateNotFound, requests: 4 + privRound, version: true, kernel: true, storage: true, templates: "1/2",
 			inMessage: []string{"debian-13", "9001", "not a template"}},
 		{name: "template VMID held by a container", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Type = "lxc"; return true }),
-			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2"},
+			reason: ReasonTemplateNotFound, requests: 4 + privRound - 1, version: true, kernel: true, storage: true, templates: "1/2"},
 		{name: "unknown error", mutate: failVersion(errors.New("something odd")), reason: ReasonAPIError, requests: 1},
 	}
 	for _, tt := range tests {
@@ -434,6 +457,8 @@ func TestCheck_oneEntryPerNodeInConfigOrder(t *testing.T) {
 	}
 }
 
+// TestCheck_fourRequestsPerNode: four requests per node, and one privilege round for all
+// of them.
 func TestCheck_fourRequestsPerNode(t *testing.T) {
 	t.Parallel()
 	f := newCheckFake(t)
@@ -443,8 +468,8 @@ func TestCheck_fourRequestsPerNode(t *testing.T) {
 			t.Fatalf("%s not ready: %s", h.Name, h.Message)
 		}
 	}
-	if n := f.total(); n != 4*len(nodes) {
-		t.Errorf("%d requests for %d nodes, want %d: %v", n, len(nodes), 4*len(nodes), f.calls)
+	if n := f.total(); n != 4*len(nodes)+privRound {
+		t.Errorf("%d requests for %d nodes, want %d: %v", n, len(nodes), 4*len(nodes)+privRound, f.calls)
 	}
 	for _, k := range []string{"Version", "ClusterResources"} {
 		if f.n(k) != len(nodes) {
@@ -597,6 +622,17 @@ func newCKServer(t *testing.T, override map[string]http.HandlerFunc) *ckServer {
 		"/api2/json/cluster/resources":                     serve("cluster_resources"),
 		"/api2/json/nodes/pve2/status":                     serve("node_status"),
 		"/api2/json/nodes/pve2/storage/proxy-seeds/status": serve("storage_status"),
+		"/api2/json/nodes/pv1-1/qemu/9001/config":          serve("vm_config_template_9001"),
+		// A root token's privileges, on whatever path is asked, in the fixture's shape.
+		"/api2/json/access/permissions": func(w http.ResponseWriter, r *http.Request) {
+			privs := map[string]int{}
+			for _, p := range allFakePrivs {
+				privs[p] = 1
+			}
+			b, _ := json.Marshal(map[string]any{"data": map[string]any{r.URL.Query().Get("path"): privs}})
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(b)
+		},
 	}
 	maps.Copy(routes, override)
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -652,7 +688,10 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 		reason   Reason
 		requests int // -1: not counted
 	}{
-		{name: "reachable", reason: ReasonReachable, requests: 8},
+		// Four reads per node, then the privilege round: the template's config, and the
+		// privileges on /vms/9001, /vms, /storage/proxy-seeds, /storage/local-lvm and
+		// /sdn/zones/localnetwork/vmbr0 (its disks' storage and its bridge).
+		{name: "reachable", reason: ReasonReachable, requests: 8 + 6},
 		{name: "unknown authority", opts: func(_ *ckServer, o *pveapi.Options) { o.CAPEM = "" },
 			reason: ReasonCertificateInvalid, requests: -1},
 		{name: "hostname not in the certificate", opts: func(s *ckServer, o *pveapi.Options) {

@@ -218,6 +218,12 @@ func (c *creation) notify() {
 func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (string, error) {
 	s := &c.s
 	r, ok := findResource(res, s.TemplateVMID)
+	if !ok {
+		// The listing shows only what the token may audit (fact: pool-privileges).
+		if err := c.b.hiddenVM(ctx, "create", s.TemplateVMID, fmt.Sprintf("Template %d", s.TemplateVMID)); err != nil {
+			return "", err
+		}
+	}
 	if !ok || r.Type != "qemu" {
 		return "", Permanentf("template VMID %d does not exist in the cluster; fix the image catalogue or template_vmid", s.TemplateVMID)
 	}
@@ -280,6 +286,20 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (bool, error) {
 	for range 4 { // a VMID freed (or rebuilt) while we looked is tried again
 		r, taken := findResource(*res, vmid)
+		if !taken && c.s.Pool != "" {
+			// A token scoped to the pool sees only the pool's guests: ask whether a guest it
+			// may not see holds the VMID (fact: pool-privileges) before cloning onto it.
+			free, err := c.b.api.VMIDFree(ctx, vmid)
+			if err != nil {
+				return false, apiErrorf("create", err, "asking whether a guest holds VMID %d", vmid)
+			}
+			if !free {
+				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by a guest the token may not see", map[string]any{
+					"vmid": vmid, "name": c.s.Name, "pool": c.s.Pool,
+				})
+				return false, nil
+			}
+		}
 		if !taken {
 			cloned, err := c.clone(ctx, vmid, tmplNode)
 			if err != nil || cloned {
@@ -344,7 +364,7 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // reports false without error when the VMID was taken meanwhile (fact: clone-vmid-taken).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: c.creatingMark(vmid), Storage: b.cfg.Storage}
+	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: c.creatingMark(vmid), Storage: b.cfg.Storage, Pool: s.Pool}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
 		return false, err
@@ -358,6 +378,9 @@ func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, 
 	if err != nil {
 		if isAlreadyExists(err) {
 			return false, nil // taken meanwhile (fact: clone-vmid-taken); the probe judges who holds it
+		}
+		if pveapi.IsForbidden(err) {
+			return false, cloneRefusal(err, s, vmid)
 		}
 		var ae *pveapi.APIError
 		if errors.As(err, &ae) {
@@ -546,7 +569,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 		}
 	}
 	// Any owner: the last step (finalize) judges ownership, and says "taken over".
-	vm, err := b.get(ctx, id, GetOptions{FreshListing: true, AnyOwner: true})
+	vm, err := b.get(ctx, id, GetOptions{FreshListing: true, AnyOwner: true, Pool: c.s.Pool})
 	if err != nil {
 		if ClassOf(err) != pveapi.Transient {
 			return VM{}, wrap("create", id.Name, id.VMID, err)
@@ -594,6 +617,7 @@ func (c *creation) written() VM {
 		maps.Copy(cfg, p)
 	}
 	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true})
+	vm.Pool = s.Pool
 	if s.DiskGiB > vm.DiskGiB {
 		vm.DiskGiB = s.DiskGiB
 	}

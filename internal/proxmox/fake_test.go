@@ -144,6 +144,8 @@ type fakeVM struct {
 	Pending map[string]string
 	// IgnoresShutdown: the guest never powers off on a shutdown request.
 	IgnoresShutdown bool
+	// Pool is the pool the VM belongs to (fake_pool_test.go).
+	Pool string
 
 	cloning bool // nameless in the listing until the clone task completes
 }
@@ -192,6 +194,10 @@ type fakeAPI struct {
 	// version and nodeStatus answer Version and NodeStatus.
 	version    pveapi.VersionInfo
 	nodeStatus pveapi.NodeStatus
+	// privs and hidePools shape the token's privileges (fake_pool_test.go).
+	privs     map[string][]string
+	hidePools bool
+	hidden    map[int]bool
 }
 
 func newFakeAPI(nodes ...string) *fakeAPI {
@@ -527,6 +533,9 @@ func (f *fakeAPI) ClusterResources(ctx context.Context) ([]pveapi.Resource, erro
 	out := make([]pveapi.Resource, 0, len(ids))
 	for _, id := range ids {
 		v := f.vms[id]
+		if f.hidden[id] {
+			continue
+		}
 		r := pveapi.Resource{ID: fmt.Sprintf("%s/%d", v.Type, v.VMID), VMID: v.VMID, Node: v.Node, Type: v.Type, Lock: v.Lock}
 		if v.cloning {
 			r.Status = "unknown"
@@ -534,6 +543,9 @@ func (f *fakeAPI) ClusterResources(ctx context.Context) ([]pveapi.Resource, erro
 			continue
 		}
 		r.Name, r.Status, r.Tags = v.Name, v.Status, v.Config["tags"]
+		if !f.hidePools {
+			r.Pool = v.Pool
+		}
 		if v.Template {
 			r.Template = 1
 		}
@@ -554,6 +566,9 @@ func (f *fakeAPI) VMConfig(ctx context.Context, node string, vmid int) (map[stri
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.hidden[vmid] {
+		return nil, errHidden(vmid)
+	}
 	v, err := f.qemu(node, vmid)
 	if err != nil {
 		return nil, err
@@ -670,7 +685,7 @@ func (f *fakeAPI) SetVMConfig(ctx context.Context, node string, vmid int, params
 
 func (f *fakeAPI) Clone(ctx context.Context, node string, vmid int, p pveapi.CloneParams) (string, error) {
 	args := map[string]string{"newid": strconv.Itoa(p.NewID), "name": p.Name, "description": p.Description,
-		"storage": p.Storage, "target": p.Target, "full": "1"}
+		"storage": p.Storage, "target": p.Target, "full": "1", "pool": p.Pool}
 	if err := f.enter(ctx, fakeCall{Method: "Clone", Node: node, VMID: vmid, Args: args}); err != nil {
 		return "", err
 	}
@@ -709,7 +724,7 @@ func (f *fakeAPI) Clone(ctx context.Context, node string, vmid int, p pveapi.Clo
 	f.vms[p.NewID] = nv
 	upid := f.newTask(node, "qmclone", strconv.Itoa(vmid), func() {
 		if cur := f.vms[p.NewID]; cur == nv {
-			nv.cloning, nv.Lock = false, ""
+			nv.cloning, nv.Lock, nv.Pool = false, "", p.Pool
 		}
 	})
 	if t := f.tasks[upid]; !taskSucceeded(t.exit) {

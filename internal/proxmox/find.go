@@ -82,6 +82,12 @@ func (b *Backend) findByVMID(ctx context.Context, vmid int) (ID, error) {
 		return ID{}, apiErrorf("import", err, "listing the cluster's VMs")
 	}
 	r, ok := findResource(res, vmid)
+	if !ok {
+		// The listing shows only what the token may audit (fact: pool-privileges).
+		if err := b.hiddenVM(ctx, "import", vmid, "The VM"); err != nil {
+			return ID{}, err
+		}
+	}
 	switch {
 	case !ok:
 		return ID{}, notFoundf("VMID %d is not in the cluster", vmid)

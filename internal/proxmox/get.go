@@ -60,6 +60,12 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return VM{}, apiErrorf("get", err, "listing the cluster's VMs")
 	}
 	r, ok := findResource(res, id.VMID)
+	if !ok {
+		// The listing shows only what the token may audit (fact: pool-privileges).
+		if err := b.hiddenVM(ctx, "get", id.VMID, "The VM"); err != nil {
+			return VM{}, err
+		}
+	}
 	switch {
 	case !ok:
 		return VM{}, notFoundf("VMID %d is not in the cluster any more", id.VMID)
@@ -89,6 +95,10 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	vm := vmFromConfig(id, r.Node, cfg, mark)
 	if v, ok := vmSeed(id.Name, cfg); ok {
 		vm.Seed = v.volid()
+	}
+	vm.Pool = r.Pool
+	if err := b.verifyPool(ctx, &vm, opts.Pool); err != nil {
+		return VM{}, err
 	}
 	// The config's lock is current; the listing's may be a snapshot's.
 	vm.Lock = cfg["lock"]

@@ -64,7 +64,16 @@ func TestGet_stateTable(t *testing.T) {
 	listOnly := []string{"ClusterResources"}
 	three := []string{"ClusterResources", "VMConfig", "VMStatus"}
 	rows := []getRow{
-		{name: "VMID absent", setup: func(*testing.T, *harness) {}, class: pveapi.NotFound, calls: listOnly},
+		// Absent from the listing: a config read tells a VMID without a VM from one the token
+		// may not see (fact: pool-privileges).
+		{name: "VMID absent", setup: func(*testing.T, *harness) {}, class: pveapi.NotFound, calls: []string{"ClusterResources", "VMIDFree"}},
+		{name: "VM hidden from the token", setup: func(t *testing.T, h *harness) {
+			h.f.addOurVM(testVMID0, testName, testUID)
+			h.f.hide(testVMID0)
+		}, class: pveapi.Permanent, calls: []string{"ClusterResources", "VMIDFree", "VMConfig"}},
+		{name: "VMID hidden and free", setup: func(t *testing.T, h *harness) {
+			h.f.hide(testVMID0)
+		}, class: pveapi.NotFound, calls: []string{"ClusterResources", "VMIDFree"}},
 		{name: "container at the VMID", setup: func(t *testing.T, h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Type: "lxc"})
 		}, class: pveapi.NotFound, calls: listOnly},

@@ -167,12 +167,14 @@ func (b *Backend) scan(ctx context.Context, o scanOptions) (listSkipped, rangeSk
 			return true
 		}
 		marked++
-		return o.list(Instance{
+		inst := Instance{
 			ID: ID{VMID: r.VMID, Name: r.Name}, Node: r.Node,
 			UID: m.UID, CreatedAt: m.CreatedAt, Status: r.Status,
 			CreatedBy: ParseMarkExtra(cfg["description"]).CreatedBy,
 			Config:    vmFromConfig(ID{VMID: r.VMID, Name: r.Name}, r.Node, cfg, m),
-		})
+		}
+		inst.Config.Pool = r.Pool
+		return o.list(inst)
 	})
 	if err != nil {
 		return nil, nil, wrap("list", "", 0, apiErrorf("list", err, "reading the listed VMs' configs"))

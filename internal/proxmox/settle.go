@@ -48,6 +48,12 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			return pollFailed(op, err, "the cluster listing failed", "listing the cluster's VMs")
 		}
 		r, ok := findResource(res, id.VMID)
+		if !ok {
+			// The listing shows only what the token may audit (fact: pool-privileges).
+			if err := b.hiddenVM(ctx, op, id.VMID, "The VM"); err != nil {
+				return cannot("hidden from the API token", err)
+			}
+		}
 		if !ok || r.Type != "qemu" || r.Template == 1 {
 			out = settled{verdict: verdictGone, r: r}
 			return done("gone")
@@ -92,6 +98,8 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 type ReadyOptions struct {
 	// UID is the uid the mark must carry (GetOptions.UID).
 	UID string
+	// Pool is the pool the caller expects the VM in (GetOptions.Pool).
+	Pool string
 	// Address waits for the guest agent's IPv4 too (wait_for_ip).
 	Address bool
 	// FirstBoot says the seed installs the agent at this start (never so for an update:
@@ -130,7 +138,7 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 	fresh := true
 	spec := waitSpec{kind: "settle", what: "the VM to run after the update", vmid: id.VMID, budget: b.cfg.Budgets.Running}
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
-		got, err := b.get(ctx, id, GetOptions{UID: o.UID, FreshListing: fresh})
+		got, err := b.get(ctx, id, GetOptions{UID: o.UID, Pool: o.Pool, FreshListing: fresh})
 		fresh = false
 		switch {
 		case err != nil && ClassOf(err) == pveapi.NotFound:

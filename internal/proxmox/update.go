@@ -29,6 +29,7 @@ import (
 //     change on a VM with memory hotplug (hotplug names memory, numa on) is plugged with
 //     no restart, and a size that is not a DIMM step is refused before anything is
 //     written (MemoryHotplugStep); cores always needs the restart;
+//   - Pool moves the VM into another pool (or out of its pool) first (pool.go);
 //   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
 //     and a paused VM with a stop then a start; Stop shuts a running VM down as the
 //     restart does (a paused one is stopped).
@@ -77,6 +78,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
 	case verdictForeign:
 		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
+	}
+	// The pool first: the rest is done under the privileges the VM has where it ends up.
+	pooled, err := b.movePool(ctx, id, ch)
+	if err != nil {
+		return st.r.Node, nil, err
 	}
 	node, cfg, moved, err := b.moveIfAsked(ctx, id, st.r.Node, st.cfg, ch)
 	if err != nil {
@@ -304,6 +310,9 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 			return node, nil, err
 		}
 		did = append(did, "start")
+	}
+	if pooled {
+		did = append(did, "pool")
 	}
 	return node, did, nil
 }

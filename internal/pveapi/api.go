@@ -56,6 +56,12 @@ type API interface {
 	Migrate(ctx context.Context, node string, vmid int, p MigrateParams) (string, error)
 	// NodeNetwork is GET /nodes/{node}/network?type={ifaceType}.
 	NodeNetwork(ctx context.Context, node, ifaceType string) ([]NodeInterface, error)
+	// Permissions is GET /access/permissions?path={path} (access.go).
+	Permissions(ctx context.Context, path string) (map[string]bool, error)
+	// UpdatePool is PUT /pools (access.go).
+	UpdatePool(ctx context.Context, p PoolUpdate) error
+	// VMIDFree is GET /cluster/nextid?vmid={vmid} (access.go).
+	VMIDFree(ctx context.Context, vmid int) (bool, error)
 }
 
 // VersionInfo is the answer of GET /version.
@@ -105,19 +111,22 @@ type StorageVolume struct {
 // Resource is one entry of GET /cluster/resources?type=vm. A clone in progress has no
 // name, lock "clone" and status "unknown" (fact: nameless-mid-clone).
 type Resource struct {
-	ID       string  `json:"id"`
-	VMID     int     `json:"vmid"`
-	Node     string  `json:"node"`
-	Type     string  `json:"type"`
-	Status   string  `json:"status"`
-	Name     string  `json:"name"`
-	Template int     `json:"template"`
-	Tags     string  `json:"tags"`
-	Lock     string  `json:"lock"`
-	MaxCPU   float64 `json:"maxcpu"`
-	MaxMem   int64   `json:"maxmem"`
-	MaxDisk  int64   `json:"maxdisk"`
-	Uptime   int64   `json:"uptime"`
+	ID       string `json:"id"`
+	VMID     int    `json:"vmid"`
+	Node     string `json:"node"`
+	Type     string `json:"type"`
+	Status   string `json:"status"`
+	Name     string `json:"name"`
+	Template int    `json:"template"`
+	Tags     string `json:"tags"`
+	Lock     string `json:"lock"`
+	// Pool is the pool the guest belongs to, set only when the token has Pool.Audit on it
+	// (fact: pool-privileges).
+	Pool    string  `json:"pool"`
+	MaxCPU  float64 `json:"maxcpu"`
+	MaxMem  int64   `json:"maxmem"`
+	MaxDisk int64   `json:"maxdisk"`
+	Uptime  int64   `json:"uptime"`
 }
 
 // CloneParams are the form fields of a clone. Full is always sent as full=1.
@@ -127,6 +136,9 @@ type CloneParams struct {
 	Description string
 	Storage     string // empty: the template's own storage
 	Target      string // empty: the template's node
+	// Pool, when set, is the pool the new VM joins at the end of the clone task; VM.Allocate
+	// on /pool/<pool> then allows the clone (fact: pool-privileges).
+	Pool string
 }
 
 // VMStatus is GET /nodes/{node}/qemu/{vmid}/status/current.

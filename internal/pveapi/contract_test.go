@@ -64,7 +64,7 @@ func contractCases(t *testing.T) []contractCase {
 	seedVol := tStorage + ":iso/" + tName + "-seed.iso"
 	taskUPID := upidOf("clone_response")
 	isoBytes := strings.Repeat("ISO-BODY-", 100)
-	return append([]contractCase{migrateContractCase()}, []contractCase{
+	return append(append([]contractCase{migrateContractCase()}, accessContractCases()...), []contractCase{
 		{name: "Version", fixture: "version", method: "GET", path: "/version",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.Version(ctx) },
 			check: func(t *testing.T, got any) {
@@ -291,8 +291,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 21 {
-		t.Errorf("API has %d methods, the contract covers 21", api.NumMethod())
+	if api.NumMethod() != 24 {
+		t.Errorf("API has %d methods, the contract covers 24", api.NumMethod())
 	}
 }
 

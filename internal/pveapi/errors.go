@@ -115,8 +115,8 @@ func ClassOf(err error) (Class, bool) {
 //   - 500 "Configuration file '...' does not exist": NotFound, but Transient when op is
 //     "create" (a missing VM inside Create is never "not found");
 //   - 500 "storage '...' does not exist", "no such cluster node '...'", "hostname lookup
-//     '...' failed", "does not support vm images", "does not support '...' content":
-//     Permanent (a configuration mistake);
+//     '...' failed", "does not support vm images", "does not support '...' content",
+//     "update pools failed: pool '...' does not exist": Permanent (a configuration mistake);
 //   - every other 5xx (locks, agent answers, config file already exists, 595, 596): Transient;
 //   - a failed task (*TaskError): Transient;
 //   - TLS verification failure: Permanent;
@@ -138,7 +138,7 @@ func Classify(op string, err error) Class {
 		switch {
 		case ae.Status >= 400 && ae.Status < 500:
 			return Permanent
-		case IsMissingStorage(err), IsUnknownNode(err), IsContentUnsupported(err):
+		case IsMissingStorage(err), IsUnknownNode(err), IsContentUnsupported(err), IsPoolMissing(err):
 			// A storage or node the cluster lacks, or a storage without the content it
 			// must hold: a configuration mistake that no retry heals.
 			return Permanent

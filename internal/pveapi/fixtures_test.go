@@ -208,6 +208,29 @@ func checkData(t *testing.T, f fixture.Fixture) {
 		if len(cfg["digest"]) != 40 {
 			t.Errorf("digest %q is not sha1 hex", cfg["digest"])
 		}
+	case path == "/access/permissions":
+		var v map[string]map[string]int
+		mustData(t, f, &v)
+		if len(v) != 1 {
+			t.Fatalf("want the one path asked, got %v", v)
+		}
+		for p, privs := range v {
+			if !strings.HasPrefix(p, "/") || len(privs) == 0 {
+				t.Errorf("path %q privileges %v", p, privs)
+			}
+		}
+	case path == "/cluster/nextid":
+		var v string
+		mustData(t, f, &v)
+		if v == "" {
+			t.Error("no VMID")
+		}
+	case method == http.MethodPut && path == "/pools":
+		var v *string
+		mustData(t, f, &v)
+		if v != nil {
+			t.Errorf("a pool update returns null data, got %q", *v)
+		}
 	case method == http.MethodPut && strings.HasSuffix(path, "/config"):
 		var v *string
 		mustData(t, f, &v)

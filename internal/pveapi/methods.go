@@ -136,7 +136,7 @@ func (c *Client) SetVMConfig(ctx context.Context, node string, vmid int, params 
 }
 
 // Clone is POST /nodes/{node}/qemu/{vmid}/clone with newid, name, description, full=1 and,
-// when set, storage and target. It returns the qmclone task's UPID.
+// when set, storage, target and pool. It returns the qmclone task's UPID.
 func (c *Client) Clone(ctx context.Context, node string, vmid int, p CloneParams) (string, error) {
 	if err := checkArgs("Clone", node, vmid); err != nil {
 		return "", err
@@ -157,10 +157,16 @@ func (c *Client) Clone(ctx context.Context, node string, vmid int, p CloneParams
 	if p.Target != "" {
 		form.Set("target", p.Target)
 	}
+	if p.Pool != "" {
+		form.Set("pool", p.Pool)
+	}
 	f := vmFields(node, vmid)
 	f["newid"], f["name"] = p.NewID, p.Name
 	if p.Target != "" {
 		f["target"] = p.Target
+	}
+	if p.Pool != "" {
+		f["pool"] = p.Pool
 	}
 	var upid string
 	err := c.do(ctx, request{call: "Clone", method: http.MethodPost, path: vmPath(node, vmid, "/clone"),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -15,9 +16,12 @@ import (
 	"time"
 )
 
-// The request pipeline: stats, body-on-GET check, token auth, routing (501), faults,
-// node checks (hostname lookup 500, unreachable node 595), parameters (400), privileges
-// (403), then the handler under the state mutex.
+// The request pipeline: stats, body-on-GET check, token auth, routing (501), faults, the
+// method's declared permission check (403), node checks (hostname lookup 500, unreachable
+// node 595), parameters (400), the checks the method's code makes before it acts (403),
+// then the handler under the state mutex. pve-manager PVE/HTTPServer.pm rest_handler runs
+// check_api2_permissions before it proxies to the node and before the handler validates
+// the parameters (pve-common src/PVE/RESTHandler.pm handle).
 
 type call struct {
 	req    *http.Request
@@ -33,6 +37,8 @@ type call struct {
 	vmid      int
 	node      string
 	sim       *Sim // for privilege checks that read the state (called with mu held)
+	// authid is the authenticated token, "<user>@<realm>!<tokenid>".
+	authid string
 }
 
 type handlerFunc func(s *Sim, c *call) *response
@@ -42,8 +48,14 @@ type route struct {
 	tmpl   string
 	segs   []string
 	schema *schema
-	perms  func(c *call) []Privilege
-	h      handlerFunc
+	// perms is the method's declared permission check (its permissions => { check => ...
+	// }), run before the parameters are validated; nil: any authenticated caller
+	// (user => 'all'). code holds the checks the method's code makes before it acts, run
+	// after the validation. Both run with mu held and answer a *permError (403) or any
+	// other error (500).
+	perms func(c *call) error
+	code  func(c *call) error
+	h     handlerFunc
 }
 
 // retryResponse asks the pipeline to run the handler again after d (a config lock held
@@ -54,8 +66,13 @@ func (s *Sim) handle(req *http.Request) *response {
 	method := req.Method
 	p := req.URL.EscapedPath()
 	if p == "/pvesim" || strings.HasPrefix(p, "/pvesim/") {
-		if r := s.authenticate(req); r != nil {
+		authid, r := s.authenticate(req)
+		if r != nil {
 			return r
+		}
+		if authid != s.TokenID() {
+			// The admin API is the test's, not the cluster's: only the simulator's own token.
+			return apiError(403, "Permission check failed")
 		}
 		return s.handleAdmin(req, strings.TrimPrefix(p, "/pvesim"))
 	}
@@ -84,14 +101,15 @@ func (s *Sim) handle(req *http.Request) *response {
 	if (method == http.MethodGet || method == http.MethodHead || method == http.MethodDelete) && (req.ContentLength > 0 || len(req.TransferEncoding) > 0) {
 		return apiError(501, fmt.Sprintf("Unexpected content for method '%s'", method))
 	}
-	if r := s.authenticate(req); r != nil {
+	authid, r := s.authenticate(req)
+	if r != nil {
 		return r
 	}
 	unescaped, _ := url.PathUnescape(rel)
 	if rt == nil {
 		return notImplemented(method, unescaped)
 	}
-	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now(), sim: s}
+	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now(), sim: s, authid: authid}
 
 	// Faults.
 	s.mu.Lock()
@@ -104,6 +122,36 @@ func (s *Sim) handle(req *http.Request) *response {
 		return fr.resp
 	}
 	c.taskFault = fr.task
+
+	// Parameters are read before the permission check, which fills its path templates from
+	// them (pve-common src/PVE/Tools.pm template_replace); they are validated after it.
+	params, r := readParams(c)
+	if r != nil {
+		return r
+	}
+	c.params = params
+	if v, ok := vars["vmid"]; ok {
+		c.vmid, _ = strconv.Atoi(v)
+	}
+
+	// The declared permission check.
+	if rt.perms != nil {
+		s.mu.Lock()
+		err := rt.perms(c)
+		s.mu.Unlock()
+		if err != nil {
+			var pe *permError
+			if errors.As(err, &pe) && rt.tmpl == uploadTmpl {
+				// pveproxy checks an upload's privilege in its auth handler (pve-manager
+				// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
+				// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,
+				// the auth_handler error branch).
+				time.Sleep(s.real(3 * time.Second))
+				return &response{status: 403, reason: pe.Error()}
+			}
+			return errResponse(err)
+		}
+	}
 
 	// Node: format, existence, reachability (pveproxy forwards to the node).
 	if n, ok := vars["node"]; ok {
@@ -123,12 +171,7 @@ func (s *Sim) handle(req *http.Request) *response {
 		c.node = n
 	}
 
-	// Parameters.
-	params, r := readParams(c)
-	if r != nil {
-		return r
-	}
-	c.params = params
+	// Parameters: the validation.
 	errs := map[string]string{}
 	for name, v := range vars {
 		if sp, ok := pathSpecs[name]; ok && name != "node" {
@@ -143,26 +186,14 @@ func (s *Sim) handle(req *http.Request) *response {
 	if len(errs) > 0 {
 		return paramError(errs)
 	}
-	if v, ok := vars["vmid"]; ok {
-		c.vmid, _ = strconv.Atoi(v)
-	}
-
-	// Privileges.
-	if rt.perms != nil {
+	// The checks the method's code makes before it acts.
+	if rt.code != nil {
 		s.mu.Lock()
-		denied := s.denied(rt.perms(c))
+		s.advance(time.Now())
+		err := rt.code(c)
 		s.mu.Unlock()
-		if denied != nil {
-			msg := fmt.Sprintf("Permission check failed (%s, %s)", denied.Path, denied.Privilege)
-			if rt.tmpl == uploadTmpl {
-				// pveproxy checks an upload's privilege in its auth handler (pve-manager
-				// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
-				// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,
-				// the auth_handler error branch).
-				time.Sleep(s.real(3 * time.Second))
-				return &response{status: 403, reason: msg}
-			}
-			return apiError(403, msg)
+		if err != nil {
+			return errResponse(err)
 		}
 	}
 
@@ -244,54 +275,64 @@ var pathSpecs = map[string]pspec{
 
 // authenticate checks the PVEAPIToken header (fact: auth-401-texts): none gives 401 No ticket, a wrong
 // secret or unknown token 401 Authentication failed!. A 401 has an empty body (fact: error-envelope).
-func (s *Sim) authenticate(req *http.Request) *response {
+// The token must exist, its user be enabled and neither be expired (pve-access-control
+// src/PVE/AccessControl.pm verify_token); it answers the token id.
+func (s *Sim) authenticate(req *http.Request) (string, *response) {
 	h := req.Header.Get("Authorization")
 	v, ok := strings.CutPrefix(h, "PVEAPIToken=")
 	if !ok {
 		v, ok = strings.CutPrefix(h, "PVEAPIToken ")
 	}
 	if !ok {
-		return &response{status: 401, reason: "No ticket"}
+		return "", &response{status: 401, reason: "No ticket"}
 	}
+	failed := &response{status: 401, reason: "Authentication failed!"}
 	i := strings.LastIndexAny(v, "=:")
 	if i <= 0 {
-		return &response{status: 401, reason: "Authentication failed!"}
+		return "", failed
 	}
 	id, secret := v[:i], v[i+1:]
-	want := s.tokenUser + "!" + s.tokenID
-	if subtle.ConstantTimeCompare([]byte(id), []byte(want)) != 1 || subtle.ConstantTimeCompare([]byte(secret), []byte(s.tokenSecret)) != 1 {
-		return &response{status: 401, reason: "Authentication failed!"}
+	user, sub, ok := splitTokenID(id)
+	if !ok {
+		return "", failed
 	}
-	return nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.access.users[user]
+	var tok *simToken
+	if u != nil {
+		tok = u.tokens[sub]
+	}
+	want := "\x00" // compared anyway, so that an unknown token takes as long as a wrong secret
+	if tok != nil {
+		want = tok.secret
+	}
+	match := subtle.ConstantTimeCompare([]byte(secret), []byte(want)) == 1
+	now := time.Now().Unix()
+	if tok == nil || !match || !u.enable || (u.expire != 0 && u.expire < now) || (tok.expire != 0 && tok.expire < now) {
+		return "", failed
+	}
+	return id, nil
 }
 
-// denied returns the first needed privilege the token lacks. A privilege "A|B" is any of
-// them (pve-access-control src/PVE/RPCEnvironment.pm check_any, whose refusal names them
-// all joined by '|'). A denial on a path covers the paths below it.
-func (s *Sim) denied(need []Privilege) *Privilege {
-	for _, p := range need {
-		lacks := true
-		for _, alt := range strings.Split(p.Privilege, "|") {
-			if !s.deniedOne(Privilege{p.Path, alt}) {
-				lacks = false
-				break
-			}
-		}
-		if lacks {
-			return &p
-		}
+// errResponse answers a failed check: a *permError is a 403, a *response is itself, any
+// other error a 500 with its text.
+func errResponse(err error) *response {
+	var pe *permError
+	var re *respError
+	switch {
+	case errors.As(err, &pe):
+		return pe.response()
+	case errors.As(err, &re):
+		return re.r
 	}
-	return nil
+	return apiError(500, err.Error())
 }
 
-func (s *Sim) deniedOne(p Privilege) bool {
-	for d := range s.deny {
-		if d.Privilege == p.Privilege && (d.Path == "/" || d.Path == p.Path || strings.HasPrefix(p.Path, strings.TrimSuffix(d.Path, "/")+"/")) {
-			return true
-		}
-	}
-	return false
-}
+// respError carries a ready answer (a 400) out of a check.
+type respError struct{ r *response }
+
+func (e *respError) Error() string { return e.r.reason }
 
 // Responses.
 

@@ -73,9 +73,26 @@ func (s *Sim) hNodeStatus(c *call) *response {
 func (s *Sim) hResources(c *call) *response {
 	typ := c.params["type"]
 	out := []map[string]any{}
+	// pve-manager PVE/API2/Cluster.pm resources: a pool is listed with Pool.Audit on it, a
+	// guest with VM.Audit on /vms/<vmid> (its pool's roles included), its pool field only
+	// with Pool.Audit on that pool; a storage with Datastore.Audit on /storage/<id>.
+	if typ == "" {
+		for _, p := range slices.Sorted(maps.Keys(s.access.pools)) {
+			if c.can("/pool/"+p, "Pool.Audit") {
+				out = append(out, map[string]any{"id": "/pool/" + p, "pool": p, "type": "pool"})
+			}
+		}
+	}
 	if typ == "" || typ == "vm" {
 		for _, id := range slices.Sorted(maps.Keys(s.vms)) {
-			out = append(out, s.vmEntry(s.vms[id], c))
+			if !c.can("/vms/"+strconv.Itoa(id), "VM.Audit") {
+				continue
+			}
+			e := s.vmEntry(s.vms[id], c)
+			if p := s.access.vmPool[id]; p != "" && c.can("/pool/"+p, "Pool.Audit") {
+				e["pool"] = p
+			}
+			out = append(out, e)
 		}
 	}
 	if typ == "" || typ == "node" {
@@ -87,6 +104,9 @@ func (s *Sim) hResources(c *call) *response {
 		for _, n := range s.nodeOrder {
 			for _, id := range slices.Sorted(maps.Keys(s.storages)) {
 				st := s.storages[id]
+				if !c.can("/storage/"+id, "Datastore.Audit") {
+					continue
+				}
 				e := map[string]any{
 					"id": "storage/" + n + "/" + id, "storage": id, "node": n, "type": "storage",
 					"plugintype": st.typ, "content": strings.Join(st.content, ","), "shared": b2i(st.shared),
@@ -151,6 +171,9 @@ func (s *Sim) hTaskStatus(c *call) *response {
 	if r != nil {
 		return r
 	}
+	if err := c.checkTaskUser(t); err != nil {
+		return errResponse(err)
+	}
 	return okData(s.taskStatus(t))
 }
 
@@ -159,9 +182,21 @@ func (s *Sim) hTaskLog(c *call) *response {
 	if r != nil {
 		return r
 	}
+	if err := c.checkTaskUser(t); err != nil {
+		return errResponse(err)
+	}
 	out := []map[string]any{}
 	for i, l := range t.log {
 		out = append(out, map[string]any{"n": i + 1, "t": l})
 	}
 	return okData(out)
+}
+
+// checkTaskUser is pve-manager PVE/API2/Tasks.pm $check_task_user: a token sees its own
+// tasks; another task needs Sys.Audit on the task's node (read_task_status, read_task_log).
+func (c *call) checkTaskUser(t *task) error {
+	if t.authid == c.authid {
+		return nil
+	}
+	return c.check("/nodes/"+c.node, "Sys.Audit")
 }

@@ -57,9 +57,6 @@ func (s *Sim) hNodeVersion(c *call) *response {
 	return okData(map[string]any{"version": pveVersion, "release": pveRelease, "repoid": pveRepoID})
 }
 
-// hPools is pve-manager PVE/API2/Pool.pm index: no pools are configured.
-func (s *Sim) hPools(c *call) *response { return okData([]map[string]any{}) }
-
 // hClusterTasks is pve-manager PVE/API2/Cluster.pm tasks: the cluster-wide recent task
 // list (pvestatd broadcasts each node's), the token user split into user and tokenid.
 func (s *Sim) hClusterTasks(c *call) *response {
@@ -88,7 +85,8 @@ func (s *Sim) hQemuList(c *call) *response {
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.vms)) {
 		v := s.vms[id]
-		if v.node != c.node || v.typ != "qemu" {
+		// Only the VMs the caller may audit (qemu-server src/PVE/API2/Qemu.pm vmlist).
+		if v.node != c.node || v.typ != "qemu" || !c.can("/vms/"+strconv.Itoa(id), "VM.Audit") {
 			continue
 		}
 		name := v.name()

@@ -54,7 +54,7 @@ func (s *Sim) hNetwork(c *call) *response {
 		}
 		if isBridge {
 			path := "/sdn/zones/localnetwork/" + name
-			if s.denied([]Privilege{{path, "SDN.Audit"}}) != nil && s.denied([]Privilege{{path, "SDN.Use"}}) != nil {
+			if !c.canAny(path, "SDN.Audit", "SDN.Use") {
 				continue
 			}
 		}

@@ -60,6 +60,11 @@ func (s *Sim) hStorageList(c *call) *response {
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.storages)) {
 		st := s.storages[id]
+		// Only the storages the caller may see (pve-storage src/PVE/API2/Storage/Status.pm
+		// index: check_any Datastore.Audit or Datastore.AllocateSpace).
+		if !c.canAny("/storage/"+id, "Datastore.Audit", "Datastore.AllocateSpace") {
+			continue
+		}
 		if want := c.params["storage"]; want != "" && want != id {
 			continue
 		}
@@ -281,6 +286,11 @@ func (s *Sim) hVolumeInfo(c *call) *response {
 	if r != nil {
 		return r
 	}
+	// The method is open to every user; its code checks the volume (Content.pm info:
+	// PVE::Storage::check_volume_access).
+	if err := c.checkVolumeAccess(volid, 0); err != nil {
+		return errResponse(err)
+	}
 	_, volname, _ := strings.Cut(volid, ":")
 	if vol := s.volume(c.node, volid); vol != nil {
 		return okData(map[string]any{
@@ -306,8 +316,10 @@ func (s *Sim) hVolumeInfo(c *call) *response {
 	return apiError(500, fmt.Sprintf("volume_size_info on '%s' failed - no format", volid))
 }
 
-// hVolumeDelete: an imgdel task that ends OK even when the volume is missing (fact: volume-delete-task); the
-// route needs Datastore.Allocate on the storage.
+// hVolumeDelete: an imgdel task that ends OK even when the volume is missing (fact: volume-delete-task). The
+// method is open to every user; its code asks Datastore.Allocate on the storage
+// (pve-storage src/PVE/API2/Storage/Content.pm delete; a backup volume's AllocateSpace and
+// VM.Backup branch is not simulated).
 func (s *Sim) hVolumeDelete(c *call) *response {
 	sid := c.vars["storage"]
 	st := s.storages[sid]
@@ -317,6 +329,9 @@ func (s *Sim) hVolumeDelete(c *call) *response {
 	volid, r := realVolumeID(sid, c.vars["volume"])
 	if r != nil {
 		return r
+	}
+	if err := c.check("/storage/"+sid, "Datastore.Allocate"); err != nil {
+		return errResponse(err)
 	}
 	// No "volume in use" refusal: pve-storage's vdisk_free frees what it is asked to.
 	nodeName := c.node

@@ -346,6 +346,7 @@ func (s *Sim) hClone(c *call) *response {
 		name = "Copy-of-VM-" + src.name()
 	}
 	desc, hasDesc := c.params["description"]
+	pool := c.params["pool"]
 	srcConf := maps.Clone(src.conf)
 	srcGuest := src.guest
 	nv := &vm{vmid: newid, node: targetNode, typ: "qemu", status: "stopped", qmp: "stopped", conf: map[string]string{}, lock: "clone", midClone: true}
@@ -373,6 +374,11 @@ func (s *Sim) hClone(c *call) *response {
 			nv.freshUntil = at.Add(s.real(s.dur.FreshUnknown))
 		}
 		nv.guest = guest{agentInstalled: srcGuest.agentInstalled, instanceID: srcGuest.instanceID}
+		// The last step of the clone: the new VM joins the pool (clone_vm,
+		// PVE::AccessControl::add_vm_to_pool, a no-op when the pool is gone meanwhile).
+		if p := pool; p != "" {
+			s.addVMToPool(newid, p)
+		}
 		return ""
 	}
 	t.onFail = func(at time.Time) {
@@ -483,6 +489,12 @@ func (s *Sim) hResize(c *call) *response {
 		}
 		if isCDROM(val) {
 			return "you can't resize a cdrom"
+		}
+		// Datastore.AllocateSpace on the disk's storage, checked in the task (qemu-server
+		// src/PVE/API2/Qemu.pm resize_vm, $updatefn under the worker).
+		sid, _, _ := strings.Cut(driveVolume(val), ":")
+		if err := c.check("/storage/"+sid, "Datastore.AllocateSpace"); err != nil {
+			return err.Error()
 		}
 		// The volume's real size, not the config's size= (qemu-server
 		// src/PVE/API2/Qemu.pm resize_vm: PVE::Storage::volume_size_info).
@@ -791,6 +803,9 @@ func (s *Sim) hDestroy(c *call) *response {
 			return notExistMsg(v.node, v.vmid)
 		}
 		s.removeVM(v)
+		// qemu-server src/PVE/API2/Qemu.pm destroy_vm: PVE::AccessControl::remove_vm_access
+		// drops the VM's ACL entries and its pool membership.
+		s.removeVMAccess(v.vmid)
 		return ""
 	}
 	s.submitTask(t, c.now)

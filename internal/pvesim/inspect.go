@@ -165,6 +165,7 @@ func (s *Sim) DeleteVM(vmid int) error {
 		return fmt.Errorf("pvesim: no VM %d", vmid)
 	}
 	s.removeVM(v)
+	s.removeVMAccess(vmid) // as a destroy through the API or the UI does
 	return nil
 }
 
@@ -317,7 +318,8 @@ func (s *Sim) ISO(nodeName, volid string) ([]byte, bool) {
 	return append([]byte(nil), vol.data...), true
 }
 
-// Deny removes a privilege from the token on an ACL path (and everything below it), e.g.
+// Deny removes a privilege from every token on an ACL path (and everything below it), on top
+// of what the ACLs grant, e.g.
 // Deny("/storage/proxy-seeds", "Datastore.Allocate") makes a seed delete a 403 (fact: volume-delete-task).
 func (s *Sim) Deny(aclPath, privilege string) {
 	s.mu.Lock()

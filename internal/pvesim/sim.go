@@ -41,7 +41,9 @@ type Options struct {
 	// TemplateAgent makes template 9001 ship qemu-guest-agent, so its clones report an
 	// address without a seed that installs it.
 	TemplateAgent bool
-	// Deny removes privileges from the token, e.g. {"/storage/proxy-seeds", "Datastore.Allocate"}.
+	// Deny removes privileges, on that path and below, from every token (the simulator's
+	// own and those a test creates through the API), whatever the ACLs grant, e.g.
+	// {"/storage/proxy-seeds", "Datastore.Allocate"}.
 	Deny []Privilege
 	// Listen is the address to listen on (default 127.0.0.1:0, a random port).
 	Listen string
@@ -191,6 +193,7 @@ type Sim struct {
 	reqlog    requestLog       // opt-in request record (requestlog.go)
 	conc      concurrencyGauge // requests in flight (concurrency.go)
 	deny      map[Privilege]bool
+	access    accessState // users, tokens, roles, ACLs and pools (access.go)
 	seeds     map[int]SeedFiles
 	leases    map[string]int // ip -> vmid
 	listing   Listing
@@ -290,6 +293,17 @@ func newSim(opts Options) (*Sim, error) {
 		return nil, errors.New("pvesim: token must be <user>@<realm>!<id>=<secret>")
 	}
 	s.APIToken, s.tokenUser, s.tokenID, s.tokenSecret = token, u, id, secret
+	if !userRe.MatchString(u) || !tokenSubRe.MatchString(id) {
+		return nil, errors.New("pvesim: token must be <user>@<realm>!<id>=<secret>")
+	}
+	// The simulator's own token: without privilege separation, so it has its user's
+	// privileges, every one for root@pam; another user gets Administrator on /.
+	s.access = newAccessState()
+	if s.access.users[u] == nil {
+		s.access.users[u] = &simUser{enable: true, tokens: map[string]*simToken{}}
+		s.access.acl["/"] = aclNode{u: {"Administrator": true}}
+	}
+	s.access.users[u].tokens[id] = &simToken{secret: secret}
 	for _, p := range opts.Deny {
 		s.deny[p] = true
 	}

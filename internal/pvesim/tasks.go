@@ -22,6 +22,7 @@ const (
 type task struct {
 	upid, node, typ, id string
 	user, tokenid       string
+	authid              string // the token that started it
 	pid, pstart         uint32
 	submitted           time.Time
 	// vmid is the VM whose config lock the task takes (0: none).
@@ -62,11 +63,16 @@ func (s *Sim) newTask(c *call, nodeName, typ, id string, vmid int, flock bool, d
 	s.pid += 1 + uint32(s.rng.IntN(40))
 	n := s.nodes[nodeName]
 	pstart := uint32(c.now.Sub(n.bootTime).Seconds() * 100)
+	authid := c.authid
+	if authid == "" {
+		authid = s.TokenID()
+	}
+	user, tokenid, _ := splitTokenID(authid)
 	t := &task{
 		node: nodeName, typ: typ, id: id, vmid: vmid, flock: flock, dur: s.real(d),
-		user: s.tokenUser, tokenid: s.tokenID, pid: s.pid, pstart: pstart, submitted: c.now,
+		user: user, tokenid: tokenid, authid: authid, pid: s.pid, pstart: pstart, submitted: c.now,
 	}
-	t.upid = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s!%s:", nodeName, t.pid, t.pstart, uint32(c.now.Unix()), typ, id, s.tokenUser, s.tokenID)
+	t.upid = fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", nodeName, t.pid, t.pstart, uint32(c.now.Unix()), typ, id, authid)
 	if f := c.taskFault; f != nil {
 		t.hang = f.TaskHang
 		t.failWith = f.TaskExit
