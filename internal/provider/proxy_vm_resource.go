@@ -201,6 +201,14 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	onAllocated := func(id proxmox.ID, node string) {
 		mu.Lock()
 		defer mu.Unlock()
+		if id.VMID == 0 {
+			// The backend holds no VM of its own any more (no free VMID, or its VM taken
+			// over by another apply): no state entry may point at another guest.
+			allocated = nil
+			resp.State.RemoveResource(ctx)
+			tflog.Info(ctx, "proxy VM holds no VMID of its own, removed from the state", map[string]any{"name": spec.Name})
+			return
+		}
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
@@ -213,8 +221,12 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	id := allocated
 	mu.Unlock()
 	if err != nil {
-		vmid, note := 0, ""
-		if id != nil {
+		vmid, note := 0, "Nothing is saved in the state for it: no VM of its own exists."
+		switch {
+		case id != nil && len(proxmox.DoneBefore(err)) > 0:
+			vmid = id.VMID
+			note = "The VM is saved in the state as tainted: the next apply destroys it and creates it again."
+		case id != nil:
 			vmid = id.VMID
 			// The clone may have been refused or lost (the VMID is saved before the clone request,
 			// decision: create-steps): say what is known, not that a VM exists.
@@ -286,11 +298,23 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
 			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
 		return
+	case err != nil && pveapi.IsProxyFailure(err):
+		// The endpoint answered for the node, which did not (595/596): the plan could not
+		// look at this VM, so it fails, naming the node and the ways to plan without it.
+		node := state.Node.ValueString()
+		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, fmt.Sprintf(
+			"Node %s does not answer behind the endpoint (%s), so the plan cannot see this VM and stops here; nothing was changed. "+
+				"Bring node %s back (or its connection to the rest of the cluster). To plan without looking at this VM meanwhile: "+
+				"`terraform plan -refresh=false` uses the values the last apply saved for every resource, and `-target=<address>` "+
+				"plans only the resources named (leave this one out).", node, r.data.address(), node))
+		return
 	case err != nil:
-		// The plan could not look (no answer, TLS, 401/403, a node or an answer that
-		// failed): it must fail, never report "No changes".
+		// The plan could not look (no answer, TLS, 401/403, an answer that failed): it
+		// must fail, never report "No changes".
 		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err,
-			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed.")
+			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. "+
+				"To plan without looking at it: `terraform plan -refresh=false` uses the values the last apply saved, and "+
+				"`-target=<address>` plans only the resources named.")
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
@@ -666,10 +690,9 @@ func mustDuration(s string) time.Duration {
 }
 
 // keepsPriorValues reports a refresh failure that keeps the values the last apply saved
-// (with a warning): a task holds the VM (a clone in progress, a lock), or the endpoint
-// answered but the VM's node did not (595/596: the listing shows the VM's status as unknown,
-// a status it does not know yet). Every other failure (the endpoint not answering, TLS,
-// 401/403, any permanent error) fails the plan.
+// (with a warning): a task holds the VM (a clone in progress, a lock). Every other failure
+// (the endpoint not answering, its node not answering behind it (595/596), TLS, 401/403,
+// any permanent error) fails the plan: a plan that could not look never says "No changes".
 func keepsPriorValues(err error) bool {
-	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err) || pveapi.IsProxyFailure(err)
+	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err)
 }
