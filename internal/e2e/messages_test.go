@@ -271,3 +271,35 @@ func TestE2E_Message_VMIDRangeFull(t *testing.T) {
 		t.Errorf("after the failed create: %v", f.Err())
 	}
 }
+
+// TestE2E_Message_ImportWordedForImport: `terraform import` of IDs that name nothing or a
+// guest that is not ours is refused in an import's words: no "no VMID allocated yet" (there
+// is no create), no "apply again" or "no longer exists" (nothing was applied), and what to
+// do next is running the import again with a good ID.
+func TestE2E_Message_ImportWordedForImport(t *testing.T) {
+	needTF(t)
+	t.Parallel()
+	s := newScenario(t, "messages", scenarioOpts{})
+	v := s.vm("imp")
+	s.vms = []tfrun.VM{v}
+	s.write()
+	for _, tc := range []struct{ id, want string }{
+		{"nosuch-proxy", "Nothing in the cluster answers to that ID"},
+		{strconv.Itoa(vmidMax), "Nothing in the cluster answers to that ID"},
+		{"db-primary", "then run the import again"},
+		{"vms/1003/other-name", "then run the import again"},
+	} {
+		r := s.ws.Import(s.ctx, v.Addr(), tc.id)
+		if r.OK() {
+			t.Errorf("import %q succeeded", tc.id)
+			continue
+		}
+		out := tfrun.TrimOverridesWarning(r.Output())
+		t.Logf("import %q:\n%s", tc.id, strings.TrimSpace(out))
+		mustSay(t, fmt.Sprintf("import %q", tc.id), out, []string{"Unable to import proxy VM", tc.want},
+			[]string{"no VMID allocated yet", "apply again", "no longer exists"})
+	}
+	if f := s.chk.Gone(); !f.OK() {
+		t.Errorf("after the refused imports: %v", f.Err())
+	}
+}
