@@ -72,7 +72,7 @@ func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list
 			},
 			"node": listschema.StringAttribute{
 				Optional:            true,
-				MarkdownDescription: "Only VMs on this node.",
+				MarkdownDescription: "Only VMs on this node. A node the cluster does not have is an error (not an empty list).",
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"made_by": listschema.StringAttribute{
@@ -116,8 +116,24 @@ func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, st
 		return
 	}
 	lctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+	defer cancel()
+	// A node filter naming no node of the cluster is a mistake, not an empty fleet: the
+	// proxy_vms data source refuses it the same way.
+	if node, ok := knownString(filter.Node); ok {
+		if err := l.data.backend.CheckNodeKnown(lctx, node); err != nil {
+			var diags diag.Diagnostics
+			msg := err.Error()
+			var pe *proxmox.Error
+			if errors.As(err, &pe) && pe.Err != nil {
+				msg = pe.Err.Error()
+			}
+			diags.AddAttributeError(path.Root("node"), "Unable to list proxy VMs",
+				redact(trimEnd(msg), l.data.secrets())+". Set node to one of the cluster's nodes, or leave it out for every node.")
+			stream.Results = list.ListResultsStreamDiagnostics(diags)
+			return
+		}
+	}
 	found, skipped, err := l.data.backend.ListWithSkipped(lctx)
-	cancel()
 	if err != nil {
 		stream.Results = list.ListResultsStreamDiagnostics(diagError("Unable to list proxy VMs",
 			vmErrorDetail("list", "", 0, err, "")))
