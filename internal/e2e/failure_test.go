@@ -115,7 +115,9 @@ var preflightCases = []preflightCase{
 	{name: "disk_gib-below-template", attr: "disk_gib", vm: func(v *tfrun.VM) { v.DiskGiB = 2 }},
 	{name: "template_vmid-missing", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Image = ""; v.Extra = "template_vmid = 9555" }},
 	{name: "template_vmid-not-template", attr: "template_vmid", vm: func(v *tfrun.VM) { v.Image = ""; v.Extra = "template_vmid = 100" }},
-	{name: "image-cloud-init-drive", attr: "image", vm: func(v *tfrun.VM) { v.Image = "ubuntu-ci" }},
+	{name: "image-cloud-init-drive", attr: "image",
+		pc: func(c *tfrun.ProviderConfig) { c.Templates["ubuntu-ci"] = pvesim.CloudInitTemplateVMID },
+		vm: func(v *tfrun.VM) { v.Image = "ubuntu-ci" }},
 	{name: "bridge-typo", attr: "bridge", vm: func(v *tfrun.VM) { v.Bridge = "vmbr9" }},
 	{name: "provider-bridge-typo", attr: "bridge", pc: func(c *tfrun.ProviderConfig) { c.Bridge = "vmbr7" }},
 }

@@ -221,6 +221,20 @@ func TestAccHealthDataSource_reasons(t *testing.T) {
 			},
 		},
 		{
+			// The simulator's template 9000 (made as Proxmox's cloud-init guide makes one) is
+			// a template, so the listing alone would count it; every create of it is refused
+			// at plan, so the check says it is unusable and why.
+			name: "a template with a Proxmox cloud-init drive on ide2 is TemplateNotFound",
+			setup: func(*testing.T, *testEnv) string {
+				return fmt.Sprintf("templates = {\n    \"debian-13\" = 9001\n    \"ubuntu-ci\" = %d\n  }", pvesim.CloudInitTemplateVMID)
+			},
+			want: both("TemplateNotFound", `ubuntu-ci: template 9000 has a Proxmox cloud-init drive on ide2.*remove that drive from the template`),
+			extra: []statecheck.StateCheck{
+				healthNode(0, "templates", knownvalue.StringExact("1/2")),
+				healthNode(1, "templates", knownvalue.StringExact("1/2")),
+			},
+		},
+		{
 			name: "node down is Unreachable, the other node Reachable",
 			setup: func(t *testing.T, env *testEnv) string {
 				if err := env.Sim.SetNodeDown("pve2", true); err != nil {
@@ -340,10 +354,16 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 						return fmt.Errorf("%s made %d times in %d reads of 3 nodes, want %d", k, st[k], reads, 3*reads)
 					}
 				}
-				if n := simRequests(env.Sim); n != 4*3*reads {
-					return fmt.Errorf("%d requests in %d reads of 3 nodes, want %d: %v", n, reads, 4*3*reads, st)
+				// The catalogue's template is read once per provider instance, whatever the
+				// number of nodes and reads it serves.
+				configs := st["GET /nodes/{node}/qemu/{vmid}/config"]
+				if configs < 1 || configs > reads*len(env.Templates) {
+					return fmt.Errorf("%d template config reads in %d reads, want 1 to %d", configs, reads, reads*len(env.Templates))
 				}
-				t.Logf("%d reads of 3 nodes: %d requests, 4 per node per read", reads, 4*3*reads)
+				if n := simRequests(env.Sim); n != 4*3*reads+configs {
+					return fmt.Errorf("%d requests in %d reads of 3 nodes, want %d: %v", n, reads, 4*3*reads+configs, st)
+				}
+				t.Logf("%d reads of 3 nodes: %d requests, 4 per node per read, and %d template config reads", reads, 4*3*reads, configs)
 				return nil
 			},
 		}},
@@ -351,7 +371,8 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 }
 
 // TestHealthCheck_threeNodeSimulatorRound counts one round exactly, through the real
-// client against the simulator: 12 requests for 3 nodes.
+// client against the simulator: 12 requests for 3 nodes, and one config read per catalogue
+// template for all of them.
 func TestHealthCheck_threeNodeSimulatorRound(t *testing.T) {
 	t.Parallel()
 	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2", "pve3"}})
@@ -369,6 +390,7 @@ func TestHealthCheck_threeNodeSimulatorRound(t *testing.T) {
 	want := map[string]int{
 		"GET /version": 3, "GET /nodes/{node}/status": 3,
 		"GET /nodes/{node}/storage/{storage}/status": 3, "GET /cluster/resources": 3,
+		"GET /nodes/{node}/qemu/{vmid}/config": len(sim.Templates),
 	}
 	if got := sim.Stats(); !maps.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
@@ -512,7 +534,7 @@ func TestAccHealthDataSource_example(t *testing.T) {
 				statecheck.ExpectKnownOutputValue("proxmox_nodes", knownvalue.MapExact(map[string]knownvalue.Check{
 					"pv1-1": knownvalue.ObjectExact(map[string]knownvalue.Check{
 						"reason": knownvalue.StringExact("Reachable"), "pve_version": knownvalue.StringExact("9.2.20"),
-						"templates": knownvalue.StringExact("2/2"),
+						"templates": knownvalue.StringExact(fmt.Sprintf("%d/%d", len(env.Templates), len(env.Templates))),
 					}),
 				})),
 			},

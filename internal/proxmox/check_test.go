@@ -71,6 +71,16 @@ func newCheckFake(t *testing.T) *checkFake {
 			return vol, nil
 		},
 		config: func(_ context.Context, node string, vmid int) (map[string]string, error) {
+			switch vmid {
+			case 9001:
+				return fixtureConfig("vm_config_template_9001"), nil
+			case 9000:
+				// The captured template without its cloud-init drive, so that both catalogue
+				// templates pass the template checks (the drive's own case puts it back).
+				cfg := fixtureConfig("vm_config_template_9000")
+				delete(cfg, "ide2")
+				return cfg, nil
+			}
 			return nil, ckAPIErr("err_not_exist")
 		},
 	}
@@ -258,7 +268,7 @@ func TestCheck_reasonsTable(t *testing.T) {
 		version, kernel, storage bool
 		templates                string
 	}{
-		{name: "reachable", reason: ReasonReachable, requests: 4, version: true, kernel: true, storage: true,
+		{name: "reachable", reason: ReasonReachable, requests: 6, version: true, kernel: true, storage: true,
 			templates: "2/2", inMessage: []string{"9.2.20", "proxy-seeds", "2/2"}},
 		{name: "token file missing", tokenErr: fmt.Errorf("%w: open /run/token: %w", pveapi.ErrCredentials, os.ErrNotExist),
 			reason: ReasonCredentialsUnavailable, requests: 0, inMessage: []string{"/run/token"}},
@@ -319,20 +329,28 @@ func TestCheck_reasonsTable(t *testing.T) {
 			reason: ReasonStorageNotFound, requests: 3, version: true, kernel: true, storage: true,
 			inMessage: []string{"iso content"}},
 		{name: "iso listed among other content", mutate: setStorage(func(s *pveapi.StorageStatus) { s.Content = "vztmpl, iso,backup" }),
-			reason: ReasonReachable, requests: 4, version: true, kernel: true, storage: true, templates: "2/2"},
+			reason: ReasonReachable, requests: 6, version: true, kernel: true, storage: true, templates: "2/2"},
 		{name: "500 from node status is an API error", mutate: failNode(ckAPIErr("err_node_unknown")),
 			reason: ReasonAPIError, requests: 2, version: true, inMessage: []string{"hostname lookup"}},
 		{name: "501 from the listing", mutate: func(f *checkFake) {
 			f.resources = func(context.Context) ([]pveapi.Resource, error) { return nil, ckAPIErr("err_not_implemented") }
 		}, reason: ReasonAPIError, requests: 4, version: true, kernel: true, storage: true},
 		{name: "template missing", mutate: setTemplate(9000, func(*pveapi.Resource) bool { return false }),
-			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2",
+			reason: ReasonTemplateNotFound, requests: 5, version: true, kernel: true, storage: true, templates: "1/2",
 			inMessage: []string{"ubuntu-2404", "9000", "does not exist"}},
 		{name: "template is a plain VM", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Template = 0; return true }),
-			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2",
+			reason: ReasonTemplateNotFound, requests: 5, version: true, kernel: true, storage: true, templates: "1/2",
 			inMessage: []string{"debian-13", "9001", "not a template"}},
 		{name: "template VMID held by a container", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Type = "lxc"; return true }),
-			reason: ReasonTemplateNotFound, requests: 4, version: true, kernel: true, storage: true, templates: "1/2"},
+			reason: ReasonTemplateNotFound, requests: 5, version: true, kernel: true, storage: true, templates: "1/2"},
+		// A template every create would refuse (the captured template's Proxmox cloud-init
+		// drive on ide2) is unusable, with the reason: the listing alone would call it found.
+		{name: "template with a cloud-init drive", mutate: func(f *checkFake) {
+			f.config = func(_ context.Context, _ string, vmid int) (map[string]string, error) {
+				return fixtureConfig(fmt.Sprintf("vm_config_template_%d", vmid)), nil
+			}
+		}, reason: ReasonTemplateNotFound, requests: 6, version: true, kernel: true, storage: true, templates: "1/2",
+			inMessage: []string{"ubuntu-2404", "template 9000 has a Proxmox cloud-init drive on ide2", "remove that drive"}},
 		{name: "unknown error", mutate: failVersion(errors.New("something odd")), reason: ReasonAPIError, requests: 1},
 	}
 	for _, tt := range tests {
@@ -434,6 +452,8 @@ func TestCheck_oneEntryPerNodeInConfigOrder(t *testing.T) {
 	}
 }
 
+// TestCheck_fourRequestsPerNode: each node's round makes four requests; the catalogue's
+// templates are read once for the whole check (one config read each, shared by the rounds).
 func TestCheck_fourRequestsPerNode(t *testing.T) {
 	t.Parallel()
 	f := newCheckFake(t)
@@ -443,8 +463,13 @@ func TestCheck_fourRequestsPerNode(t *testing.T) {
 			t.Fatalf("%s not ready: %s", h.Name, h.Message)
 		}
 	}
-	if n := f.total(); n != 4*len(nodes) {
-		t.Errorf("%d requests for %d nodes, want %d: %v", n, len(nodes), 4*len(nodes), f.calls)
+	if n, want := f.total(), 4*len(nodes)+2; n != want {
+		t.Errorf("%d requests for %d nodes, want %d: %v", n, len(nodes), want, f.calls)
+	}
+	for _, k := range []string{"VMConfig 9000", "VMConfig 9001"} {
+		if f.n(k) != 1 {
+			t.Errorf("%s called %d times, want once for all the nodes", k, f.n(k))
+		}
 	}
 	for _, k := range []string{"Version", "ClusterResources"} {
 		if f.n(k) != len(nodes) {
@@ -652,7 +677,7 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 		reason   Reason
 		requests int // -1: not counted
 	}{
-		{name: "reachable", reason: ReasonReachable, requests: 8},
+		{name: "reachable", reason: ReasonReachable, requests: 9}, // 4 per node, one template config read shared
 		{name: "unknown authority", opts: func(_ *ckServer, o *pveapi.Options) { o.CAPEM = "" },
 			reason: ReasonCertificateInvalid, requests: -1},
 		{name: "hostname not in the certificate", opts: func(s *ckServer, o *pveapi.Options) {
@@ -677,7 +702,7 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 		{name: "request timeout", override: map[string]http.HandlerFunc{
 			"/api2/json/cluster/resources": hang,
 		}, opts: func(_ *ckServer, o *pveapi.Options) { o.RequestTimeout = 1500 * time.Millisecond }, // above a TLS handshake under -race on a loaded machine
-			reason: ReasonTimeout, requests: 8},
+			reason: ReasonTimeout, requests: 8}, // the listing hangs: no template is read
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
