@@ -303,3 +303,70 @@ func TestE2E_Message_ImportWordedForImport(t *testing.T) {
 		t.Errorf("after the refused imports: %v", f.Err())
 	}
 }
+
+// TestE2E_Message_ProviderMistakeReportedOnce: one iso_storage typo in the provider block
+// with ten proxy_vm is one mistake: the plan reports it once, naming the provider's
+// attribute and saying it stops every proxy_vm, not ten identical errors, and nothing is
+// touched.
+func TestE2E_Message_ProviderMistakeReportedOnce(t *testing.T) {
+	needTF(t)
+	t.Parallel()
+	s := newScenario(t, "messages", scenarioOpts{NoForeign: true})
+	s.pc.ISOStorage = "seeds-typo"
+	for i := range 10 {
+		s.vms = append(s.vms, s.vm(fmt.Sprintf("m%02d", i)))
+	}
+	s.write()
+	for _, cmd := range [][]string{{"plan", "-input=false", "-json"}, {"apply", "-auto-approve", "-input=false", "-json"}} {
+		r := s.ws.Run(s.ctx, cmd...)
+		if r.OK() {
+			t.Fatalf("terraform %s succeeded with iso_storage = %q", cmd[0], s.pc.ISOStorage)
+		}
+		errs := errorDiags(t, r)
+		if len(errs) != 1 {
+			t.Errorf("terraform %s: %d error diagnostics for one iso_storage typo, want 1", cmd[0], len(errs))
+		}
+		mustSay(t, "terraform "+cmd[0]+"'s error", errs[0].Text(),
+			[]string{`"seeds-typo"`, "fix iso_storage in the provider block", "every proxy_vm"}, nil)
+	}
+	if got := s.state().OfType("proxy_vm"); len(got) != 0 {
+		t.Errorf("the state holds %d proxy_vm", len(got))
+	}
+	if n := s.sim.Stats()[tfrun.StatClone] + s.sim.Stats()[tfrun.StatUpload]; n != 0 {
+		t.Errorf("%d clones or uploads for a configuration that cannot work", n)
+	}
+}
+
+// TestE2E_Message_ConnectionMistakeReportedOnce: a wrong API token in the provider block
+// makes every refresh fail the same way; the plan fails with one error naming the token,
+// not one per proxy_vm.
+func TestE2E_Message_ConnectionMistakeReportedOnce(t *testing.T) {
+	needTF(t)
+	t.Parallel()
+	s := newScenario(t, "messages", scenarioOpts{NoForeign: true, Sim: pvesim.Options{TemplateAgent: true}})
+	for i := range 3 {
+		v := s.vm(fmt.Sprintf("c%d", i))
+		v.WaitForIP = tfrun.Bool(false)
+		s.vms = append(s.vms, v)
+	}
+	s.mustApply()
+	good := s.pc.APIToken
+	s.pc.APIToken = "root@pam!tf=00000000-0000-4000-8000-000000000000"
+	s.write()
+	r := s.ws.Run(s.ctx, "plan", "-input=false", "-json")
+	if r.OK() {
+		t.Fatal("the plan with a wrong token succeeded")
+	}
+	errs := errorDiags(t, r)
+	if len(errs) != 1 {
+		t.Errorf("%d error diagnostics for one wrong token, want 1", len(errs))
+	}
+	mustSay(t, "the plan's error", errs[0].Text(), []string{"refused the API token root@pam!tf (401)"}, nil)
+	s.pc.APIToken = good
+	if r := s.destroy(); !r.OK() {
+		t.Fatalf("destroy failed:\n%s", r)
+	}
+	if f := s.chk.Gone(); !f.OK() {
+		t.Errorf("after the destroy: %v", f.Err())
+	}
+}

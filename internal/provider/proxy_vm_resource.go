@@ -310,11 +310,20 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	case err != nil:
 		// The plan could not look (no answer, TLS, 401/403, an answer that failed): it
-		// must fail, never report "No changes".
-		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err,
-			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. "+
-				"To plan without looking at it: `terraform plan -refresh=false` uses the values the last apply saved, and "+
-				"`-target=<address>` plans only the resources named.")
+		// must fail, never report "No changes". A failure of the connection itself (the
+		// endpoint, TLS, the token) is the provider block's, the same for every resource:
+		// reported once per provider instance; the other refreshes keep their prior state
+		// without a diagnostic, and the one error fails the plan all the same.
+		note := "The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. " +
+			"To plan without looking at it: `terraform plan -refresh=false` uses the values the last apply saved, and " +
+			"`-target=<address>` plans only the resources named."
+		if fix, conn := r.data.connectionFix(err); conn {
+			if !r.data.reportOnce("connection\x00" + fix) {
+				return
+			}
+			note += " The same failure stops the refresh of every proxy_vm of this provider configuration; it is reported once, here."
+		}
+		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, note)
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
