@@ -21,7 +21,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # -speed of the simulator: 1 is a real host's pace (clone ~2 s, guest address ~45 s after the
-# start), so the demo takes about a minute and a half once built; SPEED=5 runs five times faster.
+# start), so the demo takes about a minute and a quarter once built; SPEED=5 runs five times
+# faster (CI runs it so).
 SPEED="${SPEED:-1}"
 KEEP="${KEEP:-}"
 LISTEN="${LISTEN:-127.0.0.1:0}"
