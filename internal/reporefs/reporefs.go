@@ -68,7 +68,7 @@ var (
 	// reReadmeSection is a pointer at a section of the README by its heading, as a comment
 	// or a message writes it: `the README, "Against a real cluster"`, `README's "The simulator"`.
 	reReadmeSection = regexp.MustCompile(`README(?:\.md)?(?:'s)?,? (?:section )?"([^"]+)"`)
-	reCodeSpan        = regexp.MustCompile("`[^`]*`")
+	reCodeSpan      = regexp.MustCompile("`[^`]*`")
 )
 
 // LoadRecord reads the ids defined under root's docs/design.
