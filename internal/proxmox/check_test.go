@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -521,7 +522,9 @@ func TestCheck_nodesCheckedConcurrently(t *testing.T) {
 	}
 }
 
-// A node that hangs costs only its own time: the others are answered, it is Timeout.
+// A node that hangs costs only its own time: the others are answered, it is Timeout. The
+// check's ctx ends once the other rounds' last requests (their listings, the template reads)
+// have answered, not after a wall-clock delay a loaded machine may outlast.
 func TestCheck_hangingNodeCostsOnlyItsOwnTime(t *testing.T) {
 	t.Parallel()
 	f := newCheckFake(t)
@@ -534,9 +537,27 @@ func TestCheck_hangingNodeCostsOnlyItsOwnTime(t *testing.T) {
 		}
 		return ns, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Once both other rounds' listings and both template reads have answered, their
+	// verdicts are made (what is left is computation and the shared template verdicts).
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := ckBackend(f, "pve1", "pve2", "pve3").Check(ctx)
+	var answered atomic.Int32
+	done := func() {
+		if answered.Add(1) == 4 { // two listings, two template configs
+			cancel()
+		}
+	}
+	resources, config := f.resources, f.config
+	f.resources = func(ctx context.Context) ([]pveapi.Resource, error) {
+		defer done()
+		return resources(ctx)
+	}
+	f.config = func(ctx context.Context, node string, vmid int) (map[string]string, error) {
+		defer done()
+		return config(ctx, node, vmid)
+	}
+	var got []NodeHealth
+	ckWithin(t, time.Minute, func() { got = ckBackend(f, "pve1", "pve2", "pve3").Check(ctx) })
 	want := []Reason{ReasonReachable, ReasonTimeout, ReasonReachable}
 	for i, h := range got {
 		if h.Reason != want[i] {
