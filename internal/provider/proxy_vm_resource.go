@@ -290,9 +290,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.State.RemoveResource(ctx)
 		return
 	case err != nil && keepsPriorValues(err):
-		// A task holding the VM (a clone in progress, a lock), or its node not answering
-		// behind the endpoint: report what the last apply saved, with a warning. A status
-		// the listing does not know yet is not an error (vm.StatusUnknown, below).
+		// A task holding the VM (a clone in progress, a lock): report what the last apply
+		// saved, with a warning. A status the listing does not know yet is not an error
+		// (vm.StatusUnknown, below).
 		tflog.Warn(ctx, "proxy VM refresh incomplete, keeping the prior values", map[string]any{
 			"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
