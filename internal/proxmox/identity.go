@@ -66,7 +66,7 @@ func (c *creation) failed(ctx context.Context, err error) error {
 	if c.vmid != 0 && (c.cloned || c.adopted) && !isTakenOver(err) && ctx.Err() == nil && !pveapi.IsEndpointUnreachable(err) {
 		// Any failure after the clone may come from a takeover (the VM stopped, gone, or
 		// rebuilt by the other apply and answering as a fresh clone does); the mark tells.
-		if other, ok := c.takenOverAfterFailure(ctx); ok {
+		if other, ok := c.takenOverAfterFailure(ctx, vmLost(err)); ok {
 			err = takenOverErr(c.vmid, c.s.Name, other)
 		}
 	}
@@ -135,9 +135,10 @@ const lostGrace = 10 * time.Second
 // takenOverAfterFailure reads the VMID's config after a failure: our name and mark with
 // another uid of our namespace is a takeover (its uid). A takeover that rebuilds the VM
 // leaves the VMID empty for a moment, then cloning (a nameless config under the clone
-// lock): both are read again, the first within lostGrace, the second within the clone
-// budget, as the probe waits on a clone. Anything else says no takeover.
-func (c *creation) takenOverAfterFailure(ctx context.Context) (string, bool) {
+// lock): a VM seen cloning is read again within the clone budget, as the probe waits on a
+// clone, and, when the failure was the VM vanishing (lost), a VMID that does not exist is
+// read again within lostGrace. Anything else says no takeover.
+func (c *creation) takenOverAfterFailure(ctx context.Context, lost bool) (string, bool) {
 	var other string
 	var found bool
 	var goneSince time.Time
@@ -149,7 +150,7 @@ func (c *creation) takenOverAfterFailure(ctx context.Context) (string, bool) {
 			if goneSince.IsZero() {
 				goneSince = c.b.clock.Now()
 			}
-			return c.b.clock.Now().Sub(goneSince) >= lostGrace, nil
+			return !lost || c.b.clock.Now().Sub(goneSince) >= lostGrace, nil
 		default:
 			return true, nil // an answer that says nothing about the mark
 		}
