@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func (s *scenario) waitingForAddress(n int) bool {
 		}
 		asked := map[int]bool{}
 		for _, r := range s.sim.RequestLog() {
-			if r.Method == "GET" && strings.HasSuffix(r.Path, "/agent/network-get-interfaces") && strings.HasPrefix(names[r.VMID], s.prefix) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/agent/network-get-interfaces") && strings.HasPrefix(names[r.VMID], s.prefix) {
 				asked[r.VMID] = true
 			}
 		}
