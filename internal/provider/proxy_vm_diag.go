@@ -284,3 +284,39 @@ func capitalize(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// createFailureNote says what a failed create leaves in the state, and the VMID to name:
+// nothing when the backend holds no VMID of its own (id nil: none chosen, or released); the
+// VM, tainted, when the create made it (proxmox.DoneBefore); else the VMID saved before the
+// clone request, whose VM may or may not exist (decision: create-steps).
+func createFailureNote(id *proxmox.ID, err error) (int, string) {
+	switch {
+	case id == nil:
+		return 0, "Nothing is saved in the state for it: no VM of its own exists."
+	case len(proxmox.DoneBefore(err)) > 0:
+		return id.VMID, "The VM is saved in the state as tainted: the next apply destroys it and creates it again."
+	}
+	return id.VMID, "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
+}
+
+// refreshFailed reports a refresh that could not look at the VM, which fails the plan, with
+// the ways to plan without it (-refresh=false, -target). Its node not answering behind a
+// reachable endpoint (595/596) names the node. A failure of the connection itself (the
+// endpoint, TLS, the token) is the provider block's, the same for every resource: reported
+// once per provider instance; the other refreshes keep their prior state without a
+// diagnostic, and the one error fails the plan all the same.
+func (r *proxyVMResource) refreshFailed(diags *diag.Diagnostics, id proxmox.ID, node string, err error) {
+	const escape = "To plan without looking at it: `terraform plan -refresh=false` uses the values the last apply saved for every " +
+		"resource, and `-target=<address>` plans only the resources named (leave this one out)."
+	note := "The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. " + escape
+	switch fix, conn := r.data.connectionFix(err); {
+	case pveapi.IsProxyFailure(err):
+		note = fmt.Sprintf("Node %s does not answer behind the endpoint (%s), so the plan cannot see this VM and stops here; "+
+			"nothing was changed. Bring node %s back (or its connection to the rest of the cluster). %s", node, r.data.address(), node, escape)
+	case conn && !r.data.reportOnce("connection\x00"+fix):
+		return
+	case conn:
+		note += " The same failure stops the refresh of every proxy_vm of this provider configuration; it is reported once, here."
+	}
+	r.addVMError(diags, "read", id.Name, id.VMID, err, note)
+}

@@ -221,17 +221,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	id := allocated
 	mu.Unlock()
 	if err != nil {
-		vmid, note := 0, "Nothing is saved in the state for it: no VM of its own exists."
-		switch {
-		case id != nil && len(proxmox.DoneBefore(err)) > 0:
-			vmid = id.VMID
-			note = "The VM is saved in the state as tainted: the next apply destroys it and creates it again."
-		case id != nil:
-			vmid = id.VMID
-			// The clone may have been refused or lost (the VMID is saved before the clone request,
-			// decision: create-steps): say what is known, not that a VM exists.
-			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
-		}
+		vmid, note := createFailureNote(id, err)
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
 		r.addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
 		return
@@ -298,32 +288,10 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
 			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
 		return
-	case err != nil && pveapi.IsProxyFailure(err):
-		// The endpoint answered for the node, which did not (595/596): the plan could not
-		// look at this VM, so it fails, naming the node and the ways to plan without it.
-		node := state.Node.ValueString()
-		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, fmt.Sprintf(
-			"Node %s does not answer behind the endpoint (%s), so the plan cannot see this VM and stops here; nothing was changed. "+
-				"Bring node %s back (or its connection to the rest of the cluster). To plan without looking at this VM meanwhile: "+
-				"`terraform plan -refresh=false` uses the values the last apply saved for every resource, and `-target=<address>` "+
-				"plans only the resources named (leave this one out).", node, r.data.address(), node))
-		return
 	case err != nil:
-		// The plan could not look (no answer, TLS, 401/403, an answer that failed): it
-		// must fail, never report "No changes". A failure of the connection itself (the
-		// endpoint, TLS, the token) is the provider block's, the same for every resource:
-		// reported once per provider instance; the other refreshes keep their prior state
-		// without a diagnostic, and the one error fails the plan all the same.
-		note := "The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. " +
-			"To plan without looking at it: `terraform plan -refresh=false` uses the values the last apply saved, and " +
-			"`-target=<address>` plans only the resources named."
-		if fix, conn := r.data.connectionFix(err); conn {
-			if !r.data.reportOnce("connection\x00" + fix) {
-				return
-			}
-			note += " The same failure stops the refresh of every proxy_vm of this provider configuration; it is reported once, here."
-		}
-		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err, note)
+		// The plan could not look (no answer, its node not answering behind it, TLS,
+		// 401/403, an answer that failed): it must fail, never report "No changes".
+		r.refreshFailed(&resp.Diagnostics, id, state.Node.ValueString(), err)
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
