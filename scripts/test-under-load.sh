@@ -4,10 +4,11 @@
 # clock, or that races a goroutine against a timer, fails here first; the suite must pass.
 #
 #   HOGS=<n>   busy loops to run beside the suite (default: one per CPU, nproc)
-#   any argument is passed to make test (TEST_PKGS=..., TF_MATRIX=..., TF_TOOL_DIR=...)
+#   any argument is passed to make test (TEST_PKGS=..., TF_MATRIX=..., TF_TOOL_DIR=...);
+#   `-- <command>` runs that command instead of make test (`-- .ci/run`: all of CI)
 #
-# The hogs are shell busy loops started here and killed by their process ids when the suite
-# ends, fails or is interrupted. Exit status: make test's.
+# The hogs are shell busy loops started here and killed by their process ids when the
+# command ends, fails or is interrupted. Exit status: the command's.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,10 +35,15 @@ for _ in $(seq "$HOGS"); do
 	bash -c 'while :; do :; done' &
 	pids+=("$!")
 done
-echo "test-under-load: $HOGS CPU hog(s) running beside make test (pids ${pids[*]}); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+cmd=(make test "$@")
+if [[ "${1:-}" == "--" ]]; then
+	shift
+	cmd=("$@")
+fi
+echo "test-under-load: $HOGS CPU hog(s) running beside ${cmd[*]} (pids ${pids[*]}); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 start=$SECONDS
 rc=0
-make test "$@" || rc=$?
-echo "test-under-load: make test exited $rc after $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s beside $HOGS hog(s); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+"${cmd[@]}" || rc=$?
+echo "test-under-load: ${cmd[*]} exited $rc after $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s beside $HOGS hog(s); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit "$rc"
