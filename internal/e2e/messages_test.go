@@ -241,7 +241,9 @@ func TestE2E_Message_VMIDRangeFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone", Latency: 2 * time.Second, Times: 1})
+	// The clone request is held long enough for the test to add the other guest first, even
+	// on a loaded machine.
+	s.sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone", Latency: 15 * time.Second, Times: 1})
 	s.vms = []tfrun.VM{s.vm("full")}
 	p := s.jsonApply()
 	if !tfrun.WaitStat(s.ctx, s.sim, tfrun.StatClone, 1, commandTimeout) {
