@@ -2,14 +2,16 @@
 # make demo: from a fresh clone to three running proxies and back, against the standalone
 # Proxmox simulator, with nothing downloaded.
 #
-#   1. builds the provider and the simulator into a scratch directory;
+#   1. builds the provider and the simulator into bin/demo/ (the Go build cache and the
+#      binaries' build IDs make a second run relink nothing);
 #   2. starts the simulator at realistic latencies (SPEED divides them; default below);
 #   3. writes a Terraform CLI config with dev_overrides pointing at the built provider
 #      (no terraform init, no registry);
 #   4. checks examples/provider/provider.tf against the simulator (a proxy_health read);
 #   5. applies examples/demo: a proxy_health check gating three proxy_vm with a Squid cloud-init;
 #   6. shows `terraform plan -detailed-exitcode` is then empty;
-#   7. destroys, and asks the simulator itself that no VM and no seed ISO is left;
+#   7. destroys, and asks the simulator through the Proxmox API that no VM and no seed ISO is
+#      left (the VMs of every node, the ISOs of the seed storage; not its task history);
 #   8. stops the simulator, also on failure or Ctrl-C.
 #
 # KEEP=1 stops after step 6 and leaves the simulator and the VMs up. SPEED=<n> runs the
@@ -19,12 +21,14 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # -speed of the simulator: 1 is a real host's pace (clone ~2 s, guest address ~45 s after the
-# start), so the demo takes about a minute once built; SPEED=5 runs five times faster.
+# start), so the demo takes about a minute and a quarter once built; SPEED=5 runs five times
+# faster (CI runs it so).
 SPEED="${SPEED:-1}"
 KEEP="${KEEP:-}"
 LISTEN="${LISTEN:-127.0.0.1:0}"
 NAME_PREFIX="proxy-demo-"
-SIM_STATE_PATH="/pvesim/state" # the simulator's admin snapshot: VMs, volumes, tasks
+# The binaries stay between runs: `go build` relinks only what changed.
+BIN="${DEMO_BIN:-$ROOT/bin/demo}"
 
 export CHECKPOINT_DISABLE=1
 unset TF_LOG TF_LOG_PROVIDER TF_LOG_CORE TF_WORKSPACE TF_DATA_DIR || true
@@ -70,14 +74,14 @@ trap 'echo; echo "demo: interrupted" >&2; exit 130' INT TERM
 
 # 1. Build ------------------------------------------------------------------------------------
 bold "Building the provider and the simulator"
-mkdir -p "$WORK/bin"
-(cd "$ROOT" && go build -trimpath -o "$WORK/bin/terraform-provider-proxy" .)
-(cd "$ROOT" && go build -trimpath -o "$WORK/bin/pvesim" ./internal/pvesim/cmd/pvesim)
-echo "built into $WORK/bin ($(elapsed $START))"
+mkdir -p "$BIN"
+(cd "$ROOT" && go build -trimpath -o "$BIN/terraform-provider-proxy" .)
+(cd "$ROOT" && go build -trimpath -o "$BIN/pvesim" ./internal/pvesim/cmd/pvesim)
+echo "built into $BIN ($(elapsed $START))"
 
 # 2. Simulator --------------------------------------------------------------------------------
 bold "Starting the Proxmox simulator (-speed $SPEED; 1 is a real host's pace)"
-"$WORK/bin/pvesim" -listen "$LISTEN" -speed "$SPEED" >"$WORK/sim.json" 2>"$WORK/sim.log" &
+"$BIN/pvesim" -listen "$LISTEN" -speed "$SPEED" >"$WORK/sim.json" 2>"$WORK/sim.log" &
 SIM_PID=$!
 for _ in $(seq 300); do
 	[[ -s "$WORK/sim.json" ]] && break
@@ -92,7 +96,11 @@ json_field() { # json_field <key>: a string field of the simulator's line (no jq
 ENDPOINT="$(json_field endpoint)"
 TOKEN="$(json_field api_token)"
 CA_FILE="$(json_field ca_file)"
-[[ -n "$ENDPOINT" && -n "$TOKEN" && -n "$CA_FILE" ]] || fail "unexpected simulator line: $SIM_JSON"
+ISO_STORAGE="$(json_field iso_storage)"
+# "nodes":["pve1","pve2"] -> pve1 pve2
+read -r -a NODES <<<"$(sed -n 's/.*"nodes"[[:space:]]*:[[:space:]]*\[\([^]]*\)\].*/\1/p' <<<"$SIM_JSON" | tr -d '"' | tr ',' ' ')"
+[[ -n "$ENDPOINT" && -n "$TOKEN" && -n "$CA_FILE" && -n "$ISO_STORAGE" && ${#NODES[@]} -gt 0 ]] \
+	|| fail "unexpected simulator line: $SIM_JSON"
 echo "simulator pid $SIM_PID at $ENDPOINT"
 
 sim_get() { # sim_get <path>: GET on the simulator with its token
@@ -103,7 +111,7 @@ sim_get() { # sim_get <path>: GET on the simulator with its token
 cat >"$WORK/terraformrc" <<EOF
 provider_installation {
   dev_overrides {
-    "registry.terraform.io/proxy-operator/proxy" = "$WORK/bin"
+    "registry.terraform.io/proxy-operator/proxy" = "$BIN"
   }
   direct {}
 }
@@ -151,15 +159,32 @@ APPLY_START=$SECONDS
 terraform -chdir="$WORK/demo" apply -auto-approve -compact-warnings
 APPLY_TIME="$(elapsed $APPLY_START)"
 
-# The simulator's own view, as a control for the check after the destroy.
-count_demo_objects() { # prints "<vms> <seeds>" named like the demo's in the simulator's state
-	local state vms seeds
-	state="$(sim_get "$SIM_STATE_PATH")" || fail "could not read the simulator's state"
-	vms="$(grep -o "\"name\":\"$NAME_PREFIX[^\"]*\"" <<<"$state" | sort -u | wc -l)"
-	seeds="$(grep -o "\"volid\":\"[^\"]*:iso/$NAME_PREFIX[^\"]*-seed\.iso\"" <<<"$state" | sort -u | wc -l)"
-	echo "$((vms)) $((seeds))"
+# What the cluster holds, asked as an operator would: the VMs of every node
+# (GET /nodes/{node}/qemu, read from the VM configs, no listing lag) and the ISO volumes of the
+# seed storage (GET /nodes/{node}/storage/{storage}/content). Task history is not asked: it
+# keeps naming the seeds it uploaded and deleted, as Proxmox's does.
+cluster_objects() { # prints the VM list and the ISO list of every node, one JSON body a line
+	local node
+	for node in "${NODES[@]}"; do
+		sim_get "/api2/json/nodes/$node/qemu" || fail "could not list the VMs of node $node"
+		echo
+		sim_get "/api2/json/nodes/$node/storage/$ISO_STORAGE/content?content=iso" \
+			|| fail "could not list the ISOs of $ISO_STORAGE on node $node"
+		echo
+	done
 }
-read -r VMS SEEDS <<<"$(count_demo_objects)"
+# A control for the check after the destroy: the same query must see the demo's objects.
+count_demo_objects() { # prints "<vms> <seeds> <traces>" of the demo in the cluster
+	local objects vms seeds traces
+	objects="$(cluster_objects)" || exit 1
+	vms="$(grep -o "\"name\":\"$NAME_PREFIX[^\"]*\"" <<<"$objects" | sort -u | wc -l)"
+	seeds="$(grep -o "\"volid\":\"[^\"]*:iso/$NAME_PREFIX[^\"]*-seed\.iso\"" <<<"$objects" | sort -u | wc -l)"
+	# Anything else of a VM or a volume naming the demo (a renamed VM's tag, another ISO).
+	traces="$(grep -o "$NAME_PREFIX" <<<"$objects" | wc -l)"
+	echo "$((vms)) $((seeds)) $((traces))"
+}
+COUNTS="$(count_demo_objects)" || fail "could not ask the simulator what it holds"
+read -r VMS SEEDS TRACES <<<"$COUNTS"
 [[ $VMS -eq 3 && $SEEDS -eq 3 ]] || fail "the simulator holds $VMS demo VMs and $SEEDS seed ISOs, expected 3 and 3"
 echo "simulator: $VMS VMs named ${NAME_PREFIX}*, $SEEDS seed ISOs"
 
@@ -200,11 +225,13 @@ terraform -chdir="$WORK/demo" destroy -auto-approve -compact-warnings
 DESTROY_TIME="$(elapsed $DESTROY_START)"
 
 bold "Checking on the simulator that nothing is left"
-read -r VMS SEEDS <<<"$(count_demo_objects)"
-if ! grep -q "$NAME_PREFIX" <<<"$(sim_get "$SIM_STATE_PATH")" && [[ $VMS -eq 0 && $SEEDS -eq 0 ]]; then
-	echo "ok: no VM named ${NAME_PREFIX}*, no ${NAME_PREFIX}*-seed.iso, no trace of either"
+COUNTS="$(count_demo_objects)" || fail "could not ask the simulator what it holds"
+read -r VMS SEEDS TRACES <<<"$COUNTS"
+if [[ $VMS -eq 0 && $SEEDS -eq 0 && $TRACES -eq 0 ]]; then
+	echo "ok: no VM named ${NAME_PREFIX}*, no ${NAME_PREFIX}*-seed.iso, no VM or ISO naming ${NAME_PREFIX}"
 else
-	fail "the simulator still holds $VMS demo VMs and $SEEDS seed ISOs"
+	cluster_objects >&2
+	fail "the cluster still holds $VMS demo VMs, $SEEDS seed ISOs and $TRACES mentions of ${NAME_PREFIX} in its VMs and ISOs (above)"
 fi
 
 bold "Demo passed in $(elapsed $START): apply $APPLY_TIME, plan empty, destroy $DESTROY_TIME, nothing left"

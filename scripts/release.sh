@@ -17,7 +17,8 @@
 #                                                           means this address under tofu
 #
 # Nothing is signed: signing needs the release key (goreleaser's signs: block, GPG_FINGERPRINT)
-# and happens only where a release is published. See the README, "Releases and mirrors".
+# and happens only where a release is published. See the README, "Against a real cluster"
+# (installing from the mirrors, and publishing).
 #
 # VERSION (default: the last git tag without its v, else 0.0.0-dev), PLATFORMS (default: linux,
 # darwin, windows and freebsd on amd64 and arm64, os_arch words), DIST (default: dist). A

@@ -243,10 +243,10 @@ func runFaultCase(t *testing.T, c faultCase) {
 		t.Logf("untracked right after the faulty %s (the next apply must adopt or remove them): %v", c.step.op, f.Orphans)
 	}
 
-	// Recovery: default timeouts, and the provider's request timeout (the fault is gone;
+	// Recovery: default timeouts, and the scenarios' request timeout (the fault is gone;
 	// 500 ms would only make the recovery fail on a loaded machine).
 	s.vms[0].Timeouts = nil
-	s.pc.RequestTimeout = ""
+	s.pc.RequestTimeout = scenarioRequestTimeout
 	s.converge()
 }
 

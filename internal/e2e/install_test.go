@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -285,6 +286,43 @@ func TestInstall_FilesystemMirror(t *testing.T) {
 			}
 		})
 	}
+
+	// The README's install section: the first init warns that the lock file holds this
+	// platform's hash only; Terraform's suggested `providers lock -platform=...` asks the
+	// registry (which does not serve this provider, and is not reachable offline), while
+	// `providers lock -fs-mirror=<dir>` locks from the mirror.
+	t.Run("lock from the mirror", func(t *testing.T) {
+		root, err := tfrun.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(readme), "terraform providers lock -fs-mirror=") {
+			t.Fatal("the README does not say how to lock from the mirror (terraform providers lock -fs-mirror=...)")
+		}
+		ws := mirrorWorkspace(t, installation)
+		if err := ws.WriteConfig(installConfig(sim, "~> 1.0")); err != nil {
+			t.Fatal(err)
+		}
+		r := ws.Run(ctx, "init", "-input=false", "-no-color")
+		if !r.OK() || !strings.Contains(strings.Join(strings.Fields(r.Output()), " "), "Incomplete lock file information") {
+			t.Fatalf("init from the mirror: want it to succeed warning of an incomplete lock file (what the README explains): %s", r)
+		}
+		if r := ws.Run(ctx, "providers", "lock", "-no-color", "-platform="+hostPlatform()); r.OK() {
+			t.Errorf("providers lock without -fs-mirror succeeded: the README says it cannot work for this provider: %s", r)
+		}
+		r = ws.Run(ctx, "providers", "lock", "-no-color", "-fs-mirror="+mirror, "-platform="+hostPlatform())
+		if !r.OK() || !strings.Contains(r.Stdout, "Obtained proxy-operator/proxy checksums for "+hostPlatform()) {
+			t.Fatalf("providers lock -fs-mirror: %s", r)
+		}
+		h1, _ := zipHashes(t, releaseZip(dist, "1.1.0"))
+		if lock := readLock(t, ws); !slices.Contains(lock.Hashes, h1) {
+			t.Errorf("lock file hashes %v, want the archive's %s", lock.Hashes, h1)
+		}
+	})
 
 	t.Run("no matching version", func(t *testing.T) {
 		ws := mirrorWorkspace(t, installation)

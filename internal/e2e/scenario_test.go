@@ -19,13 +19,20 @@ const (
 	vmidMax = 1039
 )
 
-// commandTimeout bounds one terraform command of a scenario (E2E_CMD_TIMEOUT overrides).
+// commandTimeout bounds one terraform command of a scenario (E2E_CMD_TIMEOUT overrides): a
+// guard against a hang, far above what a command takes, also on a machine whose cores are
+// shared with other work.
 var commandTimeout = func() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("E2E_CMD_TIMEOUT")); err == nil && d > 0 {
 		return d
 	}
-	return 90 * time.Second
+	return 4 * time.Minute
 }()
+
+// scenarioRequestTimeout is the provider's request_timeout in the scenarios that are not
+// about it: one request to the in-process simulator takes milliseconds, but has taken over
+// the default 30 s on a loaded machine.
+const scenarioRequestTimeout = "3m"
 
 // scenario is one simulator, one workspace (more for concurrency), one checker.
 type scenario struct {
@@ -87,6 +94,7 @@ func newScenario(t *testing.T, cat string, o scenarioOpts) *scenario {
 	ws.Timeout = commandTimeout
 	pc := tfrun.SimConfig(sim)
 	pc.VMIDMin, pc.VMIDMax = vmidMin, vmidMax
+	pc.RequestTimeout = scenarioRequestTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
 	s := &scenario{

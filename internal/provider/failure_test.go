@@ -194,19 +194,27 @@ func TestRead_failsWhenTheEndpointDoesNotAnswer(t *testing.T) {
 		t.Errorf("detail: %s", detail)
 	}
 
-	// A node that does not answer (595) keeps the saved values with a warning.
-	if err := e.sim.SetNodeDown(e.sim.Nodes[0], true); err != nil {
+	// A node that does not answer behind the endpoint (595) fails the refresh too, naming
+	// the node and the ways to plan without it: the plan could not look at the VM.
+	node := e.sim.Nodes[0]
+	if err := e.sim.SetNodeDown(node, true); err != nil {
 		t.Fatal(err)
 	}
 	resp = resource.ReadResponse{State: st}
 	e.r.Read(e.ctx, resource.ReadRequest{State: st}, &resp)
-	if resp.Diagnostics.HasError() || len(resp.Diagnostics.Warnings()) != 1 {
-		t.Errorf("a node down: want one warning, got %v", resp.Diagnostics)
+	if !resp.Diagnostics.HasError() || len(resp.Diagnostics.Warnings()) != 0 {
+		t.Fatalf("a node down: want one error and no warning, got %v", resp.Diagnostics)
+	}
+	detail = resp.Diagnostics.Errors()[0].Detail()
+	for _, want := range []string{"Node " + node + " does not answer", "-refresh=false", "-target=", "nothing was changed"} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("a node down: the detail lacks %q:\n%s", want, detail)
+		}
 	}
 }
 
-// TestKeepsPriorValues: only a task holding the VM or a node behind the endpoint not
-// answering keeps the saved values.
+// TestKeepsPriorValues: only a task holding the VM keeps the saved values; a node behind
+// the endpoint that does not answer (595/596) fails the plan like an endpoint that does not.
 func TestKeepsPriorValues(t *testing.T) {
 	locked := fixture.MustLoad("err_locked_clone")
 	for _, tc := range []struct {
@@ -214,7 +222,8 @@ func TestKeepsPriorValues(t *testing.T) {
 		keep bool
 	}{
 		{&pveapi.APIError{Status: locked.Status, Message: locked.Message()}, true},
-		{&pveapi.APIError{Status: 595, Message: "No route to host"}, true},
+		{&pveapi.APIError{Status: 595, Message: "No route to host"}, false},
+		{&pveapi.APIError{Status: 596, Message: "Connection timed out"}, false},
 		{&pveapi.APIError{Status: 401, Message: "Authentication failed!"}, false},
 		{&pveapi.UnreachableError{Address: "https://x:8006", Attempts: 4, Err: errors.New("refused")}, false},
 		{context.DeadlineExceeded, false},

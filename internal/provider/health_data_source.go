@@ -93,7 +93,7 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 						"`CertificateInvalid` (TLS verification failed: fix `endpoint`, `ca_file` or `ca_pem`); " +
 						"`CredentialsUnavailable` (the token file is missing or malformed: fix `api_token_file`, no request was made); " +
 						"`StorageNotFound` (the ISO storage is missing, inactive or has no `iso` content on the node); " +
-						"`TemplateNotFound` (a catalogue template VMID does not exist or is not a template); " +
+						"`TemplateNotFound` (a catalogue template VMID does not exist, is not a template, or fails the create's template checks, such as a Proxmox cloud-init drive); " +
 						"`APIError` (any other failure, in `message`)."),
 					"message":     detail("What the check found, in words; for a failure, what failed and Proxmox's answer."),
 					"pve_version": detail("The Proxmox VE version, e.g. `9.2.20`."),
@@ -104,7 +104,7 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 						Computed:            true,
 						MarkdownDescription: "Free space on the ISO storage in GiB, once the storage answered.",
 					},
-					"templates": detail("Catalogue templates found as `<found>/<configured>`, counting catalogue entries."),
+					"templates": detail("Catalogue templates found usable as `<found>/<configured>`, counting catalogue entries."),
 					"missing_privileges": schema.ListAttribute{
 						Computed: true, ElementType: types.StringType,
 						MarkdownDescription: "The privileges the provider needs that the API token lacks, each `<privilege> on <path>` " +

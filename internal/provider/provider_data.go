@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -38,6 +39,21 @@ type providerData struct {
 	// secrets for log masking: the configured token, or the token file re-read on use.
 	token     string
 	tokenFile string
+
+	// reported holds the provider-level mistakes this provider instance (one Terraform
+	// command's plan or apply) has reported, by their text: a mistake of the provider block
+	// is one diagnostic, not one per resource (reportOnce).
+	reported sync.Map
+}
+
+// reportOnce reports whether key is reported for the first time by this provider instance.
+// A nil receiver reports every time.
+func (d *providerData) reportOnce(key string) bool {
+	if d == nil {
+		return true
+	}
+	_, seen := d.reported.LoadOrStore(key, struct{}{})
+	return !seen
 }
 
 // machineType is one catalogue entry of the provider's machine_types.

@@ -175,10 +175,20 @@ func (e *testEnv) ProviderConfig(extra string) string {
 	if !setsAttr(extra, "machine_types") {
 		b.WriteString("  machine_types = {\n    small = { cores = 1, memory_mib = 512 }\n  }\n")
 	}
+	if e.Sim != nil {
+		// One request to the in-process simulator takes milliseconds; on a machine whose
+		// cores are shared with other work it has taken over the default 30 s. No test
+		// against the simulator is about a request's own timeout (one that is sets it).
+		line("request_timeout", "%q", testRequestTimeout)
+	}
 	b.WriteString(extra)
 	b.WriteString("\n}\n")
 	return b.String()
 }
+
+// testRequestTimeout is the request_timeout of the acceptance tests' simulator: a guard
+// against a hang, far above what a request takes even on a loaded machine.
+const testRequestTimeout = "3m"
 
 // setsAttr reports whether the HCL fragment assigns attr at the start of a line.
 func setsAttr(hcl, attr string) bool {

@@ -38,11 +38,14 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		}
 	}
 	var b strings.Builder
-	b.WriteString(vmLabel(name, vmid))
+	if proxmox.IsTakenOver(err) {
+		vmid, op = 0, "" // the VMID is the other apply's now: the message names it as such
+	}
+	b.WriteString(vmLabelFor(op, name, vmid))
 	b.WriteString(": ")
 	b.WriteString(trimEnd(msg))
 	b.WriteString(".\n\n")
-	if fix, ok := d.connectionFix(err); ok {
+	if fix, ok := d.connectionFixFor(op, vmid, err); ok {
 		b.WriteString(fix)
 		if note != "" {
 			b.WriteString("\n\n")
@@ -58,17 +61,35 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		}
 		fmt.Fprintf(&b, "The %s ran out of time (timeouts.%s). This may succeed if retried, or with a longer timeout.", op, key)
 	case errors.Is(err, context.Canceled):
-		b.WriteString("The operation was interrupted. This may succeed if retried.")
+		b.WriteString("The operation was interrupted (Ctrl-C, or the run was cancelled) and stopped where it was")
+		if op == "create" {
+			b.WriteString(".") // the note says what the next apply does with what was made
+		} else {
+			b.WriteString("; run the same command again to finish it.")
+		}
+	case proxmox.IsTakenOver(err):
+		b.WriteString("Two applies of this configuration ran at once (two pipelines or workspaces declaring the same name with the same " +
+			"uid_namespace), and the other one owns the VM now. Applying this workspace again creates a VM of its own beside it: " +
+			"if both were meant to manage one VM, keep one workspace; if each needs its own VMs, give each workspace its own uid_namespace.")
 	case errors.Is(err, proxmox.ErrStillCreating):
 		b.WriteString("Retrying helps once that create finishes: wait for the apply creating it to end or, if that apply was " +
-			"interrupted, apply its configuration again to finish it (or destroy the VM in Proxmox).")
+			"interrupted, apply its configuration again to finish it (or destroy the VM in Proxmox)")
+		if op == "import" {
+			b.WriteString(", then run the import again")
+		}
+		b.WriteString(".")
 	default:
 		switch proxmox.ClassOf(err) {
 		case pveapi.Permanent:
 			b.WriteString("Retrying will not help: fix what the message says (the provider configuration, the API " +
-				"token's privileges, the template, or the VM in Proxmox), then apply again.")
+				"token's privileges, the template, or the VM in Proxmox), then " + againFor(op) + ".")
 		case pveapi.NotFound:
-			b.WriteString("The VM no longer exists in the cluster.")
+			if op == "import" {
+				b.WriteString("Nothing in the cluster answers to that ID: check the VMID or the name (the proxy_vms data source lists " +
+					"every VM that can be imported).")
+			} else {
+				b.WriteString("The VM no longer exists in the cluster.")
+			}
 		default:
 			b.WriteString("This may succeed if retried: run the same command again.")
 		}
@@ -80,13 +101,35 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 	return b.String()
 }
 
-// vmLabel names a VM in a message: Proxy VM "name" (VMID n).
-func vmLabel(name string, vmid int) string {
+// againFor says how to run op again, for a message's "then ...".
+func againFor(op string) string {
+	switch op {
+	case "import":
+		return "run the import again"
+	case "read", "refresh":
+		return "run the plan again"
+	case "list":
+		return "run the query again"
+	case "delete":
+		return "run the destroy again"
+	}
+	return "apply again"
+}
+
+// vmLabel names a VM of a create or a plan in a message: Proxy VM "name" (VMID n), or
+// (no VMID allocated yet) before its create chose one.
+func vmLabel(name string, vmid int) string { return vmLabelFor("create", name, vmid) }
+
+// vmLabelFor names a VM in a message of op: only a create (or its plan) has a VM whose
+// VMID is not allocated yet; an import, a read or a list names the VM by what it knows.
+func vmLabelFor(op, name string, vmid int) string {
 	switch {
 	case name != "" && vmid != 0:
 		return fmt.Sprintf("Proxy VM %q (VMID %d)", name, vmid)
-	case name != "":
+	case name != "" && (op == "create" || op == "plan"):
 		return fmt.Sprintf("Proxy VM %q (no VMID allocated yet)", name)
+	case name != "":
+		return fmt.Sprintf("Proxy VM %q", name)
 	case vmid != 0:
 		return fmt.Sprintf("Proxy VM with VMID %d", vmid)
 	default:
@@ -154,6 +197,42 @@ func (d *providerData) tokenID() string {
 // endpoint not answering, the certificate, the CA file, the token. ok is false for any
 // other failure. A nil receiver words it without the provider's settings.
 func (d *providerData) connectionFix(err error) (string, bool) {
+	return d.connectionFixFor("", 0, err)
+}
+
+// changedBefore says, for an endpoint that stopped answering during op, what had already
+// been changed: op "" and the reads change nothing; a create says what it did
+// (proxmox.DoneBefore) or that the VMID it saved may hold a VM; an update or a delete
+// stopped where it was.
+func changedBefore(op string, vmid int, err error) string {
+	switch op {
+	case "create":
+		if done := proxmox.DoneBefore(err); len(done) > 0 {
+			return "it stopped answering during the create, after the provider had " + joinSentence(done) +
+				", so the VM exists in Proxmox, unfinished"
+		}
+		if vmid != 0 {
+			return fmt.Sprintf("it stopped answering before the create could tell whether Proxmox made the VM at VMID %d", vmid)
+		}
+	case "update":
+		return "the update stopped where it was, and what it had already changed on the VM stays"
+	case "delete":
+		return "the destroy stopped where it was; the VM may be stopped, its seed ISO deleted"
+	}
+	return "nothing was changed"
+}
+
+// joinSentence joins "a", "b", "c" as "a, b and c".
+func joinSentence(parts []string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+// connectionFixFor is connectionFix for a failure of op on the VM with vmid (0: none), so
+// that an endpoint that stopped answering mid-create says what was done.
+func (d *providerData) connectionFixFor(op string, vmid int, err error) (string, bool) {
 	addr, setting, id, caSetting := "the endpoint", "api_token, api_token_file or "+envAPIToken, "", "the system roots"
 	if d != nil {
 		addr, setting, id = d.address(), d.tokenSetting(), d.tokenID()
@@ -170,9 +249,9 @@ func (d *providerData) connectionFix(err error) (string, bool) {
 	}
 	switch {
 	case pveapi.IsEndpointUnreachable(err):
-		return fmt.Sprintf("Proxmox VE at %s does not answer: nothing was changed. Check the provider's endpoint (without a port it is %s), "+
+		return fmt.Sprintf("Proxmox VE at %s does not answer: %s. Check the provider's endpoint (without a port it is %s), "+
 			"that the host is up and pveproxy runs on it (systemctl status pveproxy), and that no firewall or proxy is in between. "+
-			"The provider retried the connection a few times before giving up; once the endpoint answers, run the same command again.", addr, "8006"), true
+			"The provider retried the connection a few times before giving up; once the endpoint answers, run the same command again.", addr, changedBefore(op, vmid, err), "8006"), true
 	case pveapi.IsTLSVerification(err):
 		return fmt.Sprintf("Retrying will not help. The certificate of %s did not verify against %s. Set ca_file (or ca_pem) to the cluster's CA, "+
 			"/etc/pve/pve-root-ca.pem on any node, and use an endpoint host that the certificate names; "+
@@ -204,4 +283,40 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// createFailureNote says what a failed create leaves in the state, and the VMID to name:
+// nothing when the backend holds no VMID of its own (id nil: none chosen, or released); the
+// VM, tainted, when the create made it (proxmox.DoneBefore); else the VMID saved before the
+// clone request, whose VM may or may not exist (decision: create-steps).
+func createFailureNote(id *proxmox.ID, err error) (int, string) {
+	switch {
+	case id == nil:
+		return 0, "Nothing is saved in the state for it: no VM of its own exists."
+	case len(proxmox.DoneBefore(err)) > 0:
+		return id.VMID, "The VM is saved in the state as tainted: the next apply destroys it and creates it again."
+	}
+	return id.VMID, "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
+}
+
+// refreshFailed reports a refresh that could not look at the VM, which fails the plan, with
+// the ways to plan without it (-refresh=false, -target). Its node not answering behind a
+// reachable endpoint (595/596) names the node. A failure of the connection itself (the
+// endpoint, TLS, the token) is the provider block's, the same for every resource: reported
+// once per provider instance; the other refreshes keep their prior state without a
+// diagnostic, and the one error fails the plan all the same.
+func (r *proxyVMResource) refreshFailed(diags *diag.Diagnostics, id proxmox.ID, node string, err error) {
+	const escape = "To plan without looking at it: `terraform plan -refresh=false` uses the values the last apply saved for every " +
+		"resource, and `-target=<address>` plans only the resources named (leave this one out)."
+	note := "The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. " + escape
+	switch fix, conn := r.data.connectionFix(err); {
+	case pveapi.IsProxyFailure(err):
+		note = fmt.Sprintf("Node %s does not answer behind the endpoint (%s), so the plan cannot see this VM and stops here; "+
+			"nothing was changed. Bring node %s back (or its connection to the rest of the cluster). %s", node, r.data.address(), node, escape)
+	case conn && !r.data.reportOnce("connection\x00"+fix):
+		return
+	case conn:
+		note += " The same failure stops the refresh of every proxy_vm of this provider configuration; it is reported once, here."
+	}
+	r.addVMError(diags, "read", id.Name, id.VMID, err, note)
 }

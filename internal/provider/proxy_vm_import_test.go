@@ -36,6 +36,8 @@ func newImportEnv(t *testing.T) *importEnv {
 		Endpoint: sim.Endpoint, Nodes: sim.Nodes, ISOStorage: sim.ISOStorage, Templates: maps.Clone(sim.Templates),
 		VMIDMin: defaultVMIDMin, VMIDMax: defaultVMIDMax, InstallGuestAgent: true,
 	}
+	// A second template to tell the VM's from (it refuses creates, not imports).
+	cfg.Templates["ubuntu-ci"] = pvesim.CloudInitTemplateVMID
 	if len(cfg.Templates) < 2 {
 		t.Fatalf("the simulator's catalogue %v has fewer than two templates: the test would prove nothing", cfg.Templates)
 	}

@@ -72,7 +72,7 @@ func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list
 			},
 			"node": listschema.StringAttribute{
 				Optional:            true,
-				MarkdownDescription: "Only VMs on this node.",
+				MarkdownDescription: "Only VMs on this node. A node the cluster does not have is an error (not an empty list).",
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"made_by": listschema.StringAttribute{
@@ -114,6 +114,25 @@ func (l *proxyVMListResource) List(ctx context.Context, req list.ListRequest, st
 	if diags := req.Config.Get(ctx, &filter); diags.HasError() {
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
+	}
+	// A node filter naming no node of the cluster is a mistake, not an empty fleet: the
+	// proxy_vms data source refuses it the same way.
+	if node, ok := knownString(filter.Node); ok {
+		cctx, cancel := context.WithTimeout(ctx, mustDuration(defaultReadTimeout))
+		err := l.data.backend.CheckNodeKnown(cctx, node)
+		cancel()
+		if err != nil {
+			var diags diag.Diagnostics
+			msg := err.Error()
+			var pe *proxmox.Error
+			if errors.As(err, &pe) && pe.Err != nil {
+				msg = pe.Err.Error()
+			}
+			diags.AddAttributeError(path.Root("node"), "Unable to list proxy VMs",
+				redact(trimEnd(msg), l.data.secrets())+". Set node to one of the cluster's nodes, or leave it out for every node.")
+			stream.Results = list.ListResultsStreamDiagnostics(diags)
+			return
+		}
 	}
 	res := &proxyVMResource{data: l.data}
 	// Streamed (decision: list-marked): each VM is read, and with include_resource

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"regexp"
 	"testing"
 	"time"
 
@@ -57,8 +58,10 @@ resource "proxy_vm" %q {
 		list("all", fmt.Sprintf("    name_prefix = %q\n", prefix)) +
 		list("mine", fmt.Sprintf("    name_prefix = %q\n    made_by = \"provider\"\n", prefix)) +
 		list("operator", fmt.Sprintf("    name_prefix = %q\n    made_by = \"other\"\n", prefix)) +
-		list("on_node", fmt.Sprintf("    name_prefix = %q\n    node = %q\n", prefix, env.Nodes[0])) +
-		list("elsewhere", fmt.Sprintf("    name_prefix = %q\n    node = \"no-such-node\"\n", prefix))
+		list("on_node", fmt.Sprintf("    name_prefix = %q\n    node = %q\n", prefix, env.Nodes[0]))
+	// A node the cluster does not have (a typo) is an error, as in the proxy_vms data
+	// source, not zero results.
+	typo := list("typo", fmt.Sprintf("    name_prefix = %q\n    node = \"no-such-node\"\n", prefix))
 
 	resource.ParallelTest(t, resource.TestCase{
 		TerraformVersionChecks: []tfversion.TerraformVersionCheck{
@@ -75,7 +78,6 @@ resource "proxy_vm" %q {
 					querycheck.ExpectLength("proxy_vm.mine", 2),
 					querycheck.ExpectLength("proxy_vm.operator", 1),
 					querycheck.ExpectLength("proxy_vm.on_node", 3),
-					querycheck.ExpectLength("proxy_vm.elsewhere", 0),
 					querycheck.ExpectIdentity("proxy_vm.operator", map[string]knownvalue.Check{
 						"vmid": knownvalue.Int64Exact(int64(opVMID)),
 						"name": knownvalue.StringExact(opName),
@@ -94,6 +96,11 @@ resource "proxy_vm" %q {
 							{Path: tfjsonpath.New("image"), KnownValue: knownvalue.StringExact(imageKey(env))},
 						}),
 				},
+			},
+			{
+				Query:       true,
+				Config:      typo,
+				ExpectError: regexp.MustCompile(`(?s)node "no-such-node" is not a node of this cluster.*Set node to one of the cluster's nodes`),
 			},
 		},
 	})

@@ -57,6 +57,9 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, pl
 			tflog.Debug(ctx, "proxy VM preflight inconclusive, left to create", map[string]any{"name": name, "error": err.Error()})
 			return true
 		}
+		if fix, conn := r.data.connectionFix(err); conn && verb == "plan" && !r.data.reportOnce("connection\x00"+fix) {
+			return false // the endpoint, TLS or token: reported once per plan (see below)
+		}
 		diags.AddError(summary, r.vmErrorDetail(verb, name, 0, err, nothingTouched))
 		return false
 	}
@@ -66,14 +69,27 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, pl
 	if pe.Err.Class == pveapi.Permanent {
 		advice = "Retrying will not help. " + where
 	}
-	detail := fmt.Sprintf("%s: %s.\n\n%s %s", vmLabel(name, 0), trimEnd(msg), advice, nothingTouched)
 	tflog.Warn(ctx, "proxy VM preflight refused the configuration", map[string]any{
 		"name": name, "subject": string(pe.Subject), "error": msg})
 	if attr.Equal(path.Empty()) {
-		diags.AddError(summary, detail)
-	} else {
-		diags.AddAttributeError(attr, summary, detail)
+		// A mistake of the provider block (its iso_storage, storage, nodes or bridge) is
+		// the same for every proxy_vm: reported once per provider instance, on the first
+		// resource that meets it, not once per resource (the framework has no way to put a
+		// resource's diagnostic on the provider block). Every other resource's plan still
+		// stops: the one error fails the whole plan before anything is touched. A create
+		// must fail on its own, so it says so in one line.
+		if !r.data.reportOnce("preflight\x00" + msg) {
+			if verb == "plan" {
+				return false
+			}
+			diags.AddError(summary, fmt.Sprintf("%s: not created: %s (reported in full above). %s", vmLabel(name, 0), trimEnd(msg), nothingTouched))
+			return false
+		}
+		diags.AddError(summary, fmt.Sprintf("%s.\n\n%s This stops every proxy_vm of this provider configuration; it is reported once, "+
+			"here, for %q. %s", capitalize(trimEnd(msg)), advice, name, nothingTouched))
+		return false
 	}
+	diags.AddAttributeError(attr, summary, fmt.Sprintf("%s: %s.\n\n%s %s", vmLabel(name, 0), trimEnd(msg), advice, nothingTouched))
 	return false
 }
 

@@ -210,6 +210,14 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	onAllocated := func(id proxmox.ID, node string) {
 		mu.Lock()
 		defer mu.Unlock()
+		if id.VMID == 0 {
+			// The backend holds no VM of its own any more (no free VMID, or its VM taken
+			// over by another apply): no state entry may point at another guest.
+			allocated = nil
+			resp.State.RemoveResource(ctx)
+			tflog.Info(ctx, "proxy VM holds no VMID of its own, removed from the state", map[string]any{"name": spec.Name})
+			return
+		}
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
@@ -222,13 +230,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	id := allocated
 	mu.Unlock()
 	if err != nil {
-		vmid, note := 0, ""
-		if id != nil {
-			vmid = id.VMID
-			// The clone may have been refused or lost (the VMID is saved before the clone request,
-			// decision: create-steps): say what is known, not that a VM exists.
-			note = "Its VMID is saved in the state as tainted: the next apply removes the VM if it was made, and creates it again."
-		}
+		vmid, note := createFailureNote(id, err)
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
 		r.addVMError(&resp.Diagnostics, "create", spec.Name, vmid, err, note)
 		return
@@ -303,19 +305,18 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(writeGone(ctx, resp.Private, goneReason(err, r.redact))...)
 		return
 	case err != nil && keepsPriorValues(err):
-		// A task holding the VM (a clone in progress, a lock), or its node not answering
-		// behind the endpoint: report what the last apply saved, with a warning. A status
-		// the listing does not know yet is not an error (vm.StatusUnknown, below).
+		// A task holding the VM (a clone in progress, a lock): report what the last apply
+		// saved, with a warning. A status the listing does not know yet is not an error
+		// (vm.StatusUnknown, below).
 		tflog.Warn(ctx, "proxy VM refresh incomplete, keeping the prior values", map[string]any{
 			"name": id.Name, "vmid": id.VMID, "error": err.Error()})
 		resp.Diagnostics.AddWarning("Unable to refresh proxy VM",
 			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "The values saved by the last apply are kept for this plan."))
 		return
 	case err != nil:
-		// The plan could not look (no answer, TLS, 401/403, a node or an answer that
-		// failed): it must fail, never report "No changes".
-		r.addVMError(&resp.Diagnostics, "read", id.Name, id.VMID, err,
-			"The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed.")
+		// The plan could not look (no answer, its node not answering behind it, TLS,
+		// 401/403, an answer that failed): it must fail, never report "No changes".
+		r.refreshFailed(&resp.Diagnostics, id, state.Node.ValueString(), err)
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
@@ -704,10 +705,9 @@ func mustDuration(s string) time.Duration {
 }
 
 // keepsPriorValues reports a refresh failure that keeps the values the last apply saved
-// (with a warning): a task holds the VM (a clone in progress, a lock), or the endpoint
-// answered but the VM's node did not (595/596: the listing shows the VM's status as unknown,
-// a status it does not know yet). Every other failure (the endpoint not answering, TLS,
-// 401/403, any permanent error) fails the plan.
+// (with a warning): a task holds the VM (a clone in progress, a lock). Every other failure
+// (the endpoint not answering, its node not answering behind it (595/596), TLS, 401/403,
+// any permanent error) fails the plan: a plan that could not look never says "No changes".
 func keepsPriorValues(err error) bool {
-	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err) || pveapi.IsProxyFailure(err)
+	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err)
 }

@@ -831,9 +831,11 @@ func TestAccProxyVM_driftStopped(t *testing.T) {
 	})
 }
 
-// TestAccProxyVM_readNeverFailsPlan: a backup lock on the VM, then its node not answering,
-// leave the plan empty (the refresh reports what it can and keeps the rest).
-func TestAccProxyVM_readNeverFailsPlan(t *testing.T) {
+// TestAccProxyVM_refreshLockedOrNodeDown: a backup lock on the VM leaves the plan empty (the
+// refresh reports what it can and keeps the rest); its node not answering behind the
+// endpoint (595) fails the plan, naming the node and the escape hatches, since the refresh
+// could not look; with the node back the plan is empty again.
+func TestAccProxyVM_refreshLockedOrNodeDown(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	if env.Sim == nil {
 		t.Skip("locks and node outages are injected in the simulator")
@@ -876,6 +878,8 @@ func TestAccProxyVM_readNeverFailsPlan(t *testing.T) {
 				},
 				Config:   cfg,
 				PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Node ` + regexp.QuoteMeta(env.Nodes[0]) + ` does not answer behind the endpoint.*` +
+					`-refresh=false.*-target=`),
 			},
 			{
 				PreConfig: func() {

@@ -38,8 +38,10 @@ func (b *Backend) Check(ctx context.Context) []NodeHealth {
 // CheckDetailed is Check with NodeCheck's extra detail. The nodes are checked
 // concurrently, each with its own four requests (GET /version, the node's status, its ISO
 // storage status, the VM listing), so a failure is reported against the node whose round
-// saw it and a node that hangs costs only its own time, bounded by ctx. It never fails: an
-// unhealthy node is a verdict, not an error.
+// saw it and a node that hangs costs only its own time, bounded by ctx; each catalogue
+// template the listing shows is then read once for all the rounds (the create's template
+// checks, shared with the preflight). It never fails: an unhealthy node is a verdict, not an
+// error.
 func (b *Backend) CheckDetailed(ctx context.Context) []NodeCheck {
 	out := make([]NodeCheck, len(b.cfg.Nodes))
 	// The token file is read once, before any request: a missing or malformed
@@ -178,6 +180,18 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 		return c
 	}
 	found, missing := checkTemplates(b.cfg.Templates, res)
+	// A template the listing shows must also pass the create's template checks (a Proxmox
+	// cloud-init drive, a disk on ide2...): every VM of it would fail at plan otherwise.
+	for _, k := range sortedTemplateKeys(b.cfg.Templates) {
+		vmid := b.cfg.Templates[k]
+		if r, ok := findResource(res, vmid); !ok || r.Type != "qemu" || r.Template != 1 {
+			continue // counted as missing above
+		}
+		if why := b.templateUnusable(ctx, vmid, res); why != "" {
+			found--
+			missing = append(missing, fmt.Sprintf("%s: %s", k, why))
+		}
+	}
 	c.Templates = fmt.Sprintf("%d/%d", found, len(b.cfg.Templates))
 	if len(missing) > 0 {
 		c.Reason = ReasonTemplateNotFound
@@ -217,6 +231,27 @@ func checkTemplates(catalogue map[string]int, res []pveapi.Resource) (found int,
 		}
 	}
 	return found, missing
+}
+
+// templateUnusable runs the create's template checks on template vmid (the preflight's
+// verdict, shared with plans and creates of this provider instance) and says why no VM can
+// be made of it, or "" when it passes or could not be read (the listing check stands).
+func (b *Backend) templateUnusable(ctx context.Context, vmid int, res []pveapi.Resource) string {
+	_, err := b.templateVerdict(ctx, vmid, res)
+	var pe *PreflightError
+	if err == nil || !errors.As(err, &pe) {
+		return ""
+	}
+	return strings.TrimRight(pe.Err.Err.Error(), ".")
+}
+
+func sortedTemplateKeys(catalogue map[string]int) []string {
+	keys := make([]string, 0, len(catalogue))
+	for k := range catalogue {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // checkReason maps a failed request to a reason. The caller handles the round's

@@ -2,6 +2,7 @@ package proxmox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -150,6 +151,21 @@ func (b *Backend) missingPrivileges(ctx context.Context, res []pveapi.Resource) 
 	for vmid := range b.templateVMIDs() {
 		r, ok := findResource(res, vmid)
 		if !ok || r.Type != "qemu" {
+			continue
+		}
+		// The preflight's verdict on the template has its config (one read for the plan's
+		// checks, the health check's and this round). A template it refused makes no VM, so
+		// no privilege its config would name is needed; a verdict that could not be made
+		// (an API failure) leaves the read to this round.
+		v, err := b.templateVerdict(ctx, vmid, res)
+		var pe *PreflightError
+		switch {
+		case err == nil:
+			if cfg, ok := v.(map[string]string); ok && cfg != nil {
+				templates[vmid] = cfg
+				continue
+			}
+		case errors.As(err, &pe):
 			continue
 		}
 		cfg, err := b.api.VMConfig(ctx, r.Node, vmid)

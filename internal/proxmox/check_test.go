@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,16 @@ func newCheckFake(t *testing.T) *checkFake {
 			return vol, nil
 		},
 		config: func(_ context.Context, node string, vmid int) (map[string]string, error) {
+			switch vmid {
+			case 9001:
+				return fixtureConfig("vm_config_template_9001"), nil
+			case 9000:
+				// The captured template without its cloud-init drive, so that both catalogue
+				// templates pass the template checks (the drive's own case puts it back).
+				cfg := fixtureConfig("vm_config_template_9000")
+				delete(cfg, "ide2")
+				return cfg, nil
+			}
 			return nil, ckAPIErr("err_not_exist")
 		},
 		perms: func(context.Context, string) (map[string]bool, error) {
@@ -95,9 +106,11 @@ func (f *checkFake) Permissions(ctx context.Context, path string) (map[string]bo
 }
 
 // privRound is the requests of the privilege round over cluster_resources.json with the
-// checkFake's unreadable template configs: one config read per listed template (2), one
-// permissions read per path (/vms/9000, /vms/9001, /vms, /storage/proxy-seeds).
-const privRound = 6
+// checkFake's template configs: one config read per listed template (2, shared with the
+// template checks), one permissions read per path (/vms/9000, /vms/9001, /vms,
+// /storage/proxy-seeds, and from the templates' configs /storage/local-lvm,
+// /sdn/zones/localnetwork/vmbr0 and its VLAN 4).
+const privRound = 9
 
 func (f *checkFake) count(key string) {
 	f.mu.Lock()
@@ -349,13 +362,21 @@ func TestCheck_reasonsTable(t *testing.T) {
 			f.resources = func(context.Context) ([]pveapi.Resource, error) { return nil, ckAPIErr("err_not_implemented") }
 		}, reason: ReasonAPIError, requests: 4, version: true, kernel: true, storage: true},
 		{name: "template missing", mutate: setTemplate(9000, func(*pveapi.Resource) bool { return false }),
-			reason: ReasonTemplateNotFound, requests: 4 + privRound - 1, version: true, kernel: true, storage: true, templates: "1/2",
-			inMessage: []string{"ubuntu-2404", "9000", "does not exist"}},
+			reason: ReasonTemplateNotFound, requests: 4 + privRound - 2, version: true, kernel: true, storage: true, templates: "1/2",
+			inMessage: []string{"ubuntu-2404", "9000", "does not exist"}}, // no config to read, nor its VLAN's path
 		{name: "template is a plain VM", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Template = 0; return true }),
 			reason: ReasonTemplateNotFound, requests: 4 + privRound, version: true, kernel: true, storage: true, templates: "1/2",
 			inMessage: []string{"debian-13", "9001", "not a template"}},
 		{name: "template VMID held by a container", mutate: setTemplate(9001, func(r *pveapi.Resource) bool { r.Type = "lxc"; return true }),
-			reason: ReasonTemplateNotFound, requests: 4 + privRound - 1, version: true, kernel: true, storage: true, templates: "1/2"},
+			reason: ReasonTemplateNotFound, requests: 4 + privRound - 2, version: true, kernel: true, storage: true, templates: "1/2"},
+		// A template every create would refuse (the captured template's Proxmox cloud-init
+		// drive on ide2) is unusable, with the reason: the listing alone would call it found.
+		{name: "template with a cloud-init drive", mutate: func(f *checkFake) {
+			f.config = func(_ context.Context, _ string, vmid int) (map[string]string, error) {
+				return fixtureConfig(fmt.Sprintf("vm_config_template_%d", vmid)), nil
+			}
+		}, reason: ReasonTemplateNotFound, requests: 4 + privRound - 1, version: true, kernel: true, storage: true, templates: "1/2",
+			inMessage: []string{"ubuntu-2404", "template 9000 has a Proxmox cloud-init drive on ide2", "remove that drive"}}, // a refused template needs no privilege on its VLAN
 		{name: "unknown error", mutate: failVersion(errors.New("something odd")), reason: ReasonAPIError, requests: 1},
 	}
 	for _, tt := range tests {
@@ -521,7 +542,9 @@ func TestCheck_nodesCheckedConcurrently(t *testing.T) {
 	}
 }
 
-// A node that hangs costs only its own time: the others are answered, it is Timeout.
+// A node that hangs costs only its own time: the others are answered, it is Timeout. The
+// check's ctx ends once the other rounds' last requests (their listings, the template reads)
+// have answered, not after a wall-clock delay a loaded machine may outlast.
 func TestCheck_hangingNodeCostsOnlyItsOwnTime(t *testing.T) {
 	t.Parallel()
 	f := newCheckFake(t)
@@ -534,9 +557,31 @@ func TestCheck_hangingNodeCostsOnlyItsOwnTime(t *testing.T) {
 		}
 		return ns, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Once both other rounds' listings, both template reads and the privilege round have
+	// answered, their verdicts are made (what is left is computation and the shared template verdicts).
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := ckBackend(f, "pve1", "pve2", "pve3").Check(ctx)
+	var answered atomic.Int32
+	done := func() {
+		if answered.Add(1) == 4+7 { // two listings, two template configs, the privilege round's 7 paths
+			cancel()
+		}
+	}
+	resources, config, perms := f.resources, f.config, f.perms
+	f.perms = func(ctx context.Context, path string) (map[string]bool, error) {
+		defer done()
+		return perms(ctx, path)
+	}
+	f.resources = func(ctx context.Context) ([]pveapi.Resource, error) {
+		defer done()
+		return resources(ctx)
+	}
+	f.config = func(ctx context.Context, node string, vmid int) (map[string]string, error) {
+		defer done()
+		return config(ctx, node, vmid)
+	}
+	var got []NodeHealth
+	ckWithin(t, time.Minute, func() { got = ckBackend(f, "pve1", "pve2", "pve3").Check(ctx) })
 	want := []Reason{ReasonReachable, ReasonTimeout, ReasonReachable}
 	for i, h := range got {
 		if h.Reason != want[i] {
@@ -688,10 +733,11 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 		reason   Reason
 		requests int // -1: not counted
 	}{
-		// Four reads per node, then the privilege round: the template's config, and the
-		// privileges on /vms/9001, /vms, /storage/proxy-seeds, /storage/local-lvm and
-		// /sdn/zones/localnetwork/vmbr0 (its disks' storage and its bridge).
-		{name: "reachable", reason: ReasonReachable, requests: 8 + 6},
+		// Four reads per node, then the template's config (one read, shared by the template
+		// check and the privilege round), and the privileges on /vms/9001, /vms,
+		// /storage/proxy-seeds, /storage/local-lvm and /sdn/zones/localnetwork/vmbr0 (its
+		// disks' storage and its bridge).
+		{name: "reachable", reason: ReasonReachable, requests: 8 + 1 + 5},
 		{name: "unknown authority", opts: func(_ *ckServer, o *pveapi.Options) { o.CAPEM = "" },
 			reason: ReasonCertificateInvalid, requests: -1},
 		{name: "hostname not in the certificate", opts: func(s *ckServer, o *pveapi.Options) {
@@ -716,7 +762,7 @@ func TestCheck_reasonsOverHTTPClient(t *testing.T) {
 		{name: "request timeout", override: map[string]http.HandlerFunc{
 			"/api2/json/cluster/resources": hang,
 		}, opts: func(_ *ckServer, o *pveapi.Options) { o.RequestTimeout = 1500 * time.Millisecond }, // above a TLS handshake under -race on a loaded machine
-			reason: ReasonTimeout, requests: 8},
+			reason: ReasonTimeout, requests: 8}, // the listing hangs: no template is read
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

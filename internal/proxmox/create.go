@@ -39,6 +39,9 @@ func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, no
 		c.report = &CreateReport{}
 	}
 	vm, err := c.run(ctx)
+	if err != nil {
+		err = c.failed(ctx, err)
+	}
 	b.invalidateListing()
 	fields := map[string]any{
 		"vmid": c.vmid, "name": s.Name, "node": c.node, "cloud_init_bytes": len(s.UserData),
@@ -46,6 +49,9 @@ func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, no
 	}
 	if err != nil {
 		err = wrap("create", s.Name, c.vmid, err)
+		if e, ok := err.(*Error); ok { //nolint:errorlint // wrap returns an *Error at the top
+			e.Done = c.done()
+		}
 		fields["class"], fields["error"] = ClassOf(err).String(), err.Error()
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm create failed", fields)
 		return VM{}, err
@@ -68,6 +74,8 @@ type creation struct {
 	cloned  bool
 	// started: this call started the VM (its address wait measures a boot).
 	started bool
+	// seeded and configured: this call uploaded the seed and wrote the config.
+	seeded, configured bool
 	// upload is the seed upload started beside the clone task, until provision joins it.
 	upload *seedUpload
 	// notified is the ID last handed to onAllocated.
@@ -273,8 +281,11 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 			return err
 		}
 	}
-	c.vmid, c.node = 0, "" // none is ours (a VMID whose clone was refused was saved, harmlessly)
-	return Transientf("no usable VMID after %d probes in the range %d to %d: every probed VMID holds another guest; free VMIDs in that range or widen it",
+	c.vmid, c.node = 0, "" // none is ours: failed tells onAllocated to forget the last one saved
+	// Permanent: the same name probes the same VMIDs on every run, so only freeing one of
+	// them or changing the range helps. The VMIDs are other guests': none is named.
+	return Permanentf("no free VMID for this name: the %d VMIDs it probes in vmid_range %d to %d all hold other guests; "+
+		"widen vmid_range in the provider block, or free VMIDs in that range (destroy guests you no longer need)",
 		probes, lo, hi)
 }
 
@@ -439,6 +450,7 @@ func (c *creation) provision(ctx context.Context) error {
 	} else if err := b.uploadSeed(ctx, c.node, *s, c.cfg["net0"]); err != nil {
 		return err
 	}
+	c.seeded = true
 	// The config.
 	params, err := configParams(*s, c.cfg, b.cfg.ISOStorage)
 	if err != nil {
@@ -447,6 +459,7 @@ func (c *creation) provision(ctx context.Context) error {
 	if err := c.writeConfig(ctx, params); err != nil {
 		return err
 	}
+	c.configured = true
 	// Resize, only when larger (decision: boot-disk).
 	if s.DiskGiB > 0 {
 		disk, cur, ok := bootDiskSize(c.cfg)
@@ -537,7 +550,7 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 		switch {
 		case err == nil:
 		case isNotExist(err):
-			return cannot("the VM is gone", Transientf("the VM vanished after its start: something outside Terraform destroyed it; apply again to create it anew"))
+			return cannot("the VM is gone", lostf("the VM vanished after its start: something outside Terraform destroyed it; apply again to create it anew"))
 		default:
 			return pollFailed(op, err, "its status could not be read", "reading the status on node %s", node)
 		}
@@ -547,9 +560,9 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 		case st.Status == "running" && st.QMPStatus == "running":
 			return done(seen)
 		case st.Lock == "suspended":
-			return cannot(seen, Transientf("the VM was hibernated right after it was started; resume it with `qm start %d`, then apply again", vmid))
+			return cannot(seen, lostf("the VM was hibernated right after it was started; resume it with `qm start %d`, then apply again", vmid))
 		case st.Status == "stopped":
-			return cannot(seen, Transientf("the VM stopped right after it was started; check its console and boot log in Proxmox, then apply again"))
+			return cannot(seen, lostf("the VM stopped right after it was started; check its console and boot log in Proxmox, then apply again"))
 		}
 		return keep(seen)
 	})
@@ -564,7 +577,7 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	var ifaces []pveapi.NetworkInterface
 	if c.s.WaitForIP {
 		var err error
-		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, c.started, &ifaces); err != nil {
+		if ip, err = b.waitIP(ctx, c.node, c.vmid, &c.s, c.started, &ifaces, c.stillOwned); err != nil {
 			return VM{}, err
 		}
 	}
@@ -591,6 +604,34 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	b.finished.Store(c.s.UID, true)
 	vm.Protected = vm.Protected || c.s.Protection // set by finalize's write
 	return vm, nil
+}
+
+// done says what this call did to the cluster so far, for a failure's message.
+func (c *creation) done() []string {
+	if c.vmid == 0 {
+		return nil
+	}
+	var out []string
+	switch {
+	case c.adopted:
+		out = append(out, fmt.Sprintf("took over VMID %d, a create of this name that an earlier apply left unfinished", c.vmid))
+	case c.cloned && c.cfg != nil:
+		out = append(out, fmt.Sprintf("cloned template %d onto VMID %d", c.s.TemplateVMID, c.vmid))
+	case c.cloned:
+		out = append(out, fmt.Sprintf("asked Proxmox to clone template %d onto VMID %d", c.s.TemplateVMID, c.vmid))
+	default:
+		return nil
+	}
+	if c.seeded {
+		out = append(out, "uploaded its seed ISO")
+	}
+	if c.configured {
+		out = append(out, "wrote its config")
+	}
+	if c.started {
+		out = append(out, "started it")
+	}
+	return out
 }
 
 // notePassed records a skipped VM that is a finished create of this name in this
@@ -629,8 +670,8 @@ func (c *creation) written() VM {
 // user-data installs it), it waits for as long as ctx allows (a first boot installs it in
 // about 50 s on a real host); otherwise the template must ship it, and an agent that does
 // not answer within Budgets.AgentStart of the start ends the wait.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface) (string, error) {
-	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot,
+func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface, owned func(context.Context) error) (string, error) {
+	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot, owned: owned,
 		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen, want: s.Network.WantIPv4(),
 		rawNetwork: s.Network != nil && s.Network.Static == nil && s.Network.Raw != nil}
 	if !b.seedInstallsAgent(s.UserData) {

@@ -387,17 +387,51 @@ func TestCreate_allocationTable(t *testing.T) {
 	}
 }
 
-func TestCreate_vmidRangeExhaustedIsTransientNamingTheRange(t *testing.T) {
+// TestCreate_vmidRangeExhaustedIsPermanentNamingTheRange: the same name probes the same
+// VMIDs on every run, so a range whose probed VMIDs all hold other guests is Permanent
+// (retrying never helps), says what to change, and names none of those guests' VMIDs.
+func TestCreate_vmidRangeExhaustedIsPermanentNamingTheRange(t *testing.T) {
 	h := newHarness(t)
 	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = 100, 103
 	for i := 100; i <= 103; i++ {
 		h.f.addVM(&fakeVM{VMID: i, Name: "web" + strconv.Itoa(i)})
 	}
 	err := h.createFails(h.spec())
-	assertClass(t, err, pveapi.Transient)
-	assertContains(t, err.Error(), "4 probes", "range 100 to 103")
+	assertClass(t, err, pveapi.Permanent)
+	assertContains(t, err.Error(), "no free VMID", "4 VMIDs", "vmid_range 100 to 103", "widen vmid_range")
+	for i := 100; i <= 103; i++ {
+		if strings.Contains(err.Error(), "VMID "+strconv.Itoa(i)) {
+			t.Errorf("the error names guest %d: %v", i, err)
+		}
+	}
 	if h.f.calls("VMConfig") != 1 || h.f.calls("Clone") != 0 {
 		t.Errorf("%d config reads (want only the template's), %d clones", h.f.calls("VMConfig"), h.f.calls("Clone"))
+	}
+}
+
+// TestCreate_vmidRangeExhaustedReleasesTheVMID: the last free VMID is taken by another
+// guest while the clone request is on its way (Proxmox refuses it: config file exists).
+// onAllocated was given that VMID before the request; once no VMID is left it is told to
+// forget it (ID{}), so no state entry points at the other guest, and the error names no
+// VMID as the VM's.
+func TestCreate_vmidRangeExhaustedReleasesTheVMID(t *testing.T) {
+	h := newHarness(t)
+	h.b.cfg.VMIDMin, h.b.cfg.VMIDMax = 100, 101
+	free := 101
+	h.f.addVM(&fakeVM{VMID: 100, Name: "web100"})
+	h.f.onCall("Clone", func(context.Context, fakeCall) error {
+		h.f.addVM(&fakeVM{VMID: free, Name: "db-late"})
+		return nil
+	})
+	var got []ID
+	_, err := h.b.Create(h.ctx, h.spec(), func(id ID, _ string) { got = append(got, id) })
+	assertClass(t, err, pveapi.Permanent)
+	if len(got) != 2 || got[0].VMID != free || got[1] != (ID{}) {
+		t.Errorf("onAllocated calls %v: want VMID %d, then ID{} (released)", got, free)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.VMID != 0 {
+		t.Errorf("the error carries VMID %d, want none: %v", e.VMID, err)
 	}
 }
 
@@ -408,7 +442,7 @@ func TestCreate_thirtyTwoProbesAtMost(t *testing.T) {
 		h.f.addVM(&fakeVM{VMID: vmidFor(testUID, a, 100, 1000), Name: "web" + strconv.Itoa(a)})
 	}
 	err := h.createFails(h.spec())
-	assertContains(t, err.Error(), "32 probes", "range 100 to 1000")
+	assertContains(t, err.Error(), "32 VMIDs", "vmid_range 100 to 1000")
 }
 
 func TestCreate_templateChecksRefuseBeforeAnyClone(t *testing.T) {
@@ -692,8 +726,10 @@ func TestCreate_addressWaitChecksTheStatusWhenTheAgentSaysVMNotRunning(t *testin
 		err := h.createFails(s)
 		assertClass(t, err, pveapi.Transient)
 		assertContains(t, err.Error(), "stopped", "while waiting for its address")
-		if m := h.f.methods(); m[len(m)-1] != "VMStatus" || m[len(m)-2] != "AgentNetworkInterfaces" {
-			t.Errorf("calls %v: want the agent's answer checked with status/current", m)
+		// The agent's answer checked with status/current, then (the create failed after
+		// its clone) the mark read once: a takeover would say so.
+		if m := h.f.methods(); m[len(m)-1] != "VMConfig" || m[len(m)-2] != "VMStatus" || m[len(m)-3] != "AgentNetworkInterfaces" {
+			t.Errorf("calls %v: want the agent's answer checked with status/current, then the mark read", m)
 		}
 		if n := h.f.calls("AgentNetworkInterfaces"); n != 2 {
 			t.Errorf("%d agent calls, want 2 (no wait after the VM stopped)", n)
@@ -743,13 +779,56 @@ func TestCreate_addressWaitBoundedByContext(t *testing.T) {
 	var id ID
 	_, err := h.b.Create(ctx, s, func(i ID, _ string) { id = i })
 	assertClass(t, err, pveapi.Transient)
-	assertContains(t, err.Error(), "no IPv4 address", "QEMU guest agent is not running", "wait_for_ip = false")
+	// Cancelled (Ctrl-C): an interrupt, not a timeout or a guest without the agent.
+	assertContains(t, err.Error(), "interrupted while waiting for the guest agent", "QEMU guest agent is not running")
+	for _, wrong := range []string{"before the timeout", "must run qemu-guest-agent"} {
+		if strings.Contains(err.Error(), wrong) {
+			t.Errorf("an interrupt says %q: %v", wrong, err)
+		}
+	}
 	if id != testID {
 		t.Errorf("onAllocated %v", id)
 	}
 	if h.f.calls("AgentNetworkInterfaces") != 20 {
 		t.Errorf("%d agent calls", h.f.calls("AgentNetworkInterfaces"))
 	}
+}
+
+// expiredCtx is a context whose deadline passes when expire is called (the fake clock
+// never lets a real deadline pass).
+type expiredCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *expiredCtx) expire()               { close(c.done) }
+func (c *expiredCtx) Done() <-chan struct{} { return c.done }
+func (c *expiredCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// TestCreate_addressWaitTimeoutSaysWhatTheGuestNeeds: the create's timeout passing while the
+// agent never answered says the address did not come before the timeout, and what the guest
+// needs.
+func TestCreate_addressWaitTimeoutSaysWhatTheGuestNeeds(t *testing.T) {
+	h := newHarness(t)
+	ctx := &expiredCtx{Context: h.ctx, done: make(chan struct{})}
+	h.f.onCall("AgentNetworkInterfaces", func(context.Context, fakeCall) error {
+		if h.f.calls("AgentNetworkInterfaces") == 5 {
+			ctx.expire()
+		}
+		return nil
+	})
+	s := h.spec()
+	s.WaitForIP = true
+	_, err := h.b.Create(ctx, s, nil)
+	assertClass(t, err, pveapi.Transient)
+	assertContains(t, err.Error(), "no IPv4 address", "before the timeout", "QEMU guest agent is not running", "wait_for_ip = false")
 }
 
 func TestCreate_cloudInitSentinelNeverLoggedOrInErrors(t *testing.T) {

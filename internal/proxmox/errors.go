@@ -26,6 +26,9 @@ type Error struct {
 	VMID int
 	// Err is the message (built with fmt.Errorf, so it may wrap a cause).
 	Err error
+	// Done, on a failed create, says what it did to the cluster before it failed, in order
+	// ("cloned template 9001 onto VMID 1003", "started the VM"); empty: nothing.
+	Done []string
 }
 
 // Error renders "<op> VM <name> (VMID <vmid>): <message>".
@@ -54,6 +57,15 @@ func (e *Error) Error() string {
 
 // Unwrap returns the message error, which may wrap the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// DoneBefore returns what a failed create did to the cluster before it failed (Error.Done).
+func DoneBefore(err error) []string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Done
+	}
+	return nil
+}
 
 // Is makes errors.Is(err, ErrNotFound) true for the NotFound class.
 func (e *Error) Is(target error) bool { return target == ErrNotFound && e.Class == pveapi.NotFound }

@@ -3,9 +3,11 @@ package proxmox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -25,9 +27,160 @@ import (
 // takenOverErr is what a Create says when another Create took its VM over meanwhile: two
 // applies creating the same name in the same uid_namespace at the same moment.
 func takenOverErr(vmid int, name, other string) error {
-	return Transientf("VMID %d was taken over by another apply creating %q in the same uid_namespace at the same time (its uid %s): "+
+	return &Error{Class: pveapi.Transient, Err: errTakenOver{fmt.Errorf("VMID %d was taken over by another apply creating %q in the same uid_namespace at the same time (its uid %s): "+
 		"that apply finishes it and owns it; this one leaves it alone, and the next apply of this resource creates its own VM",
-		vmid, name, other)
+		vmid, name, other)}}
+}
+
+// errTakenOver marks takenOverErr's message, so that Create knows its VMID holds another
+// Create's VM.
+type errTakenOver struct{ error }
+
+func (e errTakenOver) Unwrap() error { return e.error }
+
+// IsTakenOver reports a create whose VM another apply creating the same name took over
+// (takenOverErr): the create holds no VM of its own.
+func IsTakenOver(err error) bool { return isTakenOver(err) }
+
+// isTakenOver reports a takenOverErr.
+func isTakenOver(err error) bool {
+	var t errTakenOver
+	return errors.As(err, &t)
+}
+
+// failed is Create's last word on a failure: whose VM the VMID holds now, and what the
+// state may keep.
+//
+//   - A failure after the clone is judged by the VMID's config: our name with another uid
+//     of this namespace is a takeover by another apply creating the same name at the same
+//     moment (it stops the VM it takes over, and rebuilds one that booted, so this Create
+//     saw it stop, vanish, or answer as a fresh clone), and says so instead of blaming
+//     something outside Terraform or the guest. A VM that vanished is read again within
+//     lostGrace, the moment a rebuild takes.
+//   - A Create left with no VM of its own (no usable VMID, or its VM taken over) tells
+//     onAllocated to forget the VMID it was given: the state must never keep an entry
+//     pointing at another guest. The seed a taken-over Create may have uploaded is its own
+//     (named by its uid) and no VM boots from it, so it is deleted first; if that fails, the
+//     VMID stays saved (the tainted entry's delete retries the seed).
+func (c *creation) failed(ctx context.Context, err error) error {
+	if c.vmid != 0 && (c.cloned || c.adopted) && !isTakenOver(err) && ctx.Err() == nil && !pveapi.IsEndpointUnreachable(err) {
+		// Any failure after the clone may come from a takeover (the VM stopped, gone, or
+		// rebuilt by the other apply and answering as a fresh clone does); the mark tells.
+		if other, ok := c.takenOverAfterFailure(ctx, vmLost(err)); ok {
+			err = takenOverErr(c.vmid, c.s.Name, other)
+		}
+	}
+	switch {
+	case isTakenOver(err):
+		if c.node != "" && ctx.Err() == nil {
+			if serr := c.b.deleteSeed(ctx, "create", c.node, c.b.createSeed(c.s)); serr != nil {
+				tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed of a taken-over create not deleted; the VMID stays saved", map[string]any{
+					"vmid": c.vmid, "name": c.s.Name, "node": c.node, "error": serr.Error(),
+				})
+				return err
+			}
+		}
+		c.release()
+		c.vmid = 0 // the error names the VMID in its text, not as this VM's
+	case c.vmid == 0:
+		c.release()
+	}
+	return err
+}
+
+// lostf is a Transient error saying that the VM stopped, paused, hibernated or vanished
+// while a create or an update waited on it (vmLost tells it).
+func lostf(format string, args ...any) *Error {
+	return &Error{Class: pveapi.Transient, Err: errVMLost{fmt.Errorf(format, args...)}}
+}
+
+type errVMLost struct{ error }
+
+func (e errVMLost) Unwrap() error { return e.error }
+
+// vmLost reports a lostf failure.
+func vmLost(err error) bool {
+	var l errVMLost
+	return errors.As(err, &l)
+}
+
+// takenOverBy reads the VMID's config: our name and mark with another uid of our namespace
+// is another Create's takeover. A VMID that is gone or locked says nothing.
+func (c *creation) takenOverBy(ctx context.Context) (string, bool) {
+	cfg, err := c.b.api.VMConfig(ctx, c.node, c.vmid)
+	if err != nil {
+		return "", false
+	}
+	return c.otherUID(cfg)
+}
+
+// otherUID reads a config of the create's VMID: our name and mark with another uid of our
+// namespace is another Create's takeover (its uid).
+func (c *creation) otherUID(cfg map[string]string) (string, bool) {
+	if cfg["name"] != c.s.Name {
+		return "", false
+	}
+	m := ParseMark(cfg["description"])
+	if !m.Managed || m.UID == "" || m.UID == c.s.UID || !m.HasNamespace || m.Namespace != c.s.Namespace {
+		return "", false
+	}
+	return m.UID, true
+}
+
+// lostGrace is how long a create that failed waits for its VMID to hold a VM again: a
+// takeover destroys a VM that may have booted and clones it afresh onto the same VMID at
+// once (the gap is one listing), so a VMID empty for longer was emptied by someone else.
+const lostGrace = 10 * time.Second
+
+// takenOverAfterFailure reads the VMID's config after a failure: our name and mark with
+// another uid of our namespace is a takeover (its uid). A takeover that rebuilds the VM
+// leaves the VMID empty for a moment, then cloning (a nameless config under the clone
+// lock): a VM seen cloning is read again within the clone budget, as the probe waits on a
+// clone, and, when the failure was the VM vanishing (lost), a VMID that does not exist is
+// read again within lostGrace. Anything else says no takeover.
+func (c *creation) takenOverAfterFailure(ctx context.Context, lost bool) (string, bool) {
+	var other string
+	var found bool
+	var goneSince time.Time
+	_ = c.b.pollUntil(ctx, lostGrace+c.b.cfg.Budgets.Clone, func(ctx context.Context) (bool, error) {
+		cfg, err := c.b.api.VMConfig(ctx, c.node, c.vmid)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			if goneSince.IsZero() {
+				goneSince = c.b.clock.Now()
+			}
+			return !lost || c.b.clock.Now().Sub(goneSince) >= lostGrace, nil
+		default:
+			return true, nil // an answer that says nothing about the mark
+		}
+		goneSince = time.Time{}
+		if l := cfg["lock"]; cfg["name"] == "" && l != "" && l != "suspended" {
+			return false, nil // cloning: its mark comes with the clone's end
+		}
+		other, found = c.otherUID(cfg)
+		return true, nil
+	})
+	return other, found
+}
+
+// stillOwned is the address wait's ownership check: the VMID's config still carries this
+// Create's uid. Another uid of our name and namespace is a takeover; a read that fails
+// says nothing (the wait's own polls judge the VM and its node).
+func (c *creation) stillOwned(ctx context.Context) error {
+	if other, ok := c.takenOverBy(ctx); ok {
+		return takenOverErr(c.vmid, c.s.Name, other)
+	}
+	return nil
+}
+
+// release tells onAllocated that this Create holds no VMID any more (ID{} and no node).
+func (c *creation) release() {
+	if c.onAllocated == nil || c.notified.VMID == 0 {
+		return
+	}
+	c.notified = ID{}
+	c.onAllocated(ID{}, "")
 }
 
 // listedPlaceholder reports whether a listing entry's name tells nothing about the VM: empty

@@ -184,7 +184,11 @@ func TestCheck_missingPrivilegesNamed(t *testing.T) {
 	f := newCheckFake(t)
 	f.config = func(_ context.Context, _ string, vmid int) (map[string]string, error) {
 		if vmid == 9000 {
-			return fixtureConfig("vm_config_template_9000"), nil
+			// Without its cloud-init drive, which would make it unusable (a refused template
+			// needs no privilege its config names): its net0 has tag=4.
+			cfg := fixtureConfig("vm_config_template_9000")
+			delete(cfg, "ide2")
+			return cfg, nil
 		}
 		return fixtureConfig("vm_config_template_9001"), nil
 	}

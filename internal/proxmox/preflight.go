@@ -248,23 +248,7 @@ func (b *Backend) preflightTemplate(ctx context.Context, s PreflightSpec) error 
 	if s.TemplateVMID <= 0 {
 		return nil
 	}
-	val, err := b.pre.once(ctx, "template:"+strconv.Itoa(s.TemplateVMID), func(ctx context.Context) (any, error) {
-		res, err := b.listing(ctx, false)
-		if err != nil {
-			return nil, passOn(ctx, "listing the cluster's VMs", err)
-		}
-		rec := &configRecorder{API: b.api}
-		c := &creation{b: &Backend{api: rec, cfg: b.cfg, clock: b.clock, listings: b.listings, locks: b.locks}, s: Spec{TemplateVMID: s.TemplateVMID}}
-		if _, err := c.checkTemplate(ctx, res); err != nil {
-			var e *Error
-			if errors.As(err, &e) && e.Class == pveapi.Permanent && !isAPIFailure(err) {
-				// A verdict on what checkTemplate read: missing, not a template, disqualified.
-				return nil, &PreflightError{Subject: SubjectTemplate, Err: &Error{Class: pveapi.Permanent, Op: "preflight", Err: e.Err}}
-			}
-			return nil, passOn(ctx, fmt.Sprintf("reading template %d", s.TemplateVMID), err)
-		}
-		return rec.cfg, nil
-	}, definitive)
+	val, err := b.templateVerdict(ctx, s.TemplateVMID, nil)
 	if err != nil {
 		return err
 	}
@@ -286,6 +270,31 @@ func (b *Backend) preflightTemplate(ctx context.Context, s PreflightSpec) error 
 		}
 	}
 	return nil
+}
+
+// templateVerdict runs Create's template checks (checkTemplate) on template vmid once per
+// Backend: the template's config, or a *PreflightError saying why no VM can be made of it.
+// res is a listing to find the template in (nil: the shared listing).
+func (b *Backend) templateVerdict(ctx context.Context, vmid int, res []pveapi.Resource) (any, error) {
+	return b.pre.once(ctx, "template:"+strconv.Itoa(vmid), func(ctx context.Context) (any, error) {
+		if res == nil {
+			var err error
+			if res, err = b.listing(ctx, false); err != nil {
+				return nil, passOn(ctx, "listing the cluster's VMs", err)
+			}
+		}
+		rec := &configRecorder{API: b.api}
+		c := &creation{b: &Backend{api: rec, cfg: b.cfg, clock: b.clock, listings: b.listings, locks: b.locks}, s: Spec{TemplateVMID: vmid}}
+		if _, err := c.checkTemplate(ctx, res); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Class == pveapi.Permanent && !isAPIFailure(err) {
+				// A verdict on what checkTemplate read: missing, not a template, disqualified.
+				return nil, &PreflightError{Subject: SubjectTemplate, Err: &Error{Class: pveapi.Permanent, Op: "preflight", Err: e.Err}}
+			}
+			return nil, passOn(ctx, fmt.Sprintf("reading template %d", vmid), err)
+		}
+		return rec.cfg, nil
+	}, definitive)
 }
 
 // isAPIFailure reports whether err carries a seam failure (an answer or a transport error),

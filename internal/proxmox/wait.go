@@ -328,7 +328,14 @@ type addressWait struct {
 	// give the guest no IPv4 at all, so once the agent has answered without one for
 	// Budgets.StaticAddress the wait fails (a DHCP guest keeps waiting: its lease may be late).
 	rawNetwork bool
+	// owned, when set, checks every ownerCheckEvery that the VM is still the caller's (a
+	// create's VM may be taken over by another apply, which rebuilds it within seconds: the
+	// agent's answers alone would never tell); its error ends the wait.
+	owned func(context.Context) error
 }
+
+// ownerCheckEvery is how often a create's address wait reads the VM's mark (addressWait.owned).
+const ownerCheckEvery = 20 * time.Second
 
 // agentStatusEvery is how often, with agentInstalled, an agent that is not running yet
 // makes the address wait read the VM's uptime.
@@ -366,6 +373,7 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	start := b.clock.Now()
 	var missed, prev time.Duration // the last poll without the address, since start
 	var lastStatus time.Time
+	lastOwned := b.clock.Now()
 	var lastAnswer error
 	var othersSince time.Time // since when the agent reports other addresses than a.want only
 	var noIPv4Since time.Time // with rawNetwork: since when the agent answers without an IPv4
@@ -374,6 +382,12 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 		spec.what = "the static address " + a.want + " from the guest agent"
 	}
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
+		if a.owned != nil && b.clock.Now().Sub(lastOwned) >= ownerCheckEvery {
+			lastOwned = b.clock.Now()
+			if err := a.owned(ctx); err != nil {
+				return cannot("not this create's VM any more", err)
+			}
+		}
 		asked := b.clock.Now().Sub(start)
 		missed, prev = prev, asked // every earlier poll found no address
 		ifaces, err := b.api.AgentNetworkInterfaces(ctx, a.node, a.vmid)
@@ -444,7 +458,7 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 			return cannot("no agent configured", Permanentf("the VM's guest agent option is off in its config, so no address can be read; "+
 				"set it with `qm set %d --agent 1` or set wait_for_ip = false", a.vmid))
 		case isNotExist(err):
-			return cannot("the VM is gone", Transientf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
+			return cannot("the VM is gone", lostf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
 		}
 		seen := "agent answered: " + err.Error()
 		// The VM not running, or an answer that cannot tell: status/current decides.
@@ -452,7 +466,7 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 		switch {
 		case serr == nil:
 		case isNotExist(serr):
-			return cannot("the VM is gone", Transientf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
+			return cannot("the VM is gone", lostf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
 		default:
 			o := pollFailed(a.op, serr, "its status could not be read", "reading the status on node %s", a.node)
 			if o.verdict == keepWaiting && nodeUnreachable(err) {
@@ -461,7 +475,7 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 			return o
 		}
 		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
-			return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), Transientf(
+			return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), lostf(
 				"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside Terraform stopped, paused or hibernated it, "+
 					"or the guest shut itself down; check its console, then apply again, which starts it again", st.Status, st.QMPStatus, st.Lock))
 		}
@@ -476,6 +490,10 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	why := "the guest agent reported no routable IPv4 address"
 	if lastAnswer != nil {
 		why = "last answer: " + lastAnswer.Error()
+	}
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C, or a cancelled run: not a timeout, and nothing says the guest is wrong.
+		return "", Transientf("interrupted while waiting for the guest agent to report the VM's IPv4 address (%s): %w", why, context.Canceled)
 	}
 	if others != "" {
 		return "", Transientf("the guest agent reports %s, not the static address %s, at the timeout; check the guest's "+

@@ -500,7 +500,7 @@ func TestConformance_ide2BootOrder(t *testing.T) {
 			t.Errorf("template keys %v, want %v", slices.Sorted(mapsKeys(tmpl)), keysOf(want))
 		}
 		bad := fixtureData(t, "vm_config_template_9000")
-		t9000, err := tg.api.VMConfig(tg.ctx(), tg.node, tg.sim.Templates["ubuntu-ci"])
+		t9000, err := tg.api.VMConfig(tg.ctx(), tg.node, pvesim.CloudInitTemplateVMID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,8 @@
 // spec entry, a numbered fact or review finding, a phase of an execution log, an issue
 // number, files of a shared folder outside the repository) are forbidden forms. Relative
 // links in markdown files must name a file that exists, and a testdata fixture labelled as
-// a capture must name the fact it captures.
+// a capture must name the fact it captures. A pointer at a README section by its heading
+// (`the README, "Against a real cluster"`) must name a heading the README has.
 //
 // What is scanned: every file git tracks (or, outside a git checkout, every file under the
 // root but .git and bin), except binary files, go.sum and this package's testdata (the
@@ -64,7 +65,10 @@ var (
 	reADRFile         = regexp.MustCompile(`^[0-9]{4}-([a-z0-9][a-z0-9-]*)\.md$`)
 	reRef             = regexp.MustCompile(`\b(fact|decision): ([A-Za-z0-9][A-Za-z0-9_-]*)`)
 	reMDLink          = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	reCodeSpan        = regexp.MustCompile("`[^`]*`")
+	// reReadmeSection is a pointer at a section of the README by its heading, as a comment
+	// or a message writes it: `the README, "Against a real cluster"`, `README's "The simulator"`.
+	reReadmeSection = regexp.MustCompile(`README(?:\.md)?(?:'s)?,? (?:section )?"([^"]+)"`)
+	reCodeSpan      = regexp.MustCompile("`[^`]*`")
 )
 
 // LoadRecord reads the ids defined under root's docs/design.
@@ -208,6 +212,11 @@ func ScanFile(root, name string, content []byte, rec Record) []Finding {
 				out = append(out, Finding{name, n, fmt.Sprintf("%s: %s does not resolve: no such %s in %s", kind, id, kind, DesignDir)})
 			}
 		}
+		for _, m := range reReadmeSection.FindAllStringSubmatch(line, -1) {
+			if !readmeHasSection(root, m[1]) {
+				out = append(out, Finding{name, n, fmt.Sprintf("the README has no section %q (no heading with that text)", m[1])})
+			}
+		}
 		if isMD {
 			if strings.HasPrefix(strings.TrimSpace(line), "```") {
 				fenced = !fenced
@@ -220,6 +229,20 @@ func ScanFile(root, name string, content []byte, rec Record) []Finding {
 		out = append(out, checkFixture(name, content)...)
 	}
 	return out
+}
+
+// readmeHasSection reports whether root's README.md has a heading whose text is title.
+func readmeHasSection(root, title string) bool {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if h := strings.TrimLeft(l, "#"); len(h) < len(l) && strings.TrimSpace(h) == title {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLinks reports relative markdown links whose target file does not exist.

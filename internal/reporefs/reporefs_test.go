@@ -151,6 +151,20 @@ func TestScan_brokenMarkdownLinkFails(t *testing.T) {
 	}
 }
 
+// TestScan_readmeSectionMustExist: a pointer at a README section names a heading the
+// README has; one that names none is a finding on its line.
+func TestScan_readmeSectionMustExist(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "README.md"), []byte("# x\n\n## Against a real cluster\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	content := []byte("# See the README, \"Against a real cluster\".\n# See the README, \"Releases and mirrors\".\n")
+	fs := ScanFile(root, "scripts/release.sh", content, Record{})
+	if len(fs) != 1 || fs[0].Line != 2 || !strings.Contains(fs[0].Msg, `"Releases and mirrors"`) {
+		t.Errorf("findings %v, want only line 2's missing section", fs)
+	}
+}
+
 func TestScan_captureFixtureMustNameItsFact(t *testing.T) {
 	got := findingsIn(scanFake(t), "testdata/bad_capture.json")
 	if len(got) != 1 || !strings.Contains(got[0].Msg, "must name the fact") {
