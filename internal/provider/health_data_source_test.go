@@ -338,11 +338,10 @@ func simRequests(s *pvesim.Sim) int {
 }
 
 // simPrivilegeRound is what the privilege round of one health read asks of the simulator with
-// its two templates: their configs (2), and the token's privileges on /vms/9000, /vms/9001,
-// /vms, /storage/proxy-seeds, /storage/local-lvm (the templates' disks),
-// /sdn/zones/localnetwork/vmbr0 (9001's NIC) and /sdn/zones/localnetwork/vmbr0/4 (9000's,
-// tagged): 7.
-var simPrivilegeRound = map[string]int{"GET /nodes/{node}/qemu/{vmid}/config": 2, "GET /access/permissions": 7}
+// its template (9001): its config (1, the read the template check makes too, shared), and the
+// token's privileges on /vms/9001, /vms, /storage/proxy-seeds, /storage/local-lvm (the
+// template's disk) and /sdn/zones/localnetwork/vmbr0 (its NIC): 5.
+var simPrivilegeRound = map[string]int{"GET /nodes/{node}/qemu/{vmid}/config": 1, "GET /access/permissions": 5}
 
 // TestAccHealthDataSource_fourRequestsPerNode reads a three-node cluster. Terraform reads
 // the data source more than once per step, so the test measures the ratios: every read
