@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -200,7 +201,14 @@ type Workspace struct {
 	mu   sync.Mutex
 	seq  int
 	logs []string
+	// leftovers counts the commands whose process group still had members once the
+	// command had ended and its providers were reaped (Leftovers).
+	leftovers atomic.Int32
 }
+
+// Leftovers is how many commands of w left processes behind in their group after they
+// ended, which Wait killed.
+func (w *Workspace) Leftovers() int { return int(w.leftovers.Load()) }
 
 // NewWorkspace makes a workspace in a fresh t.TempDir.
 func (p *Provider) NewWorkspace(t testing.TB) *Workspace {
@@ -445,7 +453,15 @@ func (p *Process) WaitGrace(grace time.Duration) (*Result, int) {
 	for time.Now().Before(deadline) && p.liveProviders() > 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return p.res, p.reapProviders()
+	n := p.reapProviders()
+	// Then whatever else of the command's process group is left (terraform runs in a group
+	// of its own, which its providers inherit): a provider never polled by ProviderPIDs, or
+	// one a normal exit of terraform left running, must not outlive the call, holding the
+	// test binary's pipes and the machine's CPU after the test has ended.
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err == nil {
+		p.w.leftovers.Add(1)
+	}
+	return p.res, n
 }
 
 func (p *Process) liveProviders() int {

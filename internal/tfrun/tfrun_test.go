@@ -1,7 +1,11 @@
 package tfrun
 
 import (
+	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,4 +139,59 @@ func TestDescendants(t *testing.T) {
 func baseName(p string) string {
 	i := strings.LastIndexByte(p, '/')
 	return p[i+1:]
+}
+
+// TestWait_killsWhatTheCommandLeft: a command that ends while a process it started still
+// runs in its group (a provider terraform did not stop) leaves nothing once Wait returns.
+func TestWait_killsWhatTheCommandLeft(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	fake := filepath.Join(dir, "terraform")
+	script := "#!/bin/sh\n" + sleep + " 300 </dev/null >/dev/null 2>&1 &\necho $! > " + pidFile + "\nexit 0\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := &Workspace{Provider: &Provider{Terraform: fake, CLIConfig: filepath.Join(dir, "none.tfrc")}, Dir: dir}
+	r := w.Run(context.Background(), "version")
+	if r.ExitCode != 0 {
+		t.Fatalf("fake terraform: exit %d: %v", r.ExitCode, r.Err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Killed processes are reaped by init (their parent, the script, has exited); give it
+	// the moment that takes.
+	gone := false
+	for i := 0; i < 200 && !gone; i++ {
+		gone = syscall.Kill(pid, 0) != nil || isZombie(pid)
+		if !gone {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if !gone {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d the command started still runs after Wait", pid)
+	}
+	if w.Leftovers() != 1 {
+		t.Errorf("Leftovers() = %d, want 1", w.Leftovers())
+	}
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] == "Z"
 }
