@@ -66,6 +66,7 @@ func TestDocs_testedCLIsCatchesADrift(t *testing.T) {
 		"base changed":    strings.Replace(mk, "terraform-1.11.4", "terraform-1.12.0", 1),
 		"sampled":         strings.Replace(mk, "TF_LEG_SAMPLED ?= terraform-1.15.9", "TF_LEG_SAMPLED ?= terraform-1.15.9 terraform-1.16.3", 1),
 		"e2e moved":       strings.Replace(mk, "TF_LEG_E2E     ?= tofu-1.12.6", "TF_LEG_E2E     ?= terraform-1.16.3", 1),
+		"e2e leg sampled": strings.Replace(mk, "TF_LEG_SAMPLED ?= terraform-1.15.9", "TF_LEG_SAMPLED ?= terraform-1.15.9 tofu-1.12.6", 1),
 	} {
 		want, err := testedCLIs(mk)
 		if err != nil {
@@ -112,6 +113,8 @@ func testedCLIs(mk string) ([]string, error) {
 		switch {
 		case i == 0:
 			what = "every test"
+		case sampled[leg] && e2e[leg]:
+			what = "a sample and the install tests"
 		case sampled[leg]:
 			what = "a sample"
 		case e2e[leg]:
@@ -153,6 +156,8 @@ func cliTable(doc string) []string {
 			what = "every acceptance test"
 		case strings.HasPrefix(what, "every test"):
 			what = "every test"
+		case strings.HasPrefix(what, "a sample") && strings.Contains(what, "install"):
+			what = "a sample and the install tests"
 		case strings.HasPrefix(what, "a sample"):
 			what = "a sample"
 		}
