@@ -140,7 +140,7 @@ func TestAccProxyVM_copiedHalfMadeVMNotTakenOver(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				desc := proxmox.CreatingMark(key, proxmox.MarkLines{UID: prevUID, CreatedAt: time.Now().Add(-time.Hour)}, probe1, name)
+				desc := proxmox.CreatingMark(key, proxmox.MarkLines{UID: prevUID, CreatedAt: time.Now().Add(-10 * time.Minute)}, probe1, name)
 				tmpl := env.Templates[imageKey(env)]
 				for _, vmid := range []int{probe1, probe0} { // the genuine one, then its full clone
 					ctx, cancel := c.ctx()

@@ -95,7 +95,7 @@ func (h *harness) spec() Spec {
 	return Spec{
 		Name: testName, UID: testUID, Node: "pv1-1", TemplateVMID: 9001, Cores: 2, MemoryMiB: 2048,
 		UserData: []byte("#cloud-config\n"), OnBoot: true,
-		CreatedAt: time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC),
+		CreatedAt: time.Date(2026, 9, 24, 11, 50, 0, 0, time.UTC), // ten minutes before the fake clock starts
 	}
 }
 
@@ -128,7 +128,7 @@ var testProofKey = []byte("test proof key, derived from no token")
 func (h *harness) addInterrupted(vmid int, name, uid string) *fakeVM {
 	v := h.f.addOurVM(vmid, name, uid)
 	h.f.mutate(vmid, func(v *fakeVM) {
-		v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC)}, vmid, name)
+		v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: h.clock.Now().Add(-10 * time.Minute)}, vmid, name)
 	})
 	return v
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -254,7 +252,15 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 			vmid, s.Name, MarkKeyManaged, vmid, s.Name)
 	}
 	// Our name and mark, another uid or none.
-	if _, ok, unproved := provedCreating(c.proofKey, cfg, vmid, s.Name, s.Namespace); ok {
+	if m, ok, unproved := provedCreating(c.proofKey, cfg, vmid, s.Name, s.Namespace); ok {
+		if age := c.b.clock.Now().Sub(m.CreatedAt); age > TakeoverWindow || age < -TakeoverWindow {
+			// Proved, but too old (or dated ahead) to be an interrupted create of this
+			// configuration still worth resuming: a copy of a mark, possibly. Passed, never
+			// touched; the orphan cleanup removes a genuine one.
+			c.noteUnproved(vmid, node, mark, fmt.Sprintf("its creating mark is dated %s, outside the %s a create may take an interrupted create over in "+
+				"(a copied mark, or a create abandoned long ago: the proxy_orphan_cleanup action removes the latter)", m.CreatedAt.Format(time.RFC3339), TakeoverWindow))
+			return verdictForeign, nil
+		}
 		if cfg["lock"] == "suspended" {
 			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", vmid, s.Name)
 		}
@@ -308,31 +314,6 @@ func (c *creation) creatingMark(vmid int) string {
 	return withNote(mark+FormatMarkExtra(*s), noteOfSpec(*s))
 }
 
-// deviceKeyRE are the config keys of devices a full clone copies from its template
-// (qemu-server PVE/API2/Qemu.pm clone_vm: every key but unusedN, snapshots and runtime
-// state), so a clone that nobody changed has exactly its template's.
-var deviceKeyRE = regexp.MustCompile(`^(ide|sata|scsi|virtio|efidisk|tpmstate|net|serial|parallel|usb|hostpci|virtiofs|rng|audio)[0-9]+$`)
-
-// untouchedClone reports whether cfg is still a clone of the template whose config is tmpl
-// as a clone leaves it: the template's meta (which a full clone copies, fact: meta-copied)
-// and the same devices.
-func untouchedClone(cfg, tmpl map[string]string) bool {
-	if tmpl == nil || cfg["meta"] != tmpl["meta"] {
-		return false
-	}
-	devices := func(c map[string]string) []string {
-		var out []string
-		for k := range c {
-			if deviceKeyRE.MatchString(k) {
-				out = append(out, k)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(devices(cfg), devices(tmpl))
-}
-
 // refuseForeignByName is the by-name lookup under the identity rule (decision: identity-and-adoption): a VM listed under our name
 // anywhere that this provider did not create (the operator's, or unmarked) is refused
 // before anything is touched, with the import command; the config decides, not the
@@ -362,10 +343,10 @@ func (c *creation) refuseForeignByName(ctx context.Context, res []pveapi.Resourc
 // Create's uid and a proof for this VMID, a compare-and-swap on the config digest so that
 // two Creates never both win. It reports false when the config changed since it was read
 // (the caller judges the VM again). The takeover is reported (CreateReport.TakenOver) and
-// logged at warning level. The seed ISO the previous uid used is deleted; a VM that got as
-// far as its config step (ide2 names a seed: it may have booted, and cloud-init runs only
-// at first boot), or that is no longer an untouched clone of the configured template
-// (untouchedClone), is destroyed so that the probe clones it afresh onto the same VMID.
+// logged at warning level. The seed ISO the previous uid used is deleted, and the VM is
+// always destroyed so that the probe clones it afresh onto the same VMID: a proof can be
+// copied onto a VM somebody else cloned (TakeoverWindow), and only a VM this Create cloned
+// itself may ever receive its seed.
 func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[string]string) (rebuilt, ok bool, err error) {
 	b, s := c.b, &c.s
 	prev := ParseMark(cfg["description"])
@@ -380,19 +361,14 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 		return false, false, apiErrorf("create", err, "taking over VMID %d, an interrupted create of %q, on node %s", vmid, s.Name, node)
 	}
 	_, seeded := vmSeed(s.Name, cfg)
-	untouched := untouchedClone(cfg, c.tmplCfg)
 	tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox interrupted create taken over", map[string]any{
-		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev.UID,
-		"seeded": seeded, "untouched_clone": untouched,
+		"vmid": vmid, "name": s.Name, "node": node, "uid": s.UID, "previous_uid": prev.UID, "seeded": seeded,
 	})
 	c.report.TakenOver = append(c.report.TakenOver, TakenOverVM{VMID: vmid, Node: node, PreviousUID: prev.UID,
-		CreatedAt: prev.CreatedAt, Rebuilt: seeded || !untouched})
+		CreatedAt: prev.CreatedAt, Rebuilt: true})
 	c.adopted = true
 	if err := b.deleteSeedsOfTakenOver(ctx, node, s.Name, prev.UID, cfg); err != nil {
 		return false, false, err
-	}
-	if !seeded && untouched {
-		return false, true, nil
 	}
 	st, err := b.api.VMStatus(ctx, node, vmid)
 	if err != nil && !isNotExist(err) {

@@ -73,7 +73,8 @@ func TestCreate_localTemplateClonesOnItsNodeThenMigrates(t *testing.T) {
 
 // TestCreate_adoptedCloneOnTemplateNodeIsMigrated: an interruption between the clone and
 // the migration leaves the stopped VM, still marked "creating", on the template's node;
-// the retry takes it over and migrates it before provisioning.
+// the retry takes it over (destroys it and clones afresh, as every takeover does) and
+// migrates the new clone before provisioning.
 func TestCreate_adoptedCloneOnTemplateNodeIsMigrated(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	localStorage(h.f)
@@ -81,8 +82,8 @@ func TestCreate_adoptedCloneOnTemplateNodeIsMigrated(t *testing.T) {
 	s := h.spec()
 	s.Node = "pv1-2"
 	vm := h.create(s)
-	if n := h.f.calls("Clone"); n != 0 {
-		t.Errorf("%d clones for an adopted VM", n)
+	if n, d := h.f.calls("Clone"), h.f.calls("Destroy"); n != 1 || d != 1 {
+		t.Errorf("%d clones and %d destroys for a taken-over VM, want it destroyed and cloned afresh", n, d)
 	}
 	if m := h.f.callsOf("Migrate"); len(m) != 1 || m[0].Args["target"] != "pv1-2" {
 		t.Errorf("migrations %+v", m)

@@ -144,8 +144,8 @@ func TestCreate_failedUploadAfterTheCloneLeavesTheTrackedVM(t *testing.T) {
 
 			h.f.calllog = nil
 			h.create(h.spec())
-			if h.f.calls("Clone") != 0 {
-				t.Error("the retry cloned again instead of taking the VM over")
+			if h.f.calls("Clone") != 1 || h.f.calls("Destroy") != 1 {
+				t.Error("the retry did not take the VM over (destroyed and cloned afresh)")
 			}
 			if s := h.f.seeds(); len(s) != 1 || !strings.Contains(s[0], seedFile(testName, testUID)) {
 				t.Errorf("seed ISOs after the retry %v, want only the retry's", s)

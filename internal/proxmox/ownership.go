@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
+	"time"
 )
 
 // Ownership (decision: identity-and-adoption, decision: creating-proof): one rule decides
@@ -85,22 +86,33 @@ const MarkKeyProof = "proxy-operator-proof"
 const ProofKeyLabel = "terraform-provider-proxy/creating-proof/v1"
 
 // CreatingProof is the proof a creating mark carries: HMAC-SHA256 under key (derived from
-// the token, ProofKeyLabel) over the mark's uid, the VMID the VM was cloned onto, its name
-// and the uid_namespace, base64url without padding.
-func CreatingProof(key []byte, uid string, vmid int, name, namespace string) string {
+// the token, ProofKeyLabel) over the mark's uid, the VMID the VM was cloned onto, its name,
+// the uid_namespace and the mark's created-at (RFC 3339, seconds, as the line holds it),
+// base64url without padding. The created-at bounds a copied mark's use (TakeoverWindow).
+func CreatingProof(key []byte, uid string, vmid int, name, namespace string, createdAt time.Time) string {
 	m := hmac.New(sha256.New, key)
-	for _, f := range []string{"creating-proof-v1", uid, strconv.Itoa(vmid), name, namespace} {
+	for _, f := range []string{"creating-proof-v2", uid, strconv.Itoa(vmid), name, namespace, createdAt.UTC().Format(time.RFC3339)} {
 		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f + ";")) // length-prefixed: no two tuples give one input
 	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
+
+// TakeoverWindow is how long after its created-at a proved creating mark may be taken over
+// by a create (decision: creating-proof). The proof is a bearer token: whoever can read the
+// description of a half-made VM can copy it, and once that VM is gone, put it on a VM of
+// their own at the same VMID. A takeover always destroys the VM and clones afresh (never
+// provisions a VM it did not clone itself), so a copied mark can cost its forger their own
+// VM, never receive a seed; the window bounds even that to the hour after the original
+// create. An older half-made VM is passed by the create, with a warning, and left to the
+// proxy_orphan_cleanup action.
+const TakeoverWindow = time.Hour
 
 // CreatingMark is the description of a VM a create is working on: the mark lines with the
 // namespace, the creating line and its proof for vmid. Tests use it to stand up a genuine
 // interrupted create.
 func CreatingMark(key []byte, l MarkLines, vmid int, name string) string {
 	l.Creating = true
-	l.Proof = CreatingProof(key, l.UID, vmid, name, l.Namespace)
+	l.Proof = CreatingProof(key, l.UID, vmid, name, l.Namespace, l.CreatedAt.Truncate(time.Second))
 	return l.Format()
 }
 
@@ -115,12 +127,14 @@ func provedCreating(key []byte, cfg map[string]string, vmid int, name, namespace
 		return m, false, "not a creating mark of this name and namespace"
 	case m.UID == "":
 		return m, false, "its creating mark carries no uid"
+	case m.CreatedAt.IsZero():
+		return m, false, "its creating mark carries no " + MarkKeyCreatedAt + " line"
 	case m.Proof == "":
 		return m, false, "its creating mark carries no " + MarkKeyProof + " line (written by hand, or by an earlier build)"
 	case len(key) == 0:
 		return m, false, "no key to check the proof with"
 	}
-	want := CreatingProof(key, m.UID, vmid, name, namespace)
+	want := CreatingProof(key, m.UID, vmid, name, namespace, m.CreatedAt)
 	if !hmac.Equal([]byte(want), []byte(m.Proof)) {
 		return m, false, "its proof does not verify for VMID " + strconv.Itoa(vmid) +
 			" under the current API token (copied from another VM, written by hand, or made with another token)"

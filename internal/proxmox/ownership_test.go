@@ -77,8 +77,8 @@ func TestCreate_creatingMarkNeedsItsProof(t *testing.T) {
 }
 
 // TestCreate_provedTakeoverIsReported: a genuine interrupted create (its proof verifies)
-// is taken over as before, and reported; one that is no longer an untouched clone of the
-// template (a disk added) is rebuilt rather than provisioned as it is.
+// is taken over and reported; whether or not it is still an untouched clone of the
+// template (a disk added), it is destroyed and cloned afresh, never provisioned as it is.
 func TestCreate_provedTakeoverIsReported(t *testing.T) {
 	for _, touched := range []bool{false, true} {
 		h := newHarness(t)
@@ -93,11 +93,11 @@ func TestCreate_provedTakeoverIsReported(t *testing.T) {
 		if vm.ID.VMID != testVMID0 {
 			t.Fatalf("touched %v: created at %d, want the taken-over %d", touched, vm.ID.VMID, testVMID0)
 		}
-		if len(rep.TakenOver) != 1 || rep.TakenOver[0].VMID != testVMID0 || rep.TakenOver[0].PreviousUID != prevUID || rep.TakenOver[0].Rebuilt != touched {
+		if len(rep.TakenOver) != 1 || rep.TakenOver[0].VMID != testVMID0 || rep.TakenOver[0].PreviousUID != prevUID || !rep.TakenOver[0].Rebuilt {
 			t.Errorf("touched %v: report %+v", touched, rep)
 		}
-		if got := h.f.calls("Destroy"); (got == 1) != touched {
-			t.Errorf("touched %v: %d destroys", touched, got)
+		if got := h.f.calls("Destroy"); got != 1 {
+			t.Errorf("touched %v: %d destroys, want the VM destroyed and cloned afresh", touched, got)
 		}
 		if _, extra := h.f.vm(testVMID0).Config["scsi1"]; extra {
 			t.Errorf("touched %v: the added disk is still there", touched)
@@ -132,5 +132,76 @@ func TestOwnership_predicate(t *testing.T) {
 		if _, got := ownedBy(tc.cfg, testName, tc.uid); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCreate_copiedProofNeverProvisioned: a proved creating mark copied onto a VM the
+// provider did not clone (its half-made VM destroyed meanwhile, the copy put on a VM of the
+// same name at the same VMID, cloned from the same template so that it looks untouched) is
+// never given a seed or started: within TakeoverWindow it is destroyed and cloned afresh;
+// past it, it is passed with the reason and never touched.
+func TestCreate_copiedProofNeverProvisioned(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		age      time.Duration
+		takeover bool
+	}{
+		{"within the window", 10 * time.Minute, true},
+		{"past the window", TakeoverWindow + time.Minute, false},
+		{"dated ahead", -TakeoverWindow - time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			// The forger's VM: a clone of the template (the same meta and devices), the copied
+			// description.
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: h.clock.Now().Add(-tc.age)}, testVMID0, testName)
+				v.Config["tags"] = "forger"
+			})
+			forged := h.f.vm(testVMID0).Config["description"]
+			h.f.calllog = nil
+			rep := &CreateReport{}
+			s := h.spec()
+			s.Report = rep
+			vm := h.create(s)
+			// Before the forger's VM is destroyed, nothing but the mark's compare-and-swap (the
+			// takeover's claim) and the destroy's stop may reach it; past the window, nothing.
+			destroyed := false
+			for _, c := range h.f.calllog {
+				if c.VMID != testVMID0 || destroyed {
+					continue
+				}
+				switch c.Method {
+				case "Destroy":
+					destroyed = true
+					if !tc.takeover {
+						t.Errorf("the forger's VM destroyed past the window")
+					}
+				case "Start", "Migrate", "Resize":
+					t.Errorf("%s reached the forger's VM", c.Method)
+				case "SetVMConfig":
+					if _, desc := c.Args["description"]; !tc.takeover || !desc || len(c.Args) != 2 {
+						t.Errorf("config written to the forger's VM: %v", c.Args)
+					}
+				}
+			}
+			if tc.takeover {
+				if vm.ID.VMID != testVMID0 || h.f.calls("Destroy") != 1 || h.f.calls("Clone") != 1 {
+					t.Errorf("VMID %d, %d destroys, %d clones: want the copy destroyed and %d cloned afresh",
+						vm.ID.VMID, h.f.calls("Destroy"), h.f.calls("Clone"), testVMID0)
+				}
+				return
+			}
+			if vm.ID.VMID == testVMID0 || h.f.calls("Destroy") != 0 {
+				t.Errorf("VMID %d, %d destroys: want the forger's VM passed", vm.ID.VMID, h.f.calls("Destroy"))
+			}
+			if v := h.f.vm(testVMID0); v == nil || v.Config["description"] != forged || v.Config["tags"] != "forger" {
+				t.Errorf("the forger's VM changed: %+v", v)
+			}
+			if len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, "outside the 1h0m0s") {
+				t.Errorf("report %+v, want the VM noted with the window", rep)
+			}
+		})
 	}
 }
