@@ -60,7 +60,9 @@ func (a *orphanCleanupAction) Schema(_ context.Context, _ action.SchemaRequest, 
 		MarkdownDescription: "Deletes what the provider left behind with no resource to own it, once it is older than " +
 			"`grace_period`: seed ISOs that no VM uses (on `iso_storage` of the provider's nodes), and half-made VMs of this " +
 			"configuration's `uid_namespace` (a create abandoned before its last step that no later apply took over), each " +
-			"with its seed. The [`proxy_vms`](../data-sources/vms.md) data source lists the same objects with their age. " +
+			"with its seed. A seed is deleted only when the API token sees every VM (`VM.Audit` on `/vms`, propagated): " +
+			"otherwise, as with a token scoped to a pool, it may belong to a VM the token cannot see, and every seed is kept " +
+			"and reported so. The [`proxy_vms`](../data-sources/vms.md) data source lists the same objects with their age. " +
 			"Run it with `terraform apply -invoke=action.proxy_orphan_cleanup.<name>` (Terraform 1.14 and later); each object " +
 			"is reported as it is handled. By default it is a dry run that deletes nothing.",
 		Attributes: map[string]schema.Attribute{
@@ -166,10 +168,10 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 // cleanSummary is the last progress line of a cleanup.
 func cleanSummary(rep proxmox.CleanReport, opts proxmox.CleanOptions) string {
 	if opts.DryRun {
-		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d younger ones kept, %d could not be looked at; "+
+		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed not proved unused), %d could not be looked at; "+
 			"set dry_run = false to delete them", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
 	}
-	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d younger ones kept, %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
+	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed not proved unused), %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
 }
 
 func (a *orphanCleanupAction) redact(s string) string { return redact(s, a.data.secrets()) }

@@ -73,6 +73,7 @@ type vmsOrphanModel struct {
 	Size       types.Int64  `tfsdk:"size"`
 	CreatedAt  types.String `tfsdk:"created_at"`
 	AgeSeconds types.Int64  `tfsdk:"age_seconds"`
+	Proved     types.Bool   `tfsdk:"proved"`
 }
 
 type vmsOrphanVMModel struct {
@@ -144,7 +145,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"create still cloning its VM shows here too while the clone runs (Proxmox lists that VM without a name), which " +
 					"its age tells: `proxy_orphan_cleanup` deletes only those older than its grace period. On a shared ISO storage " +
 					"each orphan shows once per node. A node whose storage cannot be listed is left out with a warning. \"No VM\" means none " +
-					"the API token may see: with a token scoped to a pool, the seed of a VM outside the pool is listed too.",
+					"the API token may see: with a token that lacks `VM.Audit` on `/vms` (propagated), such as one scoped to a pool, the " +
+					"seed of a VM it cannot see (outside the pool) is listed too, with `proved = false` and a warning, and " +
+					"`proxy_orphan_cleanup` keeps it.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"node":        computed("The node whose ISO storage holds the seed."),
 					"volid":       computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
@@ -152,6 +155,10 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"size":        schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
 					"created_at":  computed("When the volume was written (its ctime), RFC 3339 in UTC; null when the storage does not say."),
 					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since `created_at` at this read; null when it is null."},
+					"proved": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether no VM uses the seed is proved: `true` when the " +
+						"API token sees every VM (it has `VM.Audit` on `/vms`, propagated); `false` when it may not (the privilege is " +
+						"missing, or it could not be read), so the seed may belong to a VM the token cannot see. The same for every " +
+						"entry of a read. `proxy_orphan_cleanup` deletes only proved seeds."},
 				}},
 			},
 			"orphan_vms": schema.ListNestedAttribute{
@@ -291,15 +298,24 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			resp.Diagnostics.AddError("Unable to list the orphan seed ISOs", d.dsErrorDetail(err))
 			return
 		}
+		unproved := ""
 		for _, s := range seeds {
 			if keep(s.Node, s.Name) {
 				created, age := ageOf(s.CreatedAt, now)
 				m.OrphanSeeds = append(m.OrphanSeeds, vmsOrphanModel{
 					Node: types.StringValue(s.Node), VolID: types.StringValue(s.VolID),
 					Name: types.StringValue(s.Name), Size: types.Int64Value(s.Size),
-					CreatedAt: created, AgeSeconds: age,
+					CreatedAt: created, AgeSeconds: age, Proved: types.BoolValue(s.Unproved == ""),
 				})
+				if s.Unproved != "" {
+					unproved = s.Unproved
+				}
 			}
+		}
+		if unproved != "" { // decision: orphan-visibility
+			resp.Diagnostics.AddWarning("Orphan seeds may belong to VMs the API token cannot see",
+				"orphan_seeds lists seed ISOs that no VM the API token sees uses, but "+d.redact(unproved)+
+					". These entries have proved = false, and proxy_orphan_cleanup keeps them.")
 		}
 	}
 	m.OrphanVMs = []vmsOrphanVMModel{}

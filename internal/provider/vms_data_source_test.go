@@ -141,6 +141,7 @@ func orphanObject(node, name string) knownvalue.Check {
 		"size":        knownvalue.Int64Exact(2048),
 		"created_at":  knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)),
 		"age_seconds": knownvalue.NotNull(),
+		"proved":      knownvalue.Bool(true), // the simulator's root token sees every VM
 	})
 }
 
@@ -264,8 +265,9 @@ func TestAccVMsDataSource_nodeDown(t *testing.T) {
 
 // One listing for List, one config read per candidate (five: three marked, the look-alike,
 // managed=false; never the container, template, mid-clone or foreign entries), then per
-// node one ISO listing and a fresh VM listing: exact counts of one read through the real
-// client against the simulator.
+// node one ISO listing and a fresh VM listing, and one read of the token's privileges on
+// /vms to prove the orphans unused (decision: orphan-visibility): exact counts of one read
+// through the real client against the simulator.
 func TestVMsList_simulatorRequests(t *testing.T) {
 	t.Parallel()
 	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}})
@@ -287,7 +289,12 @@ func TestVMsList_simulatorRequests(t *testing.T) {
 	}
 	want := map[string]int{
 		"GET /cluster/resources": 2, "GET /nodes/{node}/qemu/{vmid}/config": 5,
-		"GET /nodes/{node}/storage/{storage}/content": 2,
+		"GET /nodes/{node}/storage/{storage}/content": 2, "GET /access/permissions": 1,
+	}
+	for _, s := range seeds {
+		if s.Unproved != "" {
+			t.Errorf("seed %s unproved with the root token: %s", s.VolID, s.Unproved)
+		}
 	}
 	if got := sim.Stats(); !maps.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
@@ -397,5 +404,50 @@ func TestAccVMsDataSource_orphansWithTheirAge(t *testing.T) {
 				statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds").AtSliceIndex(0).AtMapKey("age_seconds"), about(2*time.Hour)),
 			},
 		}},
+	})
+}
+
+// TestAccVMsDataSource_poolScopedTokenSeedsUnproved: with the setup guide's token, scoped to
+// pool proxies (no VM.Audit on /vms), the seed of a VM outside the pool looks unused, so
+// orphan_seeds lists it, but with proved = false (decision: orphan-visibility); with the
+// root token, which sees that VM, it is not an orphan at all.
+func TestAccVMsDataSource_poolScopedTokenSeedsUnproved(t *testing.T) {
+	env := newTestEnv(t, pvesim.Options{})
+	if env.Sim == nil {
+		t.Skip("sets up users, tokens and ACLs on the simulator")
+	}
+	sim := env.Sim
+	scoped, poolLine := scopedEnv(env, guideToken(t, sim, ""))
+	node := env.Nodes[0]
+	const uid = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+	file := "team-b-" + uid + "-seed.iso"
+	seed := sim.ISOStorage + ":iso/" + file
+	if err := sim.AddVM(pvesim.VMSpec{VMID: 150201, Name: "team-b", Node: node, Config: map[string]string{
+		"description": proxmox.MarkLines{UID: uid, CreatedAt: time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)}.Format(),
+		"ide2":        seed + ",media=cdrom",
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.AddISO(node, sim.ISOStorage, file, []byte("seed")); err != nil {
+		t.Fatal(err)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: scoped.ProviderConfig(poolLine) + vmsConfig(""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds").AtSliceIndex(0).AtMapKey("volid"), knownvalue.StringExact(seed)),
+					statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds").AtSliceIndex(0).AtMapKey("proved"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				Config: env.ProviderConfig("") + vmsConfig(""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(vmsDS, tfjsonpath.New("orphan_seeds"), knownvalue.ListExact([]knownvalue.Check{})),
+				},
+			},
+		},
 	})
 }

@@ -351,6 +351,10 @@ type Seed struct {
 	// CreatedAt is when the volume was written (its ctime); the zero time when the storage
 	// does not say.
 	CreatedAt time.Time
+	// Unproved, when set, says why the seed may still be used by a VM the API token cannot
+	// see (the listing is not known to be complete, decision: orphan-visibility): it names
+	// the missing privilege and what to do. Such a seed is never deleted.
+	Unproved string
 }
 
 // Reason is a health verdict's reason (decision: health-check).

@@ -183,9 +183,11 @@ type CleanReport struct {
 // half-made VMs (each claimed by a compare-and-swap of its mark from "creating" to
 // "abandoned", so that no create can take it over meanwhile, then deleted as Delete does,
 // seed included), then the seed ISOs no VM uses, listed afresh. Younger orphans are kept
-// and reported. A dry run reports the same and changes nothing. progress, when set, gets
-// each event as it happens. One orphan that cannot be deleted is reported (Failed) and the
-// others are still done; a listing that fails ends the call with an error.
+// and reported, and so is every seed when the API token may not see every VM
+// (Seed.Unproved, decision: orphan-visibility): a half-made VM is proved ours by its mark,
+// a seed only by no VM using it. A dry run reports the same and changes nothing. progress,
+// when set, gets each event as it happens. One orphan that cannot be deleted is reported
+// (Failed) and the others are still done; a listing that fails ends the call with an error.
 func (b *Backend) CleanOrphans(ctx context.Context, opts CleanOptions, progress func(CleanEvent)) (CleanReport, error) {
 	var rep CleanReport
 	emit := func(e CleanEvent) {
@@ -273,6 +275,11 @@ func (b *Backend) CleanOrphans(ctx context.Context, opts CleanOptions, progress 
 		done := map[string]bool{}
 		for _, s := range seeds {
 			e := CleanEvent{Kind: CleanSeed, What: s.VolID, Node: s.Node, Age: age(s.CreatedAt)}
+			if s.Unproved != "" { // decision: orphan-visibility
+				e.Action, e.Why = CleanKept, s.Unproved
+				emit(e)
+				continue
+			}
 			if why := keepYoung(e.Age); why != "" {
 				e.Action, e.Why = CleanKept, why
 				emit(e)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/fixture"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
@@ -285,6 +286,116 @@ func TestCleanOrphans_takenOverMeanwhileIsLeftAlone(t *testing.T) {
 				t.Fatalf("VM left %v, destroys %d, report %+v", h.f.vm(100001) != nil, h.f.calls("Destroy"), rep)
 			}
 			assertContains(t, rep.Events[0].Why, "left alone")
+		})
+	}
+}
+
+// TestCleanOrphans_seedsNeedAFullView: a seed is an orphan only when the token sees every
+// VM that could use it (decision: orphan-visibility). A token without VM.Audit on /vms,
+// propagated (one scoped to a pool, one granted it unpropagated, one whose privileges
+// cannot be read) does not see the VM of another pool, so the seed that VM boots from
+// looks unused: the cleanup keeps every seed, dry run or not, saying which privilege is
+// missing and what to do, and still deletes the half-made VM its mark proves ours, seed
+// included. With VM.Audit on /vms propagated, the true orphan is deleted and the other
+// pool's VM, seen, keeps its seed.
+func TestCleanOrphans_seedsNeedAFullView(t *testing.T) {
+	pool := map[string][]string{"/pool/proxies": allFakePrivs}
+	for _, tc := range []struct {
+		name   string
+		setup  func(f *fakeAPI)
+		hidden bool     // the other pool's VM is not listed
+		why    []string // the kept seeds' reason; none: the view is complete
+	}{
+		{name: "pool-scoped token", hidden: true, setup: func(f *fakeAPI) { f.privs = pool },
+			why: []string{"lacks VM.Audit on /vms (propagated)"}},
+		{name: "VM.Audit on /vms unpropagated", hidden: true, setup: func(f *fakeAPI) {
+			f.privs = map[string][]string{"/pool/proxies": allFakePrivs, "/vms": {"VM.Audit"}}
+			f.unpropagated = map[string]bool{"/vms": true}
+		}, why: []string{"VM.Audit on /vms without propagate"}},
+		{name: "privileges unreadable", hidden: true, setup: func(f *fakeAPI) {
+			f.privs = pool
+			f.failNext("Permissions", fixtureErr("err_not_implemented"))
+		}, why: []string{"reading its privileges on /vms failed", fixture.MustLoad("err_not_implemented").Message()}},
+		{name: "VM.Audit on /vms propagated", setup: func(f *fakeAPI) {
+			f.privs = map[string][]string{"/pool/proxies": allFakePrivs, "/vms": {"VM.Audit"}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanupHarness(t)
+			h.addFinished(100010, "proxy-team-b", otherUID) // another pool's VM, booting from its seed
+			h.f.mu.Lock()
+			delete(h.f.isos, "pv1-1/"+fakeISOStorage+"/"+seedVolID(fakeISOStorage, seedFile("proxy-team-b", testUID))) // ourRunningVM's, replaced
+			h.f.mu.Unlock()
+			teamB := "pv1-1/" + seedVolID(fakeISOStorage, seedFile("proxy-team-b", otherUID))
+			gone := "pv1-1/" + seedVolID(fakeISOStorage, seedFile("proxy-gone", otherUID))
+			h.f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-gone", otherUID), []byte("old orphan"))
+			if tc.hidden {
+				h.f.hide(100010)
+			}
+			tc.setup(h.f)
+			if !slices.Contains(h.f.seeds(), teamB) || !slices.Contains(h.f.seeds(), gone) {
+				t.Fatalf("setup: seeds %v", h.f.seeds())
+			}
+			var events []CleanEvent
+			rep, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: time.Hour, Seeds: true, VMs: true, Namespace: "ns"},
+				func(e CleanEvent) { events = append(events, e) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.f.vm(100001) != nil || h.f.vm(100010) == nil {
+				t.Errorf("half-made VM left %v, the other pool's VM gone %v", h.f.vm(100001) != nil, h.f.vm(100010) == nil)
+			}
+			after := h.f.seeds()
+			if !slices.Contains(after, teamB) {
+				t.Errorf("the seed of the other pool's VM was deleted: seeds %v", after)
+			}
+			if slices.ContainsFunc(after, func(s string) bool { return strings.Contains(s, "proxy-half-old") }) {
+				t.Errorf("the half-made VM's seed is left: %v", after)
+			}
+			var seedEvents []CleanEvent
+			for _, e := range events {
+				if e.Kind == CleanSeed {
+					seedEvents = append(seedEvents, e)
+				}
+			}
+			if len(tc.why) == 0 {
+				if slices.Contains(after, gone) || len(seedEvents) != 1 || seedEvents[0].Action != CleanDeleted ||
+					seedEvents[0].What != strings.TrimPrefix(gone, "pv1-1/") {
+					t.Errorf("with a full view the orphan is deleted alone: seeds %v, events %+v", after, seedEvents)
+				}
+				if n := h.f.calls("Permissions"); n != 1 {
+					t.Errorf("%d privilege reads, want 1", n)
+				}
+				return
+			}
+			if !slices.Contains(after, gone) {
+				t.Errorf("a seed was deleted though the token may not see every VM: seeds %v", after)
+			}
+			if len(seedEvents) != 2 || rep.Kept != 3 { // the two seeds, and the young half-made VM
+				t.Fatalf("seed events %+v, report %+v; want the two seeds kept", seedEvents, rep)
+			}
+			for _, e := range seedEvents {
+				if e.Action != CleanKept {
+					t.Errorf("%s", e)
+				}
+				assertContains(t, e.String(), append([]string{"kept seed ISO", "VM.Audit on /vms", "outside its pool",
+					"run the cleanup with a token that has VM.Audit on /vms (propagated)", "delete the seed by hand"}, tc.why...)...)
+			}
+			for _, c := range h.f.callsOf("DeleteVolume") {
+				if !strings.Contains(c.Args["volume"]+c.Args["volid"], "proxy-half-old") {
+					t.Errorf("a seed delete reached %v", c.Args)
+				}
+			}
+			// A dry run says the same: it would delete no seed.
+			events = nil
+			if _, err := h.b.CleanOrphans(h.ctx, CleanOptions{DryRun: true, Grace: time.Hour, Seeds: true}, func(e CleanEvent) { events = append(events, e) }); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events {
+				if e.Action != CleanKept {
+					t.Errorf("dry run: %s", e)
+				}
+			}
 		})
 	}
 }

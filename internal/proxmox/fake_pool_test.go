@@ -10,8 +10,9 @@ import (
 )
 
 // The fake's pools and privileges. f.privs, when set, maps an ACL path to the token's
-// privileges there (GET /access/permissions?path=); a path it does not name has none. Unset,
-// the token has every privilege everywhere, as root's does. A VM's pool is fakeVM.Pool; the
+// privileges there (GET /access/permissions?path=), propagated unless f.unpropagated names
+// the path; a path it does not name has none. Unset, the token has every privilege
+// everywhere, as root's does. A VM's pool is fakeVM.Pool; the
 // listing reports it unless f.hidePools is set (a token without Pool.Audit).
 
 func (f *fakeAPI) Permissions(ctx context.Context, path string) (map[string]bool, error) {
@@ -28,7 +29,7 @@ func (f *fakeAPI) Permissions(ctx context.Context, path string) (map[string]bool
 		return out, nil
 	}
 	for _, p := range f.privs[path] {
-		out[p] = true
+		out[p] = !f.unpropagated[path]
 	}
 	return out, nil
 }

@@ -195,9 +195,10 @@ type fakeAPI struct {
 	version    pveapi.VersionInfo
 	nodeStatus pveapi.NodeStatus
 	// privs and hidePools shape the token's privileges (fake_pool_test.go).
-	privs     map[string][]string
-	hidePools bool
-	hidden    map[int]bool
+	privs        map[string][]string
+	unpropagated map[string]bool
+	hidePools    bool
+	hidden       map[int]bool
 }
 
 func newFakeAPI(nodes ...string) *fakeAPI {

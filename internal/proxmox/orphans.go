@@ -53,6 +53,11 @@ func (e *SkippedNodesError) Error() string {
 // is for. On a shared ISO storage every node lists the same volume, so an orphan shows
 // once per node.
 //
+// "No VM" means none the API token sees: when the token may not see every VM (it lacks
+// VM.Audit on /vms, propagated, as a token scoped to a pool does), each seed comes with
+// Unproved saying so (listingIncomplete, one privilege read when there is a seed to
+// report), and no cleanup deletes it.
+//
 // A node whose storage cannot be listed is left out, and the seeds of the other nodes come
 // with a *SkippedNodesError naming it; the listing failing, a config that cannot be read,
 // or ctx ending, fails the call with no seeds.
@@ -120,13 +125,68 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 			}
 		}
 	}
+	unproved := ""
+	if len(out) > 0 {
+		why, err := b.listingIncomplete(ctx)
+		if err != nil {
+			return nil, wrap("list", "", 0, err)
+		}
+		unproved = why
+		for i := range out {
+			out[i].Unproved = why
+		}
+	}
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox orphan seeds listed", map[string]any{
-		"nodes": len(nodes), "seeds": seeds, "orphans": len(out), "skipped_nodes": len(skipped),
+		"nodes": len(nodes), "seeds": seeds, "orphans": len(out), "skipped_nodes": len(skipped), "unproved": unproved,
 	})
 	if len(skipped) > 0 {
 		return out, &SkippedNodesError{Nodes: skipped}
 	}
 	return out, nil
+}
+
+// SeedVisibilityPrivilege is what the API token needs for a seed no VM it sees uses to be
+// proved an orphan (decision: orphan-visibility).
+const SeedVisibilityPrivilege = "VM.Audit on /vms"
+
+// listingIncomplete says why the cluster listing may leave out a VM that uses a seed, ""
+// when it cannot (decision: orphan-visibility). GET /cluster/resources lists a guest only
+// when the token has VM.Audit on /vms/<vmid> (pve-manager PVE/API2/Cluster.pm resources:
+// check($authuser, "/vms/$vmid", ['VM.Audit'], 1)); that privilege reaches every VMID
+// only from a grant on /vms (or /) with propagate set (pve-access-control
+// src/PVE/AccessControl.pm roles: a role reaches the paths below only when propagated; a
+// pool's roles reach its members only, RPCEnvironment.pm $compile_acl_path). GET
+// /access/permissions?path=/vms answers the token's effective privileges there with that
+// flag, for a privilege-separated token its user's and its own intersected, both flags
+// and-ed (API2/AccessControl.pm permissions, RPCEnvironment.pm permissions). So the
+// listing is known complete when that answer holds VM.Audit propagated; not when it lacks
+// it, holds it unpropagated (it then covers /vms itself, no VM), or the read fails. What
+// this cannot see: an ACL entry on one /vms/<vmid> or pool that takes VM.Audit away
+// (NoAccess) under such a grant; the token cannot read it (get_effective_permissions
+// leaves out paths without privileges, GET /access/acl needs Sys.Audit on /access), so
+// the cleanup's documentation asks for a token that no such entry hides a VM from. ctx
+// ending fails the call.
+func (b *Backend) listingIncomplete(ctx context.Context) (string, error) {
+	const todo = ", so a seed no VM it sees uses may belong to a VM it cannot see (one outside its pool): " +
+		"run the cleanup with a token that has " + SeedVisibilityPrivilege + " (propagated), or delete the seed by hand " +
+		"after checking that no VM uses it"
+	privs, err := b.api.Permissions(ctx, "/vms")
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", apiErrorf("list", err, "reading the API token's privileges on /vms")
+		}
+		return "whether the API token sees every VM is not known (reading its privileges on /vms failed: " + err.Error() +
+			"; it needs " + SeedVisibilityPrivilege + ", propagated)" + todo, nil
+	}
+	prop, ok := privs["VM.Audit"]
+	switch {
+	case ok && prop:
+		return "", nil
+	case ok:
+		return "the API token has " + SeedVisibilityPrivilege + " without propagate, which reaches no VM" + todo, nil
+	default:
+		return "the API token lacks " + SeedVisibilityPrivilege + " (propagated)" + todo, nil
+	}
 }
 
 // seedRefs are, per VM name that a <name>-<uid>-seed.iso carries, the seed volumes its

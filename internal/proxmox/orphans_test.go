@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,39 @@ func TestOrphanSeeds_unreadableNodeIsPartial(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Node != "pv1-1" {
 		t.Errorf("seeds %+v, want pv1-1's orphan", got)
+	}
+}
+
+// TestOrphanSeeds_unprovedWithoutAFullView: with a token that lacks VM.Audit on /vms,
+// propagated (decision: orphan-visibility), each seed says it may be a hidden VM's, naming
+// the privilege, from one privilege read; a cleanup keeps such seeds. No seed to report: no
+// read.
+func TestOrphanSeeds_unprovedWithoutAFullView(t *testing.T) {
+	t.Parallel()
+	f := orphanFake(t, nil)
+	f.perms = func(_ context.Context, path string) (map[string]bool, error) {
+		if path == "/pool/proxies" {
+			return map[string]bool{"VM.Audit": false}, nil
+		}
+		return map[string]bool{}, nil
+	}
+	got, err := ckBackend(f, "pv1-1", "pv1-2").OrphanSeeds(context.Background())
+	if err != nil || len(got) != 2 {
+		t.Fatalf("OrphanSeeds = %+v, %v; want the orphan on each node", got, err)
+	}
+	for _, s := range got {
+		if !strings.Contains(s.Unproved, "lacks "+SeedVisibilityPrivilege+" (propagated)") {
+			t.Errorf("seed %s: Unproved %q", s.VolID, s.Unproved)
+		}
+	}
+	if n := f.n("Permissions /vms"); n != 1 {
+		t.Errorf("%d privilege reads on /vms, want 1", n)
+	}
+
+	none := newCheckFake(t)
+	none.content = func(context.Context, string, string, string) ([]pveapi.StorageVolume, error) { return nil, nil }
+	if got, err := ckBackend(none).OrphanSeeds(context.Background()); err != nil || len(got) != 0 || none.n("Permissions /vms") != 0 {
+		t.Errorf("no seed: %+v, %v, %d privilege reads; want none", got, err, none.n("Permissions /vms"))
 	}
 }
 
