@@ -138,8 +138,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
 				Computed: true,
-				MarkdownDescription: "Seed ISOs (`<name>-<uid>-seed.iso`, one per VM, or `<name>-seed.iso` of earlier releases and the " +
-					"operator) on `iso_storage` of the provider's nodes that no VM uses, in node order then by volume. A destroy, a " +
+				MarkdownDescription: "Seed ISOs this provider names, `<name>-<uid>-seed.iso` (one per VM; an ISO named otherwise, such as the " +
+					"operator's `<name>-seed.iso` or another tool's, is never listed), on `iso_storage` of the provider's nodes " +
+					"that no VM uses, in node order then by volume. A destroy, a " +
 					"replacement and a migration delete the seeds they leave, so these are what is left otherwise: the seed of a VM " +
 					"deleted outside Terraform whose state is gone too, or of a failed create whose seed delete failed. The seed of a " +
 					"create still cloning its VM shows here too while the clone runs (Proxmox lists that VM without a name), which " +

@@ -58,14 +58,17 @@ var vmsCreated = time.Date(2026, 9, 23, 10, 0, 0, 0, time.UTC)
 const (
 	uidA = "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"
 	uidB = "6f1d2c3b-aaaa-4bbb-8ccc-123456789abc"
+	// goneUID is the uid in the name of the seed ISO whose VM is gone.
+	goneUID = "7a8b9c0d-1e2f-4a3b-8c4d-5e6f7a8b9c0d"
 )
 
 // vmsCluster fills a two-node simulator (pve1, pve2): three marked VMs (by tag and name, by
 // name only, by tag only with an empty uid), a look-alike without a mark, a VM whose mark
 // says managed=false, a marked container, a marked template, a marked clone in progress
 // (nameless in the listing), plus the simulator's own foreign VM, container and templates;
-// and seed ISOs: proxy-gone-seed.iso on both nodes (no VM), seeds of existing VMs, and an
-// ISO that is no seed.
+// and seed ISOs: proxy-gone-<goneUID>-seed.iso on both nodes (no VM), seeds of existing
+// VMs, ISOs named like the operator's seeds without a uid (never this provider's, never
+// listed), and an ISO that is no seed.
 func vmsCluster(t *testing.T, sim *pvesim.Sim) {
 	t.Helper()
 	mark := func(uid string) string { return proxmox.FormatMark(uid, vmsCreated) }
@@ -100,7 +103,8 @@ func vmsCluster(t *testing.T, sim *pvesim.Sim) {
 	}
 	iso := bytes.Repeat([]byte{0}, 2048)
 	for _, v := range []struct{ node, name string }{
-		{"pve1", "proxy-gone-seed.iso"}, {"pve2", "proxy-gone-seed.iso"},
+		{"pve1", "proxy-gone-" + goneUID + "-seed.iso"}, {"pve2", "proxy-gone-" + goneUID + "-seed.iso"},
+		{"pve1", "proxy-gone-seed.iso"}, {"pve1", "netboot-seed.iso"},
 		{"pve1", "proxy-a-seed.iso"}, {"pve2", "proxy-b-seed.iso"}, {"pve1", "web01-seed.iso"},
 		{"pve1", "debian-13.iso"},
 	} {
@@ -136,7 +140,7 @@ func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
 func orphanObject(node, name string) knownvalue.Check {
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
 		"node":        knownvalue.StringExact(node),
-		"volid":       knownvalue.StringExact("proxy-seeds:iso/" + name + "-seed.iso"),
+		"volid":       knownvalue.StringExact("proxy-seeds:iso/" + name + "-" + goneUID + "-seed.iso"),
 		"name":        knownvalue.StringExact(name),
 		"size":        knownvalue.Int64Exact(2048),
 		"created_at":  knownvalue.StringRegexp(regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`)),

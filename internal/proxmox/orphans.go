@@ -78,7 +78,9 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 				return
 			}
 			for _, v := range vols {
-				if name, uid, ok := seedName(v.VolID); ok {
+				// Only a seed named as this provider names them, <name>-<uid>-seed.iso: an ISO of
+				// another tool (or the operator's <name>-seed.iso) is not ours to report or delete.
+				if name, uid, ok := seedName(v.VolID); ok && uid != "" {
 					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, UID: uid, Size: v.Size, CreatedAt: ctimeOf(v.CTime)})
 				}
 			}

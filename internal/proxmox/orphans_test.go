@@ -11,14 +11,19 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// orphanFake: storage_content_iso.json on every node (one seed whose VM,
-// proxy-reconaaaaaaaaaaa, is in cluster_resources.json, and one without a VM), plus per
+// goneSeed is a seed this provider names (<name>-<uid>-seed.iso) whose VM is gone.
+const goneSeed = "proxy-seeds:iso/proxy-gone-5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6-seed.iso"
+
+// orphanFake: storage_content_iso.json on every node (the operator's <name>-seed.iso ISOs:
+// one whose VM, proxy-reconaaaaaaaaaaa, is in cluster_resources.json, and one without a VM;
+// neither is a seed this provider names, so neither is ever an orphan), goneSeed, plus per
 // node extras.
 func orphanFake(t *testing.T, extra map[string][]pveapi.StorageVolume) *checkFake {
 	t.Helper()
 	f := newCheckFake(t)
 	var base []pveapi.StorageVolume
 	ckData(t, "storage_content_iso", &base)
+	base = append(base, pveapi.StorageVolume{VolID: goneSeed, Format: "iso", Size: 47104, CTime: base[0].CTime, Content: "iso"})
 	f.content = func(_ context.Context, node, storage, content string) ([]pveapi.StorageVolume, error) {
 		if storage != "proxy-seeds" || content != "iso" {
 			t.Errorf("content of %s/%s listed, want proxy-seeds/iso", storage, content)
@@ -38,7 +43,8 @@ func TestOrphanSeeds_seedWithoutVMIsOrphan(t *testing.T) {
 			{VolID: "proxy-seeds:iso/debian-13.iso", Size: 1 << 30},       // not a seed
 			{VolID: "proxy-seeds:iso/homeassistant-seed.iso", Size: 4096}, // a VM (foreign) has the name
 			{VolID: "proxy-seeds:iso/-seed.iso", Size: 1},                 // no name
-			{VolID: "proxy-seeds:iso/proxy-zzz-seed.iso", Size: 2048},     // orphan, sorted last
+			{VolID: "proxy-seeds:iso/netboot-seed.iso", Size: 2048},       // no uid: another tool's ISO
+			{VolID: "proxy-seeds:iso/proxy-zzz-0f1e2d3c-4b5a-4968-8776-655443322110-seed.iso", Size: 2048}, // orphan, sorted last
 		},
 	})
 	got, err := ckBackend(f, "pv1-2", "pv1-1").OrphanSeeds(context.Background())
@@ -49,9 +55,9 @@ func TestOrphanSeeds_seedWithoutVMIsOrphan(t *testing.T) {
 	// gives none.
 	ctime := time.Date(2026, 9, 19, 8, 12, 0, 0, time.UTC)
 	want := []Seed{
-		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104, CreatedAt: ctime},
-		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-zzz-seed.iso", Name: "proxy-zzz", Size: 2048},
-		{Node: "pv1-1", VolID: "proxy-seeds:iso/proxy-other0000000000000-seed.iso", Name: "proxy-other0000000000000", Size: 47104, CreatedAt: ctime},
+		{Node: "pv1-2", VolID: goneSeed, Name: "proxy-gone", UID: "5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6", Size: 47104, CreatedAt: ctime},
+		{Node: "pv1-2", VolID: "proxy-seeds:iso/proxy-zzz-0f1e2d3c-4b5a-4968-8776-655443322110-seed.iso", Name: "proxy-zzz", UID: "0f1e2d3c-4b5a-4968-8776-655443322110", Size: 2048},
+		{Node: "pv1-1", VolID: goneSeed, Name: "proxy-gone", UID: "5d1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6", Size: 47104, CreatedAt: ctime},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OrphanSeeds =\n%+v\nwant\n%+v", got, want)
