@@ -236,7 +236,7 @@ func TestE2E_Identity_OperatorVMRefusedThenImported(t *testing.T) {
 		t.Errorf("the refused import changed the VM:\nbefore %+v\nafter  %+v", before, after)
 	}
 	const operatorUID = "5e0c1f3a-7b2d-4c8e-9f01-23456789abcd"
-	client, err := pveapi.New(pveapi.Options{Endpoint: s.sim.Endpoint, Token: s.sim.APIToken, CAPEM: s.sim.CAPEM})
+	client, err := pveapi.New(pveapi.Options{Endpoint: s.sim.Endpoint, Token: s.sim.APIToken, CAPEM: s.sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

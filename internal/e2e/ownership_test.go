@@ -47,7 +47,7 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 				lines.Creating = true
 				desc = lines.Format()
 			}
-			client, err := pveapi.New(pveapi.Options{Endpoint: s.sim.Endpoint, Token: s.sim.APIToken, CAPEM: s.sim.CAPEM})
+			client, err := pveapi.New(pveapi.Options{Endpoint: s.sim.Endpoint, Token: s.sim.APIToken, CAPEM: s.sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,6 +34,10 @@ var commandTimeout = func() time.Duration {
 // the default 30 s on a loaded machine.
 const scenarioRequestTimeout = "3m"
 
+// harnessRequestTimeout is scenarioRequestTimeout for the tests' own clients of the
+// simulator.
+const harnessRequestTimeout = 3 * time.Minute
+
 // scenario is one simulator, one workspace (more for concurrency), one checker.
 type scenario struct {
 	t      *testing.T

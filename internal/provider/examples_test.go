@@ -306,7 +306,7 @@ func TestAccExamples_proxyVMImport(t *testing.T) {
 // is not 0 (a one-VMID range), else at the VMID the default range derives from its uid.
 func createExampleVM(t *testing.T, env *testEnv, name string, vmid int, userData []byte) int {
 	t.Helper()
-	client, err := pveapi.New(pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM})
+	client, err := pveapi.New(pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

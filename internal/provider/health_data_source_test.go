@@ -394,7 +394,7 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 func TestHealthCheck_threeNodeSimulatorRound(t *testing.T) {
 	t.Parallel()
 	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2", "pve3"}})
-	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,7 +236,7 @@ func TestOwnership_property(t *testing.T) {
 // runPropCase sets up one foreign VM, runs the path, and returns the writes it received.
 func runPropCase(t *testing.T, p propPath, v propVariant, vmid int, allocID string) int {
 	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}, TemplateAgent: true})
-	client, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	client, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

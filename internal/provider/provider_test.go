@@ -190,6 +190,10 @@ func (e *testEnv) ProviderConfig(extra string) string {
 // against a hang, far above what a request takes even on a loaded machine.
 const testRequestTimeout = "3m"
 
+// harnessRequestTimeout is testRequestTimeout for the tests' own clients of the simulator
+// (setting up VMs, looking at what the provider did).
+const harnessRequestTimeout = 3 * time.Minute
+
 // setsAttr reports whether the HCL fragment assigns attr at the start of a line.
 func setsAttr(hcl, attr string) bool {
 	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(attr) + `\s*=`).MatchString(hcl)

@@ -37,7 +37,7 @@ type directEnv struct {
 func newDirectEnv(t *testing.T, opts pvesim.Options) *directEnv {
 	t.Helper()
 	sim := pvesim.NewForTest(t, opts)
-	client, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	client, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

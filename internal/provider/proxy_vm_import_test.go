@@ -28,7 +28,7 @@ type importEnv struct {
 func newImportEnv(t *testing.T) *importEnv {
 	t.Helper()
 	sim := pvesim.NewForTest(t, pvesim.Options{})
-	client, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	client, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -342,7 +342,7 @@ func TestAccProxyVM_poolScopedTokenRefused(t *testing.T) {
 	// process serves every provider configuration of an in-process test, so it is made
 	// here rather than by a second provider block).
 	name := vmName("outside")
-	root, err := pveapi.New(pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM})
+	root, err := pveapi.New(pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ type cluster struct {
 
 func newCluster(t *testing.T, env *testEnv) *cluster {
 	t.Helper()
-	opts := pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM, CAFile: env.CAFile}
+	opts := pveapi.Options{Endpoint: env.Endpoint, Token: env.Token, CAPEM: env.CAPEM, CAFile: env.CAFile, RequestTimeout: harnessRequestTimeout}
 	if env.Sim == nil {
 		opts.Token = os.Getenv(envAPIToken)
 		opts.Insecure = os.Getenv(envInsecure) == "true" || os.Getenv(envInsecure) == "1"

@@ -92,7 +92,7 @@ func vmsCluster(t *testing.T, sim *pvesim.Sim) {
 	}
 	// A clone that never ends: listed without a name, lock clone, status unknown (fact: nameless-mid-clone).
 	sim.InjectFault(pvesim.Fault{Method: "POST", Path: "/nodes/{node}/qemu/{vmid}/clone", TaskHang: true})
-	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestVMsList_simulatorRequests(t *testing.T) {
 	t.Parallel()
 	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}})
 	vmsCluster(t, sim)
-	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM})
+	c, err := pveapi.New(pveapi.Options{Endpoint: sim.Endpoint, Token: sim.APIToken, CAPEM: sim.CAPEM, RequestTimeout: harnessRequestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
