@@ -40,10 +40,10 @@ func TestOrphanSeeds_seedWithoutVMIsOrphan(t *testing.T) {
 	t.Parallel()
 	f := orphanFake(t, map[string][]pveapi.StorageVolume{
 		"pv1-2": {
-			{VolID: "proxy-seeds:iso/debian-13.iso", Size: 1 << 30},       // not a seed
-			{VolID: "proxy-seeds:iso/homeassistant-seed.iso", Size: 4096}, // a VM (foreign) has the name
-			{VolID: "proxy-seeds:iso/-seed.iso", Size: 1},                 // no name
-			{VolID: "proxy-seeds:iso/netboot-seed.iso", Size: 2048},       // no uid: another tool's ISO
+			{VolID: "proxy-seeds:iso/debian-13.iso", Size: 1 << 30},                                        // not a seed
+			{VolID: "proxy-seeds:iso/homeassistant-seed.iso", Size: 4096},                                  // a VM (foreign) has the name
+			{VolID: "proxy-seeds:iso/-seed.iso", Size: 1},                                                  // no name
+			{VolID: "proxy-seeds:iso/netboot-seed.iso", Size: 2048},                                        // no uid: another tool's ISO
 			{VolID: "proxy-seeds:iso/proxy-zzz-0f1e2d3c-4b5a-4968-8776-655443322110-seed.iso", Size: 2048}, // orphan, sorted last
 		},
 	})
