@@ -244,7 +244,9 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	}
 	c.tmplCfg = cfg
 	if cfg["template"] != "1" {
-		return "", Permanentf("VMID %d (%s) is not a template; convert it with `qm template %d` or point the catalogue at a template", s.TemplateVMID, r.Name, s.TemplateVMID)
+		return "", Permanentf("VMID %d (%s) is not a template: point the catalogue (templates) at the VMID of a template. "+
+			"Only if VM %d is meant to be the template (converting is irreversible, and it must not be a VM in use), convert it with `qm template %d`",
+			s.TemplateVMID, r.Name, s.TemplateVMID, s.TemplateVMID)
 	}
 	if slot, ok := cloudInitDrive(cfg); ok {
 		return "", Permanentf("template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; remove that drive from the template", s.TemplateVMID, slot)

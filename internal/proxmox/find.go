@@ -123,10 +123,10 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	}
 	if mark.Creating {
 		// It belongs to the create that will finish it: the next apply of that name in its
-		// uid_namespace takes it over. Importing it too would give it two owners.
-		e := Permanentf("VM %q (VMID %d) is still being created (its mark says %s=%s): an apply creating it is running or was interrupted; "+
-			"apply the configuration that creates it again to finish it, or destroy the VM in Proxmox",
-			cfg["name"], r.VMID, MarkKeyState, MarkStateCreating)
+		// uid_namespace takes it over, if the mark proves it. Importing it too would give it
+		// two owners.
+		e := Permanentf("VM %q (VMID %d) is still being created (its mark says %s=%s): %s",
+			cfg["name"], r.VMID, MarkKeyState, MarkStateCreating, b.creatingAdvice(cfg, r.VMID, mark))
 		e.Err = stillCreating{e.Err}
 		return ID{}, e
 	}
@@ -145,3 +145,23 @@ func (e stillCreating) Is(target error) bool { return target == ErrStillCreating
 
 // Unwrap returns the message error.
 func (e stillCreating) Unwrap() error { return e.error }
+
+// creatingAdvice says what becomes of a VM still marked creating: the next apply of its
+// configuration takes it over only when its proof verifies under this provider's API token
+// and it is dated within TakeoverWindow (identity.go judge); otherwise nothing ever will.
+func (b *Backend) creatingAdvice(cfg map[string]string, vmid int, mark Mark) string {
+	var key []byte
+	if b.cfg.ProofKey != nil {
+		key, _ = b.cfg.ProofKey()
+	}
+	_, proved, why := provedCreating(key, cfg, vmid, cfg["name"], mark.Namespace)
+	if proved {
+		if age := b.clock.Now().Sub(mark.CreatedAt); age <= TakeoverWindow && age >= -TakeoverWindow {
+			return "an apply creating it is running or was interrupted; apply the configuration that creates it again " +
+				"(its uid_namespace " + strconv.Quote(mark.Namespace) + ") to finish it, or destroy the VM in Proxmox"
+		}
+		why = "it is older than the " + TakeoverWindow.String() + " a create may take an interrupted create over in"
+	}
+	return "no apply will finish it (" + why + "): destroy it in Proxmox (`qm stop " + strconv.Itoa(vmid) + " && qm destroy " +
+		strconv.Itoa(vmid) + " --purge`), or let the proxy_orphan_cleanup action remove it if this provider made it"
+}

@@ -55,6 +55,22 @@ func TestFindByVMID_table(t *testing.T) {
 		{"template", func(h *harness) { h.f.addTemplate(testVMID0, "pv1-1", map[string]string{"name": "t"}) }, pveapi.Permanent, "template"},
 		{"mid-clone", func(h *harness) { h.f.addVM(&fakeVM{VMID: testVMID0, Lock: "clone", cloning: true}) }, pveapi.Transient, "being cloned"},
 		{"unmarked", func(h *harness) { h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName}) }, pveapi.Permanent, "only VMs created by this provider"},
+		// A VM still marked creating: whether an apply will ever finish it is what its proof
+		// and its age say, and the error says which.
+		{"interrupted create, proved", func(h *harness) { h.addInterrupted(testVMID0, testName, prevUID) }, pveapi.Permanent,
+			"apply the configuration that creates it again"},
+		{"creating mark without a proof", func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["description"] = MarkLines{UID: prevUID, CreatedAt: h.clock.Now(), Creating: true}.Format()
+			})
+		}, pveapi.Permanent, "no apply will finish it (its creating mark carries no proxy-operator-proof line"},
+		{"proved creating mark past the window", func(h *harness) {
+			h.addInterrupted(testVMID0, testName, prevUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: h.clock.Now().Add(-2 * TakeoverWindow)}, testVMID0, testName)
+			})
+		}, pveapi.Permanent, "no apply will finish it (it is older than the 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -159,7 +159,7 @@ func TestPreflight_template(t *testing.T) {
 	h = newHarness(t)
 	h.f.addVM(&fakeVM{VMID: 9100, Name: "plain"})
 	s.TemplateVMID = 9100
-	wantRefusal(t, h.b.Preflight(h.ctx, s), SubjectTemplate, pveapi.Permanent, "is not a template", "qm template 9100")
+	wantRefusal(t, h.b.Preflight(h.ctx, s), SubjectTemplate, pveapi.Permanent, "is not a template", "point the catalogue (templates) at the VMID of a template", "irreversible", "qm template 9100")
 
 	h = newHarness(t)
 	h.f.addTemplate(9000, "pv1-1", map[string]string{"scsi0": "local-lvm:base-9000-disk-0,size=3584M", "ide2": "local-lvm:vm-9000-cloudinit,media=cdrom", "net0": "virtio,bridge=vmbr0"})
