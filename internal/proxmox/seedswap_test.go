@@ -213,7 +213,9 @@ func TestReseed_refusedOnAVMNotProvedOurs(t *testing.T) {
 		name string
 		desc func() string
 	}{
-		{"another uid", func() string { return FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)) }},
+		{"another uid", func() string {
+			return FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC))
+		}},
 		{"a mark without a uid", func() string { return MarkLines{CreatedAt: time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)}.Format() }},
 		{"no mark", func() string { return "made by hand" }},
 	} {
