@@ -59,7 +59,9 @@ func checkOneSeed(c *cluster, vmid *int, name string) resource.TestCheckFunc {
 // it, and the next apply of the same configuration converges to one seed again.
 func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 	f := newPowerFixture(t, "reseed", "reads the guest's seed and the request log in the simulator")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
+	env, c, name, log := f.env, f.c, f.name, f.log
+	// With a digest key: the digest in the VM's mark follows the change, so an import reads it back.
+	base := vmProviderConfig(env, fmt.Sprintf("  cloud_init_digest_key = %q\n", testDigestKey))
 	ud1, ud2, ud3 := cloudInit("v1-"+acctest.RandString(6)), cloudInit("v2-"+acctest.RandString(6)), cloudInit("v3-"+acctest.RandString(6))
 	cfg := func(ud string) string {
 		return base + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init_change = \"restart\"\n  cloud_init = "+hclString(ud))
@@ -96,7 +98,8 @@ func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 				Check: resource.ComposeTestCheckFunc(
 					log.check(&vmid, "config", "shutdown", "start"),
 					checkGuestRan(env, &vmid, name, ud2, ""),
-					checkOneSeed(c, &vmid, name)),
+					checkOneSeed(c, &vmid, name),
+					checkMarkDigest(c, vmAddr)),
 			},
 			{
 				Config:           cfg(ud2),
