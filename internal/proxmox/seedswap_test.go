@@ -306,3 +306,66 @@ func TestSeedGen(t *testing.T) {
 		t.Errorf("first generation's instance-id %q", got)
 	}
 }
+
+// TestReseed_networkChangeRewritesTheMarkLines: a static address set in place rewrites the
+// mark's static and network-digest lines (what an import reads back) in the swap's config
+// write, keeps the note after the mark, and puts the network-config in the new seed; the
+// static address removed again drops both lines.
+func TestReseed_networkChangeRewritesTheMarkLines(t *testing.T) {
+	h := newHarness(t)
+	var built []nocloud.Seed
+	h.b.buildSeed = func(s nocloud.Seed) ([]byte, error) { built = append(built, s); return []byte("ISO"), nil }
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] += "\n\nowned by team edge" })
+	ch := reseed("#cloud-config\n")
+	ch.Network = &NetworkConfig{Static: testStatic}
+	if err := h.b.Update(h.ctx, testID, ch); err != nil {
+		t.Fatal(err)
+	}
+	desc := h.f.vm(testVMID0).Config["description"]
+	x := ParseMarkExtra(desc)
+	if x.Static == nil || x.Static.Address != testStatic.Address || x.NetworkDigest != NetworkDigest(ch.Network) {
+		t.Errorf("mark after the static address: static %v, network digest %q:\n%s", x.Static, x.NetworkDigest, desc)
+	}
+	if NoteOf(desc) != "owned by team edge" || ParseMark(desc).UID != testUID {
+		t.Errorf("the note or the mark changed:\n%s", desc)
+	}
+	if len(built) != 1 || built[0].NetworkConfig == nil || built[0].InstanceID != testName+"-"+testUID+"-2" {
+		t.Fatalf("seeds built: %+v", built)
+	}
+	ch.Network = nil
+	if err := h.b.Update(h.ctx, testID, ch); err != nil {
+		t.Fatal(err)
+	}
+	if x := ParseMarkExtra(h.f.vm(testVMID0).Config["description"]); x.Static != nil || x.NetworkDigest != "" {
+		t.Errorf("static lines left after the static address was removed: %+v", x)
+	}
+}
+
+// TestReseed_rebuiltSeedKeepsItsInstanceID: a later generation's seed found missing before a
+// start is rebuilt with its own instance-id, not the first one's: the guest sees no new
+// instance.
+func TestReseed_rebuiltSeedKeepsItsInstanceID(t *testing.T) {
+	h := newHarness(t)
+	var built []nocloud.Seed
+	h.b.buildSeed = func(s nocloud.Seed) ([]byte, error) { built = append(built, s); return []byte("ISO"), nil }
+	h.ourRunningVM(testVMID0, testName)
+	if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\n")); err != nil {
+		t.Fatal(err)
+	}
+	// A destroy that failed after deleting the seed: the VM stopped, its seed gone.
+	h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = "stopped", "" })
+	h.f.mu.Lock()
+	delete(h.f.isos, "pv1-1/"+fakeISOStorage+"/"+seedVolID(fakeISOStorage, seedFileGen(testName, testUID, 2)))
+	h.f.mu.Unlock()
+	built = nil
+	if err := h.b.Update(h.ctx, testID, withUID(Changes{Start: true, UserData: []byte("#cloud-config\n"), UserDataKnown: true})); err != nil {
+		t.Fatal(err)
+	}
+	if len(built) != 1 || built[0].InstanceID != testName+"-"+testUID+"-2" {
+		t.Fatalf("rebuilt seeds %+v, want generation 2's instance-id", built)
+	}
+	if got := h.f.seeds(); !slices.Equal(got, []string{seedVolOf(2)}) {
+		t.Errorf("seeds %v", got)
+	}
+}
