@@ -154,8 +154,12 @@ func TestAccVMPowerAction_eachPower(t *testing.T) {
 			if len(vms) != 1 || vms[0] != foreignVMID {
 				return fmt.Errorf("VMs named %s after the destroy: %v, want only the foreign %d", name, vms, foreignVMID)
 			}
-			if seeds, err := c.seeds(name); err != nil || len(seeds) > 0 {
-				return fmt.Errorf("seeds of %s after the destroy: %v (%v)", name, seeds, err)
+			seeds, err := c.seeds(name)
+			if err != nil {
+				return err
+			}
+			if len(seeds) > 0 {
+				return fmt.Errorf("seeds of %s after the destroy: %v", name, seeds)
 			}
 			return nil
 		},
