@@ -500,7 +500,8 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
-	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private)}
+	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private),
+		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart}
 	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
 		// What the destroy skipped on purpose (a seed on a storage that does not exist).

@@ -393,7 +393,7 @@ func (d *seedDelete) join() error {
 // one this provider would have uploaded for uid, when it differs (ide2 was ejected or
 // removed, or a create stopped before its config step). A <name>-seed.iso is deleted only
 // when ide2 names it.
-func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string) []seedVol {
+func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string, swaps bool) []seedVol {
 	var out []seedVol
 	if v, ok := vmSeed(name, cfg); ok {
 		out = append(out, v)
@@ -405,12 +405,16 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != legacySeedFile(name) {
 		out = append(out, rec)
 	}
-	// A VM whose seed was swapped in place (generation 2 or later) may have the generation
-	// before it left (the old seed's delete failed) or the one after it (a swap cut off
-	// between its upload and its config write): both are named by the VM's own uid.
+	// A VM whose seed was swapped in place (generation 2 or later), or whose resource swaps
+	// its seeds (swaps), may have the generation before it left (the old seed's delete
+	// failed) or the one after it (a swap cut off between its upload and its config write):
+	// both are named by the VM's own uid.
 	if len(out) > 0 && uid != "" {
-		if n, u, gen, ok := parseSeedGen(out[0].file); ok && n == name && u == uid && gen > 1 {
+		if n, u, gen, ok := parseSeedGen(out[0].file); ok && n == name && u == uid && (gen > 1 || swaps) {
 			for _, g := range []int{gen - 1, gen + 1} {
+				if g < 1 {
+					continue
+				}
 				if v := (seedVol{storage: out[0].storage, file: seedFileGen(name, uid, g)}); !slices.Contains(out, v) {
 					out = append(out, v)
 				}

@@ -369,3 +369,27 @@ func TestReseed_rebuiltSeedKeepsItsInstanceID(t *testing.T) {
 		t.Errorf("seeds %v", got)
 	}
 }
+
+// TestReseed_destroyAfterAnInterruptedFirstSwap: the first swap cut off after its upload
+// (the VM still on its first seed, generation 2 uploaded), then the resource destroyed:
+// with SeedSwaps (cloud_init_change = "restart") generation 2 goes with the VM.
+func TestReseed_destroyAfterAnInterruptedFirstSwap(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	h.f.onCall("SetVMConfig", func(ctx context.Context, _ fakeCall) error { cancel(); return ctx.Err() })
+	if err := h.b.Update(ctx, testID, reseed("#cloud-config\n")); err == nil {
+		t.Fatal("the interrupted update succeeded")
+	}
+	h.f.hooks = map[string][]func(context.Context, fakeCall) error{}
+	if got := h.f.seeds(); len(got) != 2 {
+		t.Fatalf("seeds %v, want both generations", got)
+	}
+	if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: testUID, Seed: seedVolID(fakeISOStorage, seedFile(testName, testUID)), SeedSwaps: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.f.seeds(); len(got) != 0 {
+		t.Errorf("seeds left after the destroy: %v", got)
+	}
+}
