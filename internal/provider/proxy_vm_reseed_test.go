@@ -56,16 +56,18 @@ func checkOneSeed(c *cluster, vmid *int, name string) resource.TestCheckFunc {
 // is an update: the same VMID and MAC, the guest restarted (shutdown, start) and running the
 // new user-data from a seed with a new instance-id, one seed left, and an empty plan after.
 // Then the old seed's delete fails (a task fault in the simulator): the apply fails naming
-// it, and the next apply of the same configuration converges to one seed again.
+// it, and the next apply of the same configuration converges to one seed again. Last, a
+// static address set in place: the same VMID and MAC, the guest on the static address.
 func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 	f := newPowerFixture(t, "reseed", "reads the guest's seed and the request log in the simulator")
 	env, c, name, log := f.env, f.c, f.name, f.log
 	// With a digest key: the digest in the VM's mark follows the change, so an import reads it back.
 	base := vmProviderConfig(env, fmt.Sprintf("  cloud_init_digest_key = %q\n", testDigestKey))
 	ud1, ud2, ud3 := cloudInit("v1-"+acctest.RandString(6)), cloudInit("v2-"+acctest.RandString(6)), cloudInit("v3-"+acctest.RandString(6))
-	cfg := func(ud string) string {
-		return base + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init_change = \"restart\"\n  cloud_init = "+hclString(ud))
+	cfgNet := func(ud, net string) string {
+		return base + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init_change = \"restart\"\n  cloud_init = "+hclString(ud)+"\n"+net)
 	}
+	cfg := func(ud string) string { return cfgNet(ud, "") }
 	var vmid int
 	sameVMID := statecheck.CompareValue(compare.ValuesSame())
 	sameMAC := statecheck.CompareValue(compare.ValuesSame())
@@ -120,6 +122,21 @@ func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
 				},
 				Check: resource.ComposeTestCheckFunc(checkGuestRan(env, &vmid, name, ud3, ""), checkOneSeed(c, &vmid, name)),
+			},
+			{
+				// A static address set in place: the guest applies the new network-config as a
+				// new instance, and the address wait confirms the static address.
+				Config: cfgNet(ud3, staticHCL("10.20.0.77/24")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.77")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.77")),
+				},
+				Check: resource.ComposeTestCheckFunc(checkNetworkSeed(env, c, staticSeed("10.20.0.77/24")), checkOneSeed(c, &vmid, name)),
 			},
 		},
 	})
