@@ -38,8 +38,13 @@ var ErrNotSeed = errors.New("nocloud: image is not a NoCloud seed (volume label 
 
 // Seed is what goes into a seed ISO.
 type Seed struct {
-	// Name is the VM name: meta-data's instance-id and local-hostname.
+	// Name is the VM name: meta-data's local-hostname, and its instance-id unless
+	// InstanceID is set.
 	Name string
+	// InstanceID, when set, is meta-data's instance-id instead of Name. cloud-init runs its
+	// per-instance modules again, and regenerates the SSH host keys, when a boot finds an
+	// instance-id it has not seen: a seed that replaces a VM's seed in place carries a new one.
+	InstanceID string
 	// UserData is written byte for byte, never parsed.
 	UserData []byte
 	// VendorData is the configured vendor-data; joined with the guest agent script as a
@@ -90,12 +95,16 @@ func Build(s Seed) ([]byte, error) {
 	if s.Name == "" {
 		return nil, ErrEmptyName
 	}
-	if strings.ContainsFunc(s.Name, badNameRune) {
+	if strings.ContainsFunc(s.Name, badNameRune) || strings.ContainsFunc(s.InstanceID, badNameRune) {
 		return nil, ErrInvalidName
+	}
+	meta := MetaData(s.Name)
+	if s.InstanceID != "" {
+		meta = MetaDataWithID(s.Name, s.InstanceID)
 	}
 	files := []isoFile{
 		{UserDataFile, s.UserData},
-		{MetaDataFile, MetaData(s.Name)},
+		{MetaDataFile, meta},
 	}
 	if vendor := BuildVendorData(s.VendorData, s.InstallGuestAgent); vendor != nil {
 		files = append(files, isoFile{VendorDataFile, vendor})
@@ -117,9 +126,12 @@ func badNameRune(r rune) bool {
 	return r < 0x20 || r == 0x7f || strings.ContainsRune(`:#"'{}[],&*!|>%@`+"`", r)
 }
 
-// MetaData returns the meta-data file for name.
-func MetaData(name string) []byte {
-	return []byte("instance-id: " + name + "\nlocal-hostname: " + name + "\n")
+// MetaData returns the meta-data file for name: name is its instance-id too.
+func MetaData(name string) []byte { return MetaDataWithID(name, name) }
+
+// MetaDataWithID returns the meta-data file for name with instance-id id.
+func MetaDataWithID(name, id string) []byte {
+	return []byte("instance-id: " + id + "\nlocal-hostname: " + name + "\n")
 }
 
 // Part content types used in a vendor-data multipart.

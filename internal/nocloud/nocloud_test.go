@@ -104,6 +104,21 @@ func TestBuild_metaData(t *testing.T) {
 	}
 }
 
+// TestBuild_instanceID: a seed that replaces a VM's seed in place carries its own
+// instance-id; the hostname stays the VM's name. A character meta-data cannot carry is
+// refused in it as in the name.
+func TestBuild_instanceID(t *testing.T) {
+	iso := build(t, Seed{Name: "egress-1", InstanceID: "egress-1-0f0e-2", UserData: []byte("x")})
+	_, files := readRaw(t, iso)
+	want := "instance-id: egress-1-0f0e-2\nlocal-hostname: egress-1\n"
+	if got := string(files["meta-data"]); got != want {
+		t.Errorf("meta-data = %q, want %q", got, want)
+	}
+	if _, err := Build(Seed{Name: "egress-1", InstanceID: "a\nb"}); !errors.Is(err, ErrInvalidName) {
+		t.Errorf("instance-id with a newline: err = %v, want ErrInvalidName", err)
+	}
+}
+
 func TestBuild_fileSet(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -24,9 +24,10 @@ var (
 	_ validator.String                = graceValidator{}
 )
 
-// Actions registers proxy_orphan_cleanup (Terraform 1.14+: terraform apply -invoke).
+// Actions registers proxy_orphan_cleanup and proxy_vm_power (Terraform 1.14+: terraform
+// apply -invoke, action_trigger).
 func (p *proxyProvider) Actions(_ context.Context) []func() action.Action {
-	return []func() action.Action{NewOrphanCleanupAction}
+	return []func() action.Action{NewOrphanCleanupAction, NewVMPowerAction}
 }
 
 // Defaults of proxy_orphan_cleanup.

@@ -17,8 +17,8 @@ import (
 
 // The ownership property (decision: identity-and-adoption, decision: creating-proof): on
 // every path the provider takes (a create's probe walk and by-name lookup, refresh, the
-// wait after a start, update, power, migration, destroy, import, the data sources and the
-// list resource) and for every kind of VM that is not the resource's but looks like it
+// wait after a start, update, a seed swap, power, the power action, migration, destroy,
+// import, the data sources and the list resource) and for every kind of VM that is not the resource's but looks like it
 // (a mark without a uid, another uid, another namespace's create, a forged creating line
 // without or with a bad proof, a creating description copied to another VMID, a proof
 // made with a rotated token, the operator's mark, no mark), no write reaches that VM:
@@ -147,6 +147,16 @@ func propPaths() []propPath {
 		{"power: stop, then start", true, func(c *propCase) {
 			notOurs(c, "stop", c.b.Update(c.ctx, id(c), proxmox.Changes{UID: propStateUID, Stop: true}))
 			notOurs(c, "start", c.b.Update(c.ctx, id(c), proxmox.Changes{UID: propStateUID, Start: true}))
+		}},
+		{"seed swap (cloud_init_change = restart)", true, func(c *propCase) {
+			notOurs(c, "seed swap", c.b.Update(c.ctx, id(c), proxmox.Changes{UID: propStateUID, UserData: []byte("#cloud-config\n"),
+				UserDataKnown: true, Reseed: &proxmox.Reseed{}}))
+		}},
+		{"power action", true, func(c *propCase) {
+			for _, op := range proxmox.PowerOps {
+				_, err := c.b.Power(c.ctx, id(c), proxmox.PowerOptions{Op: op, UID: propStateUID, ShutdownTimeout: time.Second})
+				notOurs(c, "power "+string(op), err)
+			}
 		}},
 		{"migrate (node change)", true, func(c *propCase) {
 			to := "pve2"

@@ -65,7 +65,8 @@ func cloudInitWOAttribute() schema.StringAttribute {
 	md := "cloud-init user-data, as `cloud_init`, but write-only (Terraform or OpenTofu 1.11 and later): " +
 		"never stored in the state or among a plan's values (read it from a file: a saved plan keeps a copy of the `.tf` " +
 		"files). Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
-		"detected through `cloud_init_digest` and replaces the VM, so the provider needs `cloud_init_digest_key`. " +
+		"detected through `cloud_init_digest` and replaces the VM (or, with `cloud_init_change = \"restart\"`, swaps the seed and " +
+		"restarts it in place), so the provider needs `cloud_init_digest_key`. " +
 		"An import reads the digest from the VM's mark: with the same text the plan is empty. Prefer it to " +
 		"`cloud_init` whenever the text holds a secret (a proxy password, an upstream credential)."
 	return schema.StringAttribute{

@@ -56,6 +56,8 @@ type proxyVMModel struct {
 	// Restarts for cores and memory (proxy_vm_power.go).
 	ShutdownTimeout types.String `tfsdk:"shutdown_timeout"`
 	RebootOnChange  types.Bool   `tfsdk:"reboot_on_change"`
+	// What a seed change does (proxy_vm_reseed.go).
+	CloudInitChange types.String `tfsdk:"cloud_init_change"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -436,5 +438,5 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
-	return running && !c.Stop && !c.DeferRestart && (c.Cores != nil || c.MemoryMiB != nil)
+	return running && !c.Stop && !c.DeferRestart && (c.Cores != nil || c.MemoryMiB != nil || c.Reseed != nil)
 }

@@ -314,6 +314,7 @@ func keepPending(state *proxyVMModel, plan proxyVMModel, vm proxmox.VM) {
 
 // importedPower fills the restart settings of an imported VM with their defaults.
 func importedPower(m *proxyVMModel) {
+	importedCloudInitChange(m)
 	if m.ShutdownTimeout.IsNull() || m.ShutdownTimeout.IsUnknown() {
 		m.ShutdownTimeout = types.StringValue(defaultShutdownTimeout)
 	}

@@ -111,13 +111,15 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
+	// What changes the seed's content: replaced, or swapped in place (proxy_vm_reseed.go).
+	var seedReplace []path.Path
 	{
 		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (proxy_vm_cloudinit.go).
 		cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
 		resp.Diagnostics.Append(diags...)
 		ciReplace, diags := planCloudInitDigest(r.cfg(), config, &plan, prior, cloudInitUnread)
 		resp.Diagnostics.Append(diags...)
-		replace = append(replace, ciReplace...)
+		seedReplace = append(seedReplace, ciReplace...)
 	}
 	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
@@ -134,12 +136,16 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		// network_config and static_ipv4: ip_address, and the replacement (proxy_vm_network.go).
 		imp, diags := readNetworkImport(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
-		replace = append(replace, planNetwork(ctx, config, &plan, prior, imp)...)
+		seedReplace = append(seedReplace, planNetwork(ctx, config, &plan, prior, imp)...)
 		resp.Diagnostics.Append(warnNetworkConfigNoIPv4(config, prior)...)
 	}
+	seedReplace, reseed, diags := planReseed(ctx, config, &plan, prior, seedReplace)
+	resp.Diagnostics.Append(diags...)
+	replace = append(replace, seedReplace...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	resp.Diagnostics.Append(writeReseed(ctx, resp.Private, reseed)...)
 	// A create: check at plan time what the cluster must provide (node, storages, template,
 	// bridge, disk size), once per provider instance, so that a mistake fails the plan on
 	// its attribute instead of a clone at apply.
@@ -405,6 +411,16 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
+	if readReseed(ctx, req.Private) {
+		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
+		// the configured text only (none configured any more: none in the new seed).
+		reseedChanges(&changes, plan)
+		if _, _, set, _ := cloudInitText(config); !set && !cloudInitUnread {
+			changes.UserData, changes.UserDataKnown = []byte{}, true
+		}
+		changed = true
+	}
+	defer func() { resp.Diagnostics.Append(writeReseed(ctx, resp.Private, false)...) }()
 	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), &resp.Diagnostics)
 	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
@@ -484,7 +500,8 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
-	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private)}
+	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private),
+		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart}
 	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
 		// What the destroy skipped on purpose (a seed on a storage that does not exist).

@@ -162,11 +162,15 @@ func isSeedOf(volid, name string) bool {
 	if !ok {
 		return false
 	}
-	return file == name+"-seed.iso" || seedOfRE.MatchString(file) && strings.HasPrefix(file, name+"-") &&
-		len(file) == len(name)+1+36+len("-seed.iso")
+	if file == name+"-seed.iso" {
+		return true
+	}
+	m := seedOfRE.FindStringSubmatch(file)
+	return m != nil && m[1] == name
 }
 
-var seedOfRE = regexp.MustCompile(`-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-seed\.iso$`)
+// seedOfRE matches <name>-<uid>-seed.iso and a later generation's <name>-<uid>-<g>-seed.iso.
+var seedOfRE = regexp.MustCompile(`^(.+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?:-[1-9][0-9]*)?-seed\.iso$`)
 
 // seeds lists the seed ISOs of VM name on every node.
 func (c *cluster) seeds(name string) ([]string, error) {

@@ -46,7 +46,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib (a graceful restart of a " +
 			"running VM, or pending with reboot_on_change = false; memory hotplug where configured), a larger " +
 			"disk_gib, bridge, vlan_tag, pool and start_on_boot are made in place, and a node change migrates the VM; " +
-			"name, the template and cloud_init replace the VM.",
+			"name, the template and cloud_init replace the VM (cloud_init swaps the seed and restarts the VM in place with " +
+			"cloud_init_change = \"restart\").",
 		MarkdownDescription: proxyVMMarkdown,
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -149,7 +150,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional:  true,
 				Sensitive: true,
 				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
-					"logged (only its size is). It runs at first boot only, so changing it replaces the VM; after " +
+					"logged (only its size is). It runs at first boot only, so changing it replaces the VM (or, with cloud_init_change = " +
+					"\"restart\", swaps the seed and restarts the VM in place); after " +
 					"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
 					"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
 					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
@@ -288,7 +290,8 @@ without a restart, in DIMM steps; cores always need the restart (Proxmox hotplug
 provider does not manage).
 
 **Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
-` + "`network_config` and `static_ipv4`" + ` (cloud-init applies them at first boot only), a smaller ` + "`disk_gib`" + `,
+` + "`network_config` and `static_ipv4`" + ` (cloud-init applies them at first boot only; with
+` + "`cloud_init_change = \"restart\"`" + ` they swap the seed for one with a new instance-id and restart the VM in place), a smaller ` + "`disk_gib`" + `,
 and a VM whose guest agent was switched off.
 
 **Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+ or OpenTofu 1.12+, the identity

@@ -321,6 +321,12 @@ type Changes struct {
 	// a restart and leaves it pending (Proxmox applies it at the VM's next stop or start)
 	// instead of restarting the VM. A hotplugged memory change applies either way.
 	DeferRestart bool
+	// Reseed, when set, replaces the VM's seed ISO in place (cloud_init_change = "restart";
+	// decision: seed-swap): the next generation of its seed, built from UserData and Network
+	// with a new instance-id, is uploaded and named on ide2, the old one deleted (swapSeed),
+	// then a running VM is restarted as for cores, so that cloud-init runs its per-instance
+	// modules again; with DeferRestart the new seed waits for the VM's next start.
+	Reseed *Reseed
 	// Notify, when set, is told what the update did that its plan did not say: a memory
 	// hotplug that Proxmox refused (or plugged short of the size), so the VM was restarted
 	// to apply the memory (or, with DeferRestart, the memory was left pending).

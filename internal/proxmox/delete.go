@@ -25,6 +25,11 @@ type DeleteOptions struct {
 	// one deleted when the VM is gone or is not ours. Empty: <name>-<UID>-seed.iso and, when
 	// no VM of that name is listed, the <name>-seed.iso of earlier releases.
 	Seed string
+	// SeedSwaps says the resource applies cloud-init changes in place (cloud_init_change =
+	// "restart", decision: seed-swap): the seed generations next to the one ide2 names, which
+	// a swap cut off may have left, are deleted too (a delete of a missing volume is a
+	// successful task). A VM whose ide2 names a later generation gets that whatever the flag.
+	SeedSwaps bool
 }
 
 // DeleteVM runs the delete steps (decision: delete-steps, decision: seed-before-destroy)
@@ -93,7 +98,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	if err := refuseProtected(id, st.cfg); err != nil {
 		return false, node, err
 	}
-	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed, opts.UID)
+	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed, opts.UID, opts.SeedSwaps)
 	// The seed goes before the destroy (decision: seed-before-destroy), deleted while the VM
 	// stops, since it does not depend on the stop. A failure leaves the VM for the next Delete.
 	seed := b.startSeedDelete(ctx, node, seeds)

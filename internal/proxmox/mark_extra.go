@@ -86,3 +86,32 @@ func ParseMarkExtra(desc string) MarkExtra {
 	}
 	return m
 }
+
+// markLine is one mark line: its key and value.
+type markLine struct{ key, value string }
+
+// withMarkLines sets mark lines of a description: each key's lines are removed, and a line
+// with a value other than "" is appended after the other mark lines; the note stays after
+// them (replaceNote).
+func withMarkLines(desc string, lines []markLine) string {
+	drop := map[string]bool{}
+	for _, l := range lines {
+		drop[l.key] = true
+	}
+	var mark []string
+	for line := range strings.SplitSeq(strings.ReplaceAll(desc, "\r\n", "\n"), "\n") {
+		if !isMarkLine(line) {
+			continue
+		}
+		k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
+		if !drop[strings.TrimSpace(k)] {
+			mark = append(mark, line)
+		}
+	}
+	for _, l := range lines {
+		if l.value != "" {
+			mark = append(mark, l.key+"="+l.value)
+		}
+	}
+	return withNote(strings.Join(mark, "\n"), NoteOf(desc))
+}

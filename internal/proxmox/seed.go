@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
@@ -50,15 +52,53 @@ func (b *Backend) SeedVolID(name, uid string) string {
 	return seedVolID(b.cfg.ISOStorage, seedFile(name, uid))
 }
 
-var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})` + regexp.QuoteMeta(seedSuffix) + `$`)
+// Seed generations (decision: seed-swap). A VM's first seed, the one its Create uploads,
+// is <name>-<uid>-seed.iso, generation 1. A cloud-init change applied in place
+// (cloud_init_change = "restart", Changes.Reseed) uploads the next generation,
+// <name>-<uid>-<g>-seed.iso (g = 2, 3...), swaps ide2 to it and deletes the one before: a
+// new file, so the old seed stays whole until the VM no longer names it. Its meta-data
+// carries a new instance-id, <name>-<uid>-<g>, so cloud-init runs its per-instance modules
+// again at the next boot; generation 1's instance-id is the name, as it has always been.
+// The uid in every generation's name is what proves a seed is this VM's.
+var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:-([2-9]|[1-9][0-9]{1,8}))?` + regexp.QuoteMeta(seedSuffix) + `$`)
 
-// parseUIDSeed splits <name>-<uid>-seed.iso.
+// parseUIDSeed splits <name>-<uid>-seed.iso and <name>-<uid>-<g>-seed.iso.
 func parseUIDSeed(file string) (name, uid string, ok bool) {
+	name, uid, _, ok = parseSeedGen(file)
+	return name, uid, ok
+}
+
+// parseSeedGen splits a seed file of this provider into its VM name, uid and generation
+// (1 for <name>-<uid>-seed.iso).
+func parseSeedGen(file string) (name, uid string, gen int, ok bool) {
 	m := uidSeedRE.FindStringSubmatch(file)
 	if m == nil {
-		return "", "", false
+		return "", "", 0, false
 	}
-	return m[1], m[2], true
+	gen = 1
+	if m[3] != "" {
+		gen, _ = strconv.Atoi(m[3])
+	}
+	return m[1], m[2], gen, true
+}
+
+// seedFileGen is generation gen of the seed of VM name with uid (seedFile for 1).
+func seedFileGen(name, uid string, gen int) string {
+	if gen <= 1 {
+		return seedFile(name, uid)
+	}
+	return name + "-" + uid + "-" + strconv.Itoa(gen) + seedSuffix
+}
+
+// instanceIDOf is the meta-data instance-id of seed file of VM name: the name for a first
+// seed (and for a seed of earlier releases), <name>-<uid>-<g> for a later generation. A seed
+// rebuilt for the same volume (a missing seed before a start, a migration's copy) keeps it,
+// so the guest sees no new instance.
+func instanceIDOf(name, file string) string {
+	if n, uid, gen, ok := parseSeedGen(file); ok && n == name && gen > 1 {
+		return name + "-" + uid + "-" + strconv.Itoa(gen)
+	}
+	return name
 }
 
 // seedVol is a seed ISO volume: the storage that holds it and its file name.
@@ -161,22 +201,27 @@ func checkIDE2Free(templateVMID int, cfg map[string]string) error {
 	return Permanentf("template %d has a disk on ide2, which the provider's seed ISO would replace in every clone; move that disk to another slot (e.g. scsi1) in the template", templateVMID)
 }
 
-// seedOf is the seed of a VM called name, with the provider's vendor-data, the user-data
-// and the network-config rendered for net0.
-func (b *Backend) seedOf(name string, userData []byte, n *NetworkConfig, net0 string) (nocloud.Seed, error) {
+// seedOf is the seed file of a VM called name, with the provider's vendor-data, the
+// user-data, the network-config rendered for net0, and the instance-id of that file
+// (instanceIDOf).
+func (b *Backend) seedOf(name, file string, userData []byte, n *NetworkConfig, net0 string) (nocloud.Seed, error) {
 	nc, err := n.render(net0)
 	if err != nil {
 		return nocloud.Seed{}, err
 	}
-	return nocloud.Seed{
+	s := nocloud.Seed{
 		Name: name, UserData: userData, VendorData: b.cfg.VendorData, InstallGuestAgent: b.cfg.InstallGuestAgent,
 		NetworkConfig: nc,
-	}, nil
+	}
+	if id := instanceIDOf(name, file); id != name {
+		s.InstanceID = id
+	}
+	return s, nil
 }
 
 // buildSeedFor builds the seed ISO of seedOf.
-func (b *Backend) buildSeedFor(name string, userData []byte, n *NetworkConfig, net0 string) ([]byte, error) {
-	s, err := b.seedOf(name, userData, n, net0)
+func (b *Backend) buildSeedFor(name, file string, userData []byte, n *NetworkConfig, net0 string) ([]byte, error) {
+	s, err := b.seedOf(name, file, userData, n, net0)
 	if err != nil {
 		return nil, err
 	}
@@ -200,11 +245,12 @@ func (b *Backend) putSeed(ctx context.Context, op, node string, v seedVol, iso [
 // uploadSeed builds the seed of s (its network-config rendered for net0, the VM's) and
 // uploads it to node's iso_storage as <name>-<uid>-seed.iso.
 func (b *Backend) uploadSeed(ctx context.Context, node string, s Spec, net0 string) error {
-	iso, err := b.buildSeedFor(s.Name, s.UserData, s.Network, net0)
+	v := b.createSeed(s)
+	iso, err := b.buildSeedFor(s.Name, v.file, s.UserData, s.Network, net0)
 	if err != nil {
 		return err
 	}
-	return b.putSeed(ctx, "create", node, b.createSeed(s), iso, "")
+	return b.putSeed(ctx, "create", node, v, iso, "")
 }
 
 // createSeed is where a Create of s puts its seed: <name>-<uid>-seed.iso on iso_storage.
@@ -347,7 +393,7 @@ func (d *seedDelete) join() error {
 // one this provider would have uploaded for uid, when it differs (ide2 was ejected or
 // removed, or a create stopped before its config step). A <name>-seed.iso is deleted only
 // when ide2 names it.
-func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string) []seedVol {
+func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string, swaps bool) []seedVol {
 	var out []seedVol
 	if v, ok := vmSeed(name, cfg); ok {
 		out = append(out, v)
@@ -358,6 +404,22 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 	}
 	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != legacySeedFile(name) {
 		out = append(out, rec)
+	}
+	// A VM whose seed was swapped in place (generation 2 or later), or whose resource swaps
+	// its seeds (swaps), may have the generation before it left (the old seed's delete
+	// failed) or the one after it (a swap cut off between its upload and its config write):
+	// both are named by the VM's own uid.
+	if len(out) > 0 && uid != "" {
+		if n, u, gen, ok := parseSeedGen(out[0].file); ok && n == name && u == uid && (gen > 1 || swaps) {
+			for _, g := range []int{gen - 1, gen + 1} {
+				if g < 1 {
+					continue
+				}
+				if v := (seedVol{storage: out[0].storage, file: seedFileGen(name, uid, g)}); !slices.Contains(out, v) {
+					out = append(out, v)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -482,7 +544,7 @@ func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[st
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
 		return seedDropIDE2, nil
 	}
-	iso, err := b.buildSeedFor(id.Name, ch.UserData, ch.Network, cfg["net0"])
+	iso, err := b.buildSeedFor(id.Name, v.file, ch.UserData, ch.Network, cfg["net0"])
 	if err != nil {
 		return seedPresent, err
 	}
@@ -528,7 +590,7 @@ func (m *migration) prepareSeed(ctx context.Context, userData []byte, known bool
 	}
 	m.seed = seedMove{src: v, dst: seedVol{storage: b.cfg.ISOStorage, file: v.file}, ide2: m.cfg["ide2"]}
 	if known && b.cfg.ISOStorage != "" {
-		data, err := b.buildSeedFor(m.id.Name, userData, m.network, m.cfg["net0"])
+		data, err := b.buildSeedFor(m.id.Name, m.seed.dst.file, userData, m.network, m.cfg["net0"])
 		if err != nil {
 			return err
 		}
@@ -577,4 +639,135 @@ func (m *migration) rollbackSeed(ctx context.Context, cause error) error {
 		}
 	}
 	return cause
+}
+
+// Reseed is an in-place replacement of a VM's seed ISO (Changes.Reseed,
+// cloud_init_change = "restart"): the next generation of its seed (decision: seed-swap),
+// built from Changes.UserData and Changes.Network with a new instance-id, and the mark lines
+// that describe what the seed carries.
+type Reseed struct {
+	// UserDataDigest is the mark's user-data digest line after the change; "" removes it.
+	UserDataDigest string
+}
+
+// swapSeed replaces the seed of the VM at id on node (settled as ours by the caller, under
+// its lock) with the next generation, and returns the VM's config as it is after it:
+//
+//  1. leftovers of an earlier swap that did not finish (a seed of this VM, by name and
+//     the resource's uid, that its ide2 does not name) are deleted: the recovery, so a swap
+//     cut off anywhere converges at the next apply;
+//  2. the next generation is uploaded to iso_storage (fact: upload-overwrites);
+//  3. one config write names it on ide2 and rewrites the mark's digest lines;
+//  4. the old seed is deleted.
+//
+// A failure in 2 or 3 deletes the new seed again (unless the config write did land, which a
+// read tells), so the VM keeps booting from its old seed and nothing is left; a failure in 4
+// names the old seed, which step 1 of the next swap, or the VM's Delete, removes.
+func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, cfg map[string]string, ch Changes) (map[string]string, error) {
+	if !ch.UserDataKnown {
+		return cfg, Permanentf("the VM's cloud-init user-data is not known (it was imported and cloud_init was never set), so its seed ISO cannot be rebuilt; " +
+			"set cloud_init (or cloud_init_wo) to the VM's user-data and apply again")
+	}
+	if b.cfg.ISOStorage == "" {
+		return cfg, Permanentf("the provider has no iso_storage to upload the new seed ISO to")
+	}
+	cur, hasCur := vmSeed(id.Name, cfg)
+	gen := 1
+	if hasCur {
+		if n, u, g, ok := parseSeedGen(cur.file); ok && n == id.Name && u == uid {
+			gen = g
+		}
+	}
+	next := seedVol{storage: b.cfg.ISOStorage, file: seedFileGen(id.Name, uid, gen+1)}
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "seed": next.volid(), "cloud_init_bytes": len(ch.UserData)}
+	if hasCur {
+		fields["old_seed"] = cur.volid()
+	}
+	if err := b.deleteSwapLeftovers(ctx, node, id.Name, uid, cur, next); err != nil {
+		return cfg, err
+	}
+	iso, err := b.buildSeedFor(id.Name, next.file, ch.UserData, ch.Network, cfg["net0"])
+	if err != nil {
+		return cfg, err
+	}
+	if err := b.putSeed(ctx, "update", node, next, iso, " (the new seed of a cloud-init change)"); err != nil {
+		return cfg, b.dropNewSeed(ctx, node, next, err)
+	}
+	desc := withMarkLines(cfg["description"], reseedMarkLines(ch))
+	params := map[string]string{"ide2": ide2Seed(next)}
+	if desc != cfg["description"] {
+		params["description"] = desc
+	}
+	if err := b.api.SetVMConfig(ctx, node, id.VMID, params); err != nil {
+		werr := apiErrorf("update", err, "naming the new seed ISO %s on ide2 on node %s", next.volid(), node)
+		if got, rerr := b.api.VMConfig(ctx, node, id.VMID); rerr != nil || got["ide2"] != params["ide2"] {
+			return cfg, b.dropNewSeed(ctx, node, next, werr)
+		}
+		// The write landed although its answer was lost: carry on.
+	}
+	out := maps.Clone(cfg)
+	maps.Copy(out, params)
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso swapped", fields)
+	if hasCur && cur != next {
+		if err := b.deleteSeed(ctx, "update", node, cur); err != nil {
+			return out, &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM boots from its new seed ISO %s now, but its old one was not deleted: %w "+
+				"(the next apply of this change, or the VM's destroy, deletes it)", next.volid(), err)}
+		}
+	}
+	return out, nil
+}
+
+// deleteSwapLeftovers deletes, on node's iso_storage, the seeds of VM name with uid that
+// neither its ide2 (cur) nor the swap under way (next) names: what a swap cut off left. The
+// listing is one request; the uid in a file name is the resource's, so nothing another VM
+// may boot from is touched (decision: seed-swap).
+func (b *Backend) deleteSwapLeftovers(ctx context.Context, node, name, uid string, cur, next seedVol) error {
+	vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
+	if err != nil {
+		if pveapi.IsMissingStorage(err) {
+			return nil
+		}
+		return apiErrorf("update", err, "listing storage %s on node %s for seed ISOs an earlier cloud-init change left", b.cfg.ISOStorage, node)
+	}
+	for _, got := range vols {
+		v, ok := parseISOVol(got.VolID)
+		if !ok || v == cur || v == next {
+			continue
+		}
+		if n, u, ok := parseUIDSeed(v.file); !ok || n != name || u != uid {
+			continue
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left by an earlier swap: deleting it", map[string]any{"name": name, "node": node, "seed": v.volid()})
+		if err := b.deleteSeed(ctx, "update", node, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropNewSeed deletes a new seed whose swap failed before the VM named it, and returns
+// cause, with the seed named when it could not be deleted (the next swap's leftovers step
+// deletes it). When ctx has ended nothing more can be sent.
+func (b *Backend) dropNewSeed(ctx context.Context, node string, v seedVol, cause error) error {
+	if ctx.Err() != nil {
+		return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the new seed ISO %s may be left on node %s: the next apply of this change deletes it", cause, v.volid(), node)}
+	}
+	if err := b.deleteSeed(ctx, "update", node, v); err != nil {
+		return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the new seed ISO %s could not be deleted either (%s): the next apply of this change deletes it", cause, v.volid(), err.Error())}
+	}
+	return cause
+}
+
+// reseedMarkLines are the mark lines that describe a swapped seed: the user-data digest,
+// the network digest and the static address ("" removes a line).
+func reseedMarkLines(ch Changes) []markLine {
+	static := ""
+	if ch.Network != nil && ch.Network.Static != nil {
+		static = FormatStaticIPv4(*ch.Network.Static)
+	}
+	return []markLine{
+		{MarkKeyUserDataDigest, ch.Reseed.UserDataDigest},
+		{MarkKeyNetworkDigest, NetworkDigest(ch.Network)},
+		{MarkKeyStaticIPv4, static},
+	}
 }

@@ -29,6 +29,8 @@ import (
 //     change on a VM with memory hotplug (hotplug names memory, numa on) is plugged with
 //     no restart, and a size that is not a DIMM step is refused before anything is
 //     written (MemoryHotplugStep); cores always needs the restart;
+//   - Reseed swaps the VM's seed ISO for a new generation with a new instance-id
+//     (swapSeed, decision: seed-swap) and restarts a running VM for it as for cores;
 //   - Pool moves the VM into another pool (or out of its pool) first (pool.go);
 //   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
 //     and a paused VM with a stop then a start; Stop shuts a running VM down as the
@@ -182,7 +184,13 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if resizeDisk != "" {
 		did = append(did, "disk")
 	}
-	restart := (coresRestart || memRestart) && !ch.DeferRestart
+	// A new seed (cloud_init_change = "restart") is read at the VM's next boot: a running
+	// VM (or a hibernated one resumed first) is restarted for it as for cores.
+	seedRestart := ch.Reseed != nil && runs
+	if ch.Reseed != nil {
+		did = append(did, "seed")
+	}
+	restart := (coresRestart || memRestart || seedRestart) && !ch.DeferRestart
 
 	if hibernated && len(did) > 0 && !ch.Start {
 		return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
@@ -201,8 +209,10 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	}
 	// Every volume must exist before a start, the seed ISO too: a destroy that failed after
 	// deleting the seed (decision: seed-before-destroy) leaves the VM stopped with ide2 naming it.
-	seedChecked := false
-	if willStart := (running && (restart || (ch.Start && paused))) || (!running && ch.Start); willStart {
+	// A seed about to be swapped need not be there: the swap uploads the new one (a
+	// hibernated VM resumes from the old one first, so it is checked then).
+	seedChecked := ch.Reseed != nil && !hibernated
+	if willStart := (running && (restart || (ch.Start && paused))) || (!running && ch.Start); willStart && !seedChecked {
 		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, hibernated)
 		if err != nil {
 			return node, nil, err
@@ -222,6 +232,20 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		}
 		did = append(did, "start")
 		running, paused = true, false
+	}
+	if ch.Reseed != nil {
+		// The seed swap, before the other config values: it rewrites the mark's digest lines,
+		// which a note change then keeps.
+		swapped, err := b.swapSeed(ctx, node, id, ch.UID, cfg, ch)
+		if err != nil {
+			return node, nil, err
+		}
+		cfg = swapped
+		if ch.Note != nil {
+			if _, ok := params["description"]; ok {
+				params["description"] = replaceNote(cfg["description"], *ch.Note)
+			}
+		}
 	}
 	if len(params) > 0 {
 		err := b.api.SetVMConfig(ctx, node, id.VMID, params)
@@ -251,7 +275,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 			hotplugRefused(ch, *ch.MemoryMiB, fmt.Sprintf("the VM runs with %d MiB after the hotplug", m))
 		}
 	}
-	restart = (coresRestart || memRestart) && !ch.DeferRestart
+	restart = (coresRestart || memRestart || seedRestart) && !ch.DeferRestart
 	if restart && running && !seedChecked {
 		// The hotplug fell back to a restart.
 		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, false)
@@ -303,7 +327,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 			return node, nil, restartErr(err, true, true, ch, coresRestart, memRestart)
 		}
 		did = append(did, "restart")
-	case running && (coresRestart || memRestart):
+	case running && (coresRestart || memRestart || seedRestart):
 		did = append(did, "pending") // DeferRestart: applies at the next stop or start
 	case !running && ch.Start:
 		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
@@ -332,6 +356,9 @@ func restartErr(err error, restart, afterStop bool, ch Changes, cores, mem bool)
 	if mem && ch.MemoryMiB != nil {
 		what = append(what, "memory "+strconv.Itoa(*ch.MemoryMiB)+" MiB")
 	}
+	if ch.Reseed != nil {
+		what = append(what, "the new cloud-init seed")
+	}
 	change := "the cores or memory change"
 	if len(what) > 0 {
 		change = strings.Join(what, " and ")
@@ -339,6 +366,9 @@ func restartErr(err error, restart, afterStop bool, ch Changes, cores, mem bool)
 	where := "The new values are written to the VM's config and stay pending while it runs with its old ones; the next apply restarts it again"
 	if afterStop {
 		where = "The VM was shut down and its config holds the new values, which it gets at its next start; the next apply starts it again"
+	}
+	if ch.Reseed != nil {
+		where += " (a cloud-init change is swapped to a newer seed again)"
 	}
 	return &Error{Class: ClassOf(err), Err: fmt.Errorf("the restart that applies %s failed: %w. %s", change, err, where)}
 }

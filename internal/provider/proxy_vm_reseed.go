@@ -1,0 +1,129 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+// cloud_init_change (decision: seed-swap): what a change of the seed's content does.
+// "replace" (the default) replaces the VM, as cloud-init reads its seed at an instance's
+// first boot only; "restart" keeps the VM (VMID, MAC, disks) and swaps its seed for a new
+// one with a new instance-id, then restarts it as a cores change does, so the guest boots
+// as a new instance.
+
+const (
+	cloudInitChangeReplace = "replace"
+	cloudInitChangeRestart = "restart"
+)
+
+// privateKeyReseed marks, from the plan to the apply, an update that swaps the seed: the
+// plan decided that a cloud_init, cloud_init_wo or network change applies in place.
+const privateKeyReseed = "reseed"
+
+// newInstanceInGuest is what a new instance-id means inside the guest, for the plan's
+// warning and the attribute's description.
+const newInstanceInGuest = "cloud-init then treats the boot as a new instance: its per-instance modules run again " +
+	"(user-data's runcmd, write_files, packages, users...), the SSH host keys are regenerated (clients see a new host key), " +
+	"and the network configuration is applied again"
+
+func cloudInitChangeAttribute() schema.StringAttribute {
+	md := "What a change of the seed's content does: `cloud_init`, `cloud_init_wo` (through `cloud_init_digest`), " +
+		"`network_config` or `static_ipv4`. `\"replace\"` (default) replaces the VM: a new VMID, MAC address and disk. " +
+		"`\"restart\"` updates it in place: a new seed ISO is uploaded whose meta-data carries a new `instance-id`, the VM's " +
+		"CD-ROM is switched to it and the old seed is deleted, then a running VM is restarted as for a `cores` change (a " +
+		"graceful shutdown within `shutdown_timeout`, then a start, announced in the plan; with `reboot_on_change = false` " +
+		"the new seed waits for the VM's next start). The VMID, MAC address, disks and, with a static address or a stable " +
+		"DHCP lease, the address are kept. A new instance-id means: " + newInstanceInGuest + ". Changing this attribute " +
+		"changes nothing on the VM."
+	return schema.StringAttribute{
+		Optional: true, Computed: true,
+		Default:             stringdefault.StaticString(cloudInitChangeReplace),
+		Validators:          []validator.String{stringvalidator.OneOf(cloudInitChangeReplace, cloudInitChangeRestart)},
+		MarkdownDescription: md, Description: plainText(md),
+	}
+}
+
+// planReseed takes, with cloud_init_change = "restart", the seed's attributes out of the
+// replacement (seedReplace: what planCloudInitDigest and planNetwork decided) and says in
+// the plan what the apply does: a restart (a warning, the addresses unknown except a static
+// one), or a new seed left for the next start. It returns whether the update swaps the seed.
+func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMModel, seedReplace []path.Path) (replace []path.Path, reseed bool, diags diag.Diagnostics) {
+	if prior == nil || len(seedReplace) == 0 {
+		return seedReplace, false, nil
+	}
+	mode, ok := knownString(plan.CloudInitChange)
+	if !ok || mode != cloudInitChangeRestart {
+		return seedReplace, false, nil
+	}
+	name := plan.Name.ValueString()
+	at := seedReplace[0]
+	switch {
+	case prior.Status.IsNull() || prior.Status.IsUnknown() || needsStart(prior.Status) || startedFalse(plan.Started):
+		diags.AddAttributeWarning(at, "Proxy VM seed replaced in place",
+			fmt.Sprintf("proxy VM %s gets a new seed ISO with a new instance-id (cloud_init_change = \"restart\"); it is not running, so the guest "+
+				"reads it at its next start: %s.", name, newInstanceInGuest))
+	case startedFalse(plan.RebootOnChange):
+		diags.AddAttributeWarning(at, "Proxy VM change pending",
+			fmt.Sprintf("proxy VM %s gets a new seed ISO with a new instance-id (cloud_init_change = \"restart\"), but reboot_on_change = false: "+
+				"the VM keeps running as it is, and the guest reads the new seed at its next start (a stop and start; a reboot from inside "+
+				"the guest does too). Then %s.", name, newInstanceInGuest))
+	default:
+		diags.AddAttributeWarning(at, "Proxy VM will be restarted",
+			fmt.Sprintf("proxy VM %s will be restarted to apply the cloud-init change (cloud_init_change = \"restart\"): a new seed ISO with a "+
+				"new instance-id replaces the old one, and the apply shuts the guest down (up to shutdown_timeout, then Proxmox stops it) and "+
+				"starts it again; %s. The VMID, MAC address and disks are kept; with DHCP the address may change. "+
+				"Set reboot_on_change = false to leave the new seed for the VM's next start.", name, newInstanceInGuest))
+		plan.IPv4Addresses = types.ListUnknown(types.StringType)
+		plan.IPv6Addresses = types.ListUnknown(types.StringType)
+		plan.NetworkInterface = types.StringUnknown()
+		if a, ok := staticAddressOf(ctx, config); ok && !plan.Started.IsUnknown() {
+			plan.IPAddress = types.StringValue(a)
+		} else {
+			plan.IPAddress = types.StringUnknown()
+		}
+	}
+	return nil, true, diags
+}
+
+// writeReseed records the plan's decision for the apply (nil clears it).
+func writeReseed(ctx context.Context, p privateSetter, reseed bool) diag.Diagnostics {
+	if isNilPrivate(p) {
+		return nil
+	}
+	if !reseed {
+		return p.SetKey(ctx, privateKeyReseed, nil)
+	}
+	return p.SetKey(ctx, privateKeyReseed, []byte("true"))
+}
+
+// readReseed reads writeReseed's record.
+func readReseed(ctx context.Context, p privateGetter) bool {
+	if isNilPrivate(p) {
+		return false
+	}
+	raw, diags := p.GetKey(ctx, privateKeyReseed)
+	return !diags.HasError() && string(raw) == "true"
+}
+
+// reseedChanges asks the backend for the seed swap, with the digest the mark carries after it.
+func reseedChanges(c *proxmox.Changes, plan proxyVMModel) {
+	c.Reseed = &proxmox.Reseed{UserDataDigest: plan.CloudInitDigest.ValueString()}
+}
+
+// importedCloudInitChange fills cloud_init_change of an imported VM (or a state written
+// before the attribute) with its default.
+func importedCloudInitChange(m *proxyVMModel) {
+	if m.CloudInitChange.IsNull() || m.CloudInitChange.IsUnknown() {
+		m.CloudInitChange = types.StringValue(cloudInitChangeReplace)
+	}
+}

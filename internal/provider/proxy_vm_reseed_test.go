@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/acctest"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+)
+
+// checkGuestRan checks (simulator) that the guest's last cloud-init run read userData, from a
+// seed whose instance-id is want (the name: the create's seed) or, with want "", another one
+// than the name (a seed swapped in place).
+func checkGuestRan(env *testEnv, vmid *int, name, userData, want string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		seed, ok := env.Sim.GuestSeed(*vmid)
+		if !ok {
+			return fmt.Errorf("VMID %d booted without a seed", *vmid)
+		}
+		if string(seed.UserData) != userData {
+			return fmt.Errorf("VMID %d: cloud-init ran user-data %q, want %q", *vmid, seed.UserData, userData)
+		}
+		if want != "" && seed.InstanceID != want || want == "" && (seed.InstanceID == name || !strings.HasPrefix(seed.InstanceID, name+"-")) {
+			return fmt.Errorf("VMID %d: instance-id %q (want %q; \"\" is a new one)", *vmid, seed.InstanceID, want)
+		}
+		return nil
+	}
+}
+
+// checkOneSeed checks that VM name has exactly one seed ISO, the one its ide2 names.
+func checkOneSeed(c *cluster, vmid *int, name string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		seeds, err := c.seeds(name)
+		if err != nil {
+			return err
+		}
+		ide2, _, _ := strings.Cut(c.config(*vmid)["ide2"], ",")
+		if len(seeds) != 1 || !strings.HasSuffix(seeds[0], "/"+ide2) {
+			return fmt.Errorf("seeds of %s: %v, want only the one ide2 names (%s)", name, seeds, ide2)
+		}
+		return nil
+	}
+}
+
+// TestAccProxyVM_cloudInitRestart: with cloud_init_change = "restart", a cloud_init change
+// is an update: the same VMID and MAC, the guest restarted (shutdown, start) and running the
+// new user-data from a seed with a new instance-id, one seed left, and an empty plan after.
+// Then the old seed's delete fails (a task fault in the simulator): the apply fails naming
+// it, and the next apply of the same configuration converges to one seed again. Last, a
+// static address set in place: the same VMID and MAC, the guest on the static address.
+func TestAccProxyVM_cloudInitRestart(t *testing.T) {
+	f := newPowerFixture(t, "reseed", "reads the guest's seed and the request log in the simulator")
+	env, c, name, log := f.env, f.c, f.name, f.log
+	// With a digest key: the digest in the VM's mark follows the change, so an import reads it back.
+	base := vmProviderConfig(env, fmt.Sprintf("  cloud_init_digest_key = %q\n", testDigestKey))
+	ud1, ud2, ud3 := cloudInit("v1-"+acctest.RandString(6)), cloudInit("v2-"+acctest.RandString(6)), cloudInit("v3-"+acctest.RandString(6))
+	cfgNet := func(ud, net string) string {
+		return base + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init_change = \"restart\"\n  cloud_init = "+hclString(ud)+"\n"+net)
+	}
+	cfg := func(ud string) string { return cfgNet(ud, "") }
+	var vmid int
+	sameVMID := statecheck.CompareValue(compare.ValuesSame())
+	sameMAC := statecheck.CompareValue(compare.ValuesSame())
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg(ud1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cloud_init_change"), knownvalue.StringExact("restart")),
+				},
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), checkGuestRan(env, &vmid, name, ud1, name),
+					func(*terraform.State) error { log.reset(); return nil }),
+			},
+			{
+				Config: cfg(ud2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")), // the restart, announced
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkGuestRan(env, &vmid, name, ud2, ""),
+					checkOneSeed(c, &vmid, name),
+					checkMarkDigest(c, vmAddr)),
+			},
+			{
+				Config:           cfg(ud2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// The old seed's delete task fails once: the VM runs on the new seed, the
+				// old one is named in the error.
+				PreConfig: func() {
+					env.Sim.InjectFault(pvesim.Fault{Method: "DELETE", Path: "/nodes/{node}/storage/{storage}/content/{volume}", Times: 1, TaskExit: "storage busy"})
+				},
+				Config:      cfg(ud3),
+				ExpectError: regexp.MustCompile(`old one was not deleted`),
+			},
+			{
+				Config: cfg(ud3),
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+				},
+				Check: resource.ComposeTestCheckFunc(checkGuestRan(env, &vmid, name, ud3, ""), checkOneSeed(c, &vmid, name)),
+			},
+			{
+				// A static address set in place: the guest applies the new network-config as a
+				// new instance, and the address wait confirms the static address.
+				Config: cfgNet(ud3, staticHCL("10.20.0.77/24")),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.77")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.77")),
+				},
+				Check: resource.ComposeTestCheckFunc(checkNetworkSeed(env, c, staticSeed("10.20.0.77/24")), checkOneSeed(c, &vmid, name)),
+			},
+		},
+	})
+}

@@ -1,0 +1,191 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/action"
+	"github.com/hashicorp/terraform-plugin-framework/action/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+var _ action.ActionWithConfigure = (*vmPowerAction)(nil)
+
+// vmPowerAction is proxy_vm_power (Terraform 1.14+): start, shut down, reboot or stop a
+// proxy_vm's VM, from `terraform apply -invoke` or a resource's action_trigger.
+//
+// Ownership: the action writes to a VM only when it is proved the resource's, by the rule
+// every write follows (ownedBy): the VM's config names it and its mark carries the
+// resource's uid. The id (vms/<vmid>/<name>) says where to look, not whose the VM is: a
+// VMID is reused once a VM is deleted, and another workspace's VM may have the same name
+// (and the same mark lines, but another uid). So the action takes the resource's uid too,
+// and a VM whose mark does not carry it (another uid, none, no mark) is refused with
+// nothing written.
+type vmPowerAction struct{ data *providerData }
+
+// NewVMPowerAction is the proxy_vm_power factory.
+func NewVMPowerAction() action.Action { return &vmPowerAction{} }
+
+type vmPowerModel struct {
+	ID              types.String `tfsdk:"id"`
+	UID             types.String `tfsdk:"uid"`
+	Power           types.String `tfsdk:"power"`
+	ShutdownTimeout types.String `tfsdk:"shutdown_timeout"`
+}
+
+func (a *vmPowerAction) Metadata(_ context.Context, req action.MetadataRequest, resp *action.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vm_power"
+}
+
+func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *action.SchemaResponse) {
+	ops := make([]string, len(proxmox.PowerOps))
+	for i, o := range proxmox.PowerOps {
+		ops[i] = string(o)
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Starts, shuts down, reboots or stops the VM of a `proxy_vm`, with " +
+			"`terraform apply -invoke=action.proxy_vm_power.<name>` or from a resource's `lifecycle { action_trigger { ... } }` " +
+			"(Terraform 1.14 and later). Each step is reported as it happens. The VM must be proved the resource's, as for every " +
+			"write of the provider: its configuration names it and its mark carries the resource's `uid`; any other VM at that " +
+			"VMID (another workspace's VM of the same name, a reused VMID, a VM without the mark) is refused and nothing is sent to it. " +
+			"Afterwards a plan of the `proxy_vm` is empty, unless the VM's power state contradicts its `started` (a VM shut down " +
+			"while `started = true` is planned to start again).",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "The `proxy_vm`'s `id` (`proxy_vm.<name>.id`, `vms/<vmid>/<name>`): where the VM is. " +
+					"It does not prove whose the VM is; `uid` does.",
+				Validators: []validator.String{vmIDValidator{}},
+			},
+			"uid": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "The `proxy_vm`'s `uid` (`proxy_vm.<name>.uid`). The VM's mark must carry it: a VMID and a " +
+					"name can belong to another VM (a VMID reused after a delete, another workspace's VM of the same name), the uid " +
+					"cannot.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"power": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "`\"start\"` starts a stopped VM (a hibernated one resumes, a paused one is stopped and started); " +
+					"`\"shutdown\"` shuts a running VM down gracefully: the guest has `shutdown_timeout` (through the guest agent " +
+					"when it answers, else the ACPI power button), then Proxmox stops it; `\"reboot\"` is that shutdown then a start " +
+					"(a stopped VM is started); `\"stop\"` stops the VM at once, like pulling the plug. A VM already where the " +
+					"operation leaves it gets no request. A start waits until the VM runs, not for its address.",
+				Validators: []validator.String{stringvalidator.OneOf(ops...)},
+			},
+			"shutdown_timeout": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "How long `shutdown` and `reboot` give the guest to power off before Proxmox stops it, as a " +
+					"duration. Default `\"" + defaultShutdownTimeout + "\"`, at most `\"10m\"`.",
+				Validators: []validator.String{validators.Duration(), maxDuration{max: actionMaxShutdown}},
+			},
+		},
+	}
+}
+
+// actionMaxShutdown bounds the action's shutdown_timeout: the action's own budget
+// (actionBudget) also holds the start.
+const actionMaxShutdown = 10 * time.Minute
+
+// actionBudget bounds one invocation: the shutdown, the start, and the waits around them.
+const actionBudget = 20 * time.Minute
+
+func (a *vmPowerAction) Configure(_ context.Context, req action.ConfigureRequest, resp *action.ConfigureResponse) {
+	a.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (a *vmPowerAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
+	var m vmPowerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if a.data == nil || a.data.backend == nil {
+		resp.Diagnostics.AddError("Unable to run proxy_vm_power",
+			"The proxy provider is not configured. This is a bug in the provider or in Terraform; please report it.")
+		return
+	}
+	ctx = a.data.withLogging(ctx)
+	id, err := proxmox.ParseID(m.ID.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("id"), "Invalid proxy_vm_power id", err.Error()+"; set id = proxy_vm.<name>.id.")
+		return
+	}
+	timeout := mustDuration(defaultShutdownTimeout)
+	if s, ok := knownString(m.ShutdownTimeout); ok {
+		if timeout, err = time.ParseDuration(s); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("shutdown_timeout"), "Invalid shutdown_timeout", err.Error())
+			return
+		}
+	}
+	op := proxmox.PowerOp(m.Power.ValueString())
+	ctx, cancel := context.WithTimeout(ctx, actionBudget)
+	defer cancel()
+	send := func(msg string) {
+		if resp.SendProgress != nil {
+			resp.SendProgress(action.InvokeProgressEvent{Message: "proxy_vm_power " + string(op) + ": " + a.redact(msg)})
+		}
+	}
+	tflog.Info(ctx, "proxy VM power", map[string]any{"name": id.Name, "vmid": id.VMID, "power": string(op), "shutdown_timeout": timeout.String()})
+	res, err := a.data.backend.Power(ctx, id, proxmox.PowerOptions{Op: op, UID: m.UID.ValueString(), ShutdownTimeout: timeout, Progress: send})
+	if err != nil {
+		note := ""
+		if res.Node == "" {
+			note = "Nothing was sent to the VM. proxy_vm_power acts only on the VM whose mark carries the resource's uid " +
+				"(set uid = proxy_vm.<name>.uid); refresh the proxy_vm (terraform plan) to see what became of it."
+		}
+		resp.Diagnostics.AddError("Unable to run proxy_vm_power "+string(op), vmErrorDetailFor(a.data, string(op), id.Name, id.VMID, err, note))
+		return
+	}
+	did := "nothing to do"
+	if len(res.Did) > 0 {
+		did = strings.Join(res.Did, ", then ")
+	}
+	send(fmt.Sprintf("%s (VMID %d) on node %s is %s (%s)", id.Name, id.VMID, res.Node, res.Status, did))
+}
+
+func (a *vmPowerAction) redact(s string) string { return redact(s, a.data.secrets()) }
+
+// vmIDValidator accepts a proxy_vm id, vms/<vmid>/<name>.
+type vmIDValidator struct{}
+
+func (vmIDValidator) Description(context.Context) string {
+	return "must be a proxy_vm id, vms/<vmid>/<name> (proxy_vm.<name>.id)"
+}
+
+func (v vmIDValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v vmIDValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := proxmox.ParseID(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid proxy_vm_power id", err.Error()+"; set id = proxy_vm.<name>.id.")
+	}
+}
+
+// maxDuration refuses a duration above max.
+type maxDuration struct{ max time.Duration }
+
+func (v maxDuration) Description(context.Context) string { return "must be at most " + v.max.String() }
+
+func (v maxDuration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v maxDuration) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err == nil && d > v.max {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid shutdown_timeout",
+			fmt.Sprintf("%s is %s, above %s: the action's budget (%s) must also hold the start.", req.Path, d, v.max, actionBudget))
+	}
+}

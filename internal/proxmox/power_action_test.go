@@ -1,0 +1,123 @@
+package proxmox
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPower_table: each operation on a running, a stopped and a paused VM of ours: the
+// power requests sent, in order, and where the VM ends.
+func TestPower_table(t *testing.T) {
+	paused := func(h *harness) {
+		h.ourRunningVM(testVMID0, testName)
+		st := capturedStatus(h.t, "status_current_paused")
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = st.Status, st.QMPStatus })
+	}
+	running := func(h *harness) { h.ourRunningVM(testVMID0, testName) }
+	stopped := func(h *harness) {
+		h.ourRunningVM(testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Status, v.QMP = "stopped", "" })
+	}
+	for _, tc := range []struct {
+		name   string
+		setup  func(h *harness)
+		op     PowerOp
+		calls  []string
+		status string
+	}{
+		{"start a stopped VM", stopped, PowerStart, []string{"Start"}, "running"},
+		{"start a running VM: nothing", running, PowerStart, nil, "running"},
+		{"start a paused VM: stop, start", paused, PowerStart, []string{"Stop", "Start"}, "running"},
+		{"shutdown a running VM: graceful", running, PowerShutdown, []string{"Shutdown"}, "stopped"},
+		{"shutdown a stopped VM: nothing", stopped, PowerShutdown, nil, "stopped"},
+		{"shutdown a paused VM: stop", paused, PowerShutdown, []string{"Stop"}, "stopped"},
+		{"reboot a running VM: shutdown, start", running, PowerReboot, []string{"Shutdown", "Start"}, "running"},
+		{"reboot a stopped VM: start", stopped, PowerReboot, []string{"Start"}, "running"},
+		{"stop a running VM: no shutdown", running, PowerStop, []string{"Stop"}, "stopped"},
+		{"stop a stopped VM: nothing", stopped, PowerStop, nil, "stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			tc.setup(h)
+			h.f.calllog = nil
+			var progress []string
+			res, err := h.b.Power(h.ctx, testID, PowerOptions{Op: tc.op, UID: testUID, ShutdownTimeout: 30 * time.Second,
+				Progress: func(m string) { progress = append(progress, m) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mutating(h.f); !slices.Equal(got, tc.calls) {
+				t.Errorf("calls %v, want %v", got, tc.calls)
+			}
+			if res.Status != tc.status {
+				t.Errorf("status %q, want %q", res.Status, tc.status)
+			}
+			v := h.f.vm(testVMID0)
+			if got := map[bool]string{true: "running", false: "stopped"}[v.Status == "running" && v.QMP == "running"]; got != tc.status {
+				t.Errorf("the VM is %s/%s, want %s", v.Status, v.QMP, tc.status)
+			}
+			if len(progress) == 0 || !strings.HasPrefix(progress[0], testName+" (VMID ") {
+				t.Errorf("progress %q", progress)
+			}
+			if slices.Contains(tc.calls, "Shutdown") {
+				if p := h.f.callsOf("Shutdown")[0].Args; p["timeout"] != "30" || p["forceStop"] != "1" {
+					t.Errorf("shutdown %v, want timeout 30 with forceStop", p)
+				}
+			}
+		})
+	}
+}
+
+// TestPower_refusedOnAVMNotProvedOurs: the VM at the VMID is not the resource's (another
+// uid, a mark without one, no mark, another name, or the caller gives no uid): no power
+// request, no config write, an error saying why.
+func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
+	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		mut  func(v *fakeVM)
+		uid  string
+		want string
+	}{
+		{"another uid", func(v *fakeVM) { v.Config["description"] = FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", at) }, testUID, "another workspace's VM"},
+		{"a mark without a uid", func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() }, testUID, "carries no uid"},
+		{"no mark", func(v *fakeVM) { v.Config["description"] = "made by hand" }, testUID, "carries no"},
+		{"another name", func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, testUID, "reused"},
+		{"no uid given", func(*fakeVM) {}, "", "no uid"},
+	} {
+		for _, op := range PowerOps {
+			t.Run(tc.name+"/"+string(op), func(t *testing.T) {
+				h := newHarness(t)
+				h.ourRunningVM(testVMID0, testName)
+				h.f.mutate(testVMID0, tc.mut)
+				h.f.calllog = nil
+				_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: op, UID: tc.uid})
+				if err == nil {
+					t.Fatal("power on a VM not proved ours succeeded")
+				}
+				assertContains(t, err.Error(), tc.want)
+				if got := mutating(h.f); len(got) != 0 {
+					t.Errorf("writes to a VM not ours: %v", got)
+				}
+				if v := h.f.vm(testVMID0); v.Status != "running" {
+					t.Errorf("the foreign VM is %s", v.Status)
+				}
+			})
+		}
+	}
+}
+
+// TestPower_unknownOpIsRefusedFirst: an operation the backend does not know sends nothing.
+func TestPower_unknownOpIsRefusedFirst(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.calllog = nil
+	if _, err := h.b.Power(h.ctx, testID, PowerOptions{Op: "hibernate", UID: testUID}); err == nil {
+		t.Fatal("an unknown operation succeeded")
+	}
+	if n := len(h.f.log()); n != 0 {
+		t.Errorf("%d requests for an unknown operation", n)
+	}
+}
