@@ -268,3 +268,28 @@ func TestStatPPID(t *testing.T) {
 		t.Errorf("childPIDs(%d) misses this process %d", os.Getppid(), os.Getpid())
 	}
 }
+
+func TestOptions_peer(t *testing.T) {
+	o := DefaultOptions()
+	if o.PeerN != 5 || o.PeerSpeed != 1 || o.PeerRounds != 1 || o.Peer != "" {
+		t.Errorf("defaults: N=%d speed=%g rounds=%d peer=%q; want 5 VMs at a real host's pace, one round, no peer", o.PeerN, o.PeerSpeed, o.PeerRounds, o.Peer)
+	}
+	o.PeerOnly = true
+	if _, err := o.Config(); err == nil || !strings.Contains(err.Error(), "-peer-only needs -peer") {
+		t.Errorf("-peer-only without -peer: %v", err)
+	}
+	o.Peer = "/bin/true"
+	cfg, err := o.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Scenarios) != 0 || len(cfg.ListNs) != 0 {
+		t.Errorf("-peer-only left scenarios %v and listings %v to run", cfg.Scenarios, cfg.ListNs)
+	}
+	if pc := o.PeerConfig(); pc != (PeerConfig{Binary: "/bin/true", N: 5, P: 10, Speed: 1, Rounds: 1}) {
+		t.Errorf("PeerConfig = %+v", pc)
+	}
+	if cl := o.PeerCommandLine(); !strings.Contains(cl, "-peer-only -peer true -peer-n 5 -peer-p 10 -peer-speed 1") {
+		t.Errorf("PeerCommandLine = %q", cl)
+	}
+}

@@ -82,11 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if peerErr != nil {
-		// Loud: on stderr and last on stdout, so that nobody reads an absent comparison
-		// as a passed one.
-		msg := "*** " + peerErr.Error() + "; results.md keeps its earlier peer section, if any ***"
-		fmt.Fprintln(stderr, msg)
-		fmt.Fprintln(stdout, "\n"+msg)
+		reportSkip(stdout, stderr, peerErr)
 		return nil
 	}
 	res, err := bench.RunPeer(ctx, cfg, opts.PeerConfig())
@@ -104,6 +100,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		r.ApplyWall, r.DestroyWall, r.PlanRequests, res.LoadBefore, res.LoadAfter, res.CPUs)
 	fmt.Fprintf(stderr, "wrote the peer section of %s in %s\n", opts.Out+"/results.md", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// reportSkip says loudly that the peer comparison did not run: on stderr and last on
+// stdout, so that nobody reads an absent comparison as a passed one.
+func reportSkip(stdout, stderr io.Writer, err error) {
+	msg := "*** " + err.Error() + "; results.md keeps its earlier peer section, if any ***"
+	fmt.Fprintln(stderr, msg)
+	fmt.Fprintln(stdout, "\n"+msg)
 }
 
 // runScenarios runs the scale scenarios and writes results.md (keeping its peer section)
