@@ -71,6 +71,11 @@ func (r PeerReport) Markdown() string {
 		"boot and DHCP after its start (the template's agent: modelled by the simulator), task poll lag (a task's end to the " +
 		"first status poll that saw it), agent poll lag (the address ready to the first agent request after it), the " +
 		"provider's other time; and, per command, terraform's own time outside every resource's operation (wall less span).\n\n")
+	b.WriteString("Reading the poll lags: the peer polls a task's status and the agent on a fixed 1 s period from the submission " +
+		"(its proxmox/nodes/tasks WaitForTask, proxmox/retry NewPollOperation), and the simulator's durations at speed 1 are " +
+		"whole seconds (clone 2 s; resize, start, stop, destroy 1 s; the agent 8 s and DHCP 3 s after the start), so its polls " +
+		"land just after each end; on a host whose tasks end anywhere in a second, a fixed 1 s period waits 0.5 s per task on " +
+		"average.\n\n")
 	b.WriteString("| op | provider | resource | tasks | agent | task poll lag | agent poll lag | other | terraform's own |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, op := range []Op{OpCreate, OpDestroy} {
