@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"net/http"
 	"os"
 	"runtime"
 	"strconv"
@@ -52,7 +53,7 @@ func lags(o OpResult, times map[string][2]time.Time, vmids map[string]int, tasks
 	agentReqs := map[int][]time.Time{}
 	for _, r := range reqs {
 		switch {
-		case r.Method == "GET" && strings.HasPrefix(r.Path, "/nodes/") && strings.Contains(r.Path, "/tasks/") && strings.HasSuffix(r.Path, "/status"):
+		case r.Method == http.MethodGet && strings.HasPrefix(r.Path, "/nodes/") && strings.Contains(r.Path, "/tasks/") && strings.HasSuffix(r.Path, "/status"):
 			upid := r.Path[strings.Index(r.Path, "/tasks/")+len("/tasks/") : len(r.Path)-len("/status")]
 			polls[upid] = append(polls[upid], r.Received)
 		case r.VMID != 0 && strings.Contains(r.Path, "/agent/network-get-interfaces"):
