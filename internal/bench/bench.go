@@ -254,7 +254,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 	run := func(op Op, args ...string) OpResult {
 		cfg.logf("  %s: %s", op, strings.Join(args, " "))
 		start := time.Now()
-		o, stdout := measure(ctx, sim, w, op, args)
+		o, stdout := measure(ctx, sim, w, op, args, (*tfrun.Process).ProviderPIDs)
 		o.LowerBound = LowerBound(op, sc.N, sc.P, d, path, sc.Speed) // one node: no create migrates
 		if op != OpPlan {
 			st := sim.State()
@@ -321,8 +321,9 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 	return res, nil
 }
 
-// measure runs one terraform command and samples the provider's RSS while it runs.
-func measure(ctx context.Context, sim *pvesim.Sim, w *tfrun.Workspace, op Op, args []string) (OpResult, string) {
+// measure runs one terraform command and samples the RSS and CPU of the provider processes
+// providers lists while it runs.
+func measure(ctx context.Context, sim *pvesim.Sim, w *tfrun.Workspace, op Op, args []string, providers func(*tfrun.Process) []int) (OpResult, string) {
 	o := OpResult{Op: op, ExitCode: -1}
 	sim.ResetStats()
 	sim.ResetConcurrency()
@@ -332,7 +333,7 @@ func measure(ctx context.Context, sim *pvesim.Sim, w *tfrun.Workspace, op Op, ar
 		return o, ""
 	}
 	wctx, stop := context.WithCancel(ctx)
-	prov := watchProcs(wctx, 20*time.Millisecond, p.ProviderPIDs)
+	prov := watchProcs(wctx, 20*time.Millisecond, func() []int { return providers(p) })
 	tf := watchProcs(wctx, 20*time.Millisecond, func() []int { return []int{p.PID()} })
 	r := p.Wait()
 	stop()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,16 @@ type Options struct {
 	// runs only them.
 	ListNs   []int
 	ListOnly bool
+	// Peer is a second provider's binary (bpg/terraform-provider-proxmox) to compare with,
+	// side by side in the same run (peer.go); "" skips the comparison. PeerOnly runs only
+	// it and replaces only its section of results.md. PeerN VMs at PeerP and PeerSpeed,
+	// PeerRounds times.
+	Peer       string
+	PeerOnly   bool
+	PeerN      int
+	PeerP      int
+	PeerSpeed  float64
+	PeerRounds int
 }
 
 // DefaultOptions are what `make bench` runs.
@@ -59,6 +70,7 @@ func DefaultOptions() Options {
 		Latency: 10 * time.Millisecond, DiskGiB: 8, MemoryMiB: 512,
 		Out: "bench", Seed: 8,
 		ListNs: []int{1000, 10000},
+		PeerN:  5, PeerP: 10, PeerSpeed: 1, PeerRounds: 1,
 	}
 }
 
@@ -85,7 +97,24 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the guest's graceful shutdown time at a real host's pace in the update's restart (0: the simulator's, 4s); the update's bound is shutdown + start + agent boot + DHCP")
 	fs.Var((*intList)(&o.ListNs), "list-n", "comma-separated numbers of marked VMs the listing scenarios list with proxy_vms (and terraform query, with PROXY_TEST_TERRAFORM_LATEST)")
 	fs.BoolVar(&o.ListOnly, "list-only", o.ListOnly, "run only the listing scenarios")
+	fs.StringVar(&o.Peer, "peer", o.Peer, "a second provider's binary, bpg/terraform-provider-proxmox, to run the same scenario with side by side and report ours/peer ratios (also BENCH_PEER; skipped, loudly, when not given)")
+	fs.BoolVar(&o.PeerOnly, "peer-only", o.PeerOnly, "run only the peer comparison (needs -peer) and replace only its section of results.md")
+	fs.IntVar(&o.PeerN, "peer-n", o.PeerN, "number of VMs of the peer comparison")
+	fs.IntVar(&o.PeerP, "peer-p", o.PeerP, "terraform parallelism of the peer comparison")
+	fs.Float64Var(&o.PeerSpeed, "peer-speed", o.PeerSpeed, "simulator speed factor of the peer comparison (1: a real host's pace; both providers poll on wall-clock intervals)")
+	fs.IntVar(&o.PeerRounds, "peer-rounds", o.PeerRounds, "rounds of the peer comparison, alternating which provider goes first (means reported)")
 	fs.StringVar(&o.Note, "note", o.Note, "a line printed in bold at the top of results.md, e.g. that the machine was busy (also BENCH_NOTE)")
+}
+
+// PeerConfig is the peer comparison's shape (Binary "" when not asked for).
+func (o Options) PeerConfig() PeerConfig {
+	return PeerConfig{Binary: o.Peer, N: o.PeerN, P: o.PeerP, Speed: o.PeerSpeed, Rounds: o.PeerRounds}
+}
+
+// PeerCommandLine is how the peer comparison was asked for, for its section.
+func (o Options) PeerCommandLine() string {
+	return fmt.Sprintf("-peer-only -peer %s -peer-n %d -peer-p %d -peer-speed %g -peer-rounds %d -latency %s -disk-gib %d -memory-mib %d",
+		filepath.Base(o.Peer), o.PeerN, o.PeerP, o.PeerSpeed, o.PeerRounds, o.Latency, o.DiskGiB, o.MemoryMiB)
 }
 
 // CommandLine is how the run was asked for, for the report.
@@ -105,6 +134,12 @@ func (o Options) CommandLine() string {
 	if o.ListOnly {
 		b.WriteString(" -list-only")
 	}
+	if o.PeerOnly {
+		b.WriteString(" -peer-only")
+	}
+	if o.Peer != "" {
+		fmt.Fprintf(&b, " -peer %s -peer-n %d -peer-p %d -peer-speed %g -peer-rounds %d", filepath.Base(o.Peer), o.PeerN, o.PeerP, o.PeerSpeed, o.PeerRounds)
+	}
 	if o.Full {
 		b.WriteString(" -full")
 	} else {
@@ -120,6 +155,9 @@ func (o Options) CommandLine() string {
 // (the RealNs at the first P only, at SingleSpeed, unless Full), then with Scale or Full
 // the scale scenarios.
 func (o Options) Config() (Config, error) {
+	if o.PeerOnly && o.Peer == "" {
+		return Config{}, errors.New("-peer-only needs -peer /path/to/terraform-provider-proxmox (or BENCH_PEER)")
+	}
 	if len(o.Ns) == 0 || len(o.Ps) == 0 {
 		return Config{}, errors.New("-n and -p need at least one value")
 	}
@@ -157,6 +195,10 @@ func (o Options) Config() (Config, error) {
 			}
 		}
 		cfg.ScaleNs, cfg.ScaleP, cfg.ScaleSpeed = o.ScaleNs, o.ScaleP, o.ScaleSpeed
+	}
+	if o.PeerOnly {
+		cfg.Scenarios, cfg.ListNs = nil, nil
+		return cfg, nil
 	}
 	if len(cfg.Scenarios) == 0 && !o.ListOnly {
 		return Config{}, errors.New("no scenario left to run (see -full)")

@@ -40,7 +40,9 @@ type resourceEvent struct {
 	} `json:"hook"`
 }
 
-var benchAddrRe = regexp.MustCompile(`^proxy_vm\.bench\[(\d+)\]$`)
+// benchAddrRe matches the bench VMs' addresses, ours (proxy_vm) and the peer's
+// (proxmox_virtual_environment_vm).
+var benchAddrRe = regexp.MustCompile(`^(?:proxy_vm|proxmox_virtual_environment_vm)\.bench\[(\d+)\]$`)
 
 // resourceTimes returns, per VM name, the apply_start and apply_complete times.
 func resourceTimes(out string) map[string][2]time.Time {

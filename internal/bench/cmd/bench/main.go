@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -56,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if os.Getenv("BENCH_FULL") == "1" {
 		opts.Full = true
 	}
+	if p := os.Getenv("BENCH_PEER"); p != "" && opts.Peer == "" {
+		opts.Peer = p
+	}
 	if n := os.Getenv("BENCH_NOTE"); n != "" && opts.Note == "" {
 		opts.Note = n
 	}
@@ -67,12 +71,62 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Logf = func(format string, a ...any) {
 		fmt.Fprintf(stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
+	// The peer binary is checked first: a wrong path fails before an hour of scenarios.
+	peerErr := bench.CheckPeer(opts.Peer)
+	if peerErr != nil && !errors.Is(peerErr, bench.ErrNoPeer) {
+		return peerErr
+	}
+	if !opts.PeerOnly {
+		if err := runScenarios(ctx, opts, cfg, start, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if peerErr != nil {
+		reportSkip(stdout, stderr, peerErr)
+		return nil
+	}
+	res, err := bench.RunPeer(ctx, cfg, opts.PeerConfig())
+	if err != nil {
+		return err
+	}
+	rep := bench.PeerReport{PeerResult: res, Command: opts.PeerCommandLine(), Host: host(ctx), Date: time.Now()}
+	md := rep.Markdown()
+	if err := bench.WritePeerSection(opts.Out, md); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, "\n"+md)
+	r := res.Ratios()
+	fmt.Fprintf(stdout, "\nPeer comparison (ours/peer): apply %.2fx, destroy %.2fx, no-op plan requests %.2fx (load %.2f -> %.2f on %d CPUs)\n",
+		r.ApplyWall, r.DestroyWall, r.PlanRequests, res.LoadBefore, res.LoadAfter, res.CPUs)
+	fmt.Fprintf(stderr, "wrote the peer section of %s in %s\n", opts.Out+"/results.md", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// reportSkip says loudly that the peer comparison did not run: on stderr and last on
+// stdout, so that nobody reads an absent comparison as a passed one.
+func reportSkip(stdout, stderr io.Writer, err error) {
+	msg := "*** " + err.Error() + "; results.md keeps its earlier peer section, if any ***"
+	fmt.Fprintln(stderr, msg)
+	fmt.Fprintln(stdout, "\n"+msg)
+}
+
+// runScenarios runs the scale scenarios and writes results.md (keeping its peer section)
+// and results.png.
+func runScenarios(ctx context.Context, opts bench.Options, cfg bench.Config, start time.Time, stdout, stderr io.Writer) error {
 	results, lists, err := bench.Run(ctx, cfg)
 	if len(results) > 0 || len(lists) > 0 {
 		rep := bench.Report{Results: results, Listings: lists, Config: cfg, Elapsed: time.Since(start), Command: opts.CommandLine(),
 			Host: host(ctx), Date: time.Now(), Note: opts.Note}
+		// A run without a peer keeps the peer section of the earlier run (it says when and
+		// under which load it was measured).
+		old, _ := os.ReadFile(filepath.Join(opts.Out, "results.md"))
 		if werr := rep.Write(opts.Out); werr != nil {
 			return errors.Join(err, werr)
+		}
+		if sec := bench.PeerSection(string(old)); sec != "" {
+			if werr := bench.WritePeerSection(opts.Out, sec); werr != nil {
+				return errors.Join(err, werr)
+			}
 		}
 		fmt.Fprint(stdout, rep.Markdown())
 		// The verdicts once more, one line each, last on the screen.
