@@ -207,15 +207,17 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 			_ = s.sim.SetVolumeCTime(n, o.seed, time.Now().Add(-3*time.Hour))
 		}
 		if o.vmid != 0 {
-			// The created-at is not under the proof: only the age changes.
+			// Time passes: the mark a create would have written three hours ago. The
+			// created-at is under the proof, so the proof is made again for it with the key
+			// (a rewritten created-at line alone would fail the proof and be left alone).
 			v, _ := s.sim.VM(o.vmid)
-			old := time.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
-			lines := strings.Split(v.Description, "\n")
-			for i, l := range lines {
-				if strings.HasPrefix(l, proxmox.MarkKeyCreatedAt+"=") {
-					lines[i] = proxmox.MarkKeyCreatedAt + "=" + old
-				}
+			m := proxmox.ParseMark(v.Description)
+			key, err := pveapi.DeriveKey(s.sim.APIToken, proxmox.ProofKeyLabel)
+			if err != nil {
+				t.Fatal(err)
 			}
+			lines := []string{proxmox.CreatingMark(key, proxmox.MarkLines{UID: m.UID, CreatedAt: time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)}, o.vmid, v.Name),
+				proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider}
 			if err := s.sim.SetVMState(o.vmid, pvesim.VMPatch{Config: map[string]string{"description": strings.Join(lines, "\n")}}); err != nil {
 				t.Fatal(err)
 			}

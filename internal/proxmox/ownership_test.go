@@ -43,6 +43,8 @@ func TestCreate_creatingMarkNeedsItsProof(t *testing.T) {
 		{"the proof of another uid", strings.Replace(CreatingMark(testProofKey, lines, testVMID0, testName), prevUID, otherUID, 1), false, "does not verify"},
 		{"a proof under another token's key (rotated)", CreatingMark([]byte("the key of the token before the rotation"), lines, testVMID0, testName), false, "does not verify"},
 		{"a backend without a key", CreatingMark(testProofKey, lines, testVMID0, testName), true, "no key"},
+		{"a created-at rewritten (to move a copy into the takeover window)", strings.Replace(CreatingMark(testProofKey, lines, testVMID0, testName),
+			at.Format(time.RFC3339), at.Add(time.Hour).Format(time.RFC3339), 1), false, "does not verify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
