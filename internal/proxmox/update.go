@@ -3,8 +3,6 @@ package proxmox
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -56,14 +54,13 @@ func (b *Backend) Update(ctx context.Context, id ID, ch Changes) error {
 	return nil
 }
 
+// update settles the VM and proves it ours (settle, ownedBy), moves its pool and migrates
+// it when asked, reads it again where it ends up, then plans the rest (planUpdate, with
+// every refusal that needs no request) and runs the plan (updateRun). It returns the
+// VM's node and what was done.
 func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []string, error) {
-	if err := id.Validate(); err != nil {
+	if err := checkUpdateInput(id, ch); err != nil {
 		return "", nil, err
-	}
-	if ch.Bridge != nil && *ch.Bridge != "" {
-		if _, err := optionValue("bridge", *ch.Bridge); err != nil {
-			return "", nil, err // before any request
-		}
 	}
 	unlock, err := b.locks.lock(ctx, id.Name)
 	if err != nil {
@@ -81,7 +78,8 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	case verdictForeign:
 		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
 	}
-	// The pool first: the rest is done under the privileges the VM has where it ends up.
+	// Ours from here on. The pool first: the rest is done under the privileges the VM has
+	// where it ends up.
 	pooled, err := b.movePool(ctx, id, ch)
 	if err != nil {
 		return st.r.Node, nil, err
@@ -90,255 +88,265 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if err != nil {
 		return node, nil, err
 	}
-
 	vs, err := b.api.VMStatus(ctx, node, id.VMID)
 	if err != nil {
 		return node, nil, apiErrorf("update", err, "reading the status on node %s", node)
 	}
-	hibernated := vs.Lock == "suspended" || cfg["lock"] == "suspended"
-	running := vs.Status == "running"
-	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
-	// What the VM runs with (status/current), against what its config says (the pending
-	// values included): a running VM needs a restart for a value it does not run with yet,
-	// even when the config already holds it (a change left pending). A hibernated VM that
-	// is resumed first runs with its config's values.
-	cfgCores := atoiDefault(cfg["cores"], 1)
-	cfgMem := vmFromConfig(id, node, cfg, Mark{}).MemoryMiB
-	runCores, runMem := runningSizes(cfg, vs, cfgCores, cfgMem)
-	runs := running || (hibernated && ch.Start)
-	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, running)
+	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, vs.Status == "running")
 	if err != nil {
 		return node, nil, err
 	}
-
-	params := map[string]string{}
-	coresRestart, memRestart, memHot := false, false, false
-	if ch.Cores != nil {
-		if *ch.Cores < 1 {
-			return node, nil, Permanentf("cores must be at least 1")
-		}
-		if *ch.Cores != cfgCores {
-			params["cores"] = strconv.Itoa(*ch.Cores)
-		}
-		coresRestart = runs && *ch.Cores != runCores
+	plan, err := planUpdate(updateView{id: id, node: node, cfg: cfg, vs: vs, hotplug: hotplug, moved: moved}, ch)
+	if err != nil {
+		return node, nil, err
 	}
-	if ch.MemoryMiB != nil {
-		if *ch.MemoryMiB < 1 {
-			return node, nil, Permanentf("memory must be at least 1 MiB")
-		}
-		if hotplug && *ch.MemoryMiB != cfgMem {
-			if err := checkMemoryHotplug(cfg, *ch.MemoryMiB); err != nil {
-				return node, nil, err
-			}
-		}
-		if *ch.MemoryMiB != cfgMem {
-			params["memory"] = strconv.Itoa(*ch.MemoryMiB)
-		}
-		if runs && *ch.MemoryMiB != runMem {
-			if running && hotplug {
-				// Written (again, if it is pending) so that Proxmox plugs it now.
-				memHot, params["memory"] = true, strconv.Itoa(*ch.MemoryMiB)
-			} else {
-				memRestart = true
-			}
-		}
+	run := &updateRun{b: b, id: id, node: node, ch: ch, updatePlan: plan}
+	if err := run.execute(ctx); err != nil {
+		return node, nil, err
 	}
-	if ch.OnBoot != nil && *ch.OnBoot != (cfg["onboot"] == "1") {
-		params["onboot"] = boolParam(*ch.OnBoot)
-	}
-	fleetUpdateParams(params, ch, cfg)
-	if ch.Bridge != nil || ch.VLANTag != nil {
-		if ch.VLANTag != nil && (*ch.VLANTag < 0 || *ch.VLANTag > 4094) {
-			return node, nil, Permanentf("VLAN tag %d is outside 1 to 4094 (0 removes the tag)", *ch.VLANTag)
-		}
-		if cfg["net0"] == "" {
-			return node, nil, Permanentf("the VM has no net0, so the bridge and VLAN tag cannot be changed")
-		}
-		nv, err := rewriteNet0(cfg["net0"], ch.Bridge, ch.VLANTag)
-		if err != nil {
-			return node, nil, err
-		}
-		if nv != cfg["net0"] {
-			params["net0"] = nv
-		}
-	}
-	var resizeDisk string
-	if ch.DiskGiB != nil {
-		disk, cur, ok := bootDiskSize(cfg)
-		if !ok {
-			return node, nil, Permanentf("the VM has no boot disk with a readable size=, so its disk size cannot be changed")
-		}
-		want := int64(*ch.DiskGiB) * gib
-		switch {
-		case want > cur:
-			resizeDisk = disk
-		case *ch.DiskGiB < ceilGiB(cur):
-			return node, nil, Permanentf("disk can only grow: the boot disk %s is %d GiB and %d GiB was asked; replace the VM to shrink it",
-				disk, ceilGiB(cur), *ch.DiskGiB)
-		}
-	}
-	did := slices.Sorted(maps.Keys(params))
-	if moved {
-		did = append(did, "node")
-	}
-	if resizeDisk != "" {
-		did = append(did, "disk")
-	}
-	// A new seed (cloud_init_change = "restart") is read at the VM's next boot: a running
-	// VM (or a hibernated one resumed first) is restarted for it as for cores.
-	seedRestart := ch.Reseed != nil && runs
-	if ch.Reseed != nil {
-		did = append(did, "seed")
-	}
-	restart := (coresRestart || memRestart || seedRestart) && !ch.DeferRestart
-
-	if hibernated && len(did) > 0 && !ch.Start {
-		return node, nil, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
-	}
-	// A restart is not a first boot: a guest whose agent does not answer now will not
-	// answer after it, and the address wait would last until the timeout.
-	if ch.WaitForIP && running && !paused && restart && !ch.Stop {
-		if err := b.agentBeforeRestart(ctx, node, id.VMID, cfg, vs); err != nil {
-			return node, nil, err
-		}
-	}
-	if ch.WaitForIP && !running && ch.Start && !ch.UserDataKnown {
-		tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox start of an imported VM: its guest agent is not known to be installed", map[string]any{
-			"vmid": id.VMID, "name": id.Name, "node": node, "agent_start": b.cfg.Budgets.AgentStart.String(),
-		})
-	}
-	// Every volume must exist before a start, the seed ISO too: a destroy that failed after
-	// deleting the seed (decision: seed-before-destroy) leaves the VM stopped with ide2 naming it.
-	// A seed about to be swapped need not be there: the swap uploads the new one (a
-	// hibernated VM resumes from the old one first, so it is checked then).
-	seedChecked := ch.Reseed != nil && !hibernated
-	if willStart := (running && (restart || (ch.Start && paused))) || (!running && ch.Start); willStart && !seedChecked {
-		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, hibernated)
-		if err != nil {
-			return node, nil, err
-		}
-		seedChecked = true
-		switch fix {
-		case seedUploaded:
-			did = append(did, "seed")
-		case seedDropIDE2:
-			params["delete"] = "ide2"
-			did = append(did, "ide2")
-		}
-	}
-	if hibernated && len(did) > 0 {
-		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
-			return node, nil, err
-		}
-		did = append(did, "start")
-		running, paused = true, false
-	}
-	if ch.Reseed != nil {
-		// The seed swap, before the other config values: it rewrites the mark's digest lines,
-		// which a note change then keeps.
-		swapped, err := b.swapSeed(ctx, node, id, ch.UID, cfg, ch)
-		if err != nil {
-			return node, nil, err
-		}
-		cfg = swapped
-		if ch.Note != nil {
-			if _, ok := params["description"]; ok {
-				params["description"] = replaceNote(cfg["description"], *ch.Note)
-			}
-		}
-	}
-	if len(params) > 0 {
-		err := b.api.SetVMConfig(ctx, node, id.VMID, params)
-		switch {
-		case err != nil && memHot && pveapi.IsHotplugProblem(err, "memory"):
-			// The other values are written; the memory stays pending.
-			tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
-				"vmid": id.VMID, "name": id.Name, "node": node, "error": err.Error()})
-			memHot, memRestart = false, true
-			hotplugRefused(ch, *ch.MemoryMiB, err.Error())
-		case err != nil:
-			return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
-		}
-	}
-	if memHot {
-		// Proxmox plugs DIMMs one by one; what the VM runs with now decides.
-		vs, err := b.api.VMStatus(ctx, node, id.VMID)
-		if err != nil {
-			return node, nil, apiErrorf("update", err, "reading the status on node %s after the memory hotplug", node)
-		}
-		if _, m := runningSizes(cfg, vs, cfgCores, cfgMem); m == *ch.MemoryMiB {
-			did = append(did, "hotplug")
-		} else {
-			tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug fell short: the change waits for a restart", map[string]any{
-				"vmid": id.VMID, "name": id.Name, "node": node, "memory_mib": *ch.MemoryMiB, "running_mib": m})
-			memRestart = true
-			hotplugRefused(ch, *ch.MemoryMiB, fmt.Sprintf("the VM runs with %d MiB after the hotplug", m))
-		}
-	}
-	restart = (coresRestart || memRestart || seedRestart) && !ch.DeferRestart
-	if restart && running && !seedChecked {
-		// The hotplug fell back to a restart.
-		fix, err := b.ensureSeed(ctx, node, id, cfg, ch, false)
-		if err != nil {
-			return node, nil, err
-		}
-		if fix == seedDropIDE2 {
-			if err := b.api.SetVMConfig(ctx, node, id.VMID, map[string]string{"delete": "ide2"}); err != nil {
-				return node, nil, apiErrorf("update", err, "writing the config on node %s", node)
-			}
-		}
-	}
-	if resizeDisk != "" {
-		upid, err := b.api.Resize(ctx, node, id.VMID, resizeDisk, strconv.Itoa(*ch.DiskGiB)+"G")
-		if err != nil {
-			return node, nil, apiErrorf("update", err, "resizing %s to %d GiB", resizeDisk, *ch.DiskGiB)
-		}
-		if err := b.waitTask(ctx, upid, b.cfg.Budgets.Resize); err != nil {
-			return node, nil, err
-		}
-	}
-	switch {
-	case ch.Stop && running && paused:
-		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
-		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
-			return node, nil, err
-		}
-		did = append(did, "stop")
-	case ch.Stop && running:
-		// Kept stopped (started = false): shut down as a restart is, within ShutdownTimeout.
-		if err := b.shutdownAndWait(ctx, "update", node, id.VMID, ch.ShutdownTimeout); err != nil {
-			return node, nil, err
-		}
-		did = append(did, "shutdown")
-	case running && paused && (restart || ch.Start):
-		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
-		if err := b.stopAndWait(ctx, "update", node, id.VMID); err != nil {
-			return node, nil, restartErr(err, restart, false, ch, coresRestart, memRestart)
-		}
-		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
-			return node, nil, restartErr(err, restart, true, ch, coresRestart, memRestart)
-		}
-		did = append(did, "restart")
-	case running && restart:
-		if err := b.shutdownAndWait(ctx, "update", node, id.VMID, ch.ShutdownTimeout); err != nil {
-			return node, nil, restartErr(err, true, false, ch, coresRestart, memRestart)
-		}
-		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
-			return node, nil, restartErr(err, true, true, ch, coresRestart, memRestart)
-		}
-		did = append(did, "restart")
-	case running && (coresRestart || memRestart || seedRestart):
-		did = append(did, "pending") // DeferRestart: applies at the next stop or start
-	case !running && ch.Start:
-		if err := b.startAndWait(ctx, "update", node, id.VMID, cfg); err != nil {
-			return node, nil, err
-		}
-		did = append(did, "start")
-	}
+	did := run.did
 	if pooled {
 		did = append(did, "pool")
 	}
 	return node, did, nil
+}
+
+// checkUpdateInput refuses what is wrong with the update before any request.
+func checkUpdateInput(id ID, ch Changes) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if ch.Bridge != nil && *ch.Bridge != "" {
+		if _, err := optionValue("bridge", *ch.Bridge); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateRun executes an updatePlan on the VM it was made for, which settle proved ours
+// (ownedBy) under the per-name lock held for the whole run. It works on its own copy of
+// the plan, whose fields it updates as the steps report: the VM resumed, a hotplug that
+// falls back to a restart, the seed checked, what was done (did).
+type updateRun struct {
+	b    *Backend
+	id   ID
+	node string
+	ch   Changes
+	updatePlan
+}
+
+// execute runs the update's steps, in this order; the first error ends it.
+func (r *updateRun) execute(ctx context.Context) error {
+	for _, step := range []func(context.Context) error{
+		r.checkAgent,              // refusals that need a request, before any write
+		r.ensureSeedBeforeStart,   // a start or restart needs the seed ISO ide2 names
+		r.resumeHibernated,        // a hibernated VM takes no config write
+		r.reseed,                  // the seed swap, before the other config values
+		r.writeConfig,             // one config write (memory plugged with it, if hotplugged)
+		r.confirmHotplug,          // what the VM runs with after the hotplug
+		r.ensureSeedBeforeRestart, // a hotplug that fell back to a restart
+		r.resizeDisk,              // the boot disk grows
+		r.power,                   // stop, shutdown, restart, start, or left pending
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAgent refuses a restart after which the VM's agent could not answer (a restart is
+// not a first boot: a guest whose agent does not answer now will not answer after it, and
+// the address wait would last until the timeout), and warns of a start of an imported VM.
+func (r *updateRun) checkAgent(ctx context.Context) error {
+	if r.agentCheck {
+		if err := r.b.agentBeforeRestart(ctx, r.node, r.id.VMID, r.cfg, r.vs); err != nil {
+			return err
+		}
+	}
+	if r.agentUnknownWarn {
+		tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox start of an imported VM: its guest agent is not known to be installed", map[string]any{
+			"vmid": r.id.VMID, "name": r.id.Name, "node": r.node, "agent_start": r.b.cfg.Budgets.AgentStart.String(),
+		})
+	}
+	return nil
+}
+
+// ensureSeedBeforeStart checks, when the plan starts or restarts the VM, that its seed ISO
+// is there (ensureSeed): rebuilt when missing, or ide2 dropped with the config write.
+func (r *updateRun) ensureSeedBeforeStart(ctx context.Context) error {
+	if !r.seedCheck {
+		return nil
+	}
+	fix, err := r.b.ensureSeed(ctx, r.node, r.id, r.cfg, r.ch, r.hibernated)
+	if err != nil {
+		return err
+	}
+	r.seedChecked = true
+	switch fix {
+	case seedUploaded:
+		r.did = append(r.did, "seed")
+	case seedDropIDE2:
+		r.params["delete"] = "ide2"
+		r.did = append(r.did, "ide2")
+	}
+	return nil
+}
+
+// resumeHibernated resumes a hibernated VM that anything is to be done to (the plan's
+// changes, or its seed rebuilt): Proxmox refuses config writes and resizes to it. The
+// plan refused such an update without Start.
+func (r *updateRun) resumeHibernated(ctx context.Context) error {
+	if !r.hibernated || len(r.did) == 0 {
+		return nil
+	}
+	if err := r.b.startAndWait(ctx, "update", r.node, r.id.VMID, r.cfg); err != nil {
+		return err
+	}
+	r.did = append(r.did, "start")
+	r.running, r.paused = true, false
+	return nil
+}
+
+// reseed swaps the VM's seed ISO (swapSeed), before the other config values: it rewrites
+// the mark's digest lines, which a note change then keeps.
+func (r *updateRun) reseed(ctx context.Context) error {
+	if r.ch.Reseed == nil {
+		return nil
+	}
+	swapped, err := r.b.swapSeed(ctx, r.node, r.id, r.ch.UID, r.cfg, r.ch)
+	if err != nil {
+		return err
+	}
+	r.cfg = swapped
+	if r.ch.Note != nil {
+		if _, ok := r.params["description"]; ok {
+			r.params["description"] = replaceNote(r.cfg["description"], *r.ch.Note)
+		}
+	}
+	return nil
+}
+
+// writeConfig is the one config write. A memory hotplug Proxmox refuses leaves the other
+// values written and the memory pending, for a restart (or DeferRestart).
+func (r *updateRun) writeConfig(ctx context.Context) error {
+	if len(r.params) == 0 {
+		return nil
+	}
+	err := r.b.api.SetVMConfig(ctx, r.node, r.id.VMID, r.params)
+	switch {
+	case err != nil && r.memHot && pveapi.IsHotplugProblem(err, "memory"):
+		// The other values are written; the memory stays pending.
+		tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug refused: the change waits for a restart", map[string]any{
+			"vmid": r.id.VMID, "name": r.id.Name, "node": r.node, "error": err.Error()})
+		r.memHot, r.memRestart = false, true
+		hotplugRefused(r.ch, *r.ch.MemoryMiB, err.Error())
+	case err != nil:
+		return apiErrorf("update", err, "writing the config on node %s", r.node)
+	}
+	return nil
+}
+
+// confirmHotplug reads what the VM runs with after a memory hotplug: Proxmox plugs DIMMs
+// one by one, and a VM short of the size needs the restart after all.
+func (r *updateRun) confirmHotplug(ctx context.Context) error {
+	if !r.memHot {
+		return nil
+	}
+	vs, err := r.b.api.VMStatus(ctx, r.node, r.id.VMID)
+	if err != nil {
+		return apiErrorf("update", err, "reading the status on node %s after the memory hotplug", r.node)
+	}
+	if _, m := runningSizes(r.cfg, vs, r.cfgCores, r.cfgMem); m == *r.ch.MemoryMiB {
+		r.did = append(r.did, "hotplug")
+	} else {
+		tflog.SubsystemWarn(ctx, LogSubsystem, "proxmox memory hotplug fell short: the change waits for a restart", map[string]any{
+			"vmid": r.id.VMID, "name": r.id.Name, "node": r.node, "memory_mib": *r.ch.MemoryMiB, "running_mib": m})
+		r.memRestart = true
+		hotplugRefused(r.ch, *r.ch.MemoryMiB, fmt.Sprintf("the VM runs with %d MiB after the hotplug", m))
+	}
+	return nil
+}
+
+// ensureSeedBeforeRestart checks the seed ISO before a restart the plan did not make: a
+// hotplug that fell back to one.
+func (r *updateRun) ensureSeedBeforeRestart(ctx context.Context) error {
+	if !r.restart(r.ch) || !r.running || r.seedChecked {
+		return nil
+	}
+	fix, err := r.b.ensureSeed(ctx, r.node, r.id, r.cfg, r.ch, false)
+	if err != nil {
+		return err
+	}
+	if fix == seedDropIDE2 {
+		if err := r.b.api.SetVMConfig(ctx, r.node, r.id.VMID, map[string]string{"delete": "ide2"}); err != nil {
+			return apiErrorf("update", err, "writing the config on node %s", r.node)
+		}
+	}
+	return nil
+}
+
+// resizeDisk grows the boot disk to the plan's size, with one resize task.
+func (r *updateRun) resizeDisk(ctx context.Context) error {
+	if r.resize == "" {
+		return nil
+	}
+	upid, err := r.b.api.Resize(ctx, r.node, r.id.VMID, r.resize, strconv.Itoa(r.resizeGiB)+"G")
+	if err != nil {
+		return apiErrorf("update", err, "resizing %s to %d GiB", r.resize, r.resizeGiB)
+	}
+	return r.b.waitTask(ctx, upid, r.b.cfg.Budgets.Resize)
+}
+
+// power runs the power step the VM's state asks for now (powerFor).
+func (r *updateRun) power(ctx context.Context) error {
+	step := r.powerFor(r.ch)
+	switch step {
+	case powerStopPaused:
+		// A paused guest cannot act on a shutdown request (Proxmox refuses it): stopped.
+		if err := r.b.stopAndWait(ctx, "update", r.node, r.id.VMID); err != nil {
+			return err
+		}
+	case powerShutdown:
+		// Kept stopped (started = false): shut down as a restart is, within ShutdownTimeout.
+		if err := r.b.shutdownAndWait(ctx, "update", r.node, r.id.VMID, r.ch.ShutdownTimeout); err != nil {
+			return err
+		}
+	case powerRestartPaused, powerRestart:
+		if err := r.restartVM(ctx, step == powerRestartPaused); err != nil {
+			return err
+		}
+	case powerStart:
+		if err := r.b.startAndWait(ctx, "update", r.node, r.id.VMID, r.cfg); err != nil {
+			return err
+		}
+	}
+	if what := step.String(); what != "" {
+		r.did = append(r.did, what)
+	}
+	return nil
+}
+
+// restartVM powers the VM off and starts it again: a paused guest cannot act on a shutdown
+// request (Proxmox refuses it), so it is stopped; a running one is shut down within
+// ShutdownTimeout. A failure says which restart it was and where the VM is left
+// (restartErr).
+func (r *updateRun) restartVM(ctx context.Context, paused bool) error {
+	restart := r.restart(r.ch)
+	var err error
+	if paused {
+		err = r.b.stopAndWait(ctx, "update", r.node, r.id.VMID)
+	} else {
+		err = r.b.shutdownAndWait(ctx, "update", r.node, r.id.VMID, r.ch.ShutdownTimeout)
+	}
+	if err != nil {
+		return restartErr(err, restart, false, r.ch, r.coresRestart, r.memRestart)
+	}
+	if err := r.b.startAndWait(ctx, "update", r.node, r.id.VMID, r.cfg); err != nil {
+		return restartErr(err, restart, true, r.ch, r.coresRestart, r.memRestart)
+	}
+	return nil
 }
 
 // restartErr says of a power task that failed during the restart that applies a cores or
