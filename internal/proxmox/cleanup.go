@@ -272,11 +272,25 @@ func (b *Backend) CleanOrphans(ctx context.Context, opts CleanOptions, progress 
 					Why: "the ISO storage could not be listed: " + n.Err.Error()})
 			}
 		}
+		var attached map[string]string
+		if len(seeds) > 0 {
+			if attached, err = b.attachedISOs(ctx); err != nil {
+				return rep, err
+			}
+		}
 		done := map[string]bool{}
 		for _, s := range seeds {
 			e := CleanEvent{Kind: CleanSeed, What: s.VolID, Node: s.Node, Age: age(s.CreatedAt)}
 			if s.Unproved != "" { // decision: orphan-visibility
 				e.Action, e.Why = CleanKept, s.Unproved
+				emit(e)
+				continue
+			}
+			if vm, ok := attached[s.VolID]; ok {
+				// Named like a seed of ours whose VM is gone, but a VM of another name has it
+				// on a drive (a proxy VM renamed, a clone made from one in the UI, a rescue
+				// VM): a delete would take its CD-ROM image away.
+				e.Action, e.Why = CleanKept, "attached to "+vm+": a VM uses it, whatever its name"
 				emit(e)
 				continue
 			}
@@ -342,4 +356,60 @@ func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM, namespace stri
 		}
 	}
 	return b.DeleteVM(ctx, o.ID, DeleteOptions{Node: o.Node, UID: o.UID, Seed: o.Seed})
+}
+
+// attachedISOs maps every ISO volume that a VM the token can see has on any drive (ide,
+// sata, scsi, virtio; CD-ROM or not) to that VM: one config read per listed VM, at most
+// max_requests_in_flight at once. The orphan listing judges a seed by the VMs of its name;
+// a delete needs to know that no VM at all uses it.
+func (b *Backend) attachedISOs(ctx context.Context) (map[string]string, error) {
+	res, err := b.listing(ctx, true)
+	if err != nil {
+		return nil, apiErrorf("delete", err, "listing the cluster's VMs")
+	}
+	var vms []pveapi.Resource
+	for _, r := range res {
+		if r.Type == "qemu" {
+			vms = append(vms, r)
+		}
+	}
+	out := map[string]string{}
+	var readErr error
+	err = b.eachConfig(ctx, vms, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+		switch {
+		case isNotExist(err):
+			return true
+		case err != nil:
+			readErr = apiErrorf("delete", err, "reading the config of VMID %d on node %s, to tell whether it uses a seed ISO", r.VMID, r.Node)
+			return false
+		}
+		for k, v := range cfg {
+			if !isDriveKey(k) {
+				continue
+			}
+			vol, _, _ := strings.Cut(v, ",")
+			if _, ok := parseISOVol(vol); ok {
+				out[vol] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
+			}
+		}
+		return true
+	})
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err != nil {
+		return nil, apiErrorf("delete", err, "reading the listed VMs' configs")
+	}
+	return out, nil
+}
+
+// isDriveKey reports a config key of a disk or CD-ROM drive: ide0-3, sata0-5, scsi0-30,
+// virtio0-15 (qemu-server PVE/QemuServer/Drive.pm, the drive buses).
+func isDriveKey(k string) bool {
+	for _, bus := range []string{"ide", "sata", "scsi", "virtio"} {
+		if n, ok := strings.CutPrefix(k, bus); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -110,6 +110,13 @@ func (b *Backend) power(ctx context.Context, id ID, opts PowerOptions) (PowerRes
 	case verdictForeign:
 		return res, b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why)
 	}
+	if ParseMark(st.cfg["description"]).Creating {
+		// Still marked creating: the mark's uid alone proves nothing here (a copied mark
+		// carries the uid a tainted state holds); only the create that finishes it, or the
+		// one that takes it over with its proof (decision: creating-proof), may act on it.
+		return res, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM "+
+			"before its create has finished it; apply the configuration that creates it, or destroy it", id.Name, id.VMID, MarkKeyState, MarkStateCreating)
+	}
 	node := st.r.Node
 	res.Node = node
 	vs, err := b.api.VMStatus(ctx, node, id.VMID)

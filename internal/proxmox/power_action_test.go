@@ -86,6 +86,11 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		{"no mark", func(v *fakeVM) { v.Config["description"] = "made by hand" }, testUID, "carries no"},
 		{"another name", func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, testUID, "reused"},
 		{"no uid given", func(*fakeVM) {}, "", "no uid"},
+		// A mark still creating, with the uid a tainted state holds: copied onto a VM whose
+		// proof fails, or a create not finished; the action never powers it.
+		{"a creating mark with our uid", func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format()
+		}, testUID, "still marked as being created"},
 	} {
 		for _, op := range PowerOps {
 			t.Run(tc.name+"/"+string(op), func(t *testing.T) {
