@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
@@ -42,29 +40,12 @@ func writeGone(ctx context.Context, p privateSetter, reason string) diag.Diagnos
 	if reason == "" {
 		return p.SetKey(ctx, privateKeyGone, nil)
 	}
-	raw, err := json.Marshal(goneRecord{Reason: reason})
-	if err != nil {
-		var d diag.Diagnostics
-		d.AddError("Unable to record the proxy VM's deletion", err.Error())
-		return d
-	}
-	return p.SetKey(ctx, privateKeyGone, raw)
+	return writePrivateRecord(ctx, p, privateKeyGone, goneRecord{Reason: reason}, "Unable to record the proxy VM's deletion")
 }
 
 // readGone returns the recorded reason, "" when none.
 func readGone(ctx context.Context, p privateGetter) string {
-	if isNilPrivate(p) {
-		return ""
-	}
-	raw, diags := p.GetKey(ctx, privateKeyGone)
-	if diags.HasError() || len(raw) == 0 {
-		return ""
-	}
-	var r goneRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
-		tflog.Debug(ctx, "proxy VM gone record unreadable, ignored", map[string]any{"error": err.Error()})
-		return ""
-	}
+	r, _ := readPrivateRecord[goneRecord](ctx, p, privateKeyGone, "gone")
 	return r.Reason
 }
 

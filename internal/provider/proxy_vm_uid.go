@@ -42,34 +42,48 @@ func writeSeed(ctx context.Context, p privateSetter, volid string) diag.Diagnost
 	if volid == "" || isNilPrivate(p) {
 		return nil
 	}
-	raw, err := json.Marshal(seedRecord{VolID: volid})
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Unable to record the proxy VM's seed ISO", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateKeySeed, raw)
+	return writePrivateRecord(ctx, p, privateKeySeed, seedRecord{VolID: volid}, "Unable to record the proxy VM's seed ISO")
 }
 
 // readSeed returns the recorded seed: its volume id, or the bare file name an earlier
 // release recorded (which the backend takes to be on iso_storage); "" when none.
 func readSeed(ctx context.Context, p privateGetter) string {
-	if isNilPrivate(p) {
-		return ""
-	}
-	raw, diags := p.GetKey(ctx, privateKeySeed)
-	if diags.HasError() || len(raw) == 0 {
-		return ""
-	}
-	var r seedRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
-		tflog.Debug(ctx, "proxy VM seed record unreadable, ignored", map[string]any{"error": err.Error()})
+	r, ok := readPrivateRecord[seedRecord](ctx, p, privateKeySeed, "seed")
+	if !ok {
 		return ""
 	}
 	if r.VolID != "" {
 		return r.VolID
 	}
 	return r.File
+}
+
+// readPrivateRecord reads the JSON record under key into a T; ok is false when there is
+// none, or it is unreadable (logged as what, and ignored).
+func readPrivateRecord[T any](ctx context.Context, p privateGetter, key, what string) (r T, ok bool) {
+	if isNilPrivate(p) {
+		return r, false
+	}
+	raw, diags := p.GetKey(ctx, key)
+	if diags.HasError() || len(raw) == 0 {
+		return r, false
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		tflog.Debug(ctx, "proxy VM "+what+" record unreadable, ignored", map[string]any{"error": err.Error()})
+		return r, false
+	}
+	return r, true
+}
+
+// writePrivateRecord stores r as JSON under key; summary titles the error.
+func writePrivateRecord(ctx context.Context, p privateSetter, key string, r any, summary string) diag.Diagnostics {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		var diags diag.Diagnostics
+		diags.AddError(summary, err.Error())
+		return diags
+	}
+	return p.SetKey(ctx, key, raw)
 }
 
 // isNilPrivate reports a private state the caller did not set up (a response built by hand
