@@ -20,7 +20,7 @@ import (
 //	POST   /pvesim/vms                     AddVM(VMSpec)
 //	DELETE /pvesim/vms/{vmid}              DeleteVM
 //	POST   /pvesim/vms/{vmid}/state        SetVMState(VMPatch)
-//	POST   /pvesim/vms/{vmid}/move         MoveVM {"target"}: an HA-style move
+//	POST   /pvesim/vms/{vmid}/move         MoveVM {"target"}: an HA recovery (the config only)
 //	GET    /pvesim/vms/{vmid}/seed         GuestSeed
 //	POST   /pvesim/nodes/{node}/down|up    SetNodeDown
 //	POST   /pvesim/deny, /pvesim/allow     Deny/Allow a Privilege {"path","privilege"}

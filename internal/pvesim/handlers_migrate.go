@@ -194,11 +194,21 @@ func (s *Sim) moveGuest(v *vm, target, targetStorage string) {
 	v.node = target
 }
 
-// MoveVM moves a guest to another node at once, as the HA manager does when it relocates a
-// service (a node in maintenance, a failover request): the guest keeps its power state,
-// disks, MAC and address. A CD-ROM ISO on a per-node storage is copied to the target when it
-// lacks it (PVE refuses to move a VM with a local CD-ROM image, so an HA setup makes such
-// files available on every node first). A locked or cloning guest is refused.
+// MoveVM moves a guest to another node at once, as the HA manager recovers a service from a
+// fenced node: pve-ha-manager src/PVE/HA/Manager.pm next_state_recovery calls steal_service
+// (src/PVE/HA/Env/PVE2.pm steal_service), which renames the guest's config file into the
+// recovery node's directory and touches no volume. So nothing is copied: a CD-ROM ISO on a
+// per-node storage (a seed) stays on the old node, and the moved config names a file the
+// target may not hold. (An HA relocation is a migration instead, src/PVE/HA/Resources/PVEVM.pm
+// migrate calling migrate_vm, which refuses a local CD-ROM image like hMigrate does.)
+//
+// The service then goes to state started, and the recovery node's LRM starts the guest
+// (src/PVE/HA/Resources/PVEVM.pm start, vm_start), which activates every drive volume first:
+// a volume missing on the target fails that start (pve-storage src/PVE/Storage/Plugin.pm
+// activate_volume, task_status_start_volume_missing) and the guest is left stopped there. A
+// guest whose volumes are all there keeps running with its MAC and address: a reconstruction,
+// the simulator does not model the fenced node's loss of the guest nor the boot on the target.
+// A locked or cloning guest is refused.
 func (s *Sim) MoveVM(vmid int, target string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,22 +226,10 @@ func (s *Sim) MoveVM(vmid int, target string) error {
 	case v.flock != nil:
 		return errors.New("pvesim: a task holds the VM's config lock")
 	}
-	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
-		if !driveKeyRe.MatchString(k) || !isCDROM(v.conf[k]) {
-			continue
-		}
-		vol := driveVolume(v.conf[k])
-		src := s.volume(v.node, vol)
-		sid, _, _ := strings.Cut(vol, ":")
-		if st := s.storages[sid]; src == nil || st == nil || st.shared || s.volume(target, vol) != nil {
-			continue
-		}
-		cp := *src
-		cp.node = target
-		cp.data = slices.Clone(src.data)
-		s.volumes[volKey(target, vol)] = &cp
-	}
 	v.node = target
+	if v.status == "running" && s.missingVolume(v) != "" {
+		s.powerOff(v)
+	}
 	return nil
 }
 

@@ -592,15 +592,8 @@ func (s *Sim) hStart(c *call) *response {
 		if v.isTemplate() {
 			return "you can't start a vm if it's a template"
 		}
-		for _, k := range slices.Sorted(maps.Keys(v.conf)) {
-			if !driveKeyRe.MatchString(k) {
-				continue
-			}
-			vol := driveVolume(v.conf[k])
-			sid, _, ok := strings.Cut(vol, ":")
-			if st := s.storages[sid]; ok && st != nil && st.hasPath && s.volume(v.node, vol) == nil {
-				return fmt.Sprintf("volume '%s' does not exist", vol)
-			}
+		if vol := s.missingVolume(v); vol != "" {
+			return fmt.Sprintf("volume '%s' does not exist", vol)
 		}
 		resuming = v.lock == "suspended"
 		if !resuming {
@@ -629,6 +622,24 @@ func (s *Sim) hStart(c *call) *response {
 	}
 	s.submitTask(t, c.now)
 	return okData(t.upid)
+}
+
+// missingVolume is the first drive volume of v (in key order) on a storage with a path that
+// v's node does not hold: vm_start activates every drive volume before it starts the guest
+// (pve-storage src/PVE/Storage/Plugin.pm activate_volume dies "volume '<volid>' does not
+// exist"). Empty when every one is there.
+func (s *Sim) missingVolume(v *vm) string {
+	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
+		if !driveKeyRe.MatchString(k) {
+			continue
+		}
+		vol := driveVolume(v.conf[k])
+		sid, _, ok := strings.Cut(vol, ":")
+		if st := s.storages[sid]; ok && st != nil && st.hasPath && s.volume(v.node, vol) == nil {
+			return vol
+		}
+	}
+	return ""
 }
 
 // stopMissingMsg is qemu-server src/PVE/QemuConfig.pm assert_config_exists_on_node, which

@@ -2,6 +2,7 @@ package pvesim_test
 
 import (
 	"bytes"
+	"maps"
 	"net/url"
 	"strings"
 	"testing"
@@ -168,24 +169,66 @@ func TestMigrate_failureLeavesTheVMOnTheSource(t *testing.T) {
 	}
 }
 
-// TestMoveVM_haStyleKeepsPowerAndISO: the admin move relocates a running VM with its
-// address, and copies its seed ISO to the target node.
-func TestMoveVM_haStyleKeepsPowerAndISO(t *testing.T) {
+// TestMoveVM_recoveryMovesTheConfigOnly: the admin move is an HA recovery (steal_service):
+// the config moves and the seed ISO, on per-node storage, stays on the old node alone; the
+// recovery node's start then fails on the missing seed (task_status_start_volume_missing),
+// so the guest is left stopped, and a start there fails the same way. A migration back of
+// such a VM is refused for its local CD-ROM image (task_status_migrate_local_cdrom).
+func TestMoveVM_recoveryMovesTheConfigOnly(t *testing.T) {
 	tg, sim := twoNodes(t)
 	tg.seeded("#cloud-config\n")
 	tg.started()
 	tg.eventually("the guest's address", func() bool { vm, _ := sim.VM(tg.vmid); return vm.IP != "" })
+	seed, _ := sim.ISO("pv1-1", tg.seedVolID())
 	before, _ := sim.VM(tg.vmid)
 	tg.admin("POST", "/vms/199999/move", map[string]string{"target": "pv1-2"}, nil)
 	after, _ := sim.VM(tg.vmid)
-	if after.Node != "pv1-2" || after.Power != "running" || after.IP != before.IP {
-		t.Errorf("move: before %+v, after %+v", before, after)
+	if after.Node != "pv1-2" || after.Power != "stopped" || !maps.Equal(after.Config, before.Config) {
+		t.Errorf("after the move: %+v, want stopped on pv1-2 with its config unchanged", after)
 	}
-	if _, ok := sim.ISO("pv1-2", tg.seedVolID()); !ok {
-		t.Error("the seed ISO was not made available on the target")
+	if _, ok := sim.ISO("pv1-2", tg.seedVolID()); ok {
+		t.Error("the move copied the seed ISO to the target")
+	}
+	if left, ok := sim.ISO("pv1-1", tg.seedVolID()); !ok || !bytes.Equal(left, seed) {
+		t.Error("the move touched the seed ISO on the old node")
+	}
+	want := strings.Replace(exitOf(t, "task_status_start_volume_missing"), "proxy-seeds:iso/proxy-reconaaaaaaaaaaa-seed.iso", tg.seedVolID(), 1)
+	upid, err := tg.api.Start(tg.ctx(), "pv1-2", tg.vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := tg.waitTask(upid); st.ExitStatus != want {
+		t.Errorf("start on the recovery node: exit %q, want %q", st.ExitStatus, want)
+	}
+	upid, err = tg.api.Migrate(tg.ctx(), "pv1-2", tg.vmid, pveapi.MigrateParams{Target: "pv1-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := tg.waitTask(upid); st.ExitStatus != exitOf(t, "task_status_migrate_local_cdrom") {
+		t.Errorf("migration back: exit %q", st.ExitStatus)
 	}
 	if err := sim.MoveVM(tg.vmid, "pv1-2"); err == nil {
 		t.Error("a move onto the VM's own node was accepted")
+	}
+}
+
+// TestMoveVM_recoveryKeepsAGuestWithEveryVolume: a guest whose volumes are all on the
+// recovery node (no seed attached: ide2 an empty CD-ROM) keeps running there with its
+// address, and its config moves whole.
+func TestMoveVM_recoveryKeepsAGuestWithEveryVolume(t *testing.T) {
+	tg, sim := twoNodes(t)
+	tg.cloned()
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"ide2": "none,media=cdrom"}); err != nil {
+		t.Fatal(err)
+	}
+	tg.started()
+	before, _ := sim.VM(tg.vmid)
+	if err := sim.MoveVM(tg.vmid, "pv1-2"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := sim.VM(tg.vmid)
+	if after.Node != "pv1-2" || after.Power != "running" || after.IP != before.IP || !maps.Equal(after.Config, before.Config) {
+		t.Errorf("move: before %+v, after %+v", before, after)
 	}
 }
 
