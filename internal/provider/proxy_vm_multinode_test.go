@@ -98,11 +98,10 @@ func TestAccProxyVM_multiNodeDriftIsNotReplacement(t *testing.T) {
 				},
 			},
 			{
-				// An HA move: with migrate_back = false the node Proxmox has is accepted.
+				// An HA recovery (the seed on both nodes): with migrate_back = false the node Proxmox
+				// has is accepted.
 				PreConfig: func() {
-					if err := env.Sim.MoveVM(vmid, "pve2"); err != nil {
-						t.Fatal(err)
-					}
+					haMoveWithSeed(t, env, c, vmid, "pve2")
 				},
 				Config:           base + vmResource(env, name, "  machine_type = \"small\"\n  node = \"pve1\"\n  migrate_back = false\n  cloud_init = "+hclString(cloudInit("drift"))),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
@@ -123,9 +122,7 @@ func TestAccProxyVM_multiNodeDriftIsNotReplacement(t *testing.T) {
 			{
 				// And once more, by default, after another move.
 				PreConfig: func() {
-					if err := env.Sim.MoveVM(vmid, "pve2"); err != nil {
-						t.Fatal(err)
-					}
+					haMoveWithSeed(t, env, c, vmid, "pve2")
 				},
 				Config: base + vmResource(env, name, "  machine_type = \"small\"\n  node = \"pve1\"\n  cloud_init = "+hclString(cloudInit("drift"))),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
