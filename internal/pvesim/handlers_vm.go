@@ -85,100 +85,30 @@ func (s *Sim) hConfigPost(c *call) *response {
 
 var newDiskRe = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9\-_.]*[a-zA-Z0-9]):(\d+(?:\.\d+)?)$`)
 
-// applyConfig validates the semantic rules of a config write and applies it.
+// applyConfig validates the semantic rules of a config write and applies it: the digest,
+// the delete list, each key set (its value rule, then pending or hotplug on a running VM),
+// and the boot order.
 func (s *Sim) applyConfig(c *call, v *vm) *response {
 	if d := c.params["digest"]; d != "" && d != digest(v.digestConf()) {
 		return apiError(500, "detected modified configuration - file changed by other user? Try again.")
 	}
 	conf := maps.Clone(v.conf)
-	control := map[string]bool{"delete": true, "digest": true, "skiplock": true, "background_delay": true, "revert": true, "force": true}
-	if del := c.params["delete"]; del != "" {
-		for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
-			if _, ok := configSchema.lookup(k); !ok {
-				return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
-			}
-			if _, set := c.params[k]; set {
-				return paramError(map[string]string{k: "can't set and delete the same option"})
-			}
-			if k == "lock" {
-				v.lock = ""
-			}
-			delete(conf, k)
-			// A removed device leaves the boot order too.
-			if order, ok := strings.CutPrefix(conf["boot"], "order="); ok && (driveKeyRe.MatchString(k) || netKeyRe.MatchString(k)) {
-				devs := slices.DeleteFunc(strings.Split(order, ";"), func(d string) bool { return d == k || d == "" })
-				conf["boot"] = "order=" + strings.Join(devs, ";")
-			}
-		}
+	if r := applyConfigDeletes(c, v, conf); r != nil {
+		return r
 	}
 	var added []string
 	hotplugErrs := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(c.params)) {
-		if control[k] {
+		if configControlParams[k] {
 			continue
 		}
-		val := c.params[k]
-		switch {
-		case k == "tags":
-			val = normalizeTags(val)
-		case k == "description":
-			// parse_vm_config strips trailing whitespace (qemu-server
-			// src/PVE/QemuServer.pm, line 1971: $descr =~ s/\s+$//).
-			val = trimTrailingSpace(val)
-		case k == "lock":
-			v.lock = val
+		if k == "lock" {
+			v.lock = c.params[k]
 			continue
-		case driveKeyRe.MatchString(k):
-			vol := driveVolume(val)
-			if m := newDiskRe.FindStringSubmatch(vol); m != nil && !isCDROM(val) {
-				st := s.storages[m[1]]
-				if st == nil {
-					return apiError(500, fmt.Sprintf("storage '%s' does not exist", m[1]))
-				}
-				if !st.has("images") {
-					return apiError(500, fmt.Sprintf("storage '%s' does not support vm images", m[1]))
-				}
-				gib, _ := strconv.ParseFloat(m[2], 64)
-				vol = fmt.Sprintf("%s:vm-%d-disk-%d", m[1], v.vmid, s.nextDiskIndex(conf, v.vmid))
-				_, rest, _ := strings.Cut(val, ",")
-				val = vol + ",size=" + formatSize(int64(gib*(1<<30)))
-				if rest != "" {
-					val = vol + "," + rest + ",size=" + formatSize(int64(gib*(1<<30)))
-				}
-			} else if sid, _, ok := strings.Cut(vol, ":"); ok {
-				if s.storages[sid] == nil {
-					return apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
-				}
-				// An existing volume must exist (qemu-server src/PVE/API2/Qemu.pm
-				// create_disks, lines 711-713: "volume $volid does not exist"); an ISO on a
-				// CD-ROM drive gets its size recorded (vm_config_after_seed).
-				iso := s.volume(v.node, vol)
-				if st := s.storages[sid]; st.hasPath && iso == nil {
-					return apiError(500, fmt.Sprintf("volume %s does not exist", vol))
-				}
-				if iso != nil && isCDROM(val) {
-					val = setOpt(val, "size", formatSize(int64(len(iso.data))))
-				}
-			} else if vol != "none" && vol != "cdrom" && !strings.HasPrefix(vol, "/") {
-				return apiError(500, fmt.Sprintf("unable to parse volume ID '%s'", vol))
-			}
-		case netKeyRe.MatchString(k):
-			first, rest, _ := strings.Cut(val, ",")
-			model, mac, hasMAC := strings.Cut(first, "=")
-			if model == "model" {
-				model, mac, hasMAC = mac, optValue(val, "macaddr"), optValue(val, "macaddr") != ""
-			}
-			if !hasMAC || mac == "" {
-				if old := macOf(conf[k]); old != "" {
-					mac = old
-				} else {
-					mac = s.newMAC()
-				}
-			}
-			val = model + "=" + strings.ToUpper(mac)
-			if rest != "" {
-				val += "," + rest
-			}
+		}
+		val, r := s.configValue(v, conf, k, c.params[k])
+		if r != nil {
+			return r
 		}
 		// Only a new CD-ROM drive joins an explicit boot order (update_vm_api, lines
 		// 2438-2451: "append new CD drives to bootorder"; drive_is_cdrom($drive, 1)
@@ -186,38 +116,192 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		if _, existed := conf[k]; !existed && driveKeyRe.MatchString(k) && isCDROM(val) && !strings.Contains(val, "cloudinit") {
 			added = append(added, k)
 		}
-		if v.status == "running" && v.staysPending(k, val) {
-			if v.pending == nil {
-				v.pending = map[string]string{}
-			}
-			v.pending[k] = val
-			// update_vm_api reloads the config after the write and runs
-			// PVE::QemuConfig->cleanup_pending ("remove pending changes when nothing
-			// changed", src/PVE/API2/Qemu.pm), which drops a pending value equal to the
-			// current one (fact: status-current-values).
-			if conf[k] == val {
-				delete(v.pending, k)
-			}
-			continue
-		}
-		if k == "memory" && v.status == "running" {
-			// Memory hotplug (hotplug has memory): a failure leaves the value pending and
-			// the write answers 400 "hotplug problem - ..." after writing it.
-			applied, msg := hotplugMemory(conf, val)
-			if msg != "" {
-				if v.pending == nil {
-					v.pending = map[string]string{}
-				}
-				v.pending[k] = val
-				hotplugErrs[k] = "hotplug problem - " + msg
+		if v.status == "running" {
+			var kept bool
+			if val, kept = applyRunning(v, conf, k, val, hotplugErrs); kept {
 				continue
 			}
-			delete(v.pending, k)
-			val = strconv.FormatInt(applied, 10)
 		}
 		conf[k] = val
 	}
-	// A new device is appended (fact: ide2-boot-order) to an explicit boot order.
+	if r := applyBootOrder(c, conf, added); r != nil {
+		return r
+	}
+	v.conf = conf
+	if len(hotplugErrs) > 0 {
+		return paramError(hotplugErrs)
+	}
+	return nil
+}
+
+// configControlParams are the parameters of a config write that are not config keys.
+var configControlParams = map[string]bool{"delete": true, "digest": true, "skiplock": true, "background_delay": true, "revert": true, "force": true}
+
+// applyConfigDeletes removes the keys of the delete parameter from conf: an unknown key or
+// one also set is a parameter error; deleting lock unlocks v.
+func applyConfigDeletes(c *call, v *vm, conf map[string]string) *response {
+	del := c.params["delete"]
+	if del == "" {
+		return nil
+	}
+	for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		if _, ok := configSchema.lookup(k); !ok {
+			return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
+		}
+		if _, set := c.params[k]; set {
+			return paramError(map[string]string{k: "can't set and delete the same option"})
+		}
+		if k == "lock" {
+			v.lock = ""
+		}
+		delete(conf, k)
+		// A removed device leaves the boot order too.
+		if order, ok := strings.CutPrefix(conf["boot"], "order="); ok && (driveKeyRe.MatchString(k) || netKeyRe.MatchString(k)) {
+			devs := slices.DeleteFunc(strings.Split(order, ";"), func(d string) bool { return d == k || d == "" })
+			conf["boot"] = "order=" + strings.Join(devs, ";")
+		}
+	}
+	return nil
+}
+
+// configValueRule is how a config write stores the value of the keys it matches.
+type configValueRule struct {
+	match func(k string) bool
+	value func(s *Sim, v *vm, conf map[string]string, k, val string) (string, *response)
+}
+
+// configValueRules are the per-key rules of a config write; a key no rule matches is
+// stored as sent.
+var configValueRules = []configValueRule{
+	{match: func(k string) bool { return k == "tags" }, value: func(_ *Sim, _ *vm, _ map[string]string, _, val string) (string, *response) {
+		return normalizeTags(val), nil
+	}},
+	// parse_vm_config strips trailing whitespace (qemu-server src/PVE/QemuServer.pm, line
+	// 1971: $descr =~ s/\s+$//).
+	{match: func(k string) bool { return k == "description" }, value: func(_ *Sim, _ *vm, _ map[string]string, _, val string) (string, *response) {
+		return trimTrailingSpace(val), nil
+	}},
+	{match: driveKeyRe.MatchString, value: func(s *Sim, v *vm, conf map[string]string, _, val string) (string, *response) {
+		return s.driveValue(v, conf, val)
+	}},
+	{match: netKeyRe.MatchString, value: func(s *Sim, _ *vm, conf map[string]string, k, val string) (string, *response) {
+		return s.netValue(conf, k, val), nil
+	}},
+}
+
+// configValue is the value a config write stores for k (configValueRules).
+func (s *Sim) configValue(v *vm, conf map[string]string, k, val string) (string, *response) {
+	for _, r := range configValueRules {
+		if r.match(k) {
+			return r.value(s, v, conf, k, val)
+		}
+	}
+	return val, nil
+}
+
+// driveValue is a drive's value: a new disk (<storage>:<GiB>) is allocated on a storage
+// for images; an existing volume must exist; a CD-ROM ISO gets its size.
+func (s *Sim) driveValue(v *vm, conf map[string]string, val string) (string, *response) {
+	vol := driveVolume(val)
+	if m := newDiskRe.FindStringSubmatch(vol); m != nil && !isCDROM(val) {
+		st := s.storages[m[1]]
+		if st == nil {
+			return "", apiError(500, fmt.Sprintf("storage '%s' does not exist", m[1]))
+		}
+		if !st.has("images") {
+			return "", apiError(500, fmt.Sprintf("storage '%s' does not support vm images", m[1]))
+		}
+		gib, _ := strconv.ParseFloat(m[2], 64)
+		vol = fmt.Sprintf("%s:vm-%d-disk-%d", m[1], v.vmid, s.nextDiskIndex(conf, v.vmid))
+		_, rest, _ := strings.Cut(val, ",")
+		if rest != "" {
+			return vol + "," + rest + ",size=" + formatSize(int64(gib*(1<<30))), nil
+		}
+		return vol + ",size=" + formatSize(int64(gib*(1<<30))), nil
+	}
+	if sid, _, ok := strings.Cut(vol, ":"); ok {
+		if s.storages[sid] == nil {
+			return "", apiError(500, fmt.Sprintf("storage '%s' does not exist", sid))
+		}
+		// An existing volume must exist (qemu-server src/PVE/API2/Qemu.pm
+		// create_disks, lines 711-713: "volume $volid does not exist"); an ISO on a
+		// CD-ROM drive gets its size recorded (vm_config_after_seed).
+		iso := s.volume(v.node, vol)
+		if st := s.storages[sid]; st.hasPath && iso == nil {
+			return "", apiError(500, fmt.Sprintf("volume %s does not exist", vol))
+		}
+		if iso != nil && isCDROM(val) {
+			val = setOpt(val, "size", formatSize(int64(len(iso.data))))
+		}
+		return val, nil
+	}
+	if vol != "none" && vol != "cdrom" && !strings.HasPrefix(vol, "/") {
+		return "", apiError(500, fmt.Sprintf("unable to parse volume ID '%s'", vol))
+	}
+	return val, nil
+}
+
+// netValue is a NIC's value: <model>=<MAC> first, the MAC upper-cased, kept from the
+// current NIC or generated when none is sent.
+func (s *Sim) netValue(conf map[string]string, k, val string) string {
+	first, rest, _ := strings.Cut(val, ",")
+	model, mac, hasMAC := strings.Cut(first, "=")
+	if model == "model" {
+		model, mac, hasMAC = mac, optValue(val, "macaddr"), optValue(val, "macaddr") != ""
+	}
+	if !hasMAC || mac == "" {
+		if old := macOf(conf[k]); old != "" {
+			mac = old
+		} else {
+			mac = s.newMAC()
+		}
+	}
+	val = model + "=" + strings.ToUpper(mac)
+	if rest != "" {
+		val += "," + rest
+	}
+	return val
+}
+
+// applyRunning is a key set on a running VM: a key that cannot change live stays pending
+// (kept), memory is hotplugged (a failure keeps it pending and records the hotplug error);
+// otherwise the value to store.
+func applyRunning(v *vm, conf map[string]string, k, val string, hotplugErrs map[string]string) (string, bool) {
+	if v.staysPending(k, val) {
+		if v.pending == nil {
+			v.pending = map[string]string{}
+		}
+		v.pending[k] = val
+		// update_vm_api reloads the config after the write and runs
+		// PVE::QemuConfig->cleanup_pending ("remove pending changes when nothing
+		// changed", src/PVE/API2/Qemu.pm), which drops a pending value equal to the
+		// current one (fact: status-current-values).
+		if conf[k] == val {
+			delete(v.pending, k)
+		}
+		return val, true
+	}
+	if k != "memory" {
+		return val, false
+	}
+	// Memory hotplug (hotplug has memory): a failure leaves the value pending and
+	// the write answers 400 "hotplug problem - ..." after writing it.
+	applied, msg := hotplugMemory(conf, val)
+	if msg != "" {
+		if v.pending == nil {
+			v.pending = map[string]string{}
+		}
+		v.pending[k] = val
+		hotplugErrs[k] = "hotplug problem - " + msg
+		return val, true
+	}
+	delete(v.pending, k)
+	return strconv.FormatInt(applied, 10), false
+}
+
+// applyBootOrder: without a boot parameter, the new devices are appended (fact:
+// ide2-boot-order) to an explicit boot order; with one, every device it names must exist.
+func applyBootOrder(c *call, conf map[string]string, added []string) *response {
 	if _, bootSet := c.params["boot"]; !bootSet {
 		if order, ok := strings.CutPrefix(conf["boot"], "order="); ok {
 			devs := strings.Split(order, ";")
@@ -229,16 +313,14 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 			devs = slices.DeleteFunc(devs, func(d string) bool { return d == "" })
 			conf["boot"] = "order=" + strings.Join(devs, ";")
 		}
-	} else if order := optValue(conf["boot"], "order"); order != "" {
+		return nil
+	}
+	if order := optValue(conf["boot"], "order"); order != "" {
 		for _, d := range strings.Split(order, ";") {
 			if _, ok := conf[d]; !ok {
 				return paramError(map[string]string{"boot": fmt.Sprintf("invalid bootorder: device '%s' does not exist'", d)})
 			}
 		}
-	}
-	v.conf = conf
-	if len(hotplugErrs) > 0 {
-		return paramError(hotplugErrs)
 	}
 	return nil
 }
