@@ -66,15 +66,7 @@ func (s *Sim) handle(req *http.Request) *response {
 	method := req.Method
 	p := req.URL.EscapedPath()
 	if p == "/pvesim" || strings.HasPrefix(p, "/pvesim/") {
-		authid, r := s.authenticate(req)
-		if r != nil {
-			return r
-		}
-		if authid != s.TokenID() {
-			// The admin API is the test's, not the cluster's: only the simulator's own token.
-			return apiError(403, "Permission check failed")
-		}
-		return s.handleAdmin(req, strings.TrimPrefix(p, "/pvesim"))
+		return s.handleAdminRequest(req, p)
 	}
 	defer s.conc.enter()()
 	rel, ok := strings.CutPrefix(p, "/api2/json")
@@ -84,6 +76,58 @@ func (s *Sim) handle(req *http.Request) *response {
 	if rel == "" {
 		rel = "/"
 	}
+	rt, vars := s.routeOf(method, rel)
+	if (method == http.MethodGet || method == http.MethodHead || method == http.MethodDelete) && (req.ContentLength > 0 || len(req.TransferEncoding) > 0) {
+		return apiError(501, fmt.Sprintf("Unexpected content for method '%s'", method))
+	}
+	authid, r := s.authenticate(req)
+	if r != nil {
+		return r
+	}
+	unescaped, _ := url.PathUnescape(rel)
+	if rt == nil {
+		return notImplemented(method, unescaped)
+	}
+	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now(), sim: s, authid: authid}
+	fr, r := s.faultsFor(c)
+	if r != nil {
+		return r
+	}
+	// Parameters are read before the permission check, which fills its path templates from
+	// them (pve-common src/PVE/Tools.pm template_replace); they are validated after it.
+	params, r := readParams(c)
+	if r != nil {
+		return r
+	}
+	c.params = params
+	if v, ok := vars["vmid"]; ok {
+		c.vmid, _ = strconv.Atoi(v)
+	}
+	for _, stage := range []func(*call) *response{s.checkPerms, s.checkNode, validateCall, s.checkCode} {
+		if r := stage(c); r != nil {
+			return r
+		}
+	}
+	return s.runHandler(c, fr)
+}
+
+// handleAdminRequest is a request under /pvesim: the admin API, for the simulator's own
+// token alone.
+func (s *Sim) handleAdminRequest(req *http.Request, p string) *response {
+	authid, r := s.authenticate(req)
+	if r != nil {
+		return r
+	}
+	if authid != s.TokenID() {
+		// The admin API is the test's, not the cluster's: only the simulator's own token.
+		return apiError(403, "Permission check failed")
+	}
+	return s.handleAdmin(req, strings.TrimPrefix(p, "/pvesim"))
+}
+
+// routeOf is the route of method on rel and its path variables (nil for none), counted in
+// the stats under its template ("<method> (unmatched)" for none).
+func (s *Sim) routeOf(method, rel string) (*route, map[string]string) {
 	segs, ok := splitPath(rel)
 	var rt *route
 	var vars map[string]string
@@ -97,21 +141,12 @@ func (s *Sim) handle(req *http.Request) *response {
 	s.mu.Lock()
 	s.stats[key]++
 	s.mu.Unlock()
+	return rt, vars
+}
 
-	if (method == http.MethodGet || method == http.MethodHead || method == http.MethodDelete) && (req.ContentLength > 0 || len(req.TransferEncoding) > 0) {
-		return apiError(501, fmt.Sprintf("Unexpected content for method '%s'", method))
-	}
-	authid, r := s.authenticate(req)
-	if r != nil {
-		return r
-	}
-	unescaped, _ := url.PathUnescape(rel)
-	if rt == nil {
-		return notImplemented(method, unescaped)
-	}
-	c := &call{req: req, method: method, rel: unescaped, route: rt, vars: vars, now: time.Now(), sim: s, authid: authid}
-
-	// Faults.
+// faultsFor consumes the faults matching c: their latency is slept, a fault's response
+// answers the call, and a task fault shapes the task the call creates.
+func (s *Sim) faultsFor(c *call) (faultResult, *response) {
 	s.mu.Lock()
 	fr := s.matchFaults(c)
 	s.mu.Unlock()
@@ -119,84 +154,97 @@ func (s *Sim) handle(req *http.Request) *response {
 		time.Sleep(fr.latency)
 	}
 	if fr.resp != nil {
-		return fr.resp
+		return fr, fr.resp
 	}
 	c.taskFault = fr.task
+	return fr, nil
+}
 
-	// Parameters are read before the permission check, which fills its path templates from
-	// them (pve-common src/PVE/Tools.pm template_replace); they are validated after it.
-	params, r := readParams(c)
-	if r != nil {
-		return r
+// checkPerms is the route's declared permission check.
+func (s *Sim) checkPerms(c *call) *response {
+	if c.route.perms == nil {
+		return nil
 	}
-	c.params = params
-	if v, ok := vars["vmid"]; ok {
-		c.vmid, _ = strconv.Atoi(v)
+	s.mu.Lock()
+	err := c.route.perms(c)
+	s.mu.Unlock()
+	if err == nil {
+		return nil
 	}
+	var pe *permError
+	if errors.As(err, &pe) && c.route.tmpl == uploadTmpl {
+		// pveproxy checks an upload's privilege in its auth handler (pve-manager
+		// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
+		// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,
+		// the auth_handler error branch).
+		time.Sleep(s.real(3 * time.Second))
+		return &response{status: 403, reason: pe.Error()}
+	}
+	return errResponse(err)
+}
 
-	// The declared permission check.
-	if rt.perms != nil {
-		s.mu.Lock()
-		err := rt.perms(c)
-		s.mu.Unlock()
-		if err != nil {
-			var pe *permError
-			if errors.As(err, &pe) && rt.tmpl == uploadTmpl {
-				// pveproxy checks an upload's privilege in its auth handler (pve-manager
-				// PVE/HTTPServer.pm auth_handler, lines 115-121), whose failures are a bare
-				// reason phrase, delayed 3 s (pve-http-server src/PVE/APIServer/AnyEvent.pm,
-				// the auth_handler error branch).
-				time.Sleep(s.real(3 * time.Second))
-				return &response{status: 403, reason: pe.Error()}
-			}
-			return errResponse(err)
-		}
+// checkNode is the node of the path: its format, existence, reachability (pveproxy
+// forwards to the node).
+func (s *Sim) checkNode(c *call) *response {
+	n, ok := c.vars["node"]
+	if !ok {
+		return nil
 	}
-
-	// Node: format, existence, reachability (pveproxy forwards to the node).
-	if n, ok := vars["node"]; ok {
-		if e := pNode.check(n); e != "" {
-			return paramError(map[string]string{"node": e})
-		}
-		s.mu.Lock()
-		_, exists := s.nodes[n]
-		down := exists && s.nodeDown(n)
-		s.mu.Unlock()
-		if !exists {
-			return apiError(500, fmt.Sprintf("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", n, n))
-		}
-		if down {
-			return &response{status: 595, reason: "No route to host"}
-		}
-		c.node = n
+	if e := pNode.check(n); e != "" {
+		return paramError(map[string]string{"node": e})
 	}
+	s.mu.Lock()
+	_, exists := s.nodes[n]
+	down := exists && s.nodeDown(n)
+	s.mu.Unlock()
+	if !exists {
+		return apiError(500, fmt.Sprintf("hostname lookup '%s' failed - failed to get address info for: %s: Name or service not known", n, n))
+	}
+	if down {
+		return &response{status: 595, reason: "No route to host"}
+	}
+	c.node = n
+	return nil
+}
 
-	// Parameters: the validation.
+// validateCall is the parameters' validation: the path variables other than node, then
+// the route's schema.
+func validateCall(c *call) *response {
 	errs := map[string]string{}
-	for name, v := range vars {
+	for name, v := range c.vars {
 		if sp, ok := pathSpecs[name]; ok && name != "node" {
 			if e := sp.check(v); e != "" {
 				errs[name] = e
 			}
 		}
 	}
-	for k, e := range rt.schema.validate(params) {
+	for k, e := range c.route.schema.validate(c.params) {
 		errs[k] = e
 	}
 	if len(errs) > 0 {
 		return paramError(errs)
 	}
-	// The checks the method's code makes before it acts.
-	if rt.code != nil {
-		s.mu.Lock()
-		s.advance(time.Now())
-		err := rt.code(c)
-		s.mu.Unlock()
-		if err != nil {
-			return errResponse(err)
-		}
-	}
+	return nil
+}
 
+// checkCode is the checks the method's code makes before it acts.
+func (s *Sim) checkCode(c *call) *response {
+	if c.route.code == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.advance(time.Now())
+	err := c.route.code(c)
+	s.mu.Unlock()
+	if err != nil {
+		return errResponse(err)
+	}
+	return nil
+}
+
+// runHandler runs the route's handler under the state mutex, again while it asks for a
+// retry (a config lock held by a task), until LockWait: then "can't lock file".
+func (s *Sim) runHandler(c *call, fr faultResult) *response {
 	deadline := time.Now().Add(s.real(s.dur.LockWait))
 	for {
 		s.mu.Lock()
@@ -206,7 +254,7 @@ func (s *Sim) handle(req *http.Request) *response {
 			s.applyFaultLock(c, fr)
 			fr.lock = ""
 		}
-		resp := rt.h(s, c)
+		resp := c.route.h(s, c)
 		s.mu.Unlock()
 		if resp.retry == nil {
 			return resp
