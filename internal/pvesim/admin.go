@@ -26,89 +26,124 @@ import (
 //	POST   /pvesim/deny, /pvesim/allow     Deny/Allow a Privilege {"path","privilege"}
 func (s *Sim) handleAdmin(req *http.Request, p string) *response {
 	segs := strings.Split(trimSlash(p), "/")
-	m := req.Method
-	decode := func(v any) *response {
-		b, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-		if err != nil {
-			return apiError(400, "cannot read body")
+	for _, rt := range adminRoutes {
+		if vars, ok := rt.match(req.Method, segs); ok {
+			return rt.h(s, &adminCall{req: req, vars: vars})
 		}
-		if err := json.Unmarshal(b, v); err != nil {
-			return apiError(400, "invalid JSON: "+err.Error())
-		}
-		return nil
 	}
-	vmidOf := func(seg string) (int, *response) {
-		id, err := strconv.Atoi(seg)
-		if err != nil {
-			return 0, apiError(400, fmt.Sprintf("invalid vmid '%s'", seg))
-		}
-		return id, nil
+	return notImplemented(req.Method, "/pvesim"+p)
+}
+
+// adminRoute is one admin endpoint: a method and a path of segments, "{name}" matching any
+// one segment as variable name.
+type adminRoute struct {
+	method string
+	path   string
+	h      func(s *Sim, a *adminCall) *response
+}
+
+// match reports whether the route serves method on segs, with the path's variables.
+func (rt adminRoute) match(method string, segs []string) (map[string]string, bool) {
+	tmpl := strings.Split(rt.path, "/")
+	if method != rt.method || len(tmpl) != len(segs) {
+		return nil, false
 	}
-	fail := func(err error) *response {
-		if err != nil {
-			return apiError(400, err.Error())
+	vars := map[string]string{}
+	for i, t := range tmpl {
+		if name, ok := strings.CutPrefix(t, "{"); ok {
+			vars[strings.TrimSuffix(name, "}")] = segs[i]
+		} else if t != segs[i] {
+			return nil, false
 		}
-		return okData(nil)
 	}
-	if r := s.adminMove(m, segs, decode); r != nil {
-		return r
+	return vars, true
+}
+
+// adminCall is one admin request: its body and its path's variables.
+type adminCall struct {
+	req  *http.Request
+	vars map[string]string
+}
+
+// decode reads the JSON body into v.
+func (a *adminCall) decode(v any) *response {
+	b, err := io.ReadAll(io.LimitReader(a.req.Body, 1<<20))
+	if err != nil {
+		return apiError(400, "cannot read body")
 	}
-	switch {
-	case m == "GET" && len(segs) == 1 && segs[0] == "info":
-		return okData(s.Info())
-	case len(segs) == 1 && segs[0] == "stats":
-		switch m {
-		case "GET":
-			return okData(s.Stats())
-		case "DELETE":
-			s.ResetStats()
-			return okData(nil)
-		}
-	case m == "GET" && len(segs) == 1 && segs[0] == "state":
-		return okData(s.State())
-	case len(segs) == 1 && segs[0] == "faults":
-		switch m {
-		case "GET":
-			return okData(s.Faults())
-		case "POST":
-			var f Fault
-			if r := decode(&f); r != nil {
-				return r
-			}
-			return okData(s.InjectFault(f))
-		case "DELETE":
-			s.ClearFaults()
-			return okData(nil)
-		}
-	case m == "DELETE" && len(segs) == 2 && segs[0] == "faults":
-		if !s.RemoveFault(segs[1]) {
-			return apiError(404, fmt.Sprintf("no fault '%s'", segs[1]))
-		}
-		return okData(nil)
-	case m == "POST" && len(segs) == 1 && segs[0] == "vms":
-		var spec VMSpec
-		if r := decode(&spec); r != nil {
+	if err := json.Unmarshal(b, v); err != nil {
+		return apiError(400, "invalid JSON: "+err.Error())
+	}
+	return nil
+}
+
+// vmid is the path's {vmid}.
+func (a *adminCall) vmid() (int, *response) {
+	seg := a.vars["vmid"]
+	id, err := strconv.Atoi(seg)
+	if err != nil {
+		return 0, apiError(400, fmt.Sprintf("invalid vmid '%s'", seg))
+	}
+	return id, nil
+}
+
+// adminResult answers an admin operation's error as a 400, its success as {"data": null}.
+func adminResult(err error) *response {
+	if err != nil {
+		return apiError(400, err.Error())
+	}
+	return okData(nil)
+}
+
+// adminRoutes are the admin API's endpoints (the table above handleAdmin).
+var adminRoutes = []adminRoute{
+	{"POST", "vms/{vmid}/move", (*Sim).adminMove},
+	{"GET", "info", func(s *Sim, _ *adminCall) *response { return okData(s.Info()) }},
+	{"GET", "stats", func(s *Sim, _ *adminCall) *response { return okData(s.Stats()) }},
+	{"DELETE", "stats", func(s *Sim, _ *adminCall) *response { s.ResetStats(); return okData(nil) }},
+	{"GET", "state", func(s *Sim, _ *adminCall) *response { return okData(s.State()) }},
+	{"GET", "faults", func(s *Sim, _ *adminCall) *response { return okData(s.Faults()) }},
+	{"POST", "faults", func(s *Sim, a *adminCall) *response {
+		var f Fault
+		if r := a.decode(&f); r != nil {
 			return r
 		}
-		return fail(s.AddVM(spec))
-	case m == "DELETE" && len(segs) == 2 && segs[0] == "vms":
-		id, r := vmidOf(segs[1])
+		return okData(s.InjectFault(f))
+	}},
+	{"DELETE", "faults", func(s *Sim, _ *adminCall) *response { s.ClearFaults(); return okData(nil) }},
+	{"DELETE", "faults/{id}", func(s *Sim, a *adminCall) *response {
+		if !s.RemoveFault(a.vars["id"]) {
+			return apiError(404, fmt.Sprintf("no fault '%s'", a.vars["id"]))
+		}
+		return okData(nil)
+	}},
+	{"POST", "vms", func(s *Sim, a *adminCall) *response {
+		var spec VMSpec
+		if r := a.decode(&spec); r != nil {
+			return r
+		}
+		return adminResult(s.AddVM(spec))
+	}},
+	{"DELETE", "vms/{vmid}", func(s *Sim, a *adminCall) *response {
+		id, r := a.vmid()
 		if r != nil {
 			return r
 		}
-		return fail(s.DeleteVM(id))
-	case m == "POST" && len(segs) == 3 && segs[0] == "vms" && segs[2] == "state":
-		id, r := vmidOf(segs[1])
+		return adminResult(s.DeleteVM(id))
+	}},
+	{"POST", "vms/{vmid}/state", func(s *Sim, a *adminCall) *response {
+		id, r := a.vmid()
 		if r != nil {
 			return r
 		}
 		var patch VMPatch
-		if r := decode(&patch); r != nil {
+		if r := a.decode(&patch); r != nil {
 			return r
 		}
-		return fail(s.SetVMState(id, patch))
-	case m == "GET" && len(segs) == 3 && segs[0] == "vms" && segs[2] == "seed":
-		id, r := vmidOf(segs[1])
+		return adminResult(s.SetVMState(id, patch))
+	}},
+	{"GET", "vms/{vmid}/seed", func(s *Sim, a *adminCall) *response {
+		id, r := a.vmid()
 		if r != nil {
 			return r
 		}
@@ -117,22 +152,22 @@ func (s *Sim) handleAdmin(req *http.Request, p string) *response {
 			return apiError(404, fmt.Sprintf("no seed read by VM %d", id))
 		}
 		return okData(sf)
-	case m == "POST" && len(segs) == 3 && segs[0] == "nodes" && (segs[2] == "down" || segs[2] == "up"):
-		return fail(s.SetNodeDown(segs[1], segs[2] == "down"))
-	case m == "POST" && len(segs) == 1 && (segs[0] == "deny" || segs[0] == "allow"):
-		var p Privilege
-		if r := decode(&p); r != nil {
-			return r
-		}
-		if p.Path == "" || p.Privilege == "" {
-			return apiError(400, "path and privilege are required")
-		}
-		if segs[0] == "deny" {
-			s.Deny(p.Path, p.Privilege)
-		} else {
-			s.Allow(p.Path, p.Privilege)
-		}
-		return okData(nil)
+	}},
+	{"POST", "nodes/{node}/down", func(s *Sim, a *adminCall) *response { return adminResult(s.SetNodeDown(a.vars["node"], true)) }},
+	{"POST", "nodes/{node}/up", func(s *Sim, a *adminCall) *response { return adminResult(s.SetNodeDown(a.vars["node"], false)) }},
+	{"POST", "deny", func(s *Sim, a *adminCall) *response { return s.adminPrivilege(a, s.Deny) }},
+	{"POST", "allow", func(s *Sim, a *adminCall) *response { return s.adminPrivilege(a, s.Allow) }},
+}
+
+// adminPrivilege is /pvesim/deny and /pvesim/allow: op on the body's Privilege.
+func (s *Sim) adminPrivilege(a *adminCall, op func(aclPath, privilege string)) *response {
+	var p Privilege
+	if r := a.decode(&p); r != nil {
+		return r
 	}
-	return notImplemented(m, "/pvesim"+p)
+	if p.Path == "" || p.Privilege == "" {
+		return apiError(400, "path and privilege are required")
+	}
+	op(p.Path, p.Privilege)
+	return okData(nil)
 }

@@ -233,24 +233,17 @@ func (s *Sim) MoveVM(vmid int, target string) error {
 	return nil
 }
 
-// adminMove is the admin route POST /pvesim/vms/{vmid}/move {"target": "<node>"} (MoveVM);
-// nil for any other admin path.
-func (s *Sim) adminMove(method string, segs []string, decode func(any) *response) *response {
-	if method != "POST" || len(segs) != 3 || segs[0] != "vms" || segs[2] != "move" {
-		return nil
-	}
-	id, err := strconv.Atoi(segs[1])
-	if err != nil {
-		return apiError(400, fmt.Sprintf("invalid vmid '%s'", segs[1]))
+// adminMove is the admin route POST /pvesim/vms/{vmid}/move {"target": "<node>"} (MoveVM).
+func (s *Sim) adminMove(a *adminCall) *response {
+	id, r := a.vmid()
+	if r != nil {
+		return r
 	}
 	var body struct {
 		Target string `json:"target"`
 	}
-	if r := decode(&body); r != nil {
+	if r := a.decode(&body); r != nil {
 		return r
 	}
-	if err := s.MoveVM(id, body.Target); err != nil {
-		return apiError(400, err.Error())
-	}
-	return okData(nil)
+	return adminResult(s.MoveVM(id, body.Target))
 }
