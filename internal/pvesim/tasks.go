@@ -174,31 +174,12 @@ func (s *Sim) endTask(t *task, at time.Time, exit string) {
 	}
 }
 
-// advance applies every due task event up to now, in time order.
+// advance applies every due event up to now, in time order: task ends and lock-wait
+// timeouts, lock expiries, and the status snapshots due before them.
 func (s *Sim) advance(now time.Time) {
 	for {
-		var next *task
-		var at time.Time
-		var timeout bool
-		for _, t := range s.active {
-			switch t.state {
-			case taskRunning:
-				if !t.hang && !t.endAt.IsZero() && !t.endAt.After(now) && (next == nil || t.endAt.Before(at)) {
-					next, at, timeout = t, t.endAt, false
-				}
-			case taskWaiting:
-				if !t.waitDeadline.After(now) && (next == nil || t.waitDeadline.Before(at)) {
-					next, at, timeout = t, t.waitDeadline, true
-				}
-			}
-		}
-		var lockVM *vm
-		for _, v := range s.vms {
-			if !v.lockUntil.IsZero() && !v.lockUntil.After(now) && (next == nil || v.lockUntil.Before(at)) && (lockVM == nil || v.lockUntil.Before(lockVM.lockUntil)) {
-				lockVM = v
-			}
-		}
-		if lockVM != nil && (next == nil || !lockVM.lockUntil.After(at)) {
+		next, at, timeout := s.nextTaskEvent(now)
+		if lockVM := s.nextLockExpiry(now, next, at); lockVM != nil {
 			if snap, ok := s.statusDue(lockVM.lockUntil); ok {
 				s.runStatus(snap)
 				continue
@@ -220,20 +201,62 @@ func (s *Sim) advance(now time.Time) {
 			break
 		}
 		if timeout {
-			if v := next.vmRef; v != nil {
-				for i, w := range v.waiters {
-					if w == next {
-						v.waiters = append(v.waiters[:i:i], v.waiters[i+1:]...)
-						break
-					}
-				}
-			}
-			s.endTask(next, at, flockTimeoutMsg(next.vmid))
+			s.lockWaitTimedOut(next, at)
 		} else {
 			s.finishTask(next, at)
 		}
 	}
-	// Drop finished tasks from the active list.
+	s.dropFinishedTasks()
+}
+
+// nextTaskEvent is the earliest task event due by now: a running task's end (timeout
+// false) or a waiting task's lock-wait deadline (timeout true); nil when none is due.
+func (s *Sim) nextTaskEvent(now time.Time) (next *task, at time.Time, timeout bool) {
+	for _, t := range s.active {
+		switch t.state {
+		case taskRunning:
+			if !t.hang && !t.endAt.IsZero() && !t.endAt.After(now) && (next == nil || t.endAt.Before(at)) {
+				next, at, timeout = t, t.endAt, false
+			}
+		case taskWaiting:
+			if !t.waitDeadline.After(now) && (next == nil || t.waitDeadline.Before(at)) {
+				next, at, timeout = t, t.waitDeadline, true
+			}
+		}
+	}
+	return next, at, timeout
+}
+
+// nextLockExpiry is the VM whose timed lock expires first by now, when that is no later
+// than the next task event (next at at); nil otherwise.
+func (s *Sim) nextLockExpiry(now time.Time, next *task, at time.Time) *vm {
+	var lockVM *vm
+	for _, v := range s.vms {
+		if !v.lockUntil.IsZero() && !v.lockUntil.After(now) && (next == nil || v.lockUntil.Before(at)) && (lockVM == nil || v.lockUntil.Before(lockVM.lockUntil)) {
+			lockVM = v
+		}
+	}
+	if lockVM != nil && (next == nil || !lockVM.lockUntil.After(at)) {
+		return lockVM
+	}
+	return nil
+}
+
+// lockWaitTimedOut ends task t, which waited for its VM's config lock until at.
+func (s *Sim) lockWaitTimedOut(t *task, at time.Time) {
+	if v := t.vmRef; v != nil {
+		for i, w := range v.waiters {
+			if w == t {
+				v.waiters = append(v.waiters[:i:i], v.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	s.endTask(t, at, flockTimeoutMsg(t.vmid))
+}
+
+// dropFinishedTasks drops finished tasks from the active list.
+func (s *Sim) dropFinishedTasks() {
 	kept := s.active[:0]
 	for _, t := range s.active {
 		if !t.done {
