@@ -50,86 +50,116 @@ func guestNetwork(networkConfig []byte, conf map[string]string) map[int]nicNet {
 	if inner, ok := doc["network"].(map[string]any); ok {
 		doc = inner
 	}
-	nics := map[int]nicNet{}
 	switch doc["version"] {
 	case 2:
-		eth, _ := doc["ethernets"].(map[string]any)
-		keys := make([]string, 0, len(eth))
-		for k := range eth {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			e, _ := eth[k].(map[string]any)
-			match, _ := e["match"].(map[string]any)
-			mac, _ := match["macaddress"].(string)
-			name, _ := match["name"].(string)
-			if mac == "" && name == "" {
-				name = k
-			}
-			i, ok := nicIndex(conf, mac, name)
-			if !ok {
-				continue
-			}
-			n := nicNet{}
-			if addrs, ok := e["addresses"].([]any); ok {
-				n.static = firstV4(addrs)
-			}
-			if d, ok := e["dhcp4"].(bool); ok && d && !n.static.IsValid() {
-				n.dhcp = true
-			}
-			nics[i] = n
-		}
+		return networkV2(doc, conf)
 	case 1:
-		cfg, ok := doc["config"].([]any)
+		return networkV1(doc, conf)
+	}
+	return map[int]nicNet{}
+}
+
+// networkV2 is a version 2 network-config: each ethernets entry (in key order) matched to
+// a NIC by match.macaddress, else match.name or its key; its first IPv4 address, else
+// dhcp4.
+func networkV2(doc map[string]any, conf map[string]string) map[int]nicNet {
+	nics := map[int]nicNet{}
+	eth, _ := doc["ethernets"].(map[string]any)
+	keys := make([]string, 0, len(eth))
+	for k := range eth {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		e, _ := eth[k].(map[string]any)
+		match, _ := e["match"].(map[string]any)
+		mac, _ := match["macaddress"].(string)
+		name, _ := match["name"].(string)
+		if mac == "" && name == "" {
+			name = k
+		}
+		i, ok := nicIndex(conf, mac, name)
 		if !ok {
-			return nics
+			continue
 		}
-		for _, raw := range cfg {
-			e, _ := raw.(map[string]any)
-			if e["type"] != "physical" {
-				continue
-			}
-			mac, _ := e["mac_address"].(string)
-			name, _ := e["name"].(string)
-			i, ok := nicIndex(conf, mac, name)
-			if !ok {
-				continue
-			}
-			n := nicNet{}
-			subnets, _ := e["subnets"].([]any)
-			for _, rs := range subnets {
-				sn, _ := rs.(map[string]any)
-				switch sn["type"] {
-				case "static":
-					if n.static.IsValid() {
-						continue
-					}
-					addr, _ := sn["address"].(string)
-					if mask, ok := sn["netmask"].(string); ok && !strings.Contains(addr, "/") {
-						if m, err := netip.ParseAddr(mask); err == nil && m.Is4() {
-							b := m.As4()
-							bits := 0
-							for _, x := range b {
-								for ; x&0x80 != 0; x <<= 1 {
-									bits++
-								}
-							}
-							addr += "/" + strconv.Itoa(bits)
-						}
-					}
-					n.static = firstV4([]any{addr})
-				case "dhcp", "dhcp4":
-					n.dhcp = true
-				}
-			}
-			if n.static.IsValid() {
-				n.dhcp = false
-			}
-			nics[i] = n
+		n := nicNet{}
+		if addrs, ok := e["addresses"].([]any); ok {
+			n.static = firstV4(addrs)
 		}
+		if d, ok := e["dhcp4"].(bool); ok && d && !n.static.IsValid() {
+			n.dhcp = true
+		}
+		nics[i] = n
 	}
 	return nics
+}
+
+// networkV1 is a version 1 network-config: each physical entry of its config list matched
+// to a NIC by mac_address, else name; its subnets (v1Subnets).
+func networkV1(doc map[string]any, conf map[string]string) map[int]nicNet {
+	nics := map[int]nicNet{}
+	cfg, ok := doc["config"].([]any)
+	if !ok {
+		return nics
+	}
+	for _, raw := range cfg {
+		e, _ := raw.(map[string]any)
+		if e["type"] != "physical" {
+			continue
+		}
+		mac, _ := e["mac_address"].(string)
+		name, _ := e["name"].(string)
+		i, ok := nicIndex(conf, mac, name)
+		if !ok {
+			continue
+		}
+		subnets, _ := e["subnets"].([]any)
+		nics[i] = v1Subnets(subnets)
+	}
+	return nics
+}
+
+// v1Subnets is a version 1 physical entry's IPv4: the first static subnet's address, else
+// a lease when a subnet is dhcp or dhcp4.
+func v1Subnets(subnets []any) nicNet {
+	n := nicNet{}
+	for _, rs := range subnets {
+		sn, _ := rs.(map[string]any)
+		switch sn["type"] {
+		case "static":
+			if n.static.IsValid() {
+				continue
+			}
+			n.static = firstV4([]any{v1StaticAddress(sn)})
+		case "dhcp", "dhcp4":
+			n.dhcp = true
+		}
+	}
+	if n.static.IsValid() {
+		n.dhcp = false
+	}
+	return n
+}
+
+// v1StaticAddress is a static subnet's address, with the prefix length of its netmask
+// when the address has none.
+func v1StaticAddress(sn map[string]any) string {
+	addr, _ := sn["address"].(string)
+	mask, ok := sn["netmask"].(string)
+	if !ok || strings.Contains(addr, "/") {
+		return addr
+	}
+	m, err := netip.ParseAddr(mask)
+	if err != nil || !m.Is4() {
+		return addr
+	}
+	bits := 0
+	for _, x := range m.As4() {
+		for ; x&0x80 != 0; x <<= 1 {
+			bits++
+		}
+	}
+	return addr + "/" + strconv.Itoa(bits)
 }
 
 // nicIndex finds the NIC (net<i>) with MAC mac, else the one whose guest name (ens<18+i>)
