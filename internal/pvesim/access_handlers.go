@@ -485,9 +485,8 @@ func (s *Sim) hACLUpdate(c *call) *response {
 	if path == "" || (!del && !aclPathRe.MatchString(path)) {
 		return paramError(map[string]string{"path": fmt.Sprintf("invalid ACL path '%s'", c.params["path"])})
 	}
-	fail := func(msg string) *response { return apiError(500, "ACL update failed: "+msg) }
 	if c.params["groups"] != "" {
-		return fail("pvesim: groups are not simulated")
+		return aclUpdateFailed("pvesim: groups are not simulated")
 	}
 	propagate := c.params["propagate"] != "0"
 	mine := s.effective(c.authid, path)
@@ -496,60 +495,19 @@ func (s *Sim) hACLUpdate(c *call) *response {
 	for id, roles := range s.access.acl[path] {
 		node[id] = maps.Clone(roles)
 	}
-	verb := "add"
-	if del {
-		verb = "remove"
-	}
 	for _, role := range splitList(c.params["roles"]) {
 		privs, ok := s.access.roles[role]
 		if !ok {
-			return fail(fmt.Sprintf("role '%s' does not exist", role))
+			return aclUpdateFailed(fmt.Sprintf("role '%s' does not exist", role))
 		}
-		if _, ok := mine["Permissions.Modify"]; !ok {
-			for _, p := range sortedPrivs(privs) {
-				prop, has := mine[p]
-				if !has {
-					return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role)})
-				}
-				if propagate && !prop && !del {
-					return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role)})
-				}
-			}
-			if role == "NoAccess" {
-				return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify'", verb, role)})
-			}
+		if r := aclRoleRefusal(mine, role, privs, propagate, del); r != nil {
+			return r
 		}
-		var ids []string
-		for _, u := range splitList(c.params["users"]) {
-			if s.access.users[u] == nil {
-				return fail(fmt.Sprintf("user '%s' does not exist", u))
-			}
-			ids = append(ids, u)
+		ids, msg := s.aclIDs(c)
+		if msg != "" {
+			return aclUpdateFailed(msg)
 		}
-		for _, t := range splitList(c.params["tokens"]) {
-			user, sub, _ := splitTokenID(t)
-			u := s.access.users[user]
-			if u == nil {
-				return fail(fmt.Sprintf("no such user ('%s')", user))
-			}
-			if u.tokens[sub] == nil {
-				return fail(fmt.Sprintf("no such token '%s' for user '%s'", sub, user))
-			}
-			ids = append(ids, t)
-		}
-		for _, id := range ids {
-			if del {
-				delete(node[id], role)
-				if len(node[id]) == 0 {
-					delete(node, id)
-				}
-				continue
-			}
-			if node[id] == nil {
-				node[id] = map[string]bool{}
-			}
-			node[id][role] = propagate
-		}
+		node.setRole(ids, role, propagate, del)
 	}
 	if len(node) == 0 {
 		delete(s.access.acl, path)
@@ -557,6 +515,77 @@ func (s *Sim) hACLUpdate(c *call) *response {
 		s.access.acl[path] = node
 	}
 	return okData(nil)
+}
+
+// aclUpdateFailed is update_acl's failure, a 500.
+func aclUpdateFailed(msg string) *response { return apiError(500, "ACL update failed: "+msg) }
+
+// aclRoleRefusal is update_acl's check of a role a caller without Permissions.Modify (mine:
+// its privileges on the path, with their propagation) hands out or removes: it must hold
+// every privilege of the role (propagated, when the ACL propagates), and never NoAccess.
+func aclRoleRefusal(mine map[string]bool, role string, privs map[string]bool, propagate, del bool) *response {
+	if _, ok := mine["Permissions.Modify"]; ok {
+		return nil
+	}
+	verb := "add"
+	if del {
+		verb = "remove"
+	}
+	for _, p := range sortedPrivs(privs) {
+		prop, has := mine[p]
+		if !has {
+			return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role)})
+		}
+		if propagate && !prop && !del {
+			return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role)})
+		}
+	}
+	if role == "NoAccess" {
+		return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify'", verb, role)})
+	}
+	return nil
+}
+
+// aclIDs are the users and tokens an ACL update names, each of which must exist; else
+// the failure's text.
+func (s *Sim) aclIDs(c *call) ([]string, string) {
+	var ids []string
+	for _, u := range splitList(c.params["users"]) {
+		if s.access.users[u] == nil {
+			return nil, fmt.Sprintf("user '%s' does not exist", u)
+		}
+		ids = append(ids, u)
+	}
+	for _, t := range splitList(c.params["tokens"]) {
+		user, sub, _ := splitTokenID(t)
+		u := s.access.users[user]
+		if u == nil {
+			return nil, fmt.Sprintf("no such user ('%s')", user)
+		}
+		if u.tokens[sub] == nil {
+			return nil, fmt.Sprintf("no such token '%s' for user '%s'", sub, user)
+		}
+		ids = append(ids, t)
+	}
+	return ids, ""
+}
+
+// setRole gives each of ids role on the node (propagate its propagation), or with del
+// takes it away, dropping an id left without roles.
+func (n aclNode) setRole(ids []string, role string, propagate, del bool) {
+	for _, id := range ids {
+		if del {
+			delete(n[id], role)
+			if len(n[id]) == 0 {
+				delete(n, id)
+			}
+			continue
+		}
+		if n[id] == nil {
+			n[id] = map[string]bool{}
+		}
+		n[id][role] = propagate
+	}
 }
 
 // Users and tokens.
