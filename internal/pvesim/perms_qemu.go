@@ -98,11 +98,9 @@ func configPerms(c *call) error {
 	deleted := splitList(c.params["delete"])
 	var keys []string
 	for _, k := range slices.Sorted(maps.Keys(c.params)) {
-		switch k {
-		case "delete", "digest", "skiplock", "background_delay", "revert", "force":
-			continue
+		if !configControlParams[k] {
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
 	if err := c.checkModifyConfigPerm(deleted); err != nil {
 		return err
@@ -110,55 +108,72 @@ func configPerms(c *call) error {
 	if err := c.checkModifyConfigPerm(keys); err != nil {
 		return err
 	}
+	if err := c.checkSetValues(keys, driveKeyRe.MatchString, c.checkStorageAccess); err != nil {
+		return err
+	}
+	if err := c.checkSetValues(keys, netKeyRe.MatchString, c.checkVnetAccess); err != nil {
+		return err
+	}
+	if err := c.checkDeletedPerms(deleted); err != nil {
+		return err
+	}
+	return c.checkSetPerms(keys)
+}
+
+// checkSetValues runs check on the value sent for each of keys that match matches, in order.
+func (c *call) checkSetValues(keys []string, match func(string) bool, check func(string) error) error {
 	for _, k := range keys {
-		if driveKeyRe.MatchString(k) {
-			if err := c.checkStorageAccess(c.params[k]); err != nil {
+		if match(k) {
+			if err := check(c.params[k]); err != nil {
 				return err
 			}
 		}
 	}
-	for _, k := range keys {
-		if netKeyRe.MatchString(k) {
-			if err := c.checkVnetAccess(c.params[k]); err != nil {
-				return err
-			}
-		}
-	}
+	return nil
+}
+
+// checkDeletedPerms is update_vm_api's check of the keys deleted, against the VM's values
+// (pending included): VM.Config.Disk for an unused disk, the drive's privilege, VM.Config.Options
+// for tags, the bridge of a NIC.
+func (c *call) checkDeletedPerms(deleted []string) error {
 	vmid := strconv.Itoa(c.vmid)
 	cur := map[string]string{}
 	if v := c.sim.vms[c.vmid]; v != nil {
 		cur = v.withPending()
 	}
 	for _, k := range deleted {
+		var err error
 		switch {
 		case unusedKeyRe.MatchString(k):
-			if err := c.checkVMPerm(vmid, "", "VM.Config.Disk"); err != nil {
-				return err
-			}
+			err = c.checkVMPerm(vmid, "", "VM.Config.Disk")
 		case driveKeyRe.MatchString(k) && cur[k] != "":
-			if err := c.checkDrivePerm(cur[k]); err != nil {
-				return err
-			}
+			err = c.checkDrivePerm(cur[k])
 		case k == "tags":
-			if err := c.checkVMPerm(vmid, "", "VM.Config.Options"); err != nil {
-				return err
-			}
+			err = c.checkVMPerm(vmid, "", "VM.Config.Options")
 		case netKeyRe.MatchString(k) && cur[k] != "":
-			if err := c.checkVnetAccess(cur[k]); err != nil {
-				return err
-			}
+			err = c.checkVnetAccess(cur[k])
+		}
+		if err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// checkSetPerms is update_vm_api's check of the keys set, in the update itself: each
+// drive's privilege, VM.Config.Options for tags.
+func (c *call) checkSetPerms(keys []string) error {
+	vmid := strconv.Itoa(c.vmid)
 	for _, k := range keys {
+		var err error
 		switch {
 		case driveKeyRe.MatchString(k):
-			if err := c.checkDrivePerm(c.params[k]); err != nil {
-				return err
-			}
+			err = c.checkDrivePerm(c.params[k])
 		case k == "tags":
-			if err := c.checkVMPerm(vmid, "", "VM.Config.Options"); err != nil {
-				return err
-			}
+			err = c.checkVMPerm(vmid, "", "VM.Config.Options")
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
