@@ -703,7 +703,7 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]
 	if s.MemoryMiB > 0 {
 		p["memory"] = strconv.Itoa(s.MemoryMiB)
 	}
-	fleetCreateParams(p, s)
+	tagsCreateParams(p, s)
 	if s.Bridge != "" || s.VLANTag != 0 {
 		var tag *int
 		if s.VLANTag != 0 {
