@@ -19,7 +19,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// User tags, the human description and the protection flag (proxmox/fleet_config.go).
+// User tags, the human description and the protection flag (proxmox/note_tags.go).
 
 // maxNoteBytes leaves room for the mark in Proxmox's 8192-character description limit.
 const maxNoteBytes = 7168

@@ -133,7 +133,7 @@ type Spec struct {
 	UserDataDigest string
 	// Tags, when set, are the VM's tags besides ManagedTag (nil: the template's are kept);
 	// Note, when set, the human text after the mark in the description; Protection sets
-	// Proxmox's protection flag when the create finishes (fleet_config.go).
+	// Proxmox's protection flag when the create finishes (note_tags.go).
 	Tags       *[]string
 	Note       *string
 	Protection bool
@@ -190,7 +190,7 @@ type VM struct {
 	// be read either (a node not answering): State is then StateProvisioning as a
 	// placeholder and the caller should keep the state it knew.
 	StatusUnknown bool
-	// MarkExtra is what the mark says beyond Mark (mark_extra.go).
+	// MarkExtra is what the mark says beyond Mark (mark_provider_lines.go).
 	MarkExtra MarkExtra
 	// Addresses are the agent's addresses (addresses.go), set when the agent was asked.
 	Addresses Addresses
@@ -303,7 +303,7 @@ type Changes struct {
 	// another uid is not ours and Update answers ErrNotFound without touching it.
 	UID string
 	// Tags, Note and Protection, when set, replace the user tags, the note and the
-	// protection flag (fleet_config.go); none of them restarts the VM.
+	// protection flag (note_tags.go); none of them restarts the VM.
 	Tags       *[]string
 	Note       *string
 	Protection *bool

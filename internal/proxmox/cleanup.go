@@ -189,141 +189,168 @@ type CleanReport struct {
 // when set, gets each event as it happens. One orphan that cannot be deleted is reported
 // (Failed) and the others are still done; a listing that fails ends the call with an error.
 func (b *Backend) CleanOrphans(ctx context.Context, opts CleanOptions, progress func(CleanEvent)) (CleanReport, error) {
-	var rep CleanReport
-	emit := func(e CleanEvent) {
-		rep.Events = append(rep.Events, e)
-		switch e.Action {
-		case CleanDeleted, CleanWouldDelete:
-			rep.Deleted++
-		case CleanKept:
-			rep.Kept++
-		case CleanFailed:
-			rep.Failed++
-		}
-		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox orphan cleanup", map[string]any{
-			"kind": string(e.Kind), "action": string(e.Action), "what": e.What, "node": e.Node, "age": e.Age.String(), "why": e.Why,
-		})
-		if progress != nil {
-			progress(e)
-		}
-	}
-	age := func(t time.Time) time.Duration {
-		if t.IsZero() {
-			return -1
-		}
-		return max(b.clock.Now().Sub(t), 0)
-	}
-	keepYoung := func(a time.Duration) string {
-		if a < 0 {
-			return "its age is not known, so it may belong to a create still running"
-		}
-		if a < opts.Grace {
-			return fmt.Sprintf("younger than the grace period (%s): it may belong to a create still running", opts.Grace)
-		}
-		return ""
-	}
+	r := &cleanRun{b: b, opts: opts, progress: progress}
 	if opts.VMs {
-		vms, skipped, err := b.OrphanVMs(ctx, opts.Namespace)
-		if err != nil {
-			return rep, err
-		}
-		for _, sk := range skipped {
-			emit(CleanEvent{Kind: CleanVM, Action: CleanFailed, What: fmt.Sprintf("%s (VMID %d)", sk.ID.Name, sk.ID.VMID), Node: sk.Node, Age: -1,
-				Why: "its config could not be read, so whether it is a half-made VM is not known: " + sk.Err.Error()})
-		}
-		for _, o := range vms {
-			e := CleanEvent{Kind: CleanVM, What: fmt.Sprintf("%s (VMID %d)", o.ID.Name, o.ID.VMID), Node: o.Node, Age: age(o.CreatedAt)}
-			if why := keepYoung(e.Age); why != "" {
-				e.Action, e.Why = CleanKept, why
-				emit(e)
-				continue
-			}
-			if opts.DryRun {
-				e.Action = CleanWouldDelete
-				e.Why = "with its seed ISO " + o.Seed
-				emit(e)
-				continue
-			}
-			if err := b.deleteHalfMade(ctx, o, opts.Namespace); err != nil {
-				e.Action, e.Why = CleanFailed, err.Error()
-				if ctx.Err() != nil {
-					emit(e)
-					return rep, err
-				}
-			} else {
-				e.Action, e.Why = CleanDeleted, "with its seed ISO "+o.Seed
-			}
-			emit(e)
+		if err := r.cleanVMs(ctx); err != nil {
+			return r.rep, err
 		}
 	}
 	if opts.Seeds {
-		nodes := opts.Nodes
-		if len(nodes) == 0 {
-			nodes = b.cfg.Nodes
-		}
-		seeds, err := b.OrphanSeedsOn(ctx, nodes)
-		var skipped *SkippedNodesError
-		if err != nil && !errors.As(err, &skipped) {
-			return rep, err
-		}
-		if skipped != nil {
-			for _, n := range skipped.Nodes {
-				emit(CleanEvent{Kind: CleanSeed, Action: CleanFailed, What: b.cfg.ISOStorage, Node: n.Node, Age: -1,
-					Why: "the ISO storage could not be listed: " + n.Err.Error()})
-			}
-		}
-		var attached map[string]string
-		if len(seeds) > 0 {
-			if attached, err = b.attachedISOs(ctx); err != nil {
-				return rep, err
-			}
-		}
-		done := map[string]bool{}
-		for _, s := range seeds {
-			e := CleanEvent{Kind: CleanSeed, What: s.VolID, Node: s.Node, Age: age(s.CreatedAt)}
-			if s.Unproved != "" { // decision: orphan-visibility
-				e.Action, e.Why = CleanKept, s.Unproved
-				emit(e)
-				continue
-			}
-			if vm, ok := attached[s.VolID]; ok {
-				// Named like a seed of ours whose VM is gone, but a VM of another name has it
-				// on a drive (a proxy VM renamed, a clone made from one in the UI, a rescue
-				// VM): a delete would take its CD-ROM image away.
-				e.Action, e.Why = CleanKept, "attached to "+vm+": a VM uses it, whatever its name"
-				emit(e)
-				continue
-			}
-			if why := keepYoung(e.Age); why != "" {
-				e.Action, e.Why = CleanKept, why
-				emit(e)
-				continue
-			}
-			if opts.DryRun {
-				e.Action = CleanWouldDelete
-				emit(e)
-				continue
-			}
-			key := s.Node + "|" + s.VolID
-			if done[key] {
-				continue
-			}
-			done[key] = true
-			v, _ := parseISOVol(s.VolID)
-			if err := b.deleteSeed(ctx, "delete", s.Node, v); err != nil {
-				e.Action, e.Why = CleanFailed, err.Error()
-				emit(e)
-				if ctx.Err() != nil {
-					return rep, err
-				}
-				continue
-			}
-			e.Action = CleanDeleted
-			emit(e)
+		if err := r.cleanSeeds(ctx); err != nil {
+			return r.rep, err
 		}
 	}
 	b.invalidateListing()
-	return rep, nil
+	return r.rep, nil
+}
+
+// cleanRun is one CleanOrphans call: its options and what it reported so far.
+type cleanRun struct {
+	b        *Backend
+	opts     CleanOptions
+	progress func(CleanEvent)
+	rep      CleanReport
+}
+
+// emit records e in the report, logs it and tells the progress callback.
+func (r *cleanRun) emit(ctx context.Context, e CleanEvent) {
+	r.rep.Events = append(r.rep.Events, e)
+	switch e.Action {
+	case CleanDeleted, CleanWouldDelete:
+		r.rep.Deleted++
+	case CleanKept:
+		r.rep.Kept++
+	case CleanFailed:
+		r.rep.Failed++
+	}
+	tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox orphan cleanup", map[string]any{
+		"kind": string(e.Kind), "action": string(e.Action), "what": e.What, "node": e.Node, "age": e.Age.String(), "why": e.Why,
+	})
+	if r.progress != nil {
+		r.progress(e)
+	}
+}
+
+// age is how old something made at t is, -1 when t is not known.
+func (r *cleanRun) age(t time.Time) time.Duration {
+	if t.IsZero() {
+		return -1
+	}
+	return max(r.b.clock.Now().Sub(t), 0)
+}
+
+// cleanDecision is what the cleanup does with an orphan of age a (-1: not known), decided
+// before any request: kept (keep says why), reported as a deletion in a dry run
+// (CleanWouldDelete), or deleted ("").
+func cleanDecision(a, grace time.Duration, dryRun bool, keep string) (CleanAction, string) {
+	switch {
+	case keep != "":
+		return CleanKept, keep
+	case a < 0:
+		return CleanKept, "its age is not known, so it may belong to a create still running"
+	case a < grace:
+		return CleanKept, fmt.Sprintf("younger than the grace period (%s): it may belong to a create still running", grace)
+	case dryRun:
+		return CleanWouldDelete, ""
+	}
+	return "", ""
+}
+
+// cleanVMs deletes the half-made VMs old enough (deleteHalfMade), seed included, and
+// reports a VM whose config could not be read as failed.
+func (r *cleanRun) cleanVMs(ctx context.Context) error {
+	vms, skipped, err := r.b.OrphanVMs(ctx, r.opts.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, sk := range skipped {
+		r.emit(ctx, CleanEvent{Kind: CleanVM, Action: CleanFailed, What: fmt.Sprintf("%s (VMID %d)", sk.ID.Name, sk.ID.VMID), Node: sk.Node, Age: -1,
+			Why: "its config could not be read, so whether it is a half-made VM is not known: " + sk.Err.Error()})
+	}
+	for _, o := range vms {
+		e := CleanEvent{Kind: CleanVM, What: fmt.Sprintf("%s (VMID %d)", o.ID.Name, o.ID.VMID), Node: o.Node, Age: r.age(o.CreatedAt)}
+		e.Action, e.Why = cleanDecision(e.Age, r.opts.Grace, r.opts.DryRun, "")
+		if e.Action == CleanWouldDelete {
+			e.Why = "with its seed ISO " + o.Seed
+		}
+		if e.Action != "" {
+			r.emit(ctx, e)
+			continue
+		}
+		if err := r.b.deleteHalfMade(ctx, o, r.opts.Namespace); err != nil {
+			e.Action, e.Why = CleanFailed, err.Error()
+			if ctx.Err() != nil {
+				r.emit(ctx, e)
+				return err
+			}
+		} else {
+			e.Action, e.Why = CleanDeleted, "with its seed ISO "+o.Seed
+		}
+		r.emit(ctx, e)
+	}
+	return nil
+}
+
+// cleanSeeds deletes the orphan seeds old enough, listed afresh (seedsUnused): a seed the
+// API token may not prove unused (Seed.Unproved), or that a VM of another name has on a
+// drive, is kept and reported.
+func (r *cleanRun) cleanSeeds(ctx context.Context) error {
+	nodes := r.opts.Nodes
+	if len(nodes) == 0 {
+		nodes = r.b.cfg.Nodes
+	}
+	seeds, err := r.b.seedsUnused(ctx, nodes)
+	var skipped *SkippedNodesError
+	if err != nil && !errors.As(err, &skipped) {
+		return err
+	}
+	if skipped != nil {
+		for _, n := range skipped.Nodes {
+			r.emit(ctx, CleanEvent{Kind: CleanSeed, Action: CleanFailed, What: r.b.cfg.ISOStorage, Node: n.Node, Age: -1,
+				Why: "the ISO storage could not be listed: " + n.Err.Error()})
+		}
+	}
+	done := map[string]bool{}
+	for _, s := range seeds {
+		e := CleanEvent{Kind: CleanSeed, What: s.VolID, Node: s.Node, Age: r.age(s.CreatedAt)}
+		e.Action, e.Why = cleanDecision(e.Age, r.opts.Grace, r.opts.DryRun, seedKept(s))
+		if e.Action != "" {
+			r.emit(ctx, e)
+			continue
+		}
+		key := s.Node + "|" + s.VolID
+		if done[key] {
+			continue
+		}
+		done[key] = true
+		v, _ := parseISOVol(s.VolID)
+		if err := r.b.deleteSeed(ctx, "delete", s.Node, v); err != nil {
+			e.Action, e.Why = CleanFailed, err.Error()
+			r.emit(ctx, e)
+			if ctx.Err() != nil {
+				return err
+			}
+			continue
+		}
+		e.Action = CleanDeleted
+		r.emit(ctx, e)
+	}
+	return nil
+}
+
+// seedKept says why a seed the listing found unused by its VM is kept whatever its age,
+// "" when nothing keeps it.
+func seedKept(s unusedSeed) string {
+	switch {
+	case s.Unproved != "": // decision: orphan-visibility
+		return s.Unproved
+	case s.attachedTo != "":
+		// Named like a seed of ours whose VM is gone, but a VM of another name has it on a
+		// drive (a proxy VM renamed, a clone made from one in the UI, a rescue VM): a
+		// delete would take its CD-ROM image away.
+		return "attached to " + s.attachedTo + ": a VM uses it, whatever its name"
+	}
+	return ""
 }
 
 // deleteHalfMade claims a half-made VM, then deletes it with its seed. The claim is a
@@ -356,60 +383,4 @@ func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM, namespace stri
 		}
 	}
 	return b.DeleteVM(ctx, o.ID, DeleteOptions{Node: o.Node, UID: o.UID, Seed: o.Seed})
-}
-
-// attachedISOs maps every ISO volume that a VM the token can see has on any drive (ide,
-// sata, scsi, virtio; CD-ROM or not) to that VM: one config read per listed VM, at most
-// max_requests_in_flight at once. The orphan listing judges a seed by the VMs of its name;
-// a delete needs to know that no VM at all uses it.
-func (b *Backend) attachedISOs(ctx context.Context) (map[string]string, error) {
-	res, err := b.listing(ctx, true)
-	if err != nil {
-		return nil, apiErrorf("delete", err, "listing the cluster's VMs")
-	}
-	var vms []pveapi.Resource
-	for _, r := range res {
-		if r.Type == "qemu" {
-			vms = append(vms, r)
-		}
-	}
-	out := map[string]string{}
-	var readErr error
-	err = b.eachConfig(ctx, vms, func(r pveapi.Resource, cfg map[string]string, err error) bool {
-		switch {
-		case isNotExist(err):
-			return true
-		case err != nil:
-			readErr = apiErrorf("delete", err, "reading the config of VMID %d on node %s, to tell whether it uses a seed ISO", r.VMID, r.Node)
-			return false
-		}
-		for k, v := range cfg {
-			if !isDriveKey(k) {
-				continue
-			}
-			vol, _, _ := strings.Cut(v, ",")
-			if _, ok := parseISOVol(vol); ok {
-				out[vol] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
-			}
-		}
-		return true
-	})
-	if readErr != nil {
-		return nil, readErr
-	}
-	if err != nil {
-		return nil, apiErrorf("delete", err, "reading the listed VMs' configs")
-	}
-	return out, nil
-}
-
-// isDriveKey reports a config key of a disk or CD-ROM drive: ide0-3, sata0-5, scsi0-30,
-// virtio0-15 (qemu-server PVE/QemuServer/Drive.pm, the drive buses).
-func isDriveKey(k string) bool {
-	for _, bus := range []string{"ide", "sata", "scsi", "virtio"} {
-		if n, ok := strings.CutPrefix(k, bus); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-			return true
-		}
-	}
-	return false
 }

@@ -291,86 +291,125 @@ func (c *creation) allocate(ctx context.Context, res []pveapi.Resource, tmplNode
 		probes, lo, hi)
 }
 
-// probe tries one VMID: clone onto it when free, else judge it by its config unless the
-// entry is plainly another guest (a container, a template, another real listed name:
-// waiting on its lock would hold every retry, decision: identity-and-adoption).
-// A nameless or "VM <vmid>" entry (a clone in progress, or pvestatd's stale snapshot of
-// one) is waited on within the clone budget: it may be an interrupted create of ours.
+// probeOutcome is what one look at a VMID found.
+type probeOutcome int
+
+const (
+	probeNext  probeOutcome = iota // not ours to use: the next VMID is probed
+	probeDone                      // the VM there is this create's: cloned, or taken over
+	probeAgain                     // freed (or rebuilt) while we looked: looked at again
+	probeHeld                      // a guest holds it: judged by its config (probeHeldBy)
+)
+
+// probe tries one VMID: clone onto it when free (probeFree), else judge the guest that
+// holds it (probeHeldBy). It reports whether the VM there is this create's.
 func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (bool, error) {
 	for range 4 { // a VMID freed (or rebuilt) while we looked is tried again
 		r, taken := findResource(*res, vmid)
-		if !taken && c.s.Pool != "" {
-			// A token scoped to the pool sees only the pool's guests: ask whether a guest it
-			// may not see holds the VMID (fact: pool-privileges) before cloning onto it.
-			free, err := c.b.api.VMIDFree(ctx, vmid)
-			if err != nil {
-				return false, apiErrorf("create", err, "asking whether a guest holds VMID %d", vmid)
-			}
-			if !free {
-				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by a guest the token may not see", map[string]any{
-					"vmid": vmid, "name": c.s.Name, "pool": c.s.Pool,
-				})
-				return false, nil
-			}
-		}
 		if !taken {
-			cloned, err := c.clone(ctx, vmid, tmplNode)
-			if err != nil || cloned {
-				return cloned, err
+			out, held, err := c.probeFree(ctx, res, vmid, tmplNode)
+			switch {
+			case err == nil && out == probeAgain:
+				continue // free again: the listing was just read
+			case err != nil || out != probeHeld:
+				return out == probeDone, err
 			}
-			// Someone took it between the listing and the clone (fact: clone-vmid-taken).
-			if *res, err = c.b.listing(ctx, true); err != nil {
-				return false, apiErrorf("create", err, "listing the cluster's VMs")
-			}
-			if r, taken = findResource(*res, vmid); !taken {
-				continue
-			}
+			r = held
 		}
-		if r.Type != "qemu" || r.Template == 1 || (!listedPlaceholder(r) && r.Name != c.s.Name) {
-			tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by another guest", map[string]any{
-				"vmid": vmid, "name": c.s.Name, "other_name": r.Name, "type": r.Type,
-			})
-			return false, nil
-		}
-		cfg, gone, err := c.b.settledConfig(ctx, vmid, r.Node, c.s.Name)
-		if err != nil {
-			if probePast(ctx, r, err) {
-				return false, nil
-			}
-			return false, err
-		}
-		if !gone {
-			v, err := c.judge(vmid, r.Node, cfg)
-			if err != nil {
-				return false, err
-			}
-			switch v {
-			case verdictForeign:
-				tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid holds another resource's vm", map[string]any{
-					"vmid": vmid, "name": c.s.Name, "other_name": cfg["name"],
-				})
-				c.notePassed(vmid, r.Node, cfg)
-				return false, nil
-			case verdictOurs:
-				return false, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
-			case verdictResume:
-				rebuilt, ok, err := c.takeOver(ctx, vmid, r.Node, cfg)
-				switch {
-				case err != nil:
-					return false, err
-				case ok && !rebuilt:
-					if c.cfg, err = c.checkStillOurs(ctx); err != nil {
-						return false, err
-					}
-					return true, nil
-				}
-			}
+		out, err := c.probeHeldBy(ctx, r)
+		if err != nil || out != probeAgain {
+			return out == probeDone, err
 		}
 		if *res, err = c.b.listing(ctx, true); err != nil {
 			return false, apiErrorf("create", err, "listing the cluster's VMs")
 		}
 	}
 	return false, nil
+}
+
+// probeFree clones onto a VMID the listing shows free. With a pool, a token scoped to it
+// sees only the pool's guests, so whether a guest it may not see holds the VMID is asked
+// first (fact: pool-privileges). A clone Proxmox refuses because someone took the VMID
+// meanwhile (fact: clone-vmid-taken) lists the cluster again: probeHeld with the entry
+// that holds it now, or probeAgain when it is free again.
+func (c *creation) probeFree(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (probeOutcome, pveapi.Resource, error) {
+	if c.s.Pool != "" {
+		free, err := c.b.api.VMIDFree(ctx, vmid)
+		if err != nil {
+			return probeNext, pveapi.Resource{}, apiErrorf("create", err, "asking whether a guest holds VMID %d", vmid)
+		}
+		if !free {
+			tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by a guest the token may not see", map[string]any{
+				"vmid": vmid, "name": c.s.Name, "pool": c.s.Pool,
+			})
+			return probeNext, pveapi.Resource{}, nil
+		}
+	}
+	cloned, err := c.clone(ctx, vmid, tmplNode)
+	switch {
+	case err != nil:
+		return probeNext, pveapi.Resource{}, err
+	case cloned:
+		return probeDone, pveapi.Resource{}, nil
+	}
+	if *res, err = c.b.listing(ctx, true); err != nil {
+		return probeNext, pveapi.Resource{}, apiErrorf("create", err, "listing the cluster's VMs")
+	}
+	if r, taken := findResource(*res, vmid); taken {
+		return probeHeld, r, nil
+	}
+	return probeAgain, pveapi.Resource{}, nil
+}
+
+// probeHeldBy judges the guest that holds a VMID, listed as r, unless it is plainly
+// another guest (a container, a template, another real listed name: waiting on its lock
+// would hold every retry, decision: identity-and-adoption). A nameless or "VM <vmid>"
+// entry (a clone in progress, or pvestatd's stale snapshot of one) is waited on within the
+// clone budget: it may be an interrupted create of ours. The ownership rule (judge)
+// decides: another resource's VM is passed, an interrupted create of ours taken over.
+func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOutcome, error) {
+	vmid := r.VMID
+	if r.Type != "qemu" || r.Template == 1 || (!listedPlaceholder(r) && r.Name != c.s.Name) {
+		tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid taken by another guest", map[string]any{
+			"vmid": vmid, "name": c.s.Name, "other_name": r.Name, "type": r.Type,
+		})
+		return probeNext, nil
+	}
+	cfg, gone, err := c.b.settledConfig(ctx, vmid, r.Node, c.s.Name)
+	switch {
+	case err != nil && probePast(ctx, r, err):
+		return probeNext, nil
+	case err != nil:
+		return probeNext, err
+	case gone:
+		return probeAgain, nil
+	}
+	v, err := c.judge(vmid, r.Node, cfg)
+	if err != nil {
+		return probeNext, err
+	}
+	switch v {
+	case verdictForeign:
+		tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox vmid holds another resource's vm", map[string]any{
+			"vmid": vmid, "name": c.s.Name, "other_name": cfg["name"],
+		})
+		c.notePassed(vmid, r.Node, cfg)
+		return probeNext, nil
+	case verdictOurs:
+		return probeNext, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
+	case verdictResume:
+		rebuilt, ok, err := c.takeOver(ctx, vmid, r.Node, cfg)
+		switch {
+		case err != nil:
+			return probeNext, err
+		case ok && !rebuilt:
+			if c.cfg, err = c.checkStillOurs(ctx); err != nil {
+				return probeNext, err
+			}
+			return probeDone, nil
+		}
+	}
+	return probeAgain, nil
 }
 
 // clone clones with the mark (decision: mark-format) written with the namespace and "creating" lines. It
@@ -703,7 +742,7 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]
 	if s.MemoryMiB > 0 {
 		p["memory"] = strconv.Itoa(s.MemoryMiB)
 	}
-	fleetCreateParams(p, s)
+	tagsCreateParams(p, s)
 	if s.Bridge != "" || s.VLANTag != 0 {
 		var tag *int
 		if s.VLANTag != 0 {

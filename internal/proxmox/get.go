@@ -51,42 +51,15 @@ func (b *Backend) Get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	return vm, nil
 }
 
+// get reads the VM at id (getConfig), proves it the resource's (owned), then adds what
+// status/current (getStatus) and, with opts.Agent, the guest agent (getAgent) say.
 func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	if err := id.Validate(); err != nil {
 		return VM{}, err
 	}
-	res, err := b.listing(ctx, opts.FreshListing)
+	r, cfg, err := b.getConfig(ctx, id, opts.FreshListing)
 	if err != nil {
-		return VM{}, apiErrorf("get", err, "listing the cluster's VMs")
-	}
-	r, ok := findResource(res, id.VMID)
-	if !ok {
-		// The listing shows only what the token may audit (fact: pool-privileges).
-		if err := b.hiddenVM(ctx, "get", id.VMID, "The VM"); err != nil {
-			return VM{}, err
-		}
-	}
-	switch {
-	case !ok:
-		return VM{}, notFoundf("VMID %d is not in the cluster any more", id.VMID)
-	case r.Type != "qemu" || r.Template == 1:
-		return VM{}, notFoundf("VMID %d now holds a %s, not this VM", id.VMID, guestKind(r))
-	}
-	// The listed name is a hint only: pvestatd's snapshot may still show "VM <vmid>", no
-	// name, or the name of a VM that held the VMID before. The config decides.
-	cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
-	if err != nil {
-		if isNotExist(err) {
-			return VM{}, notFoundf("VMID %d was deleted", id.VMID)
-		}
-		return VM{}, apiErrorf("get", err, "reading the config on node %s", r.Node)
-	}
-	if cfg["name"] == "" && (cfg["lock"] != "" || r.Lock != "") {
-		lock := cfg["lock"]
-		if lock == "" {
-			lock = r.Lock
-		}
-		return VM{}, busyf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, lock)
+		return VM{}, err
 	}
 	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID, opts.AnyOwner)
 	if err != nil {
@@ -106,32 +79,94 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		vm.State, vm.Hibernated = StateStopped, true
 		return vm, nil
 	}
-	st, err := b.api.VMStatus(ctx, r.Node, id.VMID)
+	more, err := b.getStatus(ctx, &vm, r, cfg)
+	switch {
+	case err != nil:
+		return VM{}, err
+	case !more:
+		return vm, nil
+	}
+	if vm.State != StateRunning || !opts.Agent {
+		return vm, nil
+	}
+	if err := b.getAgent(ctx, &vm, r.Node); err != nil {
+		return VM{}, err
+	}
+	return vm, nil
+}
+
+// getConfig finds id's VMID in the listing and reads its config: NotFound when the VMID
+// is not listed, holds a container or a template, or was deleted meanwhile; busy when the
+// config has no name yet and a lock (a clone in progress).
+func (b *Backend) getConfig(ctx context.Context, id ID, fresh bool) (pveapi.Resource, map[string]string, error) {
+	res, err := b.listing(ctx, fresh)
+	if err != nil {
+		return pveapi.Resource{}, nil, apiErrorf("get", err, "listing the cluster's VMs")
+	}
+	r, ok := findResource(res, id.VMID)
+	if !ok {
+		// The listing shows only what the token may audit (fact: pool-privileges).
+		if err := b.hiddenVM(ctx, "get", id.VMID, "The VM"); err != nil {
+			return r, nil, err
+		}
+	}
+	switch {
+	case !ok:
+		return r, nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
+	case r.Type != "qemu" || r.Template == 1:
+		return r, nil, notFoundf("VMID %d now holds a %s, not this VM", id.VMID, guestKind(r))
+	}
+	// The listed name is a hint only: pvestatd's snapshot may still show "VM <vmid>", no
+	// name, or the name of a VM that held the VMID before. The config decides.
+	cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
+	if err != nil {
+		if isNotExist(err) {
+			return r, nil, notFoundf("VMID %d was deleted", id.VMID)
+		}
+		return r, nil, apiErrorf("get", err, "reading the config on node %s", r.Node)
+	}
+	if cfg["name"] == "" && (cfg["lock"] != "" || r.Lock != "") {
+		lock := cfg["lock"]
+		if lock == "" {
+			lock = r.Lock
+		}
+		return r, nil, busyf("VMID %d is being created (lock %q, a clone in progress); try again once the task ends", id.VMID, lock)
+	}
+	return r, cfg, nil
+}
+
+// getStatus fills vm's state from status/current (mapState) and its running sizes. more
+// is false when the read ends there: the VM is hibernated, or its node does not answer
+// (StatusUnknown).
+func (b *Backend) getStatus(ctx context.Context, vm *VM, r pveapi.Resource, cfg map[string]string) (more bool, err error) {
+	st, err := b.api.VMStatus(ctx, r.Node, vm.ID.VMID)
 	if err != nil {
 		switch {
 		case isNotExist(err):
-			return VM{}, notFoundf("VMID %d was deleted", id.VMID)
+			return false, notFoundf("VMID %d was deleted", vm.ID.VMID)
 		case r.Status == "unknown" && classify("get", err) == pveapi.Transient && ctx.Err() == nil:
 			vm.State, vm.StatusUnknown = StateProvisioning, true
-			return vm, nil
+			return false, nil
 		}
-		return VM{}, apiErrorf("get", err, "reading the status on node %s", r.Node)
+		return false, apiErrorf("get", err, "reading the status on node %s", r.Node)
 	}
 	if st.Lock != "" && vm.Lock == "" {
 		vm.Lock = st.Lock
 	}
 	if st.Lock == "suspended" {
 		vm.State, vm.Hibernated, vm.QMPStatus = StateStopped, true, st.QMPStatus
-		return vm, nil
+		return false, nil
 	}
 	vm.State, vm.QMPStatus = mapState(st.Status, st.QMPStatus), st.QMPStatus
-	if err := b.applyRunningSizes(ctx, &vm, r.Node, cfg, st); err != nil {
-		return VM{}, err
+	if err := b.applyRunningSizes(ctx, vm, r.Node, cfg, st); err != nil {
+		return false, err
 	}
-	if vm.State != StateRunning || !opts.Agent {
-		return vm, nil
-	}
-	ifaces, err := b.api.AgentNetworkInterfaces(ctx, r.Node, id.VMID)
+	return true, nil
+}
+
+// getAgent asks a running VM's guest agent for its addresses (decision: address-discovery).
+func (b *Backend) getAgent(ctx context.Context, vm *VM, node string) error {
+	ifaces, err := b.api.AgentNetworkInterfaces(ctx, node, vm.ID.VMID)
 	switch {
 	case err == nil:
 		vm.Addresses = agentAddresses(ifaces)
@@ -143,11 +178,11 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	case isNoAgentConfigured(err):
 		vm.State, vm.AgentEnabled = StateStopped, false // can never report an address
 	case isVMNotRunning(err):
-		return VM{}, Transientf("VM stopped while its guest agent was queried")
+		return Transientf("VM stopped while its guest agent was queried")
 	default: // anything else: cannot tell
-		return VM{}, &Error{Class: pveapi.Transient, Err: wrapMsg("querying the guest agent", err)}
+		return &Error{Class: pveapi.Transient, Err: wrapMsg("querying the guest agent", err)}
 	}
-	return vm, nil
+	return nil
 }
 
 // applyRunningSizes reports a running VM's cores and memory as it runs with them, and the

@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -33,25 +34,27 @@ func (e *SkippedNodesError) Error() string {
 	return "the ISO storage could not be listed on " + strings.Join(parts, "; ")
 }
 
-// OrphanSeeds lists seed ISO volumes on each node's ISO storage that no VM references,
-// with their age (decision: orphans).
+// OrphanSeeds lists the seed ISO volumes on each node's ISO storage that no VM the API
+// token sees has on any drive, with their age (decision: orphans).
 //
 // A seed whose VM was destroyed by its resource is deleted with it (decision: seed-location);
 // these are what is left otherwise: the seeds of VMs destroyed outside Terraform whose
 // state is gone too, and of a create whose seed delete failed after a failed clone. Each
 // configured node's ISO storage is listed (GET .../storage/{iso}/content?content=iso,
-// concurrently), then the cluster's VMs. A <name>-<uid>-seed.iso (this provider's, one per
-// VM) is an orphan when no VM named <name> has it on ide2 or carries <uid> in its mark (a
-// create between its clone and its config step); telling needs the config of the VMs of
-// that name, read only when such a seed exists (ListConcurrency at a time). A
-// <name>-seed.iso (earlier releases', the operator's) is an orphan when no QEMU VM in the
-// cluster has its name. The listing is taken after the contents, so a VM made meanwhile
-// does not make its own seed look orphaned; but the seed of a create still cloning is
-// uploaded beside the clone, while the VM is listed without a name and its config holds
-// only the clone's lock (fact: nameless-mid-clone), so it does look orphaned then: its age
-// (CreatedAt, the volume's ctime) tells it apart, which is what the cleanup's grace period
-// is for. On a shared ISO storage every node lists the same volume, so an orphan shows
-// once per node.
+// concurrently), then the cluster's VMs. Only a <name>-<uid>-seed.iso (this provider's,
+// one per VM) is looked at. It is used when a VM named <name> has it on ide2 or carries
+// <uid> in its mark (a create between its clone and its config step), which the config of
+// the VMs of that name tells; and when any VM, of whatever name, has it on any drive (a
+// proxy VM renamed, a clone made from one in the UI, a rescue VM with it on ide3 or sata0),
+// which the config of every other listed VM that could have it tells (readOtherDrives: on
+// an ISO storage that is not shared, the VMs on the seed's node), read only when a seed is
+// left that no VM of its name uses. Configs are read ListConcurrency at a time. The listing is taken
+// after the contents, so a VM made meanwhile does not make its own seed look orphaned; but
+// the seed of a create still cloning is uploaded beside the clone, while the VM is listed
+// without a name and its config holds only the clone's lock (fact: nameless-mid-clone), so
+// it does look orphaned then: its age (CreatedAt, the volume's ctime) tells it apart, which
+// is what the cleanup's grace period is for. On a shared ISO storage every node lists the
+// same volume, so an orphan shows once per node.
 //
 // "No VM" means none the API token sees: when the token may not see every VM (it lacks
 // VM.Audit on /vms, propagated, as a token scoped to a pool does), each seed comes with
@@ -67,26 +70,27 @@ func (b *Backend) OrphanSeeds(ctx context.Context) ([]Seed, error) {
 
 // OrphanSeedsOn is OrphanSeeds over the given nodes only, in that order.
 func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, error) {
-	perNode := make([][]Seed, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, node := range nodes {
-		wg.Go(func() {
-			vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			for _, v := range vols {
-				// Only a seed named as this provider names them, <name>-<uid>-seed.iso: an ISO of
-				// another tool (or the operator's <name>-seed.iso) is not ours to report or delete.
-				if name, uid, ok := seedName(v.VolID); ok && uid != "" {
-					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, UID: uid, Size: v.Size, CreatedAt: ctimeOf(v.CTime)})
-				}
-			}
-		})
+	found, err := b.seedsUnused(ctx, nodes)
+	var out []Seed
+	for _, f := range found {
+		if f.attachedTo == "" {
+			out = append(out, f.Seed)
+		}
 	}
-	wg.Wait()
+	return out, err
+}
+
+// unusedSeed is a seed of this provider's naming that no VM of its name uses: an orphan,
+// unless attachedTo names a VM of another name that has it on a drive.
+type unusedSeed struct {
+	Seed
+	attachedTo string // "VM <vmid> (<name>) as <drive>"; "" for an orphan
+}
+
+// seedsUnused lists, per node in nodes' order and by volume id, the seeds no VM of their
+// name uses, each orphan or attached elsewhere (OrphanSeeds says how it is told).
+func (b *Backend) seedsUnused(ctx context.Context, nodes []string) ([]unusedSeed, error) {
+	perNode, errs := b.listSeedVolumes(ctx, nodes)
 	if err := ctx.Err(); err != nil {
 		return nil, wrap("list", "", 0, apiErrorf("list", err, "listing the seed ISOs"))
 	}
@@ -94,20 +98,19 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 	if err != nil {
 		return nil, wrap("list", "", 0, apiErrorf("list", err, "listing the cluster's VMs"))
 	}
-	names := map[string]bool{}
-	byName := map[string][]int{}
-	for i, r := range res {
+	// First the VMs named like a seed; then, when a seed is left, every other VM.
+	named, others := seedReaders(res, perNode)
+	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
+	for _, r := range res {
 		if r.Type == "qemu" && r.Name != "" {
-			names[r.Name] = true
-			byName[r.Name] = append(byName[r.Name], i)
+			use.names[r.Name] = true
 		}
 	}
-	refs, err := b.seedRefs(ctx, res, byName, perNode)
-	if err != nil {
+	if err := b.readSeedUse(ctx, named, &use); err != nil {
 		return nil, wrap("list", "", 0, err)
 	}
 	var (
-		out     []Seed
+		out     []unusedSeed
 		skipped []NodeError
 		seeds   int
 	)
@@ -119,32 +122,127 @@ func (b *Backend) OrphanSeedsOn(ctx context.Context, nodes []string) ([]Seed, er
 			})
 			continue
 		}
-		slices.SortFunc(perNode[i], func(a, b Seed) int { return strings.Compare(a.VolID, b.VolID) })
+		seeds += len(perNode[i])
 		for _, s := range perNode[i] {
-			seeds++
-			if !seedReferenced(s, names, refs) {
-				out = append(out, s)
+			if !use.byItsVM(s) {
+				out = append(out, unusedSeed{Seed: s})
 			}
 		}
 	}
-	unproved := ""
-	if len(out) > 0 {
-		why, err := b.listingIncomplete(ctx)
-		if err != nil {
-			return nil, wrap("list", "", 0, err)
-		}
-		unproved = why
-		for i := range out {
-			out[i].Unproved = why
-		}
+	shared, err := b.readOtherDrives(ctx, out, others, &use)
+	if err != nil {
+		return nil, wrap("list", "", 0, err)
+	}
+	orphans, err := b.markOrphans(ctx, out, use, shared)
+	if err != nil {
+		return nil, err
 	}
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox orphan seeds listed", map[string]any{
-		"nodes": len(nodes), "seeds": seeds, "orphans": len(out), "skipped_nodes": len(skipped), "unproved": unproved,
+		"nodes": len(nodes), "seeds": seeds, "orphans": orphans, "attached_elsewhere": len(out) - orphans,
+		"skipped_nodes": len(skipped), "unproved": unprovedOf(out),
 	})
 	if len(skipped) > 0 {
 		return out, &SkippedNodesError{Nodes: skipped}
 	}
 	return out, nil
+}
+
+// listSeedVolumes lists each node's ISO storage, concurrently: per node, the volumes named
+// as this provider names seeds, <name>-<uid>-seed.iso, sorted by volume id, or the error
+// the listing ended with. An ISO of another tool (or the operator's <name>-seed.iso) is
+// not ours to report or delete.
+func (b *Backend) listSeedVolumes(ctx context.Context, nodes []string) ([][]Seed, []error) {
+	perNode := make([][]Seed, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, node := range nodes {
+		wg.Go(func() {
+			vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			for _, v := range vols {
+				if name, uid, ok := seedName(v.VolID); ok && uid != "" {
+					perNode[i] = append(perNode[i], Seed{Node: node, VolID: v.VolID, Name: name, UID: uid, Size: v.Size, CreatedAt: ctimeOf(v.CTime)})
+				}
+			}
+			slices.SortFunc(perNode[i], func(a, b Seed) int { return strings.Compare(a.VolID, b.VolID) })
+		})
+	}
+	wg.Wait()
+	return perNode, errs
+}
+
+// readOtherDrives reads, when seeds is not empty, the configs of the VMs in others that
+// could have one of them on a drive, and adds their drives to use. A VM has on a drive a
+// volume of a storage as its own node sees it: on a storage that is not shared (a
+// directory per node, as iso_storage is as a rule), a seed on node N is only N's VMs' to
+// use, so only the VMs on the seeds' nodes are read; on a shared one (or one whose status
+// cannot be read) every VM is. shared says, per seed node, which it is.
+func (b *Backend) readOtherDrives(ctx context.Context, seeds []unusedSeed, others []pveapi.Resource, use *seedUse) (map[string]bool, error) {
+	shared := map[string]bool{}
+	if len(seeds) == 0 {
+		return shared, nil
+	}
+	anyShared := false
+	for _, s := range seeds {
+		if _, ok := shared[s.Node]; ok {
+			continue
+		}
+		st, err := b.api.StorageStatus(ctx, s.Node, b.cfg.ISOStorage)
+		if err != nil && ctx.Err() != nil {
+			return nil, apiErrorf("list", err, "reading storage %s on node %s", b.cfg.ISOStorage, s.Node)
+		}
+		shared[s.Node] = err != nil || st.Shared == 1
+		anyShared = anyShared || shared[s.Node]
+	}
+	var read []pveapi.Resource
+	for _, r := range others {
+		if _, seedNode := shared[r.Node]; anyShared || seedNode {
+			read = append(read, r)
+		}
+	}
+	return shared, b.readSeedUse(ctx, read, use)
+}
+
+// markOrphans sets attachedTo on the seeds a VM has on a drive (on the seed's node, or any
+// node for a shared storage), and Unproved on the others (listingIncomplete, asked once
+// when there is such an orphan); it returns how many orphans there are.
+func (b *Backend) markOrphans(ctx context.Context, seeds []unusedSeed, use seedUse, shared map[string]bool) (int, error) {
+	orphans := 0
+	for i := range seeds {
+		key := seeds[i].Node + "|" + seeds[i].VolID
+		if shared[seeds[i].Node] {
+			key = "|" + seeds[i].VolID
+		}
+		if seeds[i].attachedTo = use.drives[key]; seeds[i].attachedTo == "" {
+			orphans++
+		}
+	}
+	if orphans == 0 {
+		return 0, nil
+	}
+	why, err := b.listingIncomplete(ctx)
+	if err != nil {
+		return 0, wrap("list", "", 0, err)
+	}
+	for i := range seeds {
+		if seeds[i].attachedTo == "" {
+			seeds[i].Unproved = why
+		}
+	}
+	return orphans, nil
+}
+
+// unprovedOf is the Unproved of the first orphan, for the log.
+func unprovedOf(seeds []unusedSeed) string {
+	for _, s := range seeds {
+		if s.attachedTo == "" {
+			return s.Unproved
+		}
+	}
+	return ""
 }
 
 // SeedVisibilityPrivilege is what the API token needs for a seed no VM it sees uses to be
@@ -191,27 +289,53 @@ func (b *Backend) listingIncomplete(ctx context.Context) (string, error) {
 	}
 }
 
-// seedRefs are, per VM name that a <name>-<uid>-seed.iso carries, the seed volumes its
-// VMs' ide2 name and the uids their marks carry, from one config read per such VM.
-func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName map[string][]int, perNode [][]Seed) (map[string]bool, error) {
-	want := map[int]bool{}
+// seedUse is what the listing and the configs read say about the seeds: the VMs' names,
+// the seed volumes VMs' ide2 name
+// (vmSeed) and the name/uid pairs their marks carry, by the VMs named like a seed; and
+// every ISO volume on any drive of any VM read, with the first VM (by VMID) that has it.
+type seedUse struct {
+	names      map[string]bool // every listed QEMU VM's name, from the listing
+	vols, uids map[string]bool
+	drives     map[string]string // "<node>|<volume id>" and "|<volume id>" (any node) -> "VM <vmid> (<name>) as <drive>"
+}
+
+// byItsVM says whether a VM of s's name may boot from s: it has s on ide2, or its mark
+// carries s's uid; or a VM is named like the whole prefix of s's file (the <name>-seed.iso
+// of a VM named <name>-<uid>).
+func (u seedUse) byItsVM(s Seed) bool {
+	_, file, _ := strings.Cut(s.VolID, ":iso/")
+	return u.names[strings.TrimSuffix(file, seedSuffix)] || u.vols[s.VolID] || u.uids[s.Name+"/"+s.UID]
+}
+
+// seedReaders splits the listed QEMU VMs in two, each by VMID: named is the VMs named like
+// a seed in perNode, others the rest.
+func seedReaders(res []pveapi.Resource, perNode [][]Seed) (named, others []pveapi.Resource) {
+	names := map[string]bool{}
 	for _, seeds := range perNode {
 		for _, s := range seeds {
-			if s.UID != "" {
-				for _, i := range byName[s.Name] {
-					want[i] = true
-				}
-			}
+			names[s.Name] = true
 		}
 	}
-	entries := make([]pveapi.Resource, 0, len(want))
-	for i := range want {
-		entries = append(entries, res[i])
+	for _, r := range res {
+		switch {
+		case r.Type != "qemu":
+		case r.Name != "" && names[r.Name]:
+			named = append(named, r)
+		default:
+			others = append(others, r)
+		}
 	}
-	slices.SortFunc(entries, func(a, b pveapi.Resource) int { return a.VMID - b.VMID })
-	refs := map[string]bool{}
+	byVMID := func(a, b pveapi.Resource) int { return a.VMID - b.VMID }
+	slices.SortFunc(named, byVMID)
+	slices.SortFunc(others, byVMID)
+	return named, others
+}
+
+// readSeedUse reads the config of each VM in vms (ListConcurrency at a time) and adds what
+// it says to use. A VM gone meanwhile is passed; any other failed read fails the call.
+func (b *Backend) readSeedUse(ctx context.Context, vms []pveapi.Resource, use *seedUse) error {
 	var firstErr error
-	err := b.eachConfig(ctx, entries, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+	err := b.eachConfig(ctx, vms, func(r pveapi.Resource, cfg map[string]string, err error) bool {
 		switch {
 		case err == nil:
 		case isNotExist(err):
@@ -221,17 +345,42 @@ func (b *Backend) seedRefs(ctx context.Context, res []pveapi.Resource, byName ma
 			return false
 		}
 		if v, ok := vmSeed(r.Name, cfg); ok {
-			refs["vol:"+v.volid()] = true
+			use.vols[v.volid()] = true
 		}
 		if m, ok := markedAny(cfg); ok && m.UID != "" {
-			refs["uid:"+r.Name+"/"+m.UID] = true
+			use.uids[r.Name+"/"+m.UID] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			if !isDriveKey(k) {
+				continue
+			}
+			vol, _, _ := strings.Cut(cfg[k], ",")
+			if _, ok := parseISOVol(vol); !ok {
+				continue
+			}
+			for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
+				if use.drives[key] == "" {
+					use.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
+				}
+			}
 		}
 		return true
 	})
 	if firstErr == nil && err != nil {
 		firstErr = apiErrorf("list", err, "reading the configs of the VMs that may use a seed ISO")
 	}
-	return refs, firstErr
+	return firstErr
+}
+
+// isDriveKey reports a config key of a disk or CD-ROM drive: ide0-3, sata0-5, scsi0-30,
+// virtio0-15 (qemu-server PVE/QemuServer/Drive.pm, the drive buses).
+func isDriveKey(k string) bool {
+	for _, bus := range []string{"ide", "sata", "scsi", "virtio"} {
+		if n, ok := strings.CutPrefix(k, bus); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // ctimeOf is a volume's ctime (seconds since the epoch) as a time; the zero time when the
@@ -241,16 +390,4 @@ func ctimeOf(sec int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(sec, 0).UTC()
-}
-
-// seedReferenced says whether a VM may boot from s.
-func seedReferenced(s Seed, names map[string]bool, refs map[string]bool) bool {
-	_, file, _ := strings.Cut(s.VolID, ":iso/")
-	if names[strings.TrimSuffix(file, seedSuffix)] {
-		return true // a VM named like the whole prefix: a <name>-seed.iso of that VM
-	}
-	if s.UID == "" {
-		return false
-	}
-	return refs["vol:"+s.VolID] || refs["uid:"+s.Name+"/"+s.UID]
 }

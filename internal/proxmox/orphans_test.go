@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,63 @@ func TestSeedName_table(t *testing.T) {
 		}
 		if got != want || ok != (want != "") {
 			t.Errorf("seedName(%q) = %q, %v; want %q", volid, got, ok, want)
+		}
+	}
+}
+
+// TestOrphanSeeds_attachedElsewhereIsNoOrphan: a seed named like ours whose VM is gone, but
+// that a VM of another name has on a drive (a rescue VM's ide3, a sata CD-ROM), is not an
+// orphan: the report does not list it and the cleanup, reading the same listing, keeps it.
+// Only the seed no VM has is listed and deleted.
+func TestOrphanSeeds_attachedElsewhereIsNoOrphan(t *testing.T) {
+	for _, drive := range []string{"ide3", "sata0"} {
+		t.Run(drive, func(t *testing.T) {
+			h := cleanupHarness(t)
+			used, free := seedFile("proxy-renamed", otherUID), seedFile("proxy-gone", prevUID)
+			h.f.putISO("pv1-1", fakeISOStorage, used, []byte("attached elsewhere"))
+			h.f.putISO("pv1-1", fakeISOStorage, free, []byte("orphan"))
+			h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1", Config: map[string]string{
+				drive: seedVolID(fakeISOStorage, used) + ",media=cdrom",
+			}})
+			seeds, err := h.b.OrphanSeeds(h.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed []string
+			for _, s := range seeds {
+				listed = append(listed, s.VolID)
+			}
+			if slices.Contains(listed, seedVolID(fakeISOStorage, used)) || !slices.Contains(listed, seedVolID(fakeISOStorage, free)) {
+				t.Errorf("orphans %v: want %s listed and not %s (VM 100100 has it on %s)", listed, free, used, drive)
+			}
+			if _, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: time.Hour, Seeds: true}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, used); !ok {
+				t.Errorf("the seed VM 100100 has on %s was deleted", drive)
+			}
+			if _, ok := h.f.iso("pv1-1", fakeISOStorage, free); ok {
+				t.Errorf("the orphan %s was kept", free)
+			}
+		})
+	}
+}
+
+// TestOrphanSeeds_noOtherVMReadWithoutAnOrphan: when every seed is used by a VM of its
+// name, no other VM's config is read: the scan of every VM's drives is paid only when a
+// seed is left to judge.
+func TestOrphanSeeds_noOtherVMReadWithoutAnOrphan(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName) // ide2: its own seed
+	h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1", Config: map[string]string{"ide3": "local:iso/debian.iso,media=cdrom"}})
+	h.f.calllog = nil
+	seeds, err := h.b.OrphanSeeds(h.ctx)
+	if err != nil || len(seeds) != 0 {
+		t.Fatalf("orphans %+v, err %v; want none", seeds, err)
+	}
+	for _, c := range h.f.log() {
+		if c.Method == "VMConfig" && c.VMID != testVMID0 {
+			t.Errorf("config of VMID %d read, though every seed is used by a VM of its name", c.VMID)
 		}
 	}
 }

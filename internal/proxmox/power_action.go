@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // PowerOp is what the proxy_vm_power action asks of a VM.
@@ -75,24 +77,12 @@ func (b *Backend) Power(ctx context.Context, id ID, opts PowerOptions) (PowerRes
 	return res, nil
 }
 
+// power proves the VM ours (powerTarget), reads its power state, plans the operation
+// (planPower) and runs the plan (powerRun).
 func (b *Backend) power(ctx context.Context, id ID, opts PowerOptions) (PowerResult, error) {
 	var res PowerResult
-	if err := id.Validate(); err != nil {
+	if err := checkPowerInput(id, opts.Op); err != nil {
 		return res, err
-	}
-	switch opts.Op {
-	case PowerStart, PowerShutdown, PowerReboot, PowerStop:
-	default:
-		return res, Permanentf("power %q is not one of start, shutdown, reboot, stop", opts.Op)
-	}
-	timeout := opts.ShutdownTimeout
-	if timeout <= 0 {
-		timeout = DefaultShutdownTimeout
-	}
-	say := func(format string, args ...any) {
-		if opts.Progress != nil {
-			opts.Progress(fmt.Sprintf("%s (VMID %d): ", id.Name, id.VMID) + fmt.Sprintf(format, args...))
-		}
 	}
 	unlock, err := b.locks.lock(ctx, id.Name)
 	if err != nil {
@@ -100,22 +90,9 @@ func (b *Backend) power(ctx context.Context, id ID, opts PowerOptions) (PowerRes
 	}
 	defer unlock()
 
-	st, err := b.settle(ctx, string(opts.Op), id, opts.UID, b.cfg.Budgets.Destroy)
+	st, err := b.powerTarget(ctx, id, opts)
 	if err != nil {
 		return res, err
-	}
-	switch st.verdict {
-	case verdictGone:
-		return res, notFoundf("VMID %d is not in the cluster any more", id.VMID)
-	case verdictForeign:
-		return res, b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why)
-	}
-	if ParseMark(st.cfg["description"]).Creating {
-		// Still marked creating: the mark's uid alone proves nothing here (a copied mark
-		// carries the uid a tainted state holds); only the create that finishes it, or the
-		// one that takes it over with its proof (decision: creating-proof), may act on it.
-		return res, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM "+
-			"before its create has finished it; apply the configuration that creates it, or destroy it", id.Name, id.VMID, MarkKeyState, MarkStateCreating)
 	}
 	node := st.r.Node
 	res.Node = node
@@ -123,90 +100,200 @@ func (b *Backend) power(ctx context.Context, id ID, opts PowerOptions) (PowerRes
 	if err != nil {
 		return res, apiErrorf(string(opts.Op), err, "reading the status on node %s", node)
 	}
-	hibernated := vs.Lock == "suspended" || st.cfg["lock"] == "suspended"
-	running := vs.Status == "running"
-	paused := running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch"
-	op := string(opts.Op)
+	ps := powerStateOf(vs, st.cfg)
+	res.Status = "stopped"
+	if ps.running {
+		res.Status = "running"
+	}
+	run := &powerRun{b: b, id: id, node: node, op: string(opts.Op), cfg: st.cfg, hibernated: ps.hibernated,
+		timeout: opts.ShutdownTimeout, progress: opts.Progress, res: &res}
+	if run.timeout <= 0 {
+		run.timeout = DefaultShutdownTimeout
+	}
+	if err := run.execute(ctx, planPower(opts.Op, ps, node)); err != nil {
+		return res, err
+	}
+	res.Status = "stopped"
+	if opts.Op == PowerStart || opts.Op == PowerReboot {
+		res.Status = "running"
+	}
+	return res, nil
+}
 
-	stop := func() error {
-		say("stopping on node %s", node)
-		if err := b.stopAndWait(ctx, op, node, id.VMID); err != nil {
-			return err
-		}
-		res.Did = append(res.Did, "stop")
-		say("stopped")
+// checkPowerInput refuses what is wrong with the action before any request.
+func checkPowerInput(id ID, op PowerOp) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	switch op {
+	case PowerStart, PowerShutdown, PowerReboot, PowerStop:
 		return nil
 	}
-	shutdown := func() error {
-		if paused {
-			say("paused, so it cannot act on a shutdown request: stopping it")
-			return stop()
-		}
-		say("shutting down on node %s (the guest has %s, then Proxmox stops it)", node, timeout)
-		if err := b.shutdownAndWait(ctx, op, node, id.VMID, timeout); err != nil {
-			return err
-		}
-		res.Did = append(res.Did, "shutdown")
-		say("shut down")
-		return nil
+	return Permanentf("power %q is not one of start, shutdown, reboot, stop", op)
+}
+
+// powerTarget settles the VM at id and proves it the resource's (settle, ownedBy): a VM
+// gone or foreign is NotFound, and one still marked creating is refused.
+func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (settled, error) {
+	st, err := b.settle(ctx, string(opts.Op), id, opts.UID, b.cfg.Budgets.Destroy)
+	if err != nil {
+		return st, err
 	}
-	startVM := func() error {
-		fix, err := b.ensureSeed(ctx, node, id, st.cfg, Changes{}, hibernated)
+	switch st.verdict {
+	case verdictGone:
+		return st, notFoundf("VMID %d is not in the cluster any more", id.VMID)
+	case verdictForeign:
+		return st, b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why)
+	}
+	if ParseMark(st.cfg["description"]).Creating {
+		// Still marked creating: the mark's uid alone proves nothing here (a copied mark
+		// carries the uid a tainted state holds); only the create that finishes it, or the
+		// one that takes it over with its proof (decision: creating-proof), may act on it.
+		return st, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM "+
+			"before its create has finished it; apply the configuration that creates it, or destroy it", id.Name, id.VMID, MarkKeyState, MarkStateCreating)
+	}
+	return st, nil
+}
+
+// powerState is a VM's power state as status/current and its config report it.
+type powerState struct {
+	running, paused, hibernated bool
+}
+
+func powerStateOf(vs pveapi.VMStatus, cfg map[string]string) powerState {
+	running := vs.Status == "running"
+	return powerState{
+		running:    running,
+		paused:     running && !guestRunning(vs.Status, vs.QMPStatus) && vs.QMPStatus != "prelaunch",
+		hibernated: vs.Lock == "suspended" || cfg["lock"] == "suspended",
+	}
+}
+
+// powerMove is one request of a power plan.
+type powerMove int
+
+const (
+	moveStop     powerMove = iota // stopped at once
+	moveShutdown                  // shut down within the timeout, then stopped by Proxmox
+	moveStart                     // its seed ISO checked, then started
+)
+
+// powerPlan is what an operation does to a VM: note is said first ("" for nothing), then
+// the moves run in order.
+type powerPlan struct {
+	note  string
+	moves []powerMove
+}
+
+// planPower decides what op does to a VM in state s on node, without a request: a paused
+// guest cannot act on a shutdown request (Proxmox refuses it), so it is stopped instead.
+func planPower(op PowerOp, s powerState, node string) powerPlan {
+	down := powerPlan{moves: []powerMove{moveShutdown}}
+	if s.paused {
+		down = powerPlan{note: "paused, so it cannot act on a shutdown request: stopping it", moves: []powerMove{moveStop}}
+	}
+	switch {
+	case op == PowerStart && s.running && !s.paused:
+		return powerPlan{note: fmt.Sprintf("already running on node %s: nothing to do", node)}
+	case op == PowerStart && s.running:
+		return powerPlan{moves: []powerMove{moveStop, moveStart}}
+	case op == PowerStart:
+		return powerPlan{moves: []powerMove{moveStart}}
+	case !s.running && (op == PowerShutdown || op == PowerStop):
+		return powerPlan{note: fmt.Sprintf("already stopped on node %s: nothing to do", node)}
+	case op == PowerShutdown:
+		return down
+	case op == PowerStop:
+		return powerPlan{moves: []powerMove{moveStop}}
+	case op == PowerReboot && !s.running:
+		return powerPlan{note: fmt.Sprintf("stopped on node %s: starting it", node), moves: []powerMove{moveStart}}
+	case op == PowerReboot:
+		down.moves = append(down.moves, moveStart)
+		return down
+	}
+	return powerPlan{}
+}
+
+// powerRun executes a powerPlan on a VM powerTarget proved ours, under the per-name lock
+// held for the whole run, and records each request sent in res.Did.
+type powerRun struct {
+	b          *Backend
+	id         ID
+	node, op   string
+	cfg        map[string]string
+	hibernated bool
+	timeout    time.Duration
+	progress   func(string)
+	res        *PowerResult
+}
+
+// execute says the plan's note, then runs its moves in order; the first error ends it.
+func (r *powerRun) execute(ctx context.Context, p powerPlan) error {
+	if p.note != "" {
+		r.say("%s", p.note)
+	}
+	for _, m := range p.moves {
+		var err error
+		switch m {
+		case moveStop:
+			err = r.stop(ctx)
+		case moveShutdown:
+			err = r.shutdown(ctx)
+		case moveStart:
+			err = r.start(ctx)
+		}
 		if err != nil {
 			return err
 		}
-		if fix == seedDropIDE2 {
-			// cloud-init reads the seed at first boot only: a missing one is dropped, as an
-			// update of an imported VM does.
-			if err := b.api.SetVMConfig(ctx, node, id.VMID, map[string]string{"delete": "ide2"}); err != nil {
-				return apiErrorf(op, err, "removing ide2, whose seed ISO is missing, before the start on node %s", node)
-			}
-		}
-		say("starting on node %s", node)
-		if err := b.startAndWait(ctx, op, node, id.VMID, st.cfg); err != nil {
-			return err
-		}
-		res.Did = append(res.Did, "start")
-		say("running")
-		return nil
 	}
+	return nil
+}
 
-	res.Status = "stopped"
-	if running {
-		res.Status = "running"
+// say tells the progress callback a step, prefixed with the VM.
+func (r *powerRun) say(format string, args ...any) {
+	if r.progress != nil {
+		r.progress(fmt.Sprintf("%s (VMID %d): ", r.id.Name, r.id.VMID) + fmt.Sprintf(format, args...))
 	}
-	switch {
-	case opts.Op == PowerStart && running && !paused:
-		say("already running on node %s: nothing to do", node)
-	case opts.Op == PowerStart && running:
-		if err := stop(); err != nil {
-			return res, err
-		}
-		err = startVM()
-	case opts.Op == PowerStart:
-		err = startVM()
-	case (opts.Op == PowerShutdown || opts.Op == PowerStop) && !running:
-		say("already stopped on node %s: nothing to do", node)
-	case opts.Op == PowerShutdown:
-		err = shutdown()
-	case opts.Op == PowerStop:
-		err = stop()
-	case opts.Op == PowerReboot && !running:
-		say("stopped on node %s: starting it", node)
-		err = startVM()
-	case opts.Op == PowerReboot:
-		if err = shutdown(); err == nil {
-			err = startVM()
-		}
+}
+
+func (r *powerRun) stop(ctx context.Context) error {
+	r.say("stopping on node %s", r.node)
+	if err := r.b.stopAndWait(ctx, r.op, r.node, r.id.VMID); err != nil {
+		return err
 	}
+	r.res.Did = append(r.res.Did, "stop")
+	r.say("stopped")
+	return nil
+}
+
+func (r *powerRun) shutdown(ctx context.Context) error {
+	r.say("shutting down on node %s (the guest has %s, then Proxmox stops it)", r.node, r.timeout)
+	if err := r.b.shutdownAndWait(ctx, r.op, r.node, r.id.VMID, r.timeout); err != nil {
+		return err
+	}
+	r.res.Did = append(r.res.Did, "shutdown")
+	r.say("shut down")
+	return nil
+}
+
+// start checks the seed ISO (ensureSeed), as before any start, then starts the VM.
+func (r *powerRun) start(ctx context.Context) error {
+	fix, err := r.b.ensureSeed(ctx, r.node, r.id, r.cfg, Changes{}, r.hibernated)
 	if err != nil {
-		return res, err
+		return err
 	}
-	switch opts.Op {
-	case PowerStart, PowerReboot:
-		res.Status = "running"
-	default:
-		res.Status = "stopped"
+	if fix == seedDropIDE2 {
+		// cloud-init reads the seed at first boot only: a missing one is dropped, as an
+		// update of an imported VM does.
+		if err := r.b.api.SetVMConfig(ctx, r.node, r.id.VMID, map[string]string{"delete": "ide2"}); err != nil {
+			return apiErrorf(r.op, err, "removing ide2, whose seed ISO is missing, before the start on node %s", r.node)
+		}
 	}
-	return res, nil
+	r.say("starting on node %s", r.node)
+	if err := r.b.startAndWait(ctx, r.op, r.node, r.id.VMID, r.cfg); err != nil {
+		return err
+	}
+	r.res.Did = append(r.res.Did, "start")
+	r.say("running")
+	return nil
 }

@@ -126,3 +126,33 @@ func TestPower_unknownOpIsRefusedFirst(t *testing.T) {
 		t.Errorf("%d requests for an unknown operation", n)
 	}
 }
+
+// TestPlanPower_table: what each operation does to a VM in each power state, decided
+// without a request.
+func TestPlanPower_table(t *testing.T) {
+	running, paused, stopped := powerState{running: true}, powerState{running: true, paused: true}, powerState{}
+	for _, tc := range []struct {
+		op    PowerOp
+		s     powerState
+		note  string
+		moves []powerMove
+	}{
+		{PowerStart, running, "already running on node n1: nothing to do", nil},
+		{PowerStart, paused, "", []powerMove{moveStop, moveStart}},
+		{PowerStart, stopped, "", []powerMove{moveStart}},
+		{PowerShutdown, running, "", []powerMove{moveShutdown}},
+		{PowerShutdown, paused, "paused, so it cannot act on a shutdown request: stopping it", []powerMove{moveStop}},
+		{PowerShutdown, stopped, "already stopped on node n1: nothing to do", nil},
+		{PowerStop, running, "", []powerMove{moveStop}},
+		{PowerStop, paused, "", []powerMove{moveStop}},
+		{PowerStop, stopped, "already stopped on node n1: nothing to do", nil},
+		{PowerReboot, running, "", []powerMove{moveShutdown, moveStart}},
+		{PowerReboot, paused, "paused, so it cannot act on a shutdown request: stopping it", []powerMove{moveStop, moveStart}},
+		{PowerReboot, stopped, "stopped on node n1: starting it", []powerMove{moveStart}},
+	} {
+		p := planPower(tc.op, tc.s, "n1")
+		if p.note != tc.note || !slices.Equal(p.moves, tc.moves) {
+			t.Errorf("%s of %+v: %+v, want note %q moves %v", tc.op, tc.s, p, tc.note, tc.moves)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 	if ch.OnBoot != nil && *ch.OnBoot != (v.cfg["onboot"] == "1") {
 		p.params["onboot"] = boolParam(*ch.OnBoot)
 	}
-	fleetUpdateParams(p.params, ch, v.cfg)
+	noteTagsUpdateParams(p.params, ch, v.cfg)
 	if err := p.planNet(ch); err != nil {
 		return p, err
 	}

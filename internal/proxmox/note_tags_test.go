@@ -51,17 +51,17 @@ func TestTags_asProxmoxStoresThem(t *testing.T) {
 	}
 	same, other := []string{"dns", "web"}, []string{"dns"}
 	p := map[string]string{}
-	fleetUpdateParams(p, Changes{Tags: &same}, map[string]string{"tags": "dns;proxy_operator;web"})
+	noteTagsUpdateParams(p, Changes{Tags: &same}, map[string]string{"tags": "dns;proxy_operator;web"})
 	if len(p) != 0 {
 		t.Errorf("unchanged tags written: %v", p)
 	}
-	fleetUpdateParams(p, Changes{Tags: &other}, map[string]string{"tags": "dns;proxy_operator;web"})
+	noteTagsUpdateParams(p, Changes{Tags: &other}, map[string]string{"tags": "dns;proxy_operator;web"})
 	if p["tags"] != "dns;proxy_operator" {
 		t.Errorf("tags param %v", p)
 	}
 	on := true
 	p = map[string]string{}
-	fleetUpdateParams(p, Changes{Protection: &on}, map[string]string{"protection": "1"})
+	noteTagsUpdateParams(p, Changes{Protection: &on}, map[string]string{"protection": "1"})
 	if len(p) != 0 {
 		t.Errorf("unchanged protection written: %v", p)
 	}

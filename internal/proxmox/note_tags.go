@@ -93,16 +93,16 @@ func tagsParam(user []string) string {
 	return strings.Join(out, ";")
 }
 
-// fleetCreateParams adds a new VM's user tags to its config step (the note is in the
+// tagsCreateParams adds a new VM's user tags to its config step (the note is in the
 // mark's description, protection is set when the create finishes).
-func fleetCreateParams(p map[string]string, s Spec) {
+func tagsCreateParams(p map[string]string, s Spec) {
 	if s.Tags != nil {
 		p["tags"] = tagsParam(*s.Tags)
 	}
 }
 
-// fleetUpdateParams adds the tags, note and protection changes to an update's config write.
-func fleetUpdateParams(p map[string]string, ch Changes, cfg map[string]string) {
+// noteTagsUpdateParams adds the tags, note and protection changes to an update's config write.
+func noteTagsUpdateParams(p map[string]string, ch Changes, cfg map[string]string) {
 	if ch.Tags != nil {
 		if v := tagsParam(*ch.Tags); v != tagsParam(UserTags(splitTags(strings.ToLower(cfg["tags"])))) {
 			p["tags"] = v
