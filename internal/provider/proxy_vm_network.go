@@ -272,8 +272,6 @@ type networkImport struct {
 	digest string
 }
 
-const privateKeyNetworkDigest = "network_digest"
-
 // networkDigestNone stands for "made without a network configuration": a VM this release
 // made writes the digest line whenever it has one, so a VM of its making without the line
 // has none, and an import that configures one plans a replacement (no digest matches).
@@ -292,9 +290,9 @@ func importedNetworkDigest(m proxmox.MarkExtra) string {
 // writeNetworkDigest keeps the mark's network digest for the plan after an import.
 func writeNetworkDigest(ctx context.Context, p privateSetter, digest string) diag.Diagnostics {
 	if digest == "" {
-		return p.SetKey(ctx, privateKeyNetworkDigest, nil)
+		return privateKeyNetworkDigest.clear(ctx, p)
 	}
-	return p.SetKey(ctx, privateKeyNetworkDigest, []byte(`"`+digest+`"`))
+	return privateKeyNetworkDigest.write(ctx, p, digest)
 }
 
 func readNetworkImport(ctx context.Context, p privateGetter) (networkImport, diag.Diagnostics) {
@@ -303,11 +301,9 @@ func readNetworkImport(ctx context.Context, p privateGetter) (networkImport, dia
 	if !unread || p == nil {
 		return ni, diags
 	}
-	raw, d := p.GetKey(ctx, privateKeyNetworkDigest)
+	digest, _, d := privateKeyNetworkDigest.read(ctx, p)
 	diags.Append(d...)
-	if len(raw) > 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		ni.digest = string(raw[1 : len(raw)-1])
-	}
+	ni.digest = digest
 	return ni, diags
 }
 

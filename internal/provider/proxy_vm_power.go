@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -83,11 +82,9 @@ func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	return diags
 }
 
-// privateKeyPower holds what the last read saw of the VM's sizes: the values its config
-// holds that wait for a restart, and whether memory is hotplugged. ModifyPlan reads it to
-// say what an apply will do, without a request.
-const privateKeyPower = "power"
-
+// powerRecord is the value of privateKeyPower: what the last read saw of the VM's sizes,
+// the values its config holds that wait for a restart, and whether memory is hotplugged.
+// ModifyPlan reads it to say what an apply will do, without a request.
 type powerRecord struct {
 	PendingCores     int  `json:"pending_cores,omitempty"`
 	PendingMemoryMiB int  `json:"pending_memory_mib,omitempty"`
@@ -101,9 +98,6 @@ type powerRecord struct {
 }
 
 func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
-	if isNilPrivate(p) {
-		return nil
-	}
 	rec := powerRecord{PendingCores: vm.PendingCores, PendingMemoryMiB: vm.PendingMemoryMiB, MemoryHotplug: vm.MemoryHotplug}
 	if vm.MemoryHotplug {
 		rec.Hugepages1G, rec.Sockets = vm.HotplugHugepages1G, vm.HotplugSockets
@@ -115,27 +109,13 @@ func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagno
 		rec.RunningMemoryMiB = vm.MemoryMiB
 	}
 	if rec == (powerRecord{}) {
-		return p.SetKey(ctx, privateKeyPower, nil)
+		return privateKeyPower.clear(ctx, p)
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Unable to record the proxy VM's pending changes", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateKeyPower, raw)
+	return privateKeyPower.write(ctx, p, rec)
 }
 
 func readPower(ctx context.Context, p privateGetter) powerRecord {
-	var rec powerRecord
-	if isNilPrivate(p) {
-		return rec
-	}
-	raw, diags := p.GetKey(ctx, privateKeyPower)
-	if diags.HasError() || len(raw) == 0 {
-		return rec
-	}
-	_ = json.Unmarshal(raw, &rec) // unreadable: nothing known, the apply decides
+	rec, _, _ := privateKeyPower.read(ctx, p) // none or unreadable: nothing known, the apply decides
 	return rec
 }
 
