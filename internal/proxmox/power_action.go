@@ -108,7 +108,7 @@ func (b *Backend) power(ctx context.Context, id ID, opts PowerOptions) (PowerRes
 	case verdictGone:
 		return res, notFoundf("VMID %d is not in the cluster any more", id.VMID)
 	case verdictForeign:
-		return res, b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why)
+		return res, refusedNotOurs(b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why))
 	}
 	if ParseMark(st.cfg["description"]).Creating {
 		// Still marked creating: the mark's uid alone proves nothing here (a copied mark

@@ -1,10 +1,13 @@
 package proxmox
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // TestPower_table: each operation on a running, a stopped and a paused VM of ours: the
@@ -111,6 +114,28 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPower_refusalOfAVMNotOursSaysItExists: the VM at the VMID exists, so the refusal is
+// ErrNotOurs and Permanent, not the NotFound a refresh's "gone" is.
+func TestPower_refusalOfAVMNotOursSaysItExists(t *testing.T) {
+	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
+	for name, mut := range map[string]func(v *fakeVM){
+		"another uid":  func(v *fakeVM) { v.Config["description"] = FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", at) },
+		"no mark":      func(v *fakeVM) { v.Config["description"] = "made by hand" },
+		"another name": func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" },
+		"mark, no uid": func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, mut)
+			_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: PowerStop, UID: testUID})
+			if !errors.Is(err, ErrNotOurs) || errors.Is(err, ErrNotFound) || ClassOf(err) != pveapi.Permanent {
+				t.Errorf("%v (class %s), want ErrNotOurs, Permanent", err, ClassOf(err))
+			}
+		})
 	}
 }
 
