@@ -139,6 +139,42 @@ func TestPower_refusalOfAVMNotOursSaysItExists(t *testing.T) {
 	}
 }
 
+// TestPower_markReadExactly: the action reads the mark as the format says (decision:
+// mark-format). A mark line with blanks around its key or value is not a mark line, so a
+// VM whose uid line is padded is not proved ours: nothing is sent. The proxy operator's
+// mark, its three lines exactly, with LF or CRLF, is ours.
+func TestPower_markReadExactly(t *testing.T) {
+	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
+	operator := FormatMark(testUID, at)
+	for _, tc := range []struct {
+		name, desc string
+		ours       bool
+	}{
+		{"the operator's mark", operator, true},
+		{"the operator's mark, CRLF", strings.ReplaceAll(operator, "\n", "\r\n") + "\r\n", true},
+		{"the operator's mark after an admin's note", "Egress for team A\n\n" + operator, true},
+		{"uid line padded", "proxy-operator-managed=true\n proxy-operator-uid = " + testUID + " \nproxy-operator-created-at=2026-09-19T09:12:00Z", false},
+		{"uid value padded", "proxy-operator-managed=true\nproxy-operator-uid=" + testUID + " \nproxy-operator-created-at=2026-09-19T09:12:00Z", false},
+		{"managed line padded", " proxy-operator-managed=true\nproxy-operator-uid=" + testUID, false},
+		{"managed value padded", "proxy-operator-managed= true\nproxy-operator-uid=" + testUID, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = tc.desc })
+			h.f.calllog = nil
+			_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: PowerStop, UID: testUID})
+			stopped := h.f.vm(testVMID0).Status == "stopped"
+			switch {
+			case tc.ours && (err != nil || !stopped):
+				t.Errorf("the action did not stop a VM of ours: %v", err)
+			case !tc.ours && (err == nil || len(mutating(h.f)) != 0 || stopped):
+				t.Errorf("the action acted on a VM whose mark is not exact: err %v, writes %v", err, mutating(h.f))
+			}
+		})
+	}
+}
+
 // TestPower_unknownOpIsRefusedFirst: an operation the backend does not know sends nothing.
 func TestPower_unknownOpIsRefusedFirst(t *testing.T) {
 	h := newHarness(t)
