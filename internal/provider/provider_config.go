@@ -51,36 +51,11 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 	}
 
 	// endpoint
-	c.Endpoint = m.Endpoint.ValueString()
-	if m.Endpoint.IsNull() {
-		c.Endpoint = env(envEndpoint)
-		if c.Endpoint == "" {
-			diags.AddAttributeError(path.Root("endpoint"), "Missing Proxmox VE endpoint",
-				"Set endpoint in the provider block or the "+envEndpoint+" environment variable to the API URL, e.g. https://pve.example.com:8006.")
-		} else if err := validators.CheckHTTPSURL(c.Endpoint); err != nil {
-			diags.AddAttributeError(path.Root("endpoint"), "Invalid Proxmox VE endpoint",
-				fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or /api2/json: %s.", envEndpoint, err))
-		}
-	}
+	diags.Append(resolveEndpoint(m, env, &c)...)
 
 	// token
-	var token string
-	switch {
-	case !m.APIToken.IsNull():
-		token, c.TokenSource = m.APIToken.ValueString(), "api_token"
-	case !m.APITokenFile.IsNull():
-		c.TokenSource = "api_token_file"
-	default:
-		token, c.TokenSource = env(envAPIToken), envAPIToken
-		switch {
-		case token == "":
-			diags.AddAttributeError(path.Root("api_token"), "Missing Proxmox VE API token",
-				"Set api_token or api_token_file in the provider block, or the "+envAPIToken+" environment variable, to a token <user>@<realm>!<tokenid>=<secret>.")
-		case !validators.ValidAPIToken(token):
-			diags.AddAttributeError(path.Root("api_token"), "Invalid Proxmox VE API token",
-				"The "+envAPIToken+" environment variable must be a token of the form <user>@<realm>!<tokenid>=<secret>, without whitespace (the value is not shown: it is secret).")
-		}
-	}
+	token, d := resolveToken(m, env, &c)
+	diags.Append(d...)
 
 	c.DigestKey = m.CloudInitDigestKey.ValueString()
 	if m.CloudInitDigestKey.IsNull() {
@@ -94,21 +69,7 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 	}
 
 	// insecure
-	if !m.Insecure.IsNull() {
-		c.Insecure = m.Insecure.ValueBool()
-	} else if v := env(envInsecure); v != "" {
-		b, err := strconv.ParseBool(v)
-		switch {
-		case err != nil:
-			diags.AddAttributeError(path.Root("insecure"), "Invalid "+envInsecure+" value",
-				fmt.Sprintf("The %s environment variable must be true or false (or 1 or 0), got %q.", envInsecure, v))
-		case b && (c.CAFile != "" || c.HasCAPEM):
-			diags.AddAttributeWarning(path.Root("insecure"), envInsecure+" ignored",
-				"The "+envInsecure+" environment variable asks to skip TLS verification, but ca_file or ca_pem is set in the provider block: the certificate is verified against that CA.")
-		default:
-			c.Insecure = b
-		}
-	}
+	diags.Append(resolveInsecure(m, env, &c)...)
 
 	// nodes
 	var nodes []string
@@ -143,12 +104,12 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 	if !m.RequestTimeout.IsNull() {
 		rt = m.RequestTimeout.ValueString()
 	}
-	d, err := time.ParseDuration(rt)
-	if err != nil || d <= 0 {
+	timeout, err := time.ParseDuration(rt)
+	if err != nil || timeout <= 0 {
 		diags.AddAttributeError(path.Root("request_timeout"), "Invalid request timeout",
 			fmt.Sprintf("request_timeout must be a duration above zero such as \"30s\", got %q.", rt))
 	}
-	c.RequestTimeout = d
+	c.RequestTimeout = timeout
 	if !m.MaxRequestsInFlight.IsNull() {
 		c.MaxInFlight = int(m.MaxRequestsInFlight.ValueInt64())
 	}
@@ -156,4 +117,74 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 		c.InstallGuestAgent = m.InstallGuestAgent.ValueBool()
 	}
 	return c, token, diags
+}
+
+// resolveEndpoint sets c.Endpoint from the block or, without one there, the environment,
+// which it checks as the schema checks the block's.
+func resolveEndpoint(m providerModel, env func(string) string, c *resolvedConfig) diag.Diagnostics {
+	var diags diag.Diagnostics
+	c.Endpoint = m.Endpoint.ValueString()
+	if !m.Endpoint.IsNull() {
+		return nil
+	}
+	c.Endpoint = env(envEndpoint)
+	if c.Endpoint == "" {
+		diags.AddAttributeError(path.Root("endpoint"), "Missing Proxmox VE endpoint",
+			"Set endpoint in the provider block or the "+envEndpoint+" environment variable to the API URL, e.g. https://pve.example.com:8006.")
+	} else if err := validators.CheckHTTPSURL(c.Endpoint); err != nil {
+		diags.AddAttributeError(path.Root("endpoint"), "Invalid Proxmox VE endpoint",
+			fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or /api2/json: %s.", envEndpoint, err))
+	}
+	return diags
+}
+
+// resolveToken returns the token (empty with a token file) and sets c.TokenSource; a token
+// from the environment is checked as the schema checks the block's, never quoted.
+func resolveToken(m providerModel, env func(string) string, c *resolvedConfig) (string, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	switch {
+	case !m.APIToken.IsNull():
+		c.TokenSource = "api_token"
+		return m.APIToken.ValueString(), nil
+	case !m.APITokenFile.IsNull():
+		c.TokenSource = "api_token_file"
+		return "", nil
+	}
+	token := env(envAPIToken)
+	c.TokenSource = envAPIToken
+	switch {
+	case token == "":
+		diags.AddAttributeError(path.Root("api_token"), "Missing Proxmox VE API token",
+			"Set api_token or api_token_file in the provider block, or the "+envAPIToken+" environment variable, to a token <user>@<realm>!<tokenid>=<secret>.")
+	case !validators.ValidAPIToken(token):
+		diags.AddAttributeError(path.Root("api_token"), "Invalid Proxmox VE API token",
+			"The "+envAPIToken+" environment variable must be a token of the form <user>@<realm>!<tokenid>=<secret>, without whitespace (the value is not shown: it is secret).")
+	}
+	return token, diags
+}
+
+// resolveInsecure sets c.Insecure from the block or, without one there, the environment; a
+// CA in the block wins over the environment's insecure. c.CAFile and c.HasCAPEM are set.
+func resolveInsecure(m providerModel, env func(string) string, c *resolvedConfig) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if !m.Insecure.IsNull() {
+		c.Insecure = m.Insecure.ValueBool()
+		return nil
+	}
+	v := env(envInsecure)
+	if v == "" {
+		return nil
+	}
+	b, err := strconv.ParseBool(v)
+	switch {
+	case err != nil:
+		diags.AddAttributeError(path.Root("insecure"), "Invalid "+envInsecure+" value",
+			fmt.Sprintf("The %s environment variable must be true or false (or 1 or 0), got %q.", envInsecure, v))
+	case b && (c.CAFile != "" || c.HasCAPEM):
+		diags.AddAttributeWarning(path.Root("insecure"), envInsecure+" ignored",
+			"The "+envInsecure+" environment variable asks to skip TLS verification, but ca_file or ca_pem is set in the provider block: the certificate is verified against that CA.")
+	default:
+		c.Insecure = b
+	}
+	return diags
 }

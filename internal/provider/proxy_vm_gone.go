@@ -25,27 +25,22 @@ import (
 // statusDeleted is the status of a VM a refresh found gone.
 const statusDeleted = "deleted"
 
-// privateKeyGone holds why the last refresh found the VM gone.
-const privateKeyGone = "gone"
-
+// goneRecord is the value of privateKeyGone: why the last refresh found the VM gone.
 type goneRecord struct {
 	Reason string `json:"reason"`
 }
 
 // writeGone records (reason set) or clears (reason "") why the VM is gone.
 func writeGone(ctx context.Context, p privateSetter, reason string) diag.Diagnostics {
-	if isNilPrivate(p) {
-		return nil
-	}
 	if reason == "" {
-		return p.SetKey(ctx, privateKeyGone, nil)
+		return privateKeyGone.clear(ctx, p)
 	}
-	return writePrivateRecord(ctx, p, privateKeyGone, goneRecord{Reason: reason}, "Unable to record the proxy VM's deletion")
+	return privateKeyGone.write(ctx, p, goneRecord{Reason: reason})
 }
 
 // readGone returns the recorded reason, "" when none.
 func readGone(ctx context.Context, p privateGetter) string {
-	r, _ := readPrivateRecord[goneRecord](ctx, p, privateKeyGone, "gone")
+	r, _, _ := privateKeyGone.read(ctx, p)
 	return r.Reason
 }
 

@@ -16,13 +16,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // The guest's network configuration through the NoCloud seed's network-config:
 // network_config (raw, byte for byte) or static_ipv4 (a static address on the first NIC,
-// rendered by the backend for the MAC Proxmox gives the clone, nocloud.RenderStaticIPv4).
+// rendered by the backend for the MAC Proxmox gives the clone, proxmox.NetworkConfig).
 // cloud-init applies network-config when an instance boots for the first time (fact:
 // nocloud-network-config), so a change replaces the VM. The mark keeps static_ipv4 whole
 // (proxmox.MarkKeyStaticIPv4), which an import reads back, and the digest of either
@@ -111,7 +110,7 @@ func networkAttributes() map[string]schema.Attribute {
 }
 
 // networkConfigValidator refuses a network_config cloud-init would not read
-// (nocloud.ValidateNetworkConfig).
+// (proxmox.ValidateNetworkConfig).
 type networkConfigValidator struct{}
 
 func (networkConfigValidator) Description(context.Context) string {
@@ -127,7 +126,7 @@ func (networkConfigValidator) ValidateString(_ context.Context, req validator.St
 	if !ok {
 		return
 	}
-	if err := nocloud.ValidateNetworkConfig([]byte(s)); err != nil {
+	if err := proxmox.ValidateNetworkConfig([]byte(s)); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, summaryInvalidConfig, "network_config: "+err.Error()+".")
 	}
 }
@@ -167,7 +166,7 @@ func (staticIPv4Validator) ValidateObject(ctx context.Context, req validator.Obj
 // staticFrom parses a static_ipv4 value into the backend's form, with a diagnostic on the
 // attribute (under at) for each value that is wrong. complete is false while a value is
 // unknown (nothing is returned then, and only the known values are checked).
-func staticFrom(m staticIPv4Model, at path.Path) (s nocloud.StaticIPv4, diags diag.Diagnostics, complete bool) {
+func staticFrom(m staticIPv4Model, at path.Path) (s proxmox.StaticIPv4, diags diag.Diagnostics, complete bool) {
 	complete = true
 	// The diagnostics go on static_ipv4 itself, naming the field in the detail: Terraform
 	// points at the attribute in the configuration, but not into its object value.
@@ -272,8 +271,6 @@ type networkImport struct {
 	digest string
 }
 
-const privateKeyNetworkDigest = "network_digest"
-
 // networkDigestNone stands for "made without a network configuration": a VM this release
 // made writes the digest line whenever it has one, so a VM of its making without the line
 // has none, and an import that configures one plans a replacement (no digest matches).
@@ -292,9 +289,9 @@ func importedNetworkDigest(m proxmox.MarkExtra) string {
 // writeNetworkDigest keeps the mark's network digest for the plan after an import.
 func writeNetworkDigest(ctx context.Context, p privateSetter, digest string) diag.Diagnostics {
 	if digest == "" {
-		return p.SetKey(ctx, privateKeyNetworkDigest, nil)
+		return privateKeyNetworkDigest.clear(ctx, p)
 	}
-	return p.SetKey(ctx, privateKeyNetworkDigest, []byte(`"`+digest+`"`))
+	return privateKeyNetworkDigest.write(ctx, p, digest)
 }
 
 func readNetworkImport(ctx context.Context, p privateGetter) (networkImport, diag.Diagnostics) {
@@ -303,11 +300,9 @@ func readNetworkImport(ctx context.Context, p privateGetter) (networkImport, dia
 	if !unread || p == nil {
 		return ni, diags
 	}
-	raw, d := p.GetKey(ctx, privateKeyNetworkDigest)
+	digest, _, d := privateKeyNetworkDigest.read(ctx, p)
 	diags.Append(d...)
-	if len(raw) > 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		ni.digest = string(raw[1 : len(raw)-1])
-	}
+	ni.digest = digest
 	return ni, diags
 }
 
@@ -407,13 +402,7 @@ func applyNetworkSpec(s *proxmox.Spec, plan proxyVMModel) {
 // networkBytes is the size of a create's raw network-config, for the logs (the static
 // form's rendering is as long as the address data); 0 without one.
 func networkBytes(s proxmox.Spec) int {
-	switch {
-	case s.Network == nil:
-		return 0
-	case s.Network.Static != nil:
-		return len(nocloud.RenderStaticIPv4(*s.Network.Static, "00:00:00:00:00:00"))
-	}
-	return len(s.Network.Raw)
+	return s.Network.Size()
 }
 
 // applyNetwork types a zero static_ipv4 and, when the agent reported the static address
@@ -446,7 +435,7 @@ func networkMismatch(plan, got proxyVMModel) []string {
 // staticValue is static_ipv4 as the mark (proxmox.MarkKeyStaticIPv4) gives it back to an
 // import: empty lists and an unset gateway are null, as in a configuration that leaves
 // them out.
-func staticValue(s *nocloud.StaticIPv4) types.Object {
+func staticValue(s *proxmox.StaticIPv4) types.Object {
 	if s == nil {
 		return nullStatic
 	}

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
-	"reflect"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -18,9 +16,8 @@ import (
 // is accepted: the plan keeps the node the VM is on. To tell the two apart, the node the
 // configuration asked for at the last apply is kept in the private state under
 // privateKeyNode; a configured node equal to it is not a request to move.
-const privateKeyNode = "node"
 
-// nodeRecord is the JSON stored under privateKeyNode. Configured is empty when the
+// nodeRecord is the value of privateKeyNode. Configured is empty when the
 // configuration set no node (automatic placement).
 type nodeRecord struct {
 	Configured string `json:"configured"`
@@ -28,29 +25,13 @@ type nodeRecord struct {
 
 // readNodeRecord returns the node recorded at the last apply; ok is false without a record.
 func readNodeRecord(ctx context.Context, p privateGetter) (string, bool, diag.Diagnostics) {
-	if p == nil {
-		return "", false, nil
-	}
-	raw, diags := p.GetKey(ctx, privateKeyNode)
-	if diags.HasError() || len(raw) == 0 {
-		return "", false, diags
-	}
-	var r nodeRecord
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return "", false, diags
-	}
-	return r.Configured, true, diags
+	r, ok, diags := privateKeyNode.read(ctx, p)
+	return r.Configured, ok, diags
 }
 
 // writeNodeRecord records the configuration's node (empty: none set).
 func writeNodeRecord(ctx context.Context, p privateSetter, configured types.String) diag.Diagnostics {
-	raw, err := json.Marshal(nodeRecord{Configured: configured.ValueString()})
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Unable to record the proxy VM's node", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateKeyNode, raw)
+	return privateKeyNode.write(ctx, p, nodeRecord{Configured: configured.ValueString()})
 }
 
 // planNodeDrift keeps the node the VM is on when migrate_back is false and the configured
@@ -81,7 +62,7 @@ func nodeChange(prior, plan proxyVMModel) *string {
 
 // recordConfiguredNode records the configuration's node after a create or an update.
 func recordConfiguredNode(ctx context.Context, config tfsdk.Config, p privateSetter) diag.Diagnostics {
-	if nilPrivate(p) {
+	if isNilPrivate(p) {
 		return nil
 	}
 	var node types.String
@@ -95,21 +76,11 @@ func recordConfiguredNode(ctx context.Context, config tfsdk.Config, p privateSet
 // recordNodeIfAbsent gives a state without a record (an import, or one written by an
 // earlier version) the node it held before this refresh: the node the last apply left.
 func recordNodeIfAbsent(ctx context.Context, in privateGetter, out privateSetter, node types.String) diag.Diagnostics {
-	if nilPrivate(in) || nilPrivate(out) || node.IsNull() || node.IsUnknown() {
+	if isNilPrivate(in) || isNilPrivate(out) || node.IsNull() || node.IsUnknown() {
 		return nil
 	}
 	if _, ok, diags := readNodeRecord(ctx, in); ok || diags.HasError() {
 		return diags
 	}
 	return writeNodeRecord(ctx, out, node)
-}
-
-// nilPrivate reports a private state the framework did not set up (a nil pointer in the
-// interface): tests that call the CRUD methods directly have none.
-func nilPrivate(p any) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }

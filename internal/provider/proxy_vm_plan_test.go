@@ -451,11 +451,11 @@ func TestImportMarker_roundTrip(t *testing.T) {
 		t.Error("template lost")
 	}
 	writeImportMarker(ctx, p, nil)
-	if _, ok := p[privateKeyImport]; ok {
+	if _, ok := p[privateKeyImport.name]; ok {
 		t.Error("an empty marker was kept")
 	}
 	// A missing or unreadable marker suppresses nothing.
-	if ok, _ := isUnread(ctx, fakePrivate{privateKeyImport: []byte(`"x"`)}, unreadTemplate); ok {
+	if ok, _ := isUnread(ctx, fakePrivate{privateKeyImport.name: []byte(`"x"`)}, unreadTemplate); ok {
 		t.Error("garbage marker read as unread")
 	}
 	if ok, _ := isUnread(ctx, nil, unreadTemplate); ok {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -20,7 +19,6 @@ import (
 // replacement starts from a fresh private state. A VM created by Terraform never has a
 // marker, so setting cloud_init on it later does replace it (cloud-init runs at first boot
 // only).
-const privateKeyImport = "import"
 
 type unreadAttr string
 
@@ -30,51 +28,24 @@ const (
 	unreadNetwork   unreadAttr = "network" // network_config and static_ipv4 (proxy_vm_network.go)
 )
 
-// importMarker is the JSON stored under privateKeyImport.
+// importMarker is the value of privateKeyImport.
 type importMarker struct {
 	Unread []unreadAttr `json:"unread"`
 }
 
-// privateGetter is the read side of the framework's private state
-// (*privatestate.ProviderData), which tests cannot construct.
-type privateGetter interface {
-	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
-}
-
-// privateSetter is the write side.
-type privateSetter interface {
-	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
-}
-
 // readImportMarker returns the attributes an import left unread; none without a marker.
 func readImportMarker(ctx context.Context, p privateGetter) ([]unreadAttr, diag.Diagnostics) {
-	if p == nil {
-		return nil, nil
-	}
-	raw, diags := p.GetKey(ctx, privateKeyImport)
-	if diags.HasError() || len(raw) == 0 {
-		return nil, diags
-	}
-	var m importMarker
-	if err := json.Unmarshal(raw, &m); err != nil {
-		// A marker we cannot read suppresses nothing: replacements stay as configured.
-		return nil, diags
-	}
+	// A marker we cannot read suppresses nothing: replacements stay as configured.
+	m, _, diags := privateKeyImport.read(ctx, p)
 	return m.Unread, diags
 }
 
 // writeImportMarker stores unread, or removes the marker when unread is empty.
 func writeImportMarker(ctx context.Context, p privateSetter, unread []unreadAttr) diag.Diagnostics {
 	if len(unread) == 0 {
-		return p.SetKey(ctx, privateKeyImport, nil)
+		return privateKeyImport.clear(ctx, p)
 	}
-	raw, err := json.Marshal(importMarker{Unread: unread})
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Unable to record the proxy VM import", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateKeyImport, raw)
+	return privateKeyImport.write(ctx, p, importMarker{Unread: unread})
 }
 
 // isUnread reports whether the import marker lists a.

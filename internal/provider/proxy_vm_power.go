@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -83,11 +82,9 @@ func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 	return diags
 }
 
-// privateKeyPower holds what the last read saw of the VM's sizes: the values its config
-// holds that wait for a restart, and whether memory is hotplugged. ModifyPlan reads it to
-// say what an apply will do, without a request.
-const privateKeyPower = "power"
-
+// powerRecord is the value of privateKeyPower: what the last read saw of the VM's sizes,
+// the values its config holds that wait for a restart, and whether memory is hotplugged.
+// ModifyPlan reads it to say what an apply will do, without a request.
 type powerRecord struct {
 	PendingCores     int  `json:"pending_cores,omitempty"`
 	PendingMemoryMiB int  `json:"pending_memory_mib,omitempty"`
@@ -101,9 +98,6 @@ type powerRecord struct {
 }
 
 func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
-	if isNilPrivate(p) {
-		return nil
-	}
 	rec := powerRecord{PendingCores: vm.PendingCores, PendingMemoryMiB: vm.PendingMemoryMiB, MemoryHotplug: vm.MemoryHotplug}
 	if vm.MemoryHotplug {
 		rec.Hugepages1G, rec.Sockets = vm.HotplugHugepages1G, vm.HotplugSockets
@@ -115,27 +109,13 @@ func writePower(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagno
 		rec.RunningMemoryMiB = vm.MemoryMiB
 	}
 	if rec == (powerRecord{}) {
-		return p.SetKey(ctx, privateKeyPower, nil)
+		return privateKeyPower.clear(ctx, p)
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Unable to record the proxy VM's pending changes", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateKeyPower, raw)
+	return privateKeyPower.write(ctx, p, rec)
 }
 
 func readPower(ctx context.Context, p privateGetter) powerRecord {
-	var rec powerRecord
-	if isNilPrivate(p) {
-		return rec
-	}
-	raw, diags := p.GetKey(ctx, privateKeyPower)
-	if diags.HasError() || len(raw) == 0 {
-		return rec
-	}
-	_ = json.Unmarshal(raw, &rec) // unreadable: nothing known, the apply decides
+	rec, _, _ := privateKeyPower.read(ctx, p) // none or unreadable: nothing known, the apply decides
 	return rec
 }
 
@@ -165,75 +145,12 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 	}
 	deferred := startedFalse(plan.RebootOnChange)
 	restart := false
-	for _, a := range []struct {
-		attr, label      string
-		prior, plan      types.Int64
-		pending, running int
-		hot              bool
-	}{
-		{"cores", "cores", prior.Cores, plan.Cores, rec.PendingCores, rec.RunningCores, false},
-		{"memory_mib", "memory_mib", prior.MemoryMiB, plan.MemoryMiB, rec.PendingMemoryMiB, rec.RunningMemoryMiB, rec.MemoryHotplug},
+	for _, a := range []sizePower{
+		{"cores", prior.Cores, plan.Cores, rec.PendingCores, rec.RunningCores, false},
+		{"memory_mib", prior.MemoryMiB, plan.MemoryMiB, rec.PendingMemoryMiB, rec.RunningMemoryMiB, rec.MemoryHotplug},
 	} {
-		p := path.Root(a.attr)
-		want, known := knownInt(a.plan)
-		was, wasKnown := knownInt(a.prior)
-		if !known {
-			if !a.plan.Equal(a.prior) && !deferred && !a.hot {
-				restart = true
-				diags.AddAttributeWarning(p, "Proxy VM may be restarted",
-					fmt.Sprintf("%s of proxy VM %q is known only at apply: if it differs from what the VM runs with, the apply restarts the VM "+
-						"to apply it (a shutdown of up to shutdown_timeout, then a start), and its address may change. "+
-						"Set reboot_on_change = false to leave such a change pending instead.", a.label, name))
-			}
-			continue
-		}
-		if a.pending != 0 && a.pending != want && (a.running == want || (a.running == 0 && a.plan.Equal(a.prior))) {
-			// The VM runs with the configured value; its config holds another one, pending.
-			if !a.plan.Equal(a.prior) {
-				diags.AddAttributeWarning(p, "Proxy VM pending change dropped",
-					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start: "+
-						"the apply writes %d to the config, which Proxmox takes as is, dropping the pending value. No restart.",
-						name, a.label, want, a.pending, want))
-			} else {
-				diags.AddAttributeWarning(p, "Proxy VM change pending",
-					fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start. "+
-						"Any apply that changes or restarts this VM through Terraform writes %d to the config first, which drops the pending "+
-						"value; a restart outside Terraform would apply %d, and the next plan would then show %s %d → %d.",
-						name, a.label, want, a.pending, want, a.pending, a.label, a.pending, want))
-			}
-			continue
-		}
-		if a.plan.Equal(a.prior) {
-			if a.pending != 0 && a.pending == want && a.running != 0 {
-				// The configured value is pending (a prior that holds it: a synthetic state).
-				diags.AddAttributeWarning(p, "Proxy VM change pending",
-					fmt.Sprintf("%s %d is pending until proxy VM %q restarts; it runs with %s %d until then. Restart it (started = false, "+
-						"then true) to apply it.", a.label, want, name, a.label, a.running))
-			}
-			continue
-		}
-		from := "?"
-		if wasKnown {
-			from = fmt.Sprint(was)
-		}
-		if a.hot {
-			continue // plugged (on a DIMM step, checked above), no restart
-		}
-		switch {
-		case !deferred:
+		if a.plan(name, deferred, &diags) {
 			restart = true
-			diags.AddAttributeWarning(p, "Proxy VM will be restarted",
-				fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %d: Proxmox applies it at the VM's next start, so the apply shuts the guest "+
-					"down (up to shutdown_timeout, then Proxmox stops it) and starts it again; its address may change. "+
-					"Set reboot_on_change = false to leave the change pending until the VM restarts.", name, a.label, from, want))
-		case a.pending == want:
-			diags.AddAttributeWarning(p, "Proxy VM change pending",
-				fmt.Sprintf("%s %d is pending until the VM restarts; set reboot_on_change = true or restart it. Proxy VM %q runs with %s %s; "+
-					"every plan shows this change until then.", a.label, want, name, a.label, from))
-		default:
-			diags.AddAttributeWarning(p, "Proxy VM change pending",
-				fmt.Sprintf("%s %d is written to the config of proxy VM %q and stays pending until the VM restarts (reboot_on_change = false); "+
-					"set reboot_on_change = true or restart it. The VM runs with %s %s until then, and every plan shows this change.", a.label, want, name, a.label, from))
 		}
 	}
 	if !restart {
@@ -242,6 +159,87 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 			prior.IPAddress, prior.IPv4Addresses, prior.IPv6Addresses, prior.NetworkInterface
 	}
 	return diags
+}
+
+// sizePower is one size attribute a running VM applies at its next start: its prior and
+// planned values, the value its config holds pending (0: none) and, when one is pending,
+// the value it runs with; hot: memory the VM plugs without a restart.
+type sizePower struct {
+	attr             string
+	prior, planned   types.Int64
+	pending, running int
+	hot              bool
+}
+
+// plan adds the size's warnings to diags and reports whether the apply restarts the VM
+// for it (planPower).
+func (a sizePower) plan(name string, deferred bool, diags *diag.Diagnostics) (restart bool) {
+	p := path.Root(a.attr)
+	want, known := knownInt(a.planned)
+	if !known {
+		if a.planned.Equal(a.prior) || deferred || a.hot {
+			return false
+		}
+		diags.AddAttributeWarning(p, "Proxy VM may be restarted",
+			fmt.Sprintf("%s of proxy VM %q is known only at apply: if it differs from what the VM runs with, the apply restarts the VM "+
+				"to apply it (a shutdown of up to shutdown_timeout, then a start), and its address may change. "+
+				"Set reboot_on_change = false to leave such a change pending instead.", a.attr, name))
+		return true
+	}
+	if a.pending != 0 && a.pending != want && (a.running == want || (a.running == 0 && a.planned.Equal(a.prior))) {
+		a.planRunsConfigured(p, name, want, diags)
+		return false
+	}
+	if a.planned.Equal(a.prior) {
+		if a.pending != 0 && a.pending == want && a.running != 0 {
+			// The configured value is pending (a prior that holds it: a synthetic state).
+			diags.AddAttributeWarning(p, "Proxy VM change pending",
+				fmt.Sprintf("%s %d is pending until proxy VM %q restarts; it runs with %s %d until then. Restart it (started = false, "+
+					"then true) to apply it.", a.attr, want, name, a.attr, a.running))
+		}
+		return false
+	}
+	if a.hot {
+		return false // plugged (on a DIMM step, checked by planPower), no restart
+	}
+	from := "?"
+	if was, ok := knownInt(a.prior); ok {
+		from = fmt.Sprint(was)
+	}
+	switch {
+	case !deferred:
+		diags.AddAttributeWarning(p, "Proxy VM will be restarted",
+			fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %d: Proxmox applies it at the VM's next start, so the apply shuts the guest "+
+				"down (up to shutdown_timeout, then Proxmox stops it) and starts it again; its address may change. "+
+				"Set reboot_on_change = false to leave the change pending until the VM restarts.", name, a.attr, from, want))
+		return true
+	case a.pending == want:
+		diags.AddAttributeWarning(p, "Proxy VM change pending",
+			fmt.Sprintf("%s %d is pending until the VM restarts; set reboot_on_change = true or restart it. Proxy VM %q runs with %s %s; "+
+				"every plan shows this change until then.", a.attr, want, name, a.attr, from))
+	default:
+		diags.AddAttributeWarning(p, "Proxy VM change pending",
+			fmt.Sprintf("%s %d is written to the config of proxy VM %q and stays pending until the VM restarts (reboot_on_change = false); "+
+				"set reboot_on_change = true or restart it. The VM runs with %s %s until then, and every plan shows this change.", a.attr, want, name, a.attr, from))
+	}
+	return false
+}
+
+// planRunsConfigured warns about a VM that runs with the configured value while its config
+// holds another one, pending.
+func (a sizePower) planRunsConfigured(p path.Path, name string, want int, diags *diag.Diagnostics) {
+	if !a.planned.Equal(a.prior) {
+		diags.AddAttributeWarning(p, "Proxy VM pending change dropped",
+			fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start: "+
+				"the apply writes %d to the config, which Proxmox takes as is, dropping the pending value. No restart.",
+				name, a.attr, want, a.pending, want))
+		return
+	}
+	diags.AddAttributeWarning(p, "Proxy VM change pending",
+		fmt.Sprintf("Proxy VM %q runs with %s %d, as configured, but its Proxmox config holds %d, pending until its next start. "+
+			"Any apply that changes or restarts this VM through Terraform writes %d to the config first, which drops the pending "+
+			"value; a restart outside Terraform would apply %d, and the next plan would then show %s %d → %d.",
+			name, a.attr, want, a.pending, want, a.pending, a.attr, a.pending, want))
 }
 
 // hotplugStepDiag is the plan's error for a memory size a VM with memory hotplug cannot

@@ -26,10 +26,6 @@ const (
 	cloudInitChangeRestart = "restart"
 )
 
-// privateKeyReseed marks, from the plan to the apply, an update that swaps the seed: the
-// plan decided that a cloud_init, cloud_init_wo or network change applies in place.
-const privateKeyReseed = "reseed"
-
 // newInstanceInGuest is what a new instance-id means inside the guest, for the plan's
 // warning and the attribute's description.
 const newInstanceInGuest = "cloud-init then treats the boot as a new instance: its per-instance modules run again " +
@@ -95,24 +91,20 @@ func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMMo
 	return nil, true, diags
 }
 
-// writeReseed records the plan's decision for the apply (nil clears it).
+// writeReseed records, from the plan to the apply, an update that swaps the seed: the plan
+// decided that a cloud_init, cloud_init_wo or network change applies in place (false
+// clears it).
 func writeReseed(ctx context.Context, p privateSetter, reseed bool) diag.Diagnostics {
-	if isNilPrivate(p) {
-		return nil
-	}
 	if !reseed {
-		return p.SetKey(ctx, privateKeyReseed, nil)
+		return privateKeyReseed.clear(ctx, p)
 	}
-	return p.SetKey(ctx, privateKeyReseed, []byte("true"))
+	return privateKeyReseed.write(ctx, p, true)
 }
 
 // readReseed reads writeReseed's record.
 func readReseed(ctx context.Context, p privateGetter) bool {
-	if isNilPrivate(p) {
-		return false
-	}
-	raw, diags := p.GetKey(ctx, privateKeyReseed)
-	return !diags.HasError() && string(raw) == "true"
+	reseed, _, _ := privateKeyReseed.read(ctx, p)
+	return reseed
 }
 
 // reseedChanges asks the backend for the seed swap, with the digest the mark carries after it.

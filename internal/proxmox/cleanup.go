@@ -92,8 +92,8 @@ func (b *Backend) halfMade(r pveapi.Resource, cfg map[string]string, namespace s
 // markState is the value of the mark's state line, "" without one.
 func markState(desc string) string {
 	for line := range strings.SplitSeq(desc, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.TrimSpace(k) == MarkKeyState {
-			return strings.TrimSpace(v)
+		if k, v, ok := parseMarkLine(line); ok && k == MarkKeyState {
+			return v
 		}
 	}
 	return ""
@@ -103,7 +103,7 @@ func markState(desc string) string {
 func withMarkState(desc, state string) string {
 	lines := strings.Split(desc, "\n")
 	for i, line := range lines {
-		if k, _, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.TrimSpace(k) == MarkKeyState {
+		if k, _, ok := parseMarkLine(line); ok && k == MarkKeyState {
 			lines[i] = MarkKeyState + "=" + state
 			break
 		}

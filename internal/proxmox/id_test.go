@@ -84,7 +84,15 @@ func TestParseMark_table(t *testing.T) {
 	}{
 		{"captured clone description", fixtureConfig("vm_config_clone")["description"], Mark{Managed: true, UID: testUID, CreatedAt: at}},
 		{"CRLF", "proxy-operator-managed=true\r\nproxy-operator-uid=u1\r\nproxy-operator-created-at=2026-09-19T09:12:00Z\r\n", Mark{Managed: true, UID: "u1", CreatedAt: at}},
-		{"admin lines and blanks around", "Squid proxy for team X\n\nowner=alice\nproxy-operator-managed=true\n\n proxy-operator-uid = u1 \nproxy-operator-created-at=2026-09-19T09:12:00Z\nnotes: a=b", Mark{Managed: true, UID: "u1", CreatedAt: at}},
+		{"admin lines and blank lines", "Squid proxy for team X\n\nowner=alice\nproxy-operator-managed=true\n\nproxy-operator-uid=u1\nproxy-operator-created-at=2026-09-19T09:12:00Z\nnotes: a=b", Mark{Managed: true, UID: "u1", CreatedAt: at}},
+		// The format is exact (decision: mark-format): a line with blanks around its key or
+		// value is an admin's line, not a mark line.
+		{"blanks around a key or value", "proxy-operator-managed=true\n proxy-operator-uid = u1 \nproxy-operator-created-at=2026-09-19T09:12:00Z", Mark{Managed: true, CreatedAt: at}},
+		{"blank before the key", " proxy-operator-managed=true\nproxy-operator-uid=u1", Mark{UID: "u1"}},
+		{"blank after the value", "proxy-operator-managed=true \nproxy-operator-uid=u1", Mark{UID: "u1"}},
+		{"blank before the value", "proxy-operator-managed=true\nproxy-operator-uid= u1", Mark{Managed: true, UID: " u1"}},
+		{"tab before the key", "\tproxy-operator-managed=true\nproxy-operator-uid=u1", Mark{UID: "u1"}},
+		{"padded line does not shadow a later exact one", "proxy-operator-uid =u2\nproxy-operator-managed=true\nproxy-operator-uid=u1", Mark{Managed: true, UID: "u1"}},
 		{"managed False", "proxy-operator-managed=True\nproxy-operator-uid=u1", Mark{Managed: false, UID: "u1", CreatedAt: time.Time{}}},
 		{"managed yes", "proxy-operator-managed=yes\nproxy-operator-uid=u1", Mark{Managed: false, UID: "u1", CreatedAt: time.Time{}}},
 		{"managed missing", "proxy-operator-uid=u1", Mark{Managed: false, UID: "u1", CreatedAt: time.Time{}}},

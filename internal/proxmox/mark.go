@@ -82,19 +82,15 @@ func (l MarkLines) Format() string {
 	return s
 }
 
-// ParseMark reads the mark from a description. It tolerates CRLF, blank lines, spaces
-// around keys and values, and any other lines an admin adds; the first occurrence of a
-// key wins.
+// ParseMark reads the mark from a description, its lines as parseMarkLine reads them:
+// CRLF, blank lines and any other lines an admin adds are tolerated, a line with blanks
+// around its key or value is not a mark line; the first occurrence of a key wins.
 func ParseMark(desc string) Mark {
 	var m Mark
 	seen := map[string]bool{}
 	for line := range strings.SplitSeq(desc, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if seen[k] {
+		k, v, ok := parseMarkLine(line)
+		if !ok || seen[k] {
 			continue
 		}
 		switch k {
@@ -118,4 +114,23 @@ func ParseMark(desc string) Mark {
 		seen[k] = true
 	}
 	return m
+}
+
+// parseMarkLine is the one reader of a mark line (decision: mark-format), for every path
+// that reads or rewrites a mark: key=value exactly, the key of the proxy-operator-* family
+// (lowercase letters, digits and hyphens after the prefix), nothing around either; the
+// carriage return of a CRLF line is not part of the value. Any other line (an admin's,
+// one with blanks around its key or value) is not a mark line, and ok is false.
+func parseMarkLine(line string) (key, value string, ok bool) {
+	k, v, found := strings.Cut(strings.TrimSuffix(line, "\r"), "=")
+	rest, prefixed := strings.CutPrefix(k, markKeyPrefix)
+	if !found || !prefixed || rest == "" {
+		return "", "", false
+	}
+	for _, r := range rest {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return "", "", false
+		}
+	}
+	return k, v, true
 }

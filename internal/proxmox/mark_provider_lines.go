@@ -57,17 +57,16 @@ func FormatMarkExtra(s Spec) string {
 	return out
 }
 
-// ParseMarkExtra reads the extra lines with ParseMark's tolerance: CRLF, spaces around keys
-// and values, other lines ignored, the first occurrence of a key wins.
+// ParseMarkExtra reads the extra lines as ParseMark does (parseMarkLine): CRLF tolerated,
+// other lines ignored, the first occurrence of a key wins.
 func ParseMarkExtra(desc string) MarkExtra {
 	var m MarkExtra
 	var seenBy, seenDigest, seenNet, seenStatic bool
 	for line := range strings.SplitSeq(desc, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		k, v, ok := parseMarkLine(line)
 		if !ok {
 			continue
 		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		switch {
 		case k == MarkKeyCreatedBy && !seenBy:
 			m.CreatedBy, seenBy = v, true
@@ -103,8 +102,8 @@ func withMarkLines(desc string, lines []markLine) string {
 		if !isMarkLine(line) {
 			continue
 		}
-		k, _, _ := strings.Cut(strings.TrimSpace(line), "=")
-		if !drop[strings.TrimSpace(k)] {
+		k, _, _ := parseMarkLine(line)
+		if !drop[k] {
 			mark = append(mark, line)
 		}
 	}

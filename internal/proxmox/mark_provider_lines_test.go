@@ -7,8 +7,9 @@ import (
 )
 
 // TestMarkExtra_roundTrip: the extra lines follow the operator's three, the operator's
-// fields still parse from the whole description, and ParseMarkExtra reads them back with
-// ParseMark's tolerance (CRLF, spaces, an admin's lines, first occurrence wins). A mark
+// fields still parse from the whole description, and ParseMarkExtra reads them back as
+// ParseMark does (CRLF, an admin's lines, first occurrence wins; a line with blanks around
+// its key or value is an admin's, not a mark line). A mark
 // without them (the operator's) reads as empty.
 func TestMarkExtra_roundTrip(t *testing.T) {
 	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
@@ -23,8 +24,8 @@ func TestMarkExtra_roundTrip(t *testing.T) {
 	if got := ParseMarkExtra(desc); got != want {
 		t.Fatalf("ParseMarkExtra(%q) = %+v, want %+v", desc, got, want)
 	}
-	messy := "note by admin\r\n " + MarkKeyUserDataDigest + " = hmac-sha256:ab12 \r\n" + MarkKeyCreatedBy + "=" + CreatedByProvider +
-		"\r\n" + MarkKeyUserDataDigest + "=hmac-sha256:later\r\n"
+	messy := "note by admin\r\n " + MarkKeyUserDataDigest + " = hmac-sha256:padded \r\n" + MarkKeyUserDataDigest + "=hmac-sha256:ab12\r\n" +
+		MarkKeyCreatedBy + "=" + CreatedByProvider + "\r\n" + MarkKeyUserDataDigest + "=hmac-sha256:later\r\n"
 	if got := ParseMarkExtra(messy); got != want {
 		t.Fatalf("ParseMarkExtra(%q) = %+v, want %+v", messy, got, want)
 	}

@@ -19,7 +19,32 @@ import (
 // is built after the clone task, not beside it.
 type NetworkConfig struct {
 	Raw    []byte
-	Static *nocloud.StaticIPv4
+	Static *StaticIPv4
+}
+
+// StaticIPv4 is a static IPv4 configuration of the VM's first NIC (static_ipv4), as the
+// seed renders it. The provider states it through this package, never nocloud's directly
+// (docs/design/architecture.md: nocloud is the backend's).
+type StaticIPv4 = nocloud.StaticIPv4
+
+// ValidateNetworkConfig refuses a network-config cloud-init would not read: a non-empty
+// YAML mapping with version 1 or 2, optionally under network: (nocloud.ValidateNetworkConfig).
+func ValidateNetworkConfig(raw []byte) error { return nocloud.ValidateNetworkConfig(raw) }
+
+// ConfiguresNoIPv4 reports a network-config that certainly gives no interface an IPv4
+// address (nocloud.ConfiguresNoIPv4); false when it cannot tell.
+func ConfiguresNoIPv4(raw []byte) bool { return nocloud.ConfiguresNoIPv4(raw) }
+
+// Size is the length of the network-config the seed carries (a static configuration's
+// rendering for a placeholder MAC), for the logs; 0 without one.
+func (n *NetworkConfig) Size() int {
+	switch {
+	case n == nil:
+		return 0
+	case n.Static != nil:
+		return len(nocloud.RenderStaticIPv4(*n.Static, "00:00:00:00:00:00"))
+	}
+	return len(n.Raw)
 }
 
 // needsMAC reports whether the seed can only be built once net0's MAC is known.

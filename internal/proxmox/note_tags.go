@@ -19,8 +19,8 @@ const markKeyPrefix = "proxy-operator-"
 // isMarkLine reports whether a description line is a mark line (key=value, the key one of
 // the proxy-operator-* family), as ParseMark and ParseMarkExtra read them.
 func isMarkLine(line string) bool {
-	k, _, ok := strings.Cut(strings.TrimSpace(line), "=")
-	return ok && strings.HasPrefix(strings.TrimSpace(k), markKeyPrefix)
+	_, _, ok := parseMarkLine(line)
+	return ok
 }
 
 // NoteOf is the note of a description: its lines that are not mark lines, without the
@@ -35,9 +35,14 @@ func NoteOf(desc string) string {
 	return strings.TrimRight(strings.Trim(strings.Join(keep, "\n"), "\n"), " \t\r\n")
 }
 
-// NoteHasMarkLine reports whether a note holds a line the mark parser would read.
+// NoteHasMarkLine reports whether a note holds a line the mark parser would read, or
+// would read without the blanks around its key and value: no reader of the mark, however
+// loose, may take a note's line for one.
 func NoteHasMarkLine(note string) bool {
-	return slices.ContainsFunc(strings.Split(note, "\n"), isMarkLine)
+	return slices.ContainsFunc(strings.Split(note, "\n"), func(line string) bool {
+		k, v, ok := strings.Cut(line, "=")
+		return ok && isMarkLine(strings.TrimSpace(k)+"="+strings.TrimSpace(v))
+	})
 }
 
 // withNote appends a note to the mark lines of a description; an empty note adds nothing.

@@ -4,8 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"strconv"
 	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Ownership (decision: identity-and-adoption, decision: creating-proof): one rule decides
@@ -60,6 +63,28 @@ func ownedBy(cfg map[string]string, name, uid string) (Mark, notOurs) {
 	}
 	return m, notOursNone
 }
+
+// ErrNotOurs is matched (errors.Is) by the refusal of an action that needs the resource's
+// VM (the power action) when its VMID holds a VM the ownership predicate refuses: that VM
+// exists, it is not this resource's, and nothing was sent to it. Retrying does not help,
+// so the refusal is Permanent, not NotFound (which a refresh's "gone" means).
+var ErrNotOurs = errors.New("the VM at this VMID is not this resource's")
+
+// refusedNotOurs is err (a notOursErr) as the refusal of an action: Permanent, and
+// errors.Is(err, ErrNotOurs); the message is kept.
+func refusedNotOurs(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	return &Error{Class: pveapi.Permanent, Op: e.Op, Name: e.Name, VMID: e.VMID, Err: notOursError{e.Err}}
+}
+
+// notOursError marks a refusal's message as ErrNotOurs.
+type notOursError struct{ error }
+
+func (notOursError) Is(target error) bool { return target == ErrNotOurs }
+func (e notOursError) Unwrap() error      { return e.error }
 
 // marked reports a VM named name that carries the managed mark, whatever its uid: what the
 // read-only paths report. Nothing may be written to a VM on its word.

@@ -133,7 +133,8 @@ func checkPowerInput(id ID, op PowerOp) error {
 }
 
 // powerTarget settles the VM at id and proves it the resource's (settle, ownedBy): a VM
-// gone or foreign is NotFound, and one still marked creating is refused.
+// gone is NotFound, a foreign one is refused as not ours (ErrNotOurs), and one still
+// marked creating is refused.
 func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (settled, error) {
 	st, err := b.settle(ctx, string(opts.Op), id, opts.UID, b.cfg.Budgets.Destroy)
 	if err != nil {
@@ -143,7 +144,7 @@ func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (se
 	case verdictGone:
 		return st, notFoundf("VMID %d is not in the cluster any more", id.VMID)
 	case verdictForeign:
-		return st, b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why)
+		return st, refusedNotOurs(b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why))
 	}
 	if ParseMark(st.cfg["description"]).Creating {
 		// Still marked creating: the mark's uid alone proves nothing here (a copied mark

@@ -1,10 +1,13 @@
 package proxmox
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // TestPower_table: each operation on a running, a stopped and a paused VM of ours: the
@@ -111,6 +114,64 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPower_refusalOfAVMNotOursSaysItExists: the VM at the VMID exists, so the refusal is
+// ErrNotOurs and Permanent, not the NotFound a refresh's "gone" is.
+func TestPower_refusalOfAVMNotOursSaysItExists(t *testing.T) {
+	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
+	for name, mut := range map[string]func(v *fakeVM){
+		"another uid":  func(v *fakeVM) { v.Config["description"] = FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", at) },
+		"no mark":      func(v *fakeVM) { v.Config["description"] = "made by hand" },
+		"another name": func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" },
+		"mark, no uid": func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, mut)
+			_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: PowerStop, UID: testUID})
+			if !errors.Is(err, ErrNotOurs) || errors.Is(err, ErrNotFound) || ClassOf(err) != pveapi.Permanent {
+				t.Errorf("%v (class %s), want ErrNotOurs, Permanent", err, ClassOf(err))
+			}
+		})
+	}
+}
+
+// TestPower_markReadExactly: the action reads the mark as the format says (decision:
+// mark-format). A mark line with blanks around its key or value is not a mark line, so a
+// VM whose uid line is padded is not proved ours: nothing is sent. The proxy operator's
+// mark, its three lines exactly, with LF or CRLF, is ours.
+func TestPower_markReadExactly(t *testing.T) {
+	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
+	operator := FormatMark(testUID, at)
+	for _, tc := range []struct {
+		name, desc string
+		ours       bool
+	}{
+		{"the operator's mark", operator, true},
+		{"the operator's mark, CRLF", strings.ReplaceAll(operator, "\n", "\r\n") + "\r\n", true},
+		{"the operator's mark after an admin's note", "Egress for team A\n\n" + operator, true},
+		{"uid line padded", "proxy-operator-managed=true\n proxy-operator-uid = " + testUID + " \nproxy-operator-created-at=2026-09-19T09:12:00Z", false},
+		{"uid value padded", "proxy-operator-managed=true\nproxy-operator-uid=" + testUID + " \nproxy-operator-created-at=2026-09-19T09:12:00Z", false},
+		{"managed line padded", " proxy-operator-managed=true\nproxy-operator-uid=" + testUID, false},
+		{"managed value padded", "proxy-operator-managed= true\nproxy-operator-uid=" + testUID, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = tc.desc })
+			h.f.calllog = nil
+			_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: PowerStop, UID: testUID})
+			stopped := h.f.vm(testVMID0).Status == "stopped"
+			switch {
+			case tc.ours && (err != nil || !stopped):
+				t.Errorf("the action did not stop a VM of ours: %v", err)
+			case !tc.ours && (err == nil || len(mutating(h.f)) != 0 || stopped):
+				t.Errorf("the action acted on a VM whose mark is not exact: err %v, writes %v", err, mutating(h.f))
+			}
+		})
 	}
 }
 

@@ -8,53 +8,61 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
 // Layer is what one package's production code (its non-test files) may import from this
-// module: Allowed lists the only module packages it may import (nil: any but Forbidden),
-// Forbidden those it must not. docs/design/architecture.md explains the table.
+// module: Allowed lists the only module packages it may import; anything else fails.
+// docs/design/architecture.md explains the table.
 type Layer struct {
-	Allowed   []string
-	Forbidden []string
+	Allowed []string
 }
 
 // Layers is the architecture of docs/design/architecture.md, by package path relative to
-// the module. A package missing from the table is not checked.
+// the module ("." is the root package, main). Every package with production code is in the
+// table: a package missing from it fails the check.
 var Layers = map[string]Layer{
+	".":                {Allowed: []string{"internal/provider"}},
 	"internal/pveapi":  {Allowed: []string{}},
 	"internal/nocloud": {Allowed: []string{}},
 	"internal/fixture": {Allowed: []string{}},
 	"internal/pvesim":  {Allowed: []string{}},
 	"internal/proxmox": {Allowed: []string{"internal/pveapi", "internal/nocloud"}},
-	"internal/provider": {Forbidden: []string{"internal/pvesim", "internal/fixture", "internal/e2e",
-		"internal/tfrun", "internal/bench"}},
+	"internal/provider": {Allowed: []string{"internal/proxmox", "internal/pveapi",
+		"internal/provider/validators"}},
 	"internal/provider/validators": {Allowed: []string{}},
 	// The harness the reliability suite and the benchmark share.
-	"internal/tfrun":             {Allowed: []string{"internal/pvesim"}},
-	"internal/bench":             {Allowed: []string{"internal/tfrun", "internal/pvesim", "internal/pveapi"}},
-	"internal/reporefs":          {Allowed: []string{}},
-	"internal/tools/testsummary": {Allowed: []string{}},
+	"internal/tfrun":           {Allowed: []string{"internal/pvesim"}},
+	"internal/bench":           {Allowed: []string{"internal/tfrun", "internal/pvesim", "internal/pveapi"}},
+	"internal/bench/cmd/bench": {Allowed: []string{"internal/bench"}},
+	// Runs the provider in process under the profiler, for make bench's profiles.
+	"internal/bench/cmd/profprov": {Allowed: []string{"internal/provider"}},
+	"internal/pvesim/cmd/pvesim":  {Allowed: []string{"internal/pvesim"}},
+	"internal/reporefs":           {Allowed: []string{}},
+	"internal/tools/testsummary":  {Allowed: []string{}},
 	// Asks the provider for its schema in-process, for the docs.
 	"internal/tools/providerschema": {Allowed: []string{"internal/provider"}},
 }
 
-// CheckLayers reports every import of a module package that the table forbids, as
-// "file: pkg imports other".
+// CheckLayers reports every import of a module package that the table does not allow, as
+// "file: pkg imports other", and every package with production code the table does not
+// list.
 func CheckLayers(root string) ([]string, error) {
 	module := modulePath(filepath.Join(root, "go.mod"))
 	if module == "" {
 		return nil, fmt.Errorf("no module path in %s", filepath.Join(root, "go.mod"))
 	}
 	var out []string
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(p string, d fs.DirEntry, err error) error {
+	unlisted := map[string]bool{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if d.Name() == "testdata" {
+			if p != root && !isCodeDir(root, p) {
 				return filepath.SkipDir
 			}
 			return nil
@@ -69,6 +77,10 @@ func CheckLayers(root string) ([]string, error) {
 		pkg := filepath.ToSlash(rel)
 		layer, ok := Layers[pkg]
 		if !ok {
+			if !unlisted[pkg] {
+				unlisted[pkg] = true
+				out = append(out, fmt.Sprintf("%s: %s is not in the import table of docs/design/architecture.md (internal/reporefs.Layers)", path.Join(pkg, filepath.Base(p)), pkg))
+			}
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
@@ -96,20 +108,22 @@ func CheckLayers(root string) ([]string, error) {
 }
 
 func (l Layer) allows(other string) bool {
-	for _, f := range l.Forbidden {
-		if other == f || strings.HasPrefix(other, f+"/") {
-			return false
-		}
+	return slices.Contains(l.Allowed, other)
+}
+
+// isCodeDir reports whether the walk enters dir: the module's internal/ tree, but no
+// testdata and no hidden directory.
+func isCodeDir(root, dir string) bool {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return false
 	}
-	if l.Allowed == nil {
-		return true
+	rel = filepath.ToSlash(rel)
+	base := filepath.Base(dir)
+	if base == "testdata" || strings.HasPrefix(base, ".") {
+		return false
 	}
-	for _, a := range l.Allowed {
-		if other == a {
-			return true
-		}
-	}
-	return false
+	return rel == "internal" || strings.HasPrefix(rel, "internal/")
 }
 
 // modulePath reads the module path from a go.mod file; "" when there is none.

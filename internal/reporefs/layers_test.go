@@ -27,7 +27,7 @@ func TestRepository_layers(t *testing.T) {
 	}
 }
 
-func TestCheckLayers_forbiddenImportFails(t *testing.T) {
+func TestCheckLayers_importNotAllowedFails(t *testing.T) {
 	root := t.TempDir()
 	write := func(name, body string) {
 		t.Helper()
@@ -45,11 +45,21 @@ func TestCheckLayers_forbiddenImportFails(t *testing.T) {
 	write("internal/proxmox/backend.go", "package proxmox\n\nimport _ \"example.com/m/internal/pveapi\"\n")
 	write("internal/proxmox/backend_test.go", "package proxmox\n\nimport _ \"example.com/m/internal/pvesim\"\n")
 	write("internal/provider/provider.go", "package provider\n\nimport _ \"example.com/m/internal/pvesim\"\n")
+	// The table is an allow-list: nocloud is allowed to proxmox, not to the provider.
+	write("internal/provider/network.go", "package provider\n\nimport _ \"example.com/m/internal/nocloud\"\n")
+	write("internal/provider/resource.go", "package provider\n\nimport _ \"example.com/m/internal/proxmox\"\n")
+	// A package the table does not list fails, whatever it imports.
+	write("internal/newpkg/new.go", "package newpkg\n")
+	write("internal/newpkg/other.go", "package newpkg\n")
+	// testdata is not code.
+	write("internal/proxmox/testdata/x.go", "package x\n\nimport _ \"example.com/m/internal/pvesim\"\n")
 	got, err := CheckLayers(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
+		"internal/newpkg/new.go: internal/newpkg is not in the import table",
+		"internal/provider/network.go: internal/provider imports internal/nocloud",
 		"internal/provider/provider.go: internal/provider imports internal/pvesim",
 		"internal/pveapi/api.go: internal/pveapi imports internal/proxmox",
 	}

@@ -4,7 +4,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // warnNetworkConfigNoIPv4 warns on network_config when a VM is about to be created (a new
@@ -21,7 +21,7 @@ func warnNetworkConfigNoIPv4(config proxyVMModel, prior *proxyVMModel) diag.Diag
 		return d
 	case prior != nil && prior.NetworkConfig.Equal(nc):
 		return d // no create: the VM keeps its network
-	case !nocloud.ConfiguresNoIPv4([]byte(nc.ValueString())):
+	case !proxmox.ConfiguresNoIPv4([]byte(nc.ValueString())):
 		return d
 	}
 	d.AddAttributeWarning(path.Root("network_config"), "Network configuration gives the proxy VM no IPv4 address",
