@@ -82,13 +82,17 @@ func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duratio
 	return b.waitTaskPaced(ctx, upid, budget, nil)
 }
 
-// waitTaskPaced is waitTask with the poll delay given (waitSpec.delay; nil: the schedule).
+// waitTaskPaced is waitTask with the poll delay given (waitSpec.delay; nil: the task
+// type's schedule, taskSchedule around taskExpected).
 func (b *Backend) waitTaskPaced(ctx context.Context, upid string, budget time.Duration, delay func(time.Duration) time.Duration) error {
 	u, perr := pveapi.ParseUPID(upid)
 	if perr != nil {
 		return Transientf("Proxmox returned a malformed task id %q", upid)
 	}
 	node := u.Node
+	if delay == nil {
+		delay = newTaskSchedule(taskExpected[u.Type], b.cfg.Budgets.PollMin, b.cfg.Budgets.PollMax).delay
+	}
 	start := b.clock.Now()
 	var exit string
 	spec := waitSpec{kind: "task", what: taskWhat(u) + " " + upid, node: node, vmid: taskVMID(u), budget: budget, delay: delay,

@@ -97,3 +97,52 @@ func (a *agentDelays) observe(key string, notBefore, found time.Duration) {
 		a.seen[key] = est
 	}
 }
+
+// taskExpected is about how long a task of each type takes at a real host's pace, from
+// the moment its POST is answered: a full clone of the template about 2 s (fact:
+// task-durations), a seed upload's import, a start, a stop, a resize and a destroy about
+// 1 s, a volume delete half a second (reconstruction: the recon timed the clone and the
+// whole create only; the simulator's DefaultDurations use the same figures). A type not
+// listed gets pollUntil's plain schedule.
+var taskExpected = map[string]time.Duration{
+	"qmclone": 2 * time.Second, "imgcopy": time.Second, "qmstart": time.Second, "qmstop": time.Second,
+	"qmresize": time.Second, "qmdestroy": time.Second, "imgdel": 500 * time.Millisecond,
+}
+
+// minTaskPoll is the shortest wait between two task status polls.
+const minTaskPoll = 5 * time.Millisecond
+
+// taskSchedule is the poll schedule of a task expected to end after about expected: the
+// usual one (pollUntil's: PollMin growing 1.5x up to PollMax), except that a poll lands
+// just after the expected end (expected + expected/50, at least 10 ms: a 1 s task is seen
+// within some 20 ms of its end, not up to 0.4 s later, a 2 s clone not up to 0.9 s), then
+// the polls come every expected/10 (at least PollMin) until twice the expected time has
+// passed (a task a little late on a loaded host costs a tenth of its time, not a
+// doubling), then grow 1.5x from there up to PollMax. expected 0: the usual schedule.
+type taskSchedule struct {
+	expected, pollMin, pollMax, next time.Duration
+}
+
+func newTaskSchedule(expected, pollMin, pollMax time.Duration) *taskSchedule {
+	return &taskSchedule{expected: expected, pollMin: pollMin, pollMax: pollMax, next: pollMin}
+}
+
+// delay is the wait before the next poll, elapsed after the first.
+func (s *taskSchedule) delay(elapsed time.Duration) time.Duration {
+	if s.expected > 0 {
+		target := s.expected + max(s.expected/50, 10*time.Millisecond)
+		near := max(s.expected/10, s.pollMin)
+		switch {
+		case elapsed < target:
+			d := min(s.next, target-elapsed)
+			s.next = min(s.next*3/2, s.pollMax)
+			return max(d, minTaskPoll)
+		case elapsed < 2*s.expected:
+			s.next = min(near, s.pollMax)
+			return s.next
+		}
+	}
+	d := s.next
+	s.next = min(s.next*3/2, s.pollMax)
+	return d
+}
