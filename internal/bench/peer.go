@@ -309,6 +309,9 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 		c := tfrun.SimConfig(sim)
 		c.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
 		c.MaxRequestsInFlight = cfg.MaxInFlight
+		// The template ships the agent (TemplateAgent), as the peer's configuration assumes:
+		// the configuration a user of such a template writes has nothing to install.
+		c.InstallGuestAgent = tfrun.Bool(false)
 		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13", MachineType: "small", MemoryMiB: cfg.MemoryMiB, Count: pc.N}
 		hcl = tfrun.RequiredProviders + "\n" + c.HCL() + "\n" + vm.HCL()
 	}

@@ -39,7 +39,7 @@ func (r PeerReport) Markdown() string {
 	fmt.Fprintf(&b, "The same scenario with each provider, each against a fresh simulator with the same options: %d VMs at "+
 		"parallelism %d, speed %g (1: a real host's pace), %s per request; full clones of template %d, which ships the "+
 		"guest agent; 1 core, the memory and disk of the bench's machine type (the disk grown from the template's); both wait "+
-		"for the agent's address. Ours also builds and uploads a seed ISO per VM. Apply, a no-op plan, then destroy; %d round(s), "+
+		"for the agent's address. Ours also builds and uploads a seed ISO per VM, with install_guest_agent = false (the template ships the agent, so the seed installs nothing and our address wait expects a boot that has it). Apply, a no-op plan, then destroy; %d round(s), "+
 		"alternating which provider goes first, means shown. Peer: `%s` (%s), run through dev_overrides.\n\n",
 		c.N, c.P, c.Speed, r.Latency, peerTemplate, c.Rounds, PeerSource, filepath.Base(r.Peer.Binary))
 
