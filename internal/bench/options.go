@@ -155,35 +155,16 @@ func (o Options) CommandLine() string {
 // (the RealNs at the first P only, at SingleSpeed, unless Full), then with Scale or Full
 // the scale scenarios.
 func (o Options) Config() (Config, error) {
-	if o.PeerOnly && o.Peer == "" {
-		return Config{}, errors.New("-peer-only needs -peer /path/to/terraform-provider-proxmox (or BENCH_PEER)")
-	}
-	if len(o.Ns) == 0 || len(o.Ps) == 0 {
-		return Config{}, errors.New("-n and -p need at least one value")
-	}
-	if o.Speed <= 0 || o.SingleSpeed <= 0 {
-		return Config{}, errors.New("-speed and -single-speed must be positive")
+	if err := o.validate(); err != nil {
+		return Config{}, err
 	}
 	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed,
 		UpdateShutdown: o.UpdateShutdown, ListNs: o.ListNs, ListSpeed: o.Speed, ListOnly: o.ListOnly, QueryTerraform: queryTerraform()}
-	for i, p := range o.Ps {
-		for _, n := range o.Ns {
-			if n <= 0 || p <= 0 {
-				return Config{}, fmt.Errorf("n and p must be positive (got N=%d P=%d)", n, p)
-			}
-			if !o.Full && Waves(n, p) > o.FullOnly {
-				continue
-			}
-			speed := o.Speed
-			if slices.Contains(o.RealNs, n) {
-				if i > 0 && !o.Full {
-					continue
-				}
-				speed = o.SingleSpeed
-			}
-			cfg.Scenarios = append(cfg.Scenarios, Scenario{N: n, P: p, Speed: speed})
-		}
+	sc, err := o.scenarios()
+	if err != nil {
+		return Config{}, err
 	}
+	cfg.Scenarios = sc
 	if o.Full || o.Scale {
 		if o.ScaleP <= 0 || o.ScaleSpeed <= 0 || len(o.ScaleNs) == 0 {
 			return Config{}, errors.New("-scale-n, -scale-p and -scale-speed must be positive")
@@ -204,6 +185,45 @@ func (o Options) Config() (Config, error) {
 		return Config{}, errors.New("no scenario left to run (see -full)")
 	}
 	return cfg, nil
+}
+
+// validate refuses options no run can follow.
+func (o Options) validate() error {
+	if o.PeerOnly && o.Peer == "" {
+		return errors.New("-peer-only needs -peer /path/to/terraform-provider-proxmox (or BENCH_PEER)")
+	}
+	if len(o.Ns) == 0 || len(o.Ps) == 0 {
+		return errors.New("-n and -p need at least one value")
+	}
+	if o.Speed <= 0 || o.SingleSpeed <= 0 {
+		return errors.New("-speed and -single-speed must be positive")
+	}
+	return nil
+}
+
+// scenarios are the (P, N) pairs in flag order: the RealNs at the first P only, at
+// SingleSpeed, unless Full; without Full, none of more than FullOnly waves.
+func (o Options) scenarios() ([]Scenario, error) {
+	var out []Scenario
+	for i, p := range o.Ps {
+		for _, n := range o.Ns {
+			if n <= 0 || p <= 0 {
+				return nil, fmt.Errorf("n and p must be positive (got N=%d P=%d)", n, p)
+			}
+			if !o.Full && Waves(n, p) > o.FullOnly {
+				continue
+			}
+			speed := o.Speed
+			if slices.Contains(o.RealNs, n) {
+				if i > 0 && !o.Full {
+					continue
+				}
+				speed = o.SingleSpeed
+			}
+			out = append(out, Scenario{N: n, P: p, Speed: speed})
+		}
+	}
+	return out, nil
 }
 
 type intList []int
