@@ -207,3 +207,35 @@ func fmtRatio(r float64) string {
 	}
 	return fmt.Sprintf("%.2fx", r)
 }
+
+// BaselineTable is the comparison with an earlier build of ours (PeerConfig.BaselineDir):
+// each command's wall, span, terraform's own time, requests and provider CPU, ours over
+// the baseline's.
+func BaselineTable(r PeerResult) string {
+	var b strings.Builder
+	b.WriteString("\n| op | figure | ours | baseline | ours/baseline |\n|---|---|---:|---:|---:|\n")
+	ratio := func(a, z float64) string {
+		if z == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", a/z)
+	}
+	for _, op := range []Op{OpCreate, OpPlan, OpDestroy} {
+		o, p := r.Ours.Op(op), r.Peer.Op(op)
+		for _, row := range []struct {
+			name string
+			a, z float64
+			unit string
+		}{
+			{"wall", o.Wall.Seconds(), p.Wall.Seconds(), "s"},
+			{"span", o.Span.Seconds(), p.Span.Seconds(), "s"},
+			{"terraform's own", (o.Wall - o.Span).Seconds(), (p.Wall - p.Span).Seconds(), "s"},
+			{"requests", float64(o.TotalRequests()), float64(p.TotalRequests()), ""},
+			{"listings", float64(o.Requests[listingKey]), float64(p.Requests[listingKey]), ""},
+			{"provider CPU", o.ProviderCPU.Seconds(), p.ProviderCPU.Seconds(), "s"},
+		} {
+			fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f%s | %s |\n", op, row.name, row.a, row.unit, row.z, row.unit, ratio(row.a, row.z))
+		}
+	}
+	return b.String()
+}
