@@ -99,7 +99,7 @@ func (a *agentDelays) observe(key string, notBefore, found time.Duration) {
 }
 
 // taskExpected is about how long a task of each type takes at a real host's pace, from
-// the moment its POST is answered: a full clone of the template about 2 s (fact:
+// the moment its POST is answered, until this backend has seen its own (taskDurations): a full clone of the template about 2 s (fact:
 // task-durations), a seed upload's import, a start, a stop, a resize and a destroy about
 // 1 s, a volume delete half a second (reconstruction: the recon timed the clone and the
 // whole create only; the simulator's DefaultDurations use the same figures). A type not
@@ -145,4 +145,46 @@ func (s *taskSchedule) delay(elapsed time.Duration) time.Duration {
 	d := s.next
 	s.next = min(s.next*3/2, s.pollMax)
 	return d
+}
+
+// taskDurations narrows, per task type, how long this backend's tasks take from the POST's
+// answer to their end: each task that needed more than one poll ended after the last poll
+// that saw it running (lo) and by the poll that saw it stopped (hi). The intervals of tasks
+// of one type are intersected, and the next task's schedule expects the middle: a poll
+// there either misses (lo rises) or finds it ended (hi falls), so a fleet's later tasks
+// are polled just after the end its host shows (at a simulator's speed too). Intervals
+// that do not meet (the host's tasks vary more than the polls) restart from the latest.
+type taskDurations struct {
+	mu   sync.Mutex
+	seen map[string][2]time.Duration
+}
+
+// expected is the duration to expect for a task of type typ: the middle of what was seen,
+// else def.
+func (t *taskDurations) expected(typ string, def time.Duration) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if iv, ok := t.seen[typ]; ok {
+		return iv[0] + (iv[1]-iv[0])/2
+	}
+	return def
+}
+
+// observe records a task of type typ that was running at elapsed lo and had ended at hi.
+func (t *taskDurations) observe(typ string, lo, hi time.Duration) {
+	if lo < 0 || hi <= lo {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[string][2]time.Duration{}
+	}
+	if iv, ok := t.seen[typ]; ok {
+		if nlo, nhi := max(iv[0], lo), min(iv[1], hi); nlo < nhi {
+			t.seen[typ] = [2]time.Duration{nlo, nhi}
+			return
+		}
+	}
+	t.seen[typ] = [2]time.Duration{lo, hi}
 }

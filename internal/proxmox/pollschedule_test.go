@@ -246,3 +246,62 @@ func TestWaitTask_pollsJustAfterTheTaskTypesExpectedEnd(t *testing.T) {
 		})
 	}
 }
+
+func TestTaskDurations_intersectsThenRestarts(t *testing.T) {
+	var d taskDurations
+	ms := time.Millisecond
+	if got := d.expected("qmstop", time.Second); got != time.Second {
+		t.Fatalf("nothing seen: %v, want the default", got)
+	}
+	d.observe("qmstop", 125*ms, 237*ms)
+	if got := d.expected("qmstop", time.Second); got != 181*ms {
+		t.Errorf("after (125, 237]: %v, want the middle 181ms", got)
+	}
+	d.observe("qmstop", 191*ms, 241*ms) // a poll at the middle missed: the lower end rises
+	if got := d.expected("qmstop", time.Second); got != 214*ms {
+		t.Errorf("after (191, 237]: %v, want 214ms", got)
+	}
+	d.observe("qmstop", 100*ms, 224*ms) // one at the middle found it: the upper end falls
+	if got := d.expected("qmstop", time.Second); got != 207500*time.Microsecond {
+		t.Errorf("after (191, 224]: %v, want 207.5ms", got)
+	}
+	d.observe("qmstop", 900*ms, time.Second) // a task far slower: the intervals do not meet
+	if got := d.expected("qmstop", time.Second); got != 950*ms {
+		t.Errorf("after a disjoint (900, 1000]: %v, want its middle 950ms", got)
+	}
+	if got := d.expected("qmdestroy", time.Second); got != time.Second {
+		t.Errorf("another type: %v, want the default", got)
+	}
+	d.observe("qmstart", 300*ms, 300*ms) // no interval: ignored
+	if got := d.expected("qmstart", time.Second); got != time.Second {
+		t.Errorf("an empty interval was learnt: %v", got)
+	}
+}
+
+// A backend's later tasks of a type are polled just after the end its earlier ones
+// showed, not after the default expectation (a simulator, or a host faster than 1 s).
+func TestWaitTask_laterTasksPolledAroundTheDurationSeen(t *testing.T) {
+	h := newHarness(t)
+	h.f.taskPolls = 4 // running at 0, 50, 125, 237.5 ms; ended at 406.25 ms
+	h.f.mu.Lock()
+	first := h.f.newTask("pv1-1", "qmstop", "100", nil)
+	h.f.mu.Unlock()
+	if err := h.b.waitTask(h.ctx, first, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.mu.Lock()
+	h.clock.sleeps = nil
+	h.clock.mu.Unlock()
+	h.f.taskPolls = 6
+	h.f.mu.Lock()
+	second := h.f.newTask("pv1-1", "qmstop", "100", nil)
+	h.f.mu.Unlock()
+	if err := h.b.waitTask(h.ctx, second, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// The middle of (237.5, 406.25] is 321.875 ms; the poll lands 10 ms after it.
+	at := cumulative(h.clock.slept())
+	if want := 331875 * time.Microsecond; !slices.Contains(at, want) {
+		t.Errorf("second stop polled at %v, want one at %v (just after the 321.875 ms the first showed)", at, want)
+	}
+}
