@@ -582,7 +582,9 @@ const readingNotes = `
 ## How to read these figures
 
 - The simulator runs every task, agent delay and request service time ` + "`speed`" + ` times faster than a
-  real host; the provider's task poll schedule (from 50 ms, growing 1.5 times per poll up to 1 s), terraform's
+  real host; the provider's task poll schedule (from 50 ms, growing 1.5 times per poll up to 1 s, with
+  a poll just after the end a task's type is expected to take at a real host's pace, or, once the
+  provider has seen tasks of that type end, the end they showed), terraform's
   own work and the client side of each request run in real time. At speed S those real-time
   parts weigh S times more against the bound than on a real host, so wall / bound at speed > 1
   is an upper estimate; the one-VM scenario runs at speed 1 (a real host's pace) by default.
