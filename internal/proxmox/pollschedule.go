@@ -100,10 +100,11 @@ func (a *agentDelays) observe(key string, notBefore, found time.Duration) {
 
 // taskExpected is about how long a task of each type takes at a real host's pace, from
 // the moment its POST is answered, until this backend has seen its own (taskDurations): a full clone of the template about 2 s (fact:
-// task-durations), a seed upload's import, a start, a stop, a resize and a destroy about
-// 1 s, a volume delete half a second (reconstruction: the recon timed the clone and the
-// whole create only; the simulator's DefaultDurations use the same figures). A type not
-// listed gets pollUntil's plain schedule.
+// task-durations), a stop about 1 s (qemu-server QemuServer.pm _do_vm_stop sends QMP quit,
+// then checks check_running once a second), a seed upload's import, a start, a resize and
+// a destroy about 1 s, a volume delete half a second (reconstruction: the recon timed the
+// clone and the whole create only; the simulator's DefaultDurations use the same figures).
+// A type not listed gets pollUntil's plain schedule.
 var taskExpected = map[string]time.Duration{
 	"qmclone": 2 * time.Second, "imgcopy": time.Second, "qmstart": time.Second, "qmstop": time.Second,
 	"qmresize": time.Second, "qmdestroy": time.Second, "imgdel": 500 * time.Millisecond,
