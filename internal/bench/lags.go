@@ -48,49 +48,18 @@ func lags(o OpResult, times map[string][2]time.Time, vmids map[string]int, tasks
 		return out
 	}
 	out.VMs, out.Resource, out.Tasks, out.Agent = b.VMs, b.Resource, b.Tasks, b.Agent
-	// Status polls by UPID, agent requests by VMID, each in arrival order (the log is).
-	polls := map[string][]time.Time{}
-	agentReqs := map[int][]time.Time{}
-	for _, r := range reqs {
-		switch {
-		case r.Method == http.MethodGet && strings.HasPrefix(r.Path, "/nodes/") && strings.Contains(r.Path, "/tasks/") && strings.HasSuffix(r.Path, "/status"):
-			upid := r.Path[strings.Index(r.Path, "/tasks/")+len("/tasks/") : len(r.Path)-len("/status")]
-			polls[upid] = append(polls[upid], r.Received)
-		case r.VMID != 0 && strings.Contains(r.Path, "/agent/network-get-interfaces"):
-			agentReqs[r.VMID] = append(agentReqs[r.VMID], r.Received)
-		}
-	}
-	firstAfter := func(ts []time.Time, t time.Time) (time.Duration, bool) {
-		for _, x := range ts {
-			if !x.Before(t) {
-				return x.Sub(t), true
-			}
-		}
-		return 0, false
-	}
+	polls, agentReqs := requestTimes(reqs)
 	var taskPoll, agentPoll time.Duration
 	for name, se := range times {
 		vmid, ok := vmids[name]
 		if !ok || se[0].IsZero() || se[1].IsZero() {
 			continue
 		}
-		var lastStart time.Time
-		mine := false
-		for _, t := range tasks {
-			if t.VMID != vmid || t.Submitted.Before(se[0]) || t.Ended.IsZero() || t.Ended.After(se[1]) {
-				continue
-			}
-			mine = true
-			if d, ok := firstAfter(polls[t.UPID], t.Ended); ok && !t.Ended.Add(d).After(se[1]) {
-				taskPoll += d
-			}
-			if t.Type == "qmstart" && t.Ended.After(lastStart) {
-				lastStart = t.Ended
-			}
-		}
+		tp, lastStart, mine := vmTaskPolls(vmid, se, tasks, polls)
 		if !mine {
 			continue // breakdown left this VM out too
 		}
+		taskPoll += tp
 		if agent > 0 && !lastStart.IsZero() {
 			ready := lastStart.Add(agent)
 			if d, ok := firstAfter(agentReqs[vmid], ready); ok && !ready.Add(d).After(se[1]) {
@@ -101,6 +70,51 @@ func lags(o OpResult, times map[string][2]time.Time, vmids map[string]int, tasks
 	n := time.Duration(b.VMs)
 	out.TaskPoll, out.AgentPoll = taskPoll/n, agentPoll/n
 	return out
+}
+
+// requestTimes indexes the request log: the task status polls by UPID and the agent
+// requests by VMID, each in arrival order (the log is).
+func requestTimes(reqs []pvesim.Request) (polls map[string][]time.Time, agentReqs map[int][]time.Time) {
+	polls, agentReqs = map[string][]time.Time{}, map[int][]time.Time{}
+	for _, r := range reqs {
+		switch {
+		case r.Method == http.MethodGet && strings.HasPrefix(r.Path, "/nodes/") && strings.Contains(r.Path, "/tasks/") && strings.HasSuffix(r.Path, "/status"):
+			upid := r.Path[strings.Index(r.Path, "/tasks/")+len("/tasks/") : len(r.Path)-len("/status")]
+			polls[upid] = append(polls[upid], r.Received)
+		case r.VMID != 0 && strings.Contains(r.Path, "/agent/network-get-interfaces"):
+			agentReqs[r.VMID] = append(agentReqs[r.VMID], r.Received)
+		}
+	}
+	return polls, agentReqs
+}
+
+// vmTaskPolls sums, over VM vmid's tasks submitted and ended within se (its start and
+// end), the time from each task's end to its first status poll after it; lastStart is the
+// end of its last start task; mine reports whether it had any such task.
+func vmTaskPolls(vmid int, se [2]time.Time, tasks []pvesim.TaskState, polls map[string][]time.Time) (lag time.Duration, lastStart time.Time, mine bool) {
+	for _, t := range tasks {
+		if t.VMID != vmid || t.Submitted.Before(se[0]) || t.Ended.IsZero() || t.Ended.After(se[1]) {
+			continue
+		}
+		mine = true
+		if d, ok := firstAfter(polls[t.UPID], t.Ended); ok && !t.Ended.Add(d).After(se[1]) {
+			lag += d
+		}
+		if t.Type == "qmstart" && t.Ended.After(lastStart) {
+			lastStart = t.Ended
+		}
+	}
+	return lag, lastStart, mine
+}
+
+// firstAfter is how long after t the first of ts (in order) at or after t came.
+func firstAfter(ts []time.Time, t time.Time) (time.Duration, bool) {
+	for _, x := range ts {
+		if !x.Before(t) {
+			return x.Sub(t), true
+		}
+	}
+	return 0, false
 }
 
 // childPIDs lists the live processes whose parent is pid (the providers terraform runs):

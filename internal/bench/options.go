@@ -53,8 +53,11 @@ type Options struct {
 	// side by side in the same run (peer.go); "" skips the comparison. PeerOnly runs only
 	// it and replaces only its section of results.md. PeerN VMs at PeerP and PeerSpeed,
 	// PeerRounds times.
-	Peer       string
-	PeerOnly   bool
+	Peer     string
+	PeerOnly bool
+	// Baseline is a checkout of an earlier commit of this provider: the comparison's second
+	// side is that build with our configuration, instead of the peer (PeerConfig.BaselineDir).
+	Baseline   string
 	PeerN      int
 	PeerP      int
 	PeerSpeed  float64
@@ -99,6 +102,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.ListOnly, "list-only", o.ListOnly, "run only the listing scenarios")
 	fs.StringVar(&o.Peer, "peer", o.Peer, "a second provider's binary, bpg/terraform-provider-proxmox, to run the same scenario with side by side and report ours/peer ratios (also BENCH_PEER; skipped, loudly, when not given)")
 	fs.BoolVar(&o.PeerOnly, "peer-only", o.PeerOnly, "run only the peer comparison (needs -peer) and replace only its section of results.md")
+	fs.StringVar(&o.Baseline, "baseline", o.Baseline, "a checkout of an earlier commit of this provider (a git worktree): the comparison's second side is that build, with our configuration, instead of the peer (e.g. the no-op plan's wall against the first build's); implies -peer-only, results.md untouched")
 	fs.IntVar(&o.PeerN, "peer-n", o.PeerN, "number of VMs of the peer comparison")
 	fs.IntVar(&o.PeerP, "peer-p", o.PeerP, "terraform parallelism of the peer comparison")
 	fs.Float64Var(&o.PeerSpeed, "peer-speed", o.PeerSpeed, "simulator speed factor of the peer comparison (1: a real host's pace; both providers poll on wall-clock intervals)")
@@ -108,11 +112,15 @@ func (o *Options) Register(fs *flag.FlagSet) {
 
 // PeerConfig is the peer comparison's shape (Binary "" when not asked for).
 func (o Options) PeerConfig() PeerConfig {
-	return PeerConfig{Binary: o.Peer, N: o.PeerN, P: o.PeerP, Speed: o.PeerSpeed, Rounds: o.PeerRounds}
+	return PeerConfig{Binary: o.Peer, N: o.PeerN, P: o.PeerP, Speed: o.PeerSpeed, Rounds: o.PeerRounds, BaselineDir: o.Baseline}
 }
 
 // PeerCommandLine is how the peer comparison was asked for, for its section.
 func (o Options) PeerCommandLine() string {
+	if o.Baseline != "" {
+		return fmt.Sprintf("-baseline %s -peer-n %d -peer-p %d -peer-speed %g -peer-rounds %d -latency %s -disk-gib %d -memory-mib %d",
+			o.Baseline, o.PeerN, o.PeerP, o.PeerSpeed, o.PeerRounds, o.Latency, o.DiskGiB, o.MemoryMiB)
+	}
 	return fmt.Sprintf("-peer-only -peer %s -peer-n %d -peer-p %d -peer-speed %g -peer-rounds %d -latency %s -disk-gib %d -memory-mib %d",
 		filepath.Base(o.Peer), o.PeerN, o.PeerP, o.PeerSpeed, o.PeerRounds, o.Latency, o.DiskGiB, o.MemoryMiB)
 }
@@ -155,35 +163,16 @@ func (o Options) CommandLine() string {
 // (the RealNs at the first P only, at SingleSpeed, unless Full), then with Scale or Full
 // the scale scenarios.
 func (o Options) Config() (Config, error) {
-	if o.PeerOnly && o.Peer == "" {
-		return Config{}, errors.New("-peer-only needs -peer /path/to/terraform-provider-proxmox (or BENCH_PEER)")
-	}
-	if len(o.Ns) == 0 || len(o.Ps) == 0 {
-		return Config{}, errors.New("-n and -p need at least one value")
-	}
-	if o.Speed <= 0 || o.SingleSpeed <= 0 {
-		return Config{}, errors.New("-speed and -single-speed must be positive")
+	if err := o.validate(); err != nil {
+		return Config{}, err
 	}
 	cfg := Config{Latency: o.Latency, DiskGiB: o.DiskGiB, MemoryMiB: o.MemoryMiB, MaxInFlight: o.MaxInFlight, WorkDir: o.WorkDir, Seed: o.Seed,
 		UpdateShutdown: o.UpdateShutdown, ListNs: o.ListNs, ListSpeed: o.Speed, ListOnly: o.ListOnly, QueryTerraform: queryTerraform()}
-	for i, p := range o.Ps {
-		for _, n := range o.Ns {
-			if n <= 0 || p <= 0 {
-				return Config{}, fmt.Errorf("n and p must be positive (got N=%d P=%d)", n, p)
-			}
-			if !o.Full && Waves(n, p) > o.FullOnly {
-				continue
-			}
-			speed := o.Speed
-			if slices.Contains(o.RealNs, n) {
-				if i > 0 && !o.Full {
-					continue
-				}
-				speed = o.SingleSpeed
-			}
-			cfg.Scenarios = append(cfg.Scenarios, Scenario{N: n, P: p, Speed: speed})
-		}
+	sc, err := o.scenarios()
+	if err != nil {
+		return Config{}, err
 	}
+	cfg.Scenarios = sc
 	if o.Full || o.Scale {
 		if o.ScaleP <= 0 || o.ScaleSpeed <= 0 || len(o.ScaleNs) == 0 {
 			return Config{}, errors.New("-scale-n, -scale-p and -scale-speed must be positive")
@@ -196,7 +185,7 @@ func (o Options) Config() (Config, error) {
 		}
 		cfg.ScaleNs, cfg.ScaleP, cfg.ScaleSpeed = o.ScaleNs, o.ScaleP, o.ScaleSpeed
 	}
-	if o.PeerOnly {
+	if o.PeerOnly || o.Baseline != "" {
 		cfg.Scenarios, cfg.ListNs = nil, nil
 		return cfg, nil
 	}
@@ -204,6 +193,45 @@ func (o Options) Config() (Config, error) {
 		return Config{}, errors.New("no scenario left to run (see -full)")
 	}
 	return cfg, nil
+}
+
+// validate refuses options no run can follow.
+func (o Options) validate() error {
+	if o.PeerOnly && o.Peer == "" && o.Baseline == "" {
+		return errors.New("-peer-only needs -peer /path/to/terraform-provider-proxmox (or BENCH_PEER)")
+	}
+	if len(o.Ns) == 0 || len(o.Ps) == 0 {
+		return errors.New("-n and -p need at least one value")
+	}
+	if o.Speed <= 0 || o.SingleSpeed <= 0 {
+		return errors.New("-speed and -single-speed must be positive")
+	}
+	return nil
+}
+
+// scenarios are the (P, N) pairs in flag order: the RealNs at the first P only, at
+// SingleSpeed, unless Full; without Full, none of more than FullOnly waves.
+func (o Options) scenarios() ([]Scenario, error) {
+	var out []Scenario
+	for i, p := range o.Ps {
+		for _, n := range o.Ns {
+			if n <= 0 || p <= 0 {
+				return nil, fmt.Errorf("n and p must be positive (got N=%d P=%d)", n, p)
+			}
+			if !o.Full && Waves(n, p) > o.FullOnly {
+				continue
+			}
+			speed := o.Speed
+			if slices.Contains(o.RealNs, n) {
+				if i > 0 && !o.Full {
+					continue
+				}
+				speed = o.SingleSpeed
+			}
+			out = append(out, Scenario{N: n, P: p, Speed: speed})
+		}
+	}
+	return out, nil
 }
 
 type intList []int

@@ -45,6 +45,10 @@ type PeerConfig struct {
 	N, P   int
 	Speed  float64
 	Rounds int
+	// BaselineDir, when set, is a checkout of an earlier commit of this provider: the
+	// second side is that build, run with our configuration (Binary is not used), so that
+	// a figure can be compared with a first build's in one run.
+	BaselineDir string
 }
 
 // ErrNoPeer says the comparison was not asked for; the command prints it loudly.
@@ -208,8 +212,10 @@ func (r PeerResult) Ratios() Ratios {
 // with ours and with the peer (alternating which goes first), each against a fresh simulator.
 func RunPeer(ctx context.Context, cfg Config, pc PeerConfig) (PeerResult, error) {
 	res := PeerResult{Config: pc, Latency: cfg.Latency, CPUs: numCPU()}
-	if err := CheckPeer(pc.Binary); err != nil {
-		return res, err
+	if pc.BaselineDir == "" {
+		if err := CheckPeer(pc.Binary); err != nil {
+			return res, err
+		}
 	}
 	if pc.N <= 0 || pc.P <= 0 || pc.Speed <= 0 {
 		return res, fmt.Errorf("peer comparison: N, P and speed must be positive (N=%d P=%d speed=%g)", pc.N, pc.P, pc.Speed)
@@ -240,7 +246,13 @@ func RunPeer(ctx context.Context, cfg Config, pc PeerConfig) (PeerResult, error)
 	if err != nil {
 		return res, err
 	}
-	peer, err := PeerProvider(pc.Binary, filepath.Join(work, "peer-provider"))
+	var peer *tfrun.Provider
+	if pc.BaselineDir != "" {
+		cfg.logf("building the baseline provider from %s", pc.BaselineDir)
+		peer, err = tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(work, "baseline-provider"), RepoRoot: pc.BaselineDir})
+	} else {
+		peer, err = PeerProvider(pc.Binary, filepath.Join(work, "peer-provider"))
+	}
 	if err != nil {
 		return res, err
 	}
@@ -256,7 +268,7 @@ func RunPeer(ctx context.Context, cfg Config, pc PeerConfig) (PeerResult, error)
 			}
 			name, prov := "ours", ours
 			if isPeer {
-				name, prov = "peer", peer
+				name, prov = pc.sideName(), peer
 			}
 			cfg.logf("peer comparison round %d: %s (N=%d P=%d speed=%g)", round+1, name, pc.N, pc.P, pc.Speed)
 			s, err := runSide(ctx, &cfg, pc, prov, isPeer, filepath.Join(work, fmt.Sprintf("%s-%d", name, round+1)))
@@ -280,12 +292,21 @@ func RunPeer(ctx context.Context, cfg Config, pc PeerConfig) (PeerResult, error)
 	return res, nil
 }
 
+// sideName is the second side's name: "peer", or "baseline" for an earlier build of ours.
+func (pc PeerConfig) sideName() string {
+	if pc.BaselineDir != "" {
+		return "baseline"
+	}
+	return "peer"
+}
+
 // runSide runs create, a no-op plan and destroy with one provider against a fresh simulator.
 func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provider, isPeer bool, dir string) (Side, error) {
 	side := Side{Name: "ours", Lags: map[Op]Lags{}, Unserved: map[string]int{}}
 	if isPeer {
-		side.Name = "peer"
+		side.Name = pc.sideName()
 	}
+	bpg := isPeer && pc.BaselineDir == "" // the peer's own configuration, else ours
 	sim, err := pvesim.Start(pvesim.Options{Speed: pc.Speed, Seed: cfg.Seed, TemplateAgent: true})
 	if err != nil {
 		return side, err
@@ -301,7 +322,7 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 	}
 	w.Timeout = cfg.CommandTimeout
 	var hcl string
-	if isPeer {
+	if bpg {
 		w.Env = peerEnv(sim.CAFile)
 		hcl = PeerVMs{Endpoint: sim.Endpoint, APIToken: sim.APIToken, Node: sim.Nodes[0], Datastore: "local-lvm",
 			N: pc.N, Template: peerTemplate, Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}.HCL()
@@ -309,6 +330,9 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 		c := tfrun.SimConfig(sim)
 		c.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
 		c.MaxRequestsInFlight = cfg.MaxInFlight
+		// The template ships the agent (TemplateAgent), as the peer's configuration assumes:
+		// the configuration a user of such a template writes has nothing to install.
+		c.InstallGuestAgent = tfrun.Bool(false)
 		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13", MachineType: "small", MemoryMiB: cfg.MemoryMiB, Count: pc.N}
 		hcl = tfrun.RequiredProviders + "\n" + c.HCL() + "\n" + vm.HCL()
 	}

@@ -39,7 +39,7 @@ func (r PeerReport) Markdown() string {
 	fmt.Fprintf(&b, "The same scenario with each provider, each against a fresh simulator with the same options: %d VMs at "+
 		"parallelism %d, speed %g (1: a real host's pace), %s per request; full clones of template %d, which ships the "+
 		"guest agent; 1 core, the memory and disk of the bench's machine type (the disk grown from the template's); both wait "+
-		"for the agent's address. Ours also builds and uploads a seed ISO per VM. Apply, a no-op plan, then destroy; %d round(s), "+
+		"for the agent's address. Ours also builds and uploads a seed ISO per VM, with install_guest_agent = false (the template ships the agent, so the seed installs nothing and our address wait expects a boot that has it). Apply, a no-op plan, then destroy; %d round(s), "+
 		"alternating which provider goes first, means shown. Peer: `%s` (%s), run through dev_overrides.\n\n",
 		c.N, c.P, c.Speed, r.Latency, peerTemplate, c.Rounds, PeerSource, filepath.Base(r.Peer.Binary))
 
@@ -206,4 +206,36 @@ func fmtRatio(r float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2fx", r)
+}
+
+// BaselineTable is the comparison with an earlier build of ours (PeerConfig.BaselineDir):
+// each command's wall, span, terraform's own time, requests and provider CPU, ours over
+// the baseline's.
+func BaselineTable(r PeerResult) string {
+	var b strings.Builder
+	b.WriteString("\n| op | figure | ours | baseline | ours/baseline |\n|---|---|---:|---:|---:|\n")
+	ratio := func(a, z float64) string {
+		if z == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", a/z)
+	}
+	for _, op := range []Op{OpCreate, OpPlan, OpDestroy} {
+		o, p := r.Ours.Op(op), r.Peer.Op(op)
+		for _, row := range []struct {
+			name string
+			a, z float64
+			unit string
+		}{
+			{"wall", o.Wall.Seconds(), p.Wall.Seconds(), "s"},
+			{"span", o.Span.Seconds(), p.Span.Seconds(), "s"},
+			{"terraform's own", (o.Wall - o.Span).Seconds(), (p.Wall - p.Span).Seconds(), "s"},
+			{"requests", float64(o.TotalRequests()), float64(p.TotalRequests()), ""},
+			{"listings", float64(o.Requests[listingKey]), float64(p.Requests[listingKey]), ""},
+			{"provider CPU", o.ProviderCPU.Seconds(), p.ProviderCPU.Seconds(), "s"},
+		} {
+			fmt.Fprintf(&b, "| %s | %s | %.2f%s | %.2f%s | %s |\n", op, row.name, row.a, row.unit, row.z, row.unit, ratio(row.a, row.z))
+		}
+	}
+	return b.String()
 }

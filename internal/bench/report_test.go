@@ -64,8 +64,8 @@ func verdicts(rs []Result) map[string]Target {
 
 func TestTargets_allMet(t *testing.T) {
 	ts := fakeReport(fakeRun()).Targets()
-	if len(ts) != 13 {
-		t.Fatalf("%d targets, want 13", len(ts))
+	if len(ts) != 14 {
+		t.Fatalf("%d targets, want 14", len(ts))
 	}
 	for _, tg := range ts {
 		if !tg.Ran || !tg.Met || tg.Ratio > 1 {
@@ -86,7 +86,11 @@ func TestTargets_eachMiss(t *testing.T) {
 	}{
 		{"slow single create", "Create of one VM at a re", func(rs []Result) { rs[0].Ops[0].Wall = 52 * time.Second }, "1.06x"},
 		{"slow single update", "Update of one VM at a re", func(rs []Result) { rs[0].Ops[2].Wall = 14 * time.Second }, "1.08x"},
-		{"slow single destroy", "Destroy of one VM at a r", func(rs []Result) { rs[0].Ops[3].Wall = 2500 * time.Millisecond }, "1.25x"},
+		{"slow single destroy", "Destroy of one VM at a r", func(rs []Result) { rs[0].Ops[3].Span = 2500 * time.Millisecond }, "1.25x on the span"},
+		{"slow destroy waves", "Destroy of 100 VMs at pa", func(rs []Result) { rs[2].Ops[3].Span = 4700 * time.Millisecond }, "1.18x on the span"},
+		{"scale wall growth", "Scale: 100 to 500 VMs at", func(rs []Result) { rs[4].Ops[0].Wall = 170 * time.Second }, "create wall 6.07x"},
+		{"scale requests per VM", "Scale: 100 to 500 VMs at", func(rs []Result) { rs[4].Ops[3].Requests[tfrun.StatDestroy] = 600 }, "requests per VM 1.00 to 1.20"},
+		{"scale RSS", "Scale: 100 to 500 VMs at", func(rs []Result) { rs[4].Ops[1].PeakRSS = 130 << 20 }, "peak RSS 130.0 MiB"},
 		{"failed single destroy", "Destroy of one VM at a r", func(rs []Result) { rs[0].Ops[3].ExitCode = 1 }, "terraform exit 1"},
 		{"plan requests", "No-op plan of 100 VMs: a", func(rs []Result) { rs[2].Ops[1].Requests[tfrun.StatConfigGet] = 101 }, "202 requests: 2.01 per VM + 1 listing"},
 		{"plan listings", "No-op plan of 100 VMs: a", func(rs []Result) { rs[2].Ops[1].Requests[tfrun.StatResources] = 2 }, "+ 2 listing"},

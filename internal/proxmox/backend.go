@@ -421,6 +421,8 @@ type Backend struct {
 	// agentSeen is the agent delay the address waits have seen (pollschedule.go), and the
 	// power-off time of clean shutdowns (power.go).
 	agentSeen agentDelays
+	// taskSeen is the task durations the task waits have seen, per type (pollschedule.go).
+	taskSeen taskDurations
 }
 
 // Default VMID range (decision: vmid-function).

@@ -62,8 +62,8 @@ func TestDelete_stepsTable(t *testing.T) {
 	}{
 		{"running: stop, seed, destroy", func(h *harness) { h.ourRunningVM(testVMID0, testName) },
 			[]string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
-		{"stopped: no stop", func(h *harness) { h.f.addOurVM(testVMID0, testName, testUID) },
-			[]string{"DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		{"stopped: a stop that ends at once, no status read first", func(h *harness) { h.f.addOurVM(testVMID0, testName, testUID) },
+			[]string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
 		{"paused: stopped first", func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
 			st := capturedStatus(h.t, "status_current_paused")
@@ -72,7 +72,7 @@ func TestDelete_stepsTable(t *testing.T) {
 		{"hibernated ours: destroyed like a stopped one", func(h *harness) {
 			h.f.addOurVM(testVMID0, testName, testUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = "suspended" })
-		}, []string{"DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
+		}, []string{"Stop", "DeleteVolume", "Destroy"}, []string{"pv1-1"}, false, true},
 		{"listing lags: running VM listed stopped is still stopped", func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
 			h.f.mutate(testVMID0, func(v *fakeVM) { v.ListedStatus = "stopped" })
@@ -301,7 +301,7 @@ func TestDelete_waitsOnTheNameLock(t *testing.T) {
 }
 
 func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
-	for _, method := range []string{"ClusterResources", "VMStatus", "Stop", "TaskStatus", "DeleteVolume", "Destroy"} {
+	for _, method := range []string{"ClusterResources", "VMConfig", "Stop", "TaskStatus", "DeleteVolume", "Destroy"} {
 		t.Run(method, func(t *testing.T) {
 			h := newHarness(t)
 			h.ourRunningVM(testVMID0, testName)
@@ -393,5 +393,25 @@ func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 				t.Error("logged the seed as left alone")
 			}
 		})
+	}
+}
+
+// A destroy of a running VM asks for the stop without reading status/current first: one
+// round trip fewer on every destroy (a stop of a VM not running ends OK at once).
+func TestDelete_noStatusReadBeforeTheStop(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.calllog = nil
+	if err := h.del(h.ctx, "pv1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.f.calls("VMStatus"); n != 0 {
+		t.Errorf("%d status reads in the destroy, want 0", n)
+	}
+	if n := h.f.calls("Stop"); n != 1 {
+		t.Errorf("%d stops, want 1", n)
+	}
+	if h.f.vm(testVMID0) != nil {
+		t.Error("the VM is left")
 	}
 }

@@ -82,14 +82,24 @@ func (b *Backend) waitTask(ctx context.Context, upid string, budget time.Duratio
 	return b.waitTaskPaced(ctx, upid, budget, nil)
 }
 
-// waitTaskPaced is waitTask with the poll delay given (waitSpec.delay; nil: the schedule).
+// waitTaskPaced is waitTask with the poll delay given (waitSpec.delay; nil: the task
+// type's schedule, taskSchedule around taskExpected).
 func (b *Backend) waitTaskPaced(ctx context.Context, upid string, budget time.Duration, delay func(time.Duration) time.Duration) error {
 	u, perr := pveapi.ParseUPID(upid)
 	if perr != nil {
 		return Transientf("Proxmox returned a malformed task id %q", upid)
 	}
 	node := u.Node
+	learn := delay == nil && taskExpected[u.Type] > 0
+	if delay == nil {
+		expected := taskExpected[u.Type]
+		if learn {
+			expected = b.taskSeen.expected(u.Type, expected)
+		}
+		delay = newTaskSchedule(expected, b.cfg.Budgets.PollMin, b.cfg.Budgets.PollMax).delay
+	}
 	start := b.clock.Now()
+	running, asked := time.Duration(-1), time.Duration(0) // the last poll that saw it running, the latest poll
 	var exit string
 	spec := waitSpec{kind: "task", what: taskWhat(u) + " " + upid, node: node, vmid: taskVMID(u), budget: budget, delay: delay,
 		onBudget: func(_ string, last error) error {
@@ -99,13 +109,16 @@ func (b *Backend) waitTaskPaced(ctx context.Context, upid string, budget time.Du
 			return Transientf("task %s did not finish within %s; it may still be running on Proxmox", upid, budget)
 		}}
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
+		at := b.clock.Now().Sub(start)
 		st, err := b.api.TaskStatus(ctx, node, upid)
 		if err != nil {
 			return pollFailed("", err, "the task status could not be read", "reading task %s", upid)
 		}
 		if st.Status != "stopped" {
+			running = at
 			return keep("task running")
 		}
+		asked = at
 		exit = st.ExitStatus
 		return done("task stopped")
 	})
@@ -117,6 +130,9 @@ func (b *Backend) waitTaskPaced(ctx context.Context, upid string, budget time.Du
 		fields["exitstatus"] = exit
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox task failed", fields)
 		return Transientf("%w", taskFailed{&pveapi.TaskError{UPID: upid, ExitStatus: exit}})
+	}
+	if learn && running >= 0 {
+		b.taskSeen.observe(u.Type, running, asked)
 	}
 	if exit != "OK" {
 		fields["exitstatus"] = exit

@@ -97,3 +97,95 @@ func (a *agentDelays) observe(key string, notBefore, found time.Duration) {
 		a.seen[key] = est
 	}
 }
+
+// taskExpected is about how long a task of each type takes at a real host's pace, from
+// the moment its POST is answered, until this backend has seen its own (taskDurations): a full clone of the template about 2 s (fact:
+// task-durations), a stop about 1 s (qemu-server QemuServer.pm _do_vm_stop sends QMP quit,
+// then checks check_running once a second), a seed upload's import, a start, a resize and
+// a destroy about 1 s, a volume delete half a second (reconstruction: the recon timed the
+// clone and the whole create only; the simulator's DefaultDurations use the same figures).
+// A type not listed gets pollUntil's plain schedule.
+var taskExpected = map[string]time.Duration{
+	"qmclone": 2 * time.Second, "imgcopy": time.Second, "qmstart": time.Second, "qmstop": time.Second,
+	"qmresize": time.Second, "qmdestroy": time.Second, "imgdel": 500 * time.Millisecond,
+}
+
+// minTaskPoll is the shortest wait between two task status polls.
+const minTaskPoll = 5 * time.Millisecond
+
+// taskSchedule is the poll schedule of a task expected to end after about expected: the
+// usual one (pollUntil's: PollMin growing 1.5x up to PollMax), except that a poll lands
+// just after the expected end (expected + expected/50, at least 10 ms: a 1 s task is seen
+// within some 20 ms of its end, not up to 0.4 s later, a 2 s clone not up to 0.9 s), then
+// the polls come every expected/10 (at least PollMin) until twice the expected time has
+// passed (a task a little late on a loaded host costs a tenth of its time, not a
+// doubling), then grow 1.5x from there up to PollMax. expected 0: the usual schedule.
+type taskSchedule struct {
+	expected, pollMin, pollMax, next time.Duration
+}
+
+func newTaskSchedule(expected, pollMin, pollMax time.Duration) *taskSchedule {
+	return &taskSchedule{expected: expected, pollMin: pollMin, pollMax: pollMax, next: pollMin}
+}
+
+// delay is the wait before the next poll, elapsed after the first.
+func (s *taskSchedule) delay(elapsed time.Duration) time.Duration {
+	if s.expected > 0 {
+		target := s.expected + max(s.expected/50, 10*time.Millisecond)
+		near := max(s.expected/10, s.pollMin)
+		switch {
+		case elapsed < target:
+			d := min(s.next, target-elapsed)
+			s.next = min(s.next*3/2, s.pollMax)
+			return max(d, minTaskPoll)
+		case elapsed < 2*s.expected:
+			s.next = min(near, s.pollMax)
+			return s.next
+		}
+	}
+	d := s.next
+	s.next = min(s.next*3/2, s.pollMax)
+	return d
+}
+
+// taskDurations narrows, per task type, how long this backend's tasks take from the POST's
+// answer to their end: each task that needed more than one poll ended after the last poll
+// that saw it running (lo) and by the poll that saw it stopped (hi). The intervals of tasks
+// of one type are intersected, and the next task's schedule expects the middle: a poll
+// there either misses (lo rises) or finds it ended (hi falls), so a fleet's later tasks
+// are polled just after the end its host shows (at a simulator's speed too). Intervals
+// that do not meet (the host's tasks vary more than the polls) restart from the latest.
+type taskDurations struct {
+	mu   sync.Mutex
+	seen map[string][2]time.Duration
+}
+
+// expected is the duration to expect for a task of type typ: the middle of what was seen,
+// else def.
+func (t *taskDurations) expected(typ string, def time.Duration) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if iv, ok := t.seen[typ]; ok {
+		return iv[0] + (iv[1]-iv[0])/2
+	}
+	return def
+}
+
+// observe records a task of type typ that was running at elapsed lo and had ended at hi.
+func (t *taskDurations) observe(typ string, lo, hi time.Duration) {
+	if lo < 0 || hi <= lo {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.seen == nil {
+		t.seen = map[string][2]time.Duration{}
+	}
+	if iv, ok := t.seen[typ]; ok {
+		if nlo, nhi := max(iv[0], lo), min(iv[1], hi); nlo < nhi {
+			t.seen[typ] = [2]time.Duration{nlo, nhi}
+			return
+		}
+	}
+	t.seen[typ] = [2]time.Duration{lo, hi}
+}

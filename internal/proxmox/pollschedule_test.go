@@ -3,6 +3,7 @@ package proxmox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -167,5 +168,140 @@ func TestCreate_addressWaitLearnsTheTemplatesBoot(t *testing.T) {
 	}
 	if last := lags[len(lags)-1]; last > 500*time.Millisecond || last >= lags[0] {
 		t.Errorf("the third VM saw its address %s after it appeared, want within 0.5 s (the first: %s)", last, lags[0])
+	}
+}
+
+// cumulative returns the poll times (after the first poll at 0) of a list of sleeps.
+func cumulative(sleeps []time.Duration) []time.Duration {
+	var out []time.Duration
+	var t time.Duration
+	for _, d := range sleeps {
+		t += d
+		out = append(out, t)
+	}
+	return out
+}
+
+func TestTaskSchedule_aPollLandsJustAfterTheExpectedEndThenEveryTenth(t *testing.T) {
+	s := newTaskSchedule(time.Second, 50*time.Millisecond, time.Second)
+	var elapsed time.Duration
+	var at []time.Duration
+	for elapsed < 4*time.Second {
+		elapsed += s.delay(elapsed)
+		at = append(at, elapsed)
+	}
+	i := slices.IndexFunc(at, func(d time.Duration) bool { return d >= time.Second })
+	if i < 0 || at[i] != 1020*time.Millisecond {
+		t.Fatalf("polls at %v: the first at or after the expected 1 s end must be at 1.02 s", at)
+	}
+	if i > 7 {
+		t.Errorf("%d polls before the expected end (%v), want the usual growth (at most 7)", i, at[:i])
+	}
+	for j := i + 1; j < len(at) && at[j] < 2*time.Second; j++ {
+		if d := at[j] - at[j-1]; d != 100*time.Millisecond {
+			t.Errorf("poll %d at %v, %v after the one before: want 100 ms up to twice the expected time", j, at[j], d)
+		}
+	}
+	last := at[len(at)-1] - at[len(at)-2]
+	if last <= 100*time.Millisecond || last > time.Second {
+		t.Errorf("after twice the expected time the polls must grow again up to PollMax: last interval %v", last)
+	}
+}
+
+func TestTaskSchedule_unknownTypeKeepsTheUsualGrowth(t *testing.T) {
+	s := newTaskSchedule(0, 50*time.Millisecond, time.Second)
+	var got []time.Duration
+	for range 10 {
+		got = append(got, s.delay(0))
+	}
+	us := time.Microsecond
+	want := []time.Duration{50000 * us, 75000 * us, 112500 * us, 168750 * us, 253125 * us,
+		379687500 * time.Nanosecond, 569531250 * time.Nanosecond, 854296875 * time.Nanosecond,
+		time.Second, time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+}
+
+// A stop or destroy task (about 1 s at a real host's pace) is polled just after its
+// expected end, and a 2 s clone too: the task waits follow taskExpected.
+func TestWaitTask_pollsJustAfterTheTaskTypesExpectedEnd(t *testing.T) {
+	for _, tc := range []struct {
+		typ  string
+		want time.Duration
+	}{{"qmstart", 1020 * time.Millisecond}, {"qmclone", 2040 * time.Millisecond}} {
+		t.Run(tc.typ, func(t *testing.T) {
+			h := newHarness(t)
+			h.f.taskPolls = 40
+			h.f.mu.Lock()
+			upid := h.f.newTask("pv1-1", tc.typ, "100", nil)
+			h.f.mu.Unlock()
+			if err := h.b.waitTask(h.ctx, upid, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			at := cumulative(h.clock.slept())
+			if !slices.Contains(at, tc.want) {
+				t.Errorf("polls at %v: none at %v, just after the %s task's expected end", at, tc.want, tc.typ)
+			}
+		})
+	}
+}
+
+func TestTaskDurations_intersectsThenRestarts(t *testing.T) {
+	var d taskDurations
+	ms := time.Millisecond
+	if got := d.expected("qmstop", time.Second); got != time.Second {
+		t.Fatalf("nothing seen: %v, want the default", got)
+	}
+	d.observe("qmstop", 125*ms, 237*ms)
+	if got := d.expected("qmstop", time.Second); got != 181*ms {
+		t.Errorf("after (125, 237]: %v, want the middle 181ms", got)
+	}
+	d.observe("qmstop", 191*ms, 241*ms) // a poll at the middle missed: the lower end rises
+	if got := d.expected("qmstop", time.Second); got != 214*ms {
+		t.Errorf("after (191, 237]: %v, want 214ms", got)
+	}
+	d.observe("qmstop", 100*ms, 224*ms) // one at the middle found it: the upper end falls
+	if got := d.expected("qmstop", time.Second); got != 207500*time.Microsecond {
+		t.Errorf("after (191, 224]: %v, want 207.5ms", got)
+	}
+	d.observe("qmstop", 900*ms, time.Second) // a task far slower: the intervals do not meet
+	if got := d.expected("qmstop", time.Second); got != 950*ms {
+		t.Errorf("after a disjoint (900, 1000]: %v, want its middle 950ms", got)
+	}
+	if got := d.expected("qmdestroy", time.Second); got != time.Second {
+		t.Errorf("another type: %v, want the default", got)
+	}
+	d.observe("qmstart", 300*ms, 300*ms) // no interval: ignored
+	if got := d.expected("qmstart", time.Second); got != time.Second {
+		t.Errorf("an empty interval was learnt: %v", got)
+	}
+}
+
+// A backend's later tasks of a type are polled just after the end its earlier ones
+// showed, not after the default expectation (a simulator, or a host faster than 1 s).
+func TestWaitTask_laterTasksPolledAroundTheDurationSeen(t *testing.T) {
+	h := newHarness(t)
+	h.f.taskPolls = 4 // running at 0, 50, 125, 237.5 ms; ended at 406.25 ms
+	h.f.mu.Lock()
+	first := h.f.newTask("pv1-1", "qmstop", "100", nil)
+	h.f.mu.Unlock()
+	if err := h.b.waitTask(h.ctx, first, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.mu.Lock()
+	h.clock.sleeps = nil
+	h.clock.mu.Unlock()
+	h.f.taskPolls = 6
+	h.f.mu.Lock()
+	second := h.f.newTask("pv1-1", "qmstop", "100", nil)
+	h.f.mu.Unlock()
+	if err := h.b.waitTask(h.ctx, second, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// The middle of (237.5, 406.25] is 321.875 ms; the poll lands 10 ms after it.
+	at := cumulative(h.clock.slept())
+	if want := 331875 * time.Microsecond; !slices.Contains(at, want) {
+		t.Errorf("second stop polled at %v, want one at %v (just after the 321.875 ms the first showed)", at, want)
 	}
 }

@@ -95,7 +95,14 @@ const progressEvery = 30 * time.Second
 // transport failure) is waited on for Budgets.NodeGrace, then the wait fails at once:
 // its VM and tasks cannot be seen, so waiting for the whole budget would only hide that.
 func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Context) observation) error {
-	start := b.clock.Now()
+	w := &waitRun{b: b, spec: spec, fields: waitFields(spec), start: b.clock.Now()}
+	w.nextLog = w.start.Add(progressEvery)
+	err := w.schedule(ctx, func(ctx context.Context) (bool, error) { return w.step(ctx, poll(ctx)) })
+	return w.result(ctx, err)
+}
+
+// waitFields are a wait's log fields: kind, what, VMID, node, budget, note.
+func waitFields(spec waitSpec) map[string]any {
 	fields := map[string]any{"wait": spec.kind, "what": spec.what}
 	if spec.vmid != 0 {
 		fields["vmid"] = spec.vmid
@@ -111,81 +118,101 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 	if spec.note != "" {
 		fields["note"] = spec.note
 	}
+	return fields
+}
 
-	var (
-		last      observation
-		seenSoFar []string
-		polls     int
-		downSince time.Time
-		nextLog   = start.Add(progressEvery)
-		failure   error
-	)
-	elapsed := func() time.Duration { return b.clock.Now().Sub(start).Round(time.Millisecond) }
-	schedule := func(ctx context.Context, step func(context.Context) (bool, error)) error {
-		if spec.delay != nil {
-			// A node that stopped answering is polled again when its grace ends, not on
-			// the wait's own, sparser schedule.
-			delay := func(elapsed time.Duration) time.Duration {
-				d := spec.delay(elapsed)
-				if !downSince.IsZero() {
-					d = min(d, max(downSince.Add(b.cfg.Budgets.NodeGrace).Sub(b.clock.Now()), minAgentPoll))
-				}
-				return d
-			}
-			return b.pollEvery(ctx, spec.budget, delay, step)
-		}
-		return b.pollUntil(ctx, spec.budget, step)
+// waitRun is one wait's state between its polls.
+type waitRun struct {
+	b         *Backend
+	spec      waitSpec
+	fields    map[string]any
+	start     time.Time
+	last      observation
+	seenSoFar []string
+	polls     int
+	downSince time.Time // since when the node has not answered (zero: it answers)
+	nextLog   time.Time
+	failure   error // the reason of a poll's "cannot succeed"
+}
+
+func (w *waitRun) elapsed() time.Duration {
+	return w.b.clock.Now().Sub(w.start).Round(time.Millisecond)
+}
+
+// schedule runs step on the spec's delay (pollEvery) or pollUntil's schedule.
+func (w *waitRun) schedule(ctx context.Context, step func(context.Context) (bool, error)) error {
+	b := w.b
+	if w.spec.delay == nil {
+		return b.pollUntil(ctx, w.spec.budget, step)
 	}
-	err := schedule(ctx, func(ctx context.Context) (bool, error) {
-		obs := poll(ctx)
-		polls++
-		if ctx.Err() != nil && obs.verdict != waitDone {
-			return false, ctx.Err()
+	// A node that stopped answering is polled again when its grace ends, not on the
+	// wait's own, sparser schedule.
+	delay := func(elapsed time.Duration) time.Duration {
+		d := w.spec.delay(elapsed)
+		if !w.downSince.IsZero() {
+			d = min(d, max(w.downSince.Add(b.cfg.Budgets.NodeGrace).Sub(b.clock.Now()), minAgentPoll))
 		}
-		last = obs
-		if obs.seen != "" && !slices.Contains(seenSoFar, obs.seen) {
-			seenSoFar = append(seenSoFar, obs.seen)
+		return d
+	}
+	return b.pollEvery(ctx, w.spec.budget, delay, step)
+}
+
+// step takes one poll's observation: done, stop (errStop, the reason in failure), or
+// keep waiting, tracking the node's answering and saying the progress at INFO.
+func (w *waitRun) step(ctx context.Context, obs observation) (bool, error) {
+	b := w.b
+	w.polls++
+	if ctx.Err() != nil && obs.verdict != waitDone {
+		return false, ctx.Err()
+	}
+	w.last = obs
+	if obs.seen != "" && !slices.Contains(w.seenSoFar, obs.seen) {
+		w.seenSoFar = append(w.seenSoFar, obs.seen)
+	}
+	now := b.clock.Now()
+	switch obs.verdict {
+	case waitDone:
+		return true, nil
+	case cannotSucceed:
+		w.failure = obs.err
+		return false, errStop
+	}
+	if w.polls == 1 {
+		// Said once the wait has to wait: a wait its first poll ends is no wait.
+		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait started", withWaitFields(w.fields, map[string]any{"seen": obs.seen}))
+	}
+	if obs.nodeDown || (obs.err != nil && nodeUnreachable(obs.err)) {
+		if w.downSince.IsZero() {
+			w.downSince = now
 		}
-		now := b.clock.Now()
-		switch obs.verdict {
-		case waitDone:
-			return true, nil
-		case cannotSucceed:
-			failure = obs.err
+		if down := now.Sub(w.downSince); down >= b.cfg.Budgets.NodeGrace {
+			w.failure = nodeDownErr(w.spec, down, obs)
 			return false, errStop
 		}
-		if polls == 1 {
-			// Said once the wait has to wait: a wait its first poll ends is no wait.
-			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait started", withWaitFields(fields, map[string]any{"seen": obs.seen}))
-		}
-		if obs.nodeDown || (obs.err != nil && nodeUnreachable(obs.err)) {
-			if downSince.IsZero() {
-				downSince = now
-			}
-			if down := now.Sub(downSince); down >= b.cfg.Budgets.NodeGrace {
-				failure = nodeDownErr(spec, down, obs)
-				return false, errStop
-			}
-		} else {
-			downSince = time.Time{}
-		}
-		if !now.Before(nextLog) {
-			tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait in progress", withWaitFields(fields, map[string]any{
-				"elapsed": elapsed().String(), "seen": obs.seen, "seen_so_far": strings.Join(seenSoFar, "; "), "polls": polls,
-			}))
-			nextLog = now.Add(progressEvery)
-		}
-		return false, nil
-	})
-	end := withWaitFields(fields, map[string]any{"elapsed": elapsed().String(), "polls": polls, "seen": last.seen})
+	} else {
+		w.downSince = time.Time{}
+	}
+	if !now.Before(w.nextLog) {
+		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait in progress", withWaitFields(w.fields, map[string]any{
+			"elapsed": w.elapsed().String(), "seen": obs.seen, "seen_so_far": strings.Join(w.seenSoFar, "; "), "polls": w.polls,
+		}))
+		w.nextLog = now.Add(progressEvery)
+	}
+	return false, nil
+}
+
+// result turns the schedule's end into the wait's error, and logs how it ended.
+func (w *waitRun) result(ctx context.Context, err error) error {
+	spec, last := w.spec, w.last
+	end := withWaitFields(w.fields, map[string]any{"elapsed": w.elapsed().String(), "polls": w.polls, "seen": last.seen})
 	switch {
 	case err == nil:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox wait done", end)
 		return nil
 	case errors.Is(err, errStop):
-		end["error"] = errText(failure)
+		end["error"] = errText(w.failure)
 		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait cannot succeed", end)
-		return waitFailed(spec, elapsed(), failure)
+		return waitFailed(spec, w.elapsed(), w.failure)
 	case errors.Is(err, errBudget):
 		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait ran out of budget", end)
 		if spec.onBudget != nil {
@@ -199,7 +226,7 @@ func (b *Backend) wait(ctx context.Context, spec waitSpec, poll func(context.Con
 		end["error"] = err.Error()
 		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox wait ended by the operation's timeout or an interrupt", end)
 		if last.seen != "" {
-			return Transientf("waiting for %s (last seen after %s: %s): %w", spec.what, elapsed(), last.seen, err)
+			return Transientf("waiting for %s (last seen after %s: %s): %w", spec.what, w.elapsed(), last.seen, err)
 		}
 		return Transientf("waiting for %s: %w", spec.what, err)
 	}
@@ -351,12 +378,14 @@ const agentStatusEvery = 10 * time.Second
 // missing from a guest that nothing installs it in (Permanent), the node down past
 // Budgets.NodeGrace.
 func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error) {
-	var ip string
 	spec := waitSpec{kind: "address", what: "an IPv4 address from the guest agent", vmid: a.vmid, node: a.node, budget: a.budget}
 	if a.expect == agentAtFirstBoot {
 		spec.note = firstBootNote
 	} else {
 		spec.note = fmt.Sprintf("no seed installs the agent at this start, so it must answer within %s of the boot", b.cfg.Budgets.AgentStart)
+	}
+	if a.want != "" {
+		spec.what = "the static address " + a.want + " from the guest agent"
 	}
 	// The polls follow the delay this backend expects for this kind of boot (learned from
 	// earlier waits, else a real host's), and an address found after a start we made
@@ -370,136 +399,181 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 	}
 	expected := b.agentSeen.expected(key, def)
 	spec.delay = func(elapsed time.Duration) time.Duration { return agentPollDelay(elapsed, expected) }
-	start := b.clock.Now()
-	var missed, prev time.Duration // the last poll without the address, since start
-	var lastStatus time.Time
-	lastOwned := b.clock.Now()
-	var lastAnswer error
-	var othersSince time.Time // since when the agent reports other addresses than a.want only
-	var noIPv4Since time.Time // with rawNetwork: since when the agent answers without an IPv4
-	var others string
-	if a.want != "" {
-		spec.what = "the static address " + a.want + " from the guest agent"
+	p := &addressPoll{b: b, a: a, key: key, start: b.clock.Now()}
+	p.lastOwned = p.start
+	if err := b.wait(ctx, spec, p.poll); err != nil {
+		return "", p.endErr(err)
 	}
-	err := b.wait(ctx, spec, func(ctx context.Context) observation {
-		if a.owned != nil && b.clock.Now().Sub(lastOwned) >= ownerCheckEvery {
-			lastOwned = b.clock.Now()
-			if err := a.owned(ctx); err != nil {
-				return cannot("not this create's VM any more", err)
-			}
+	return p.ip, nil
+}
+
+// addressPoll is one address wait's state between its polls (waitAddress).
+type addressPoll struct {
+	b   *Backend
+	a   addressWait
+	key string // the agent delay's key (agentDelayKey)
+	// start is the wait's; missed and prev the last two polls, since start (every poll
+	// before the one that finds the address missed it).
+	start        time.Time
+	missed, prev time.Duration
+	lastStatus   time.Time // the last uptime read of an agent not running yet
+	lastOwned    time.Time // the last ownership check
+	lastAnswer   error     // the agent's last answer, for the timeout's error
+	othersSince  time.Time // since when the agent reports other addresses than a.want only
+	noIPv4Since  time.Time // with rawNetwork: since when the agent answers without an IPv4
+	others, ip   string
+}
+
+// poll asks the agent once; any answer but an address, "not running", "no agent" or
+// "gone" is checked against status/current (checkStatus).
+func (p *addressPoll) poll(ctx context.Context) observation {
+	b, a := p.b, p.a
+	if a.owned != nil && b.clock.Now().Sub(p.lastOwned) >= ownerCheckEvery {
+		p.lastOwned = b.clock.Now()
+		if err := a.owned(ctx); err != nil {
+			return cannot("not this create's VM any more", err)
 		}
-		asked := b.clock.Now().Sub(start)
-		missed, prev = prev, asked // every earlier poll found no address
-		ifaces, err := b.api.AgentNetworkInterfaces(ctx, a.node, a.vmid)
-		if ctx.Err() == nil {
-			lastAnswer = err
-		}
-		switch {
-		case err == nil && a.want != "":
-			found, seenOthers := staticAddressSeen(agentAddresses(ifaces), a.want)
-			if found {
-				ip = a.want
-				if a.learn {
-					b.agentSeen.observe(key, missed, asked)
-				}
-				if a.seen != nil {
-					*a.seen = ifaces
-				}
-				return done("address " + ip)
-			}
-			if seenOthers == "" {
-				return keep(addressSeen(ifaces))
-			}
-			others = seenOthers
-			now := b.clock.Now()
-			if othersSince.IsZero() {
-				othersSince = now
-			}
-			if waited := now.Sub(othersSince); waited >= b.staticAddressBudget() {
-				return cannot("address "+others, staticAddressErr(a.want, others, waited))
-			}
-			return keep("address " + others + ", not " + a.want)
-		case err == nil:
-			if ip = firstIPv4(ifaces); ip != "" {
-				if a.learn {
-					b.agentSeen.observe(key, missed, asked)
-				}
-				if a.seen != nil {
-					*a.seen = ifaces
-				}
-				return done("address " + ip)
-			}
-			if a.rawNetwork {
-				now := b.clock.Now()
-				if noIPv4Since.IsZero() {
-					noIPv4Since = now
-				}
-				if waited := now.Sub(noIPv4Since); waited >= b.staticAddressBudget() {
-					return cannot("no IPv4 address", rawNetworkNoIPv4Err(ifaces, waited))
-				}
-			}
-			return keep(addressSeen(ifaces)) // the network is still coming up
-		case isAgentNotRunning(err):
-			if a.expect != agentInstalled || (!lastStatus.IsZero() && b.clock.Now().Sub(lastStatus) < agentStatusEvery) {
-				return keep("agent not running yet")
-			}
-			lastStatus = b.clock.Now()
-			st, serr := b.api.VMStatus(ctx, a.node, a.vmid)
-			if serr != nil || st.Status != "running" {
-				return keep("agent not running yet") // the next answer of the agent tells
-			}
-			if up := time.Duration(st.Uptime) * time.Second; up >= b.cfg.Budgets.AgentStart {
-				return cannot("agent not running", Permanentf("the guest agent has not answered in the %s the VM has been running (%s): %s; "+
-					"install qemu-guest-agent in the guest or bake it into the template (or set install_guest_agent = true for new VMs), "+
-					"or set wait_for_ip = false, then apply again", up, err, a.why))
-			}
-			return keep("agent not running yet")
-		case isNoAgentConfigured(err):
-			return cannot("no agent configured", Permanentf("the VM's guest agent option is off in its config, so no address can be read; "+
-				"set it with `qm set %d --agent 1` or set wait_for_ip = false", a.vmid))
-		case isNotExist(err):
-			return cannot("the VM is gone", lostf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
-		}
-		seen := "agent answered: " + err.Error()
-		// The VM not running, or an answer that cannot tell: status/current decides.
-		st, serr := b.api.VMStatus(ctx, a.node, a.vmid)
-		switch {
-		case serr == nil:
-		case isNotExist(serr):
-			return cannot("the VM is gone", lostf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
-		default:
-			o := pollFailed(a.op, serr, "its status could not be read", "reading the status on node %s", a.node)
-			if o.verdict == keepWaiting && nodeUnreachable(err) {
-				o.err = err
-			}
-			return o
-		}
-		if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
-			return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), lostf(
-				"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside Terraform stopped, paused or hibernated it, "+
-					"or the guest shut itself down; check its console, then apply again, which starts it again", st.Status, st.QMPStatus, st.Lock))
-		}
-		return keepAfter(seen, err) // running or starting: the agent's answer was a passing one
-	})
-	if err == nil {
-		return ip, nil
 	}
+	asked := b.clock.Now().Sub(p.start)
+	p.missed, p.prev = p.prev, asked // every earlier poll found no address
+	ifaces, err := b.api.AgentNetworkInterfaces(ctx, a.node, a.vmid)
+	if ctx.Err() == nil {
+		p.lastAnswer = err
+	}
+	switch {
+	case err == nil && a.want != "":
+		return p.static(ifaces, asked)
+	case err == nil:
+		return p.dynamic(ifaces, asked)
+	case isAgentNotRunning(err):
+		return p.agentNotRunning(ctx, err)
+	case isNoAgentConfigured(err):
+		return cannot("no agent configured", Permanentf("the VM's guest agent option is off in its config, so no address can be read; "+
+			"set it with `qm set %d --agent 1` or set wait_for_ip = false", a.vmid))
+	case isNotExist(err):
+		return cannot("the VM is gone", lostf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
+	}
+	return p.checkStatus(ctx, err)
+}
+
+// found ends the wait on ip, teaching the agent delay when the wait follows our start.
+func (p *addressPoll) found(ip string, ifaces []pveapi.NetworkInterface, asked time.Duration) observation {
+	p.ip = ip
+	if p.a.learn {
+		p.b.agentSeen.observe(p.key, p.missed, asked)
+	}
+	if p.a.seen != nil {
+		*p.a.seen = ifaces
+	}
+	return done("address " + ip)
+}
+
+// static reads an answer against the static address the seed gives (a.want): found, or
+// other addresses only for Budgets.StaticAddress, which cannot succeed.
+func (p *addressPoll) static(ifaces []pveapi.NetworkInterface, asked time.Duration) observation {
+	want := p.a.want
+	found, seenOthers := staticAddressSeen(agentAddresses(ifaces), want)
+	if found {
+		return p.found(want, ifaces, asked)
+	}
+	if seenOthers == "" {
+		return keep(addressSeen(ifaces))
+	}
+	p.others = seenOthers
+	now := p.b.clock.Now()
+	if p.othersSince.IsZero() {
+		p.othersSince = now
+	}
+	if waited := now.Sub(p.othersSince); waited >= p.b.staticAddressBudget() {
+		return cannot("address "+p.others, staticAddressErr(want, p.others, waited))
+	}
+	return keep("address " + p.others + ", not " + want)
+}
+
+// dynamic reads an answer for the first IPv4; with rawNetwork, no IPv4 for
+// Budgets.StaticAddress cannot succeed.
+func (p *addressPoll) dynamic(ifaces []pveapi.NetworkInterface, asked time.Duration) observation {
+	if ip := firstIPv4(ifaces); ip != "" {
+		return p.found(ip, ifaces, asked)
+	}
+	if p.a.rawNetwork {
+		now := p.b.clock.Now()
+		if p.noIPv4Since.IsZero() {
+			p.noIPv4Since = now
+		}
+		if waited := now.Sub(p.noIPv4Since); waited >= p.b.staticAddressBudget() {
+			return cannot("no IPv4 address", rawNetworkNoIPv4Err(ifaces, waited))
+		}
+	}
+	return keep(addressSeen(ifaces)) // the network is still coming up
+}
+
+// agentNotRunning waits; with agentInstalled it reads the uptime every agentStatusEvery,
+// and an uptime past Budgets.AgentStart cannot succeed.
+func (p *addressPoll) agentNotRunning(ctx context.Context, err error) observation {
+	b, a := p.b, p.a
+	if a.expect != agentInstalled || (!p.lastStatus.IsZero() && b.clock.Now().Sub(p.lastStatus) < agentStatusEvery) {
+		return keep("agent not running yet")
+	}
+	p.lastStatus = b.clock.Now()
+	st, serr := b.api.VMStatus(ctx, a.node, a.vmid)
+	if serr != nil || st.Status != "running" {
+		return keep("agent not running yet") // the next answer of the agent tells
+	}
+	if up := time.Duration(st.Uptime) * time.Second; up >= b.cfg.Budgets.AgentStart {
+		return cannot("agent not running", Permanentf("the guest agent has not answered in the %s the VM has been running (%s): %s; "+
+			"install qemu-guest-agent in the guest or bake it into the template (or set install_guest_agent = true for new VMs), "+
+			"or set wait_for_ip = false, then apply again", up, err, a.why))
+	}
+	return keep("agent not running yet")
+}
+
+// checkStatus reads status/current after an agent answer that cannot tell (the VM not
+// running, a timeout of a paused guest, anything unknown): stopped, paused, hibernated or
+// gone cannot succeed.
+func (p *addressPoll) checkStatus(ctx context.Context, err error) observation {
+	b, a := p.b, p.a
+	seen := "agent answered: " + err.Error()
+	st, serr := b.api.VMStatus(ctx, a.node, a.vmid)
+	switch {
+	case serr == nil:
+	case isNotExist(serr):
+		return cannot("the VM is gone", lostf("the VM vanished while waiting for its address: something outside Terraform destroyed it"))
+	default:
+		o := pollFailed(a.op, serr, "its status could not be read", "reading the status on node %s", a.node)
+		if o.verdict == keepWaiting && nodeUnreachable(err) {
+			o.err = err
+		}
+		return o
+	}
+	if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
+		return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), lostf(
+			"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside Terraform stopped, paused or hibernated it, "+
+				"or the guest shut itself down; check its console, then apply again, which starts it again", st.Status, st.QMPStatus, st.Lock))
+	}
+	return keepAfter(seen, err) // running or starting: the agent's answer was a passing one
+}
+
+// endErr is the error of a wait that did not find the address: wait's own for a poll's
+// "cannot succeed" or the budget, else (the operation's timeout or an interrupt) what
+// the agent last said and what to check.
+func (p *addressPoll) endErr(err error) error {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return "", err // cannot succeed, or the budget
+		return err // cannot succeed, or the budget
 	}
 	why := "the guest agent reported no routable IPv4 address"
-	if lastAnswer != nil {
-		why = "last answer: " + lastAnswer.Error()
+	if p.lastAnswer != nil {
+		why = "last answer: " + p.lastAnswer.Error()
 	}
 	if errors.Is(err, context.Canceled) {
 		// Ctrl-C, or a cancelled run: not a timeout, and nothing says the guest is wrong.
-		return "", Transientf("interrupted while waiting for the guest agent to report the VM's IPv4 address (%s): %w", why, context.Canceled)
+		return Transientf("interrupted while waiting for the guest agent to report the VM's IPv4 address (%s): %w", why, context.Canceled)
 	}
-	if others != "" {
-		return "", Transientf("the guest agent reports %s, not the static address %s, at the timeout; check the guest's "+
-			"/var/log/cloud-init.log for why its network-config was not applied: %w", others, a.want, err)
+	if p.others != "" {
+		return Transientf("the guest agent reports %s, not the static address %s, at the timeout; check the guest's "+
+			"/var/log/cloud-init.log for why its network-config was not applied: %w", p.others, p.a.want, err)
 	}
-	return "", Transientf("no IPv4 address from the guest agent before the timeout (%s); the guest must run qemu-guest-agent "+
+	return Transientf("no IPv4 address from the guest agent before the timeout (%s); the guest must run qemu-guest-agent "+
 		"(installed at first boot unless install_guest_agent is off, which needs a package mirror) and get an address; "+
 		"set wait_for_ip = false to skip this wait: %w", why, err)
 }

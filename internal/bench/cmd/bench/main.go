@@ -72,6 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
 	// The peer binary is checked first: a wrong path fails before an hour of scenarios.
+	if opts.Baseline != "" {
+		return runBaseline(ctx, opts, cfg, start, stdout)
+	}
 	peerErr := bench.CheckPeer(opts.Peer)
 	if peerErr != nil && !errors.Is(peerErr, bench.ErrNoPeer) {
 		return peerErr
@@ -99,6 +102,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\nPeer comparison (ours/peer): apply %.2fx, destroy %.2fx, no-op plan requests %.2fx (load %.2f -> %.2f on %d CPUs)\n",
 		r.ApplyWall, r.DestroyWall, r.PlanRequests, res.LoadBefore, res.LoadAfter, res.CPUs)
 	fmt.Fprintf(stderr, "wrote the peer section of %s in %s\n", opts.Out+"/results.md", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// runBaseline runs the comparison against an earlier build of ours (-baseline) and prints
+// it, leaving results.md alone.
+func runBaseline(ctx context.Context, opts bench.Options, cfg bench.Config, start time.Time, stdout io.Writer) error {
+	res, err := bench.RunPeer(ctx, cfg, opts.PeerConfig())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Baseline comparison: %s, %s, load average %.2f before and %.2f after on %d CPUs, in %s\n",
+		opts.PeerCommandLine(), host(ctx), res.LoadBefore, res.LoadAfter, res.CPUs, time.Since(start).Round(time.Second))
+	fmt.Fprint(stdout, bench.BaselineTable(res))
 	return nil
 }
 
