@@ -339,6 +339,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// as a plan warning, proxy_vm_power.go): an update interrupted after its config write
 	// is then planned again, restart included, and converges.
 	applyVM(&state, vm)
+	readSeedDrift(ctx, req.Private, resp.Private, &state, vm, &resp.Diagnostics) // a swap cut off after its write (proxy_vm_reseed.go)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

@@ -82,6 +82,21 @@ func parseSeedGen(file string) (name, uid string, gen int, ok bool) {
 	return m[1], m[2], gen, true
 }
 
+// SeedGeneration is the generation of the seed ISO volid names when it is a seed of VM
+// name with uid (decision: seed-swap); ok is false for any other volume, the proxy
+// operator's <name>-seed.iso among them.
+func SeedGeneration(volid, name, uid string) (gen int, ok bool) {
+	v, ok := parseISOVol(volid)
+	if !ok {
+		return 0, false
+	}
+	n, u, gen, ok := parseSeedGen(v.file)
+	if !ok || n != name || u != uid {
+		return 0, false
+	}
+	return gen, true
+}
+
 // seedFileGen is generation gen of the seed of VM name with uid (seedFile for 1).
 func seedFileGen(name, uid string, gen int) string {
 	if gen <= 1 {
@@ -700,7 +715,16 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 	}
 	if err := b.api.SetVMConfig(ctx, node, id.VMID, params); err != nil {
 		werr := apiErrorf("update", err, "naming the new seed ISO %s on ide2 on node %s", next.volid(), node)
-		if got, rerr := b.api.VMConfig(ctx, node, id.VMID); rerr != nil || got["ide2"] != params["ide2"] {
+		got, rerr := b.api.VMConfig(ctx, node, id.VMID)
+		switch {
+		case rerr != nil:
+			// Whether the write landed is not known (an interrupt, a lost answer, and no read
+			// back): the new seed is kept, as the VM may name it.
+			return cfg, &Error{Class: ClassOf(werr), Err: fmt.Errorf("%w; the write may have landed all the same: the VM's CD-ROM may "+
+				"name the new seed ISO %s, with the new cloud-init, which the guest then runs at its next start. The next plan reads "+
+				"which seed the VM names: if it is the new one, the plan swaps it for a seed with the configured cloud-init; if not, "+
+				"the next swap or the destroy deletes %s", werr, next.volid(), next.file)}
+		case got["ide2"] != params["ide2"]:
 			return cfg, b.dropNewSeed(ctx, node, next, werr)
 		}
 		// The write landed although its answer was lost: carry on.
