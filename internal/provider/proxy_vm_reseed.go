@@ -112,11 +112,12 @@ func readReseed(ctx context.Context, p privateGetter) bool {
 // generation of this VM's seeds than the one the private state recorded at the last apply
 // (decision: seed-swap): a swap whose config write landed although its apply failed (an
 // interrupt, a lost answer). The state's cloud-init is then not what the VM's seed
-// carries, and the guest runs the seed's at its next start. The refresh reports the
-// cloud-init as not known (cloud_init null, cloud_init_digest the mark's, the import
-// marker's cloud_init dropped so that a text set now is no first value recorded in place),
-// so the plan swaps the seed again for one with the configured cloud-init, or replaces the
-// VM (cloud_init_change = "replace"); a warning says why. Read changes nothing in Proxmox.
+// carries, and the guest runs the seed's at its next start; nor is it known whether the
+// guest was restarted on it. The refresh reports the cloud-init as not known (cloud_init
+// and cloud_init_digest null, the import marker's cloud_init dropped so that a text set now
+// is no first value recorded in place), so the plan swaps the seed again for one with the
+// configured cloud-init and restarts the VM on it, or replaces the VM (cloud_init_change =
+// "replace"); a warning says why. Read changes nothing in Proxmox.
 func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, diags *diag.Diagnostics) {
 	recorded := readSeed(ctx, in)
 	name, uid := vm.ID.Name, state.UID.ValueString()
@@ -126,7 +127,7 @@ func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, sta
 		return
 	}
 	state.CloudInit = types.StringNull()
-	state.CloudInitDigest = stringOrNull(vm.MarkExtra.UserDataDigest)
+	state.CloudInitDigest = types.StringNull()
 	if unread, d := readImportMarker(ctx, in); !d.HasError() && slices.Contains(unread, unreadCloudInit) {
 		diags.Append(writeImportMarker(ctx, out, slices.DeleteFunc(unread, func(a unreadAttr) bool { return a == unreadCloudInit }))...)
 	}

@@ -64,9 +64,10 @@ func TestPlanReseed(t *testing.T) {
 }
 
 // TestReadSeedDrift: a refresh that finds ide2 naming another generation of the VM's seeds
-// than the one recorded reports the cloud-init as not known (cloud_init null, the mark's
-// digest), drops the import marker's cloud_init, and warns; then a cloud_init_wo with the
-// old text is planned as a seed change. The same generation, another storage (a migration),
+// than the one recorded reports the cloud-init as not known (cloud_init and its digest
+// null), drops the import marker's cloud_init, and warns; then a cloud_init_wo, or a
+// cloud_init, with the old text or with the text the seed carries is planned as a seed
+// change (the swap that restarts the guest on it). The same generation, another storage (a migration),
 // or a seed that is not of this uid (the proxy operator's <name>-seed.iso) is no drift.
 func TestReadSeedDrift(t *testing.T) {
 	ctx := context.Background()
@@ -111,24 +112,28 @@ func TestReadSeedDrift(t *testing.T) {
 			if len(d) != 1 || d.HasError() || !strings.Contains(d[0].Detail(), tc.seed) || !strings.Contains(d[0].Detail(), tc.recorded) {
 				t.Fatalf("diagnostics %v, want one warning naming both seeds", d)
 			}
-			if !state.CloudInit.IsNull() || state.CloudInitDigest.ValueString() != vm.MarkExtra.UserDataDigest {
-				t.Errorf("state cloud_init %s, digest %s: want null and the mark's", state.CloudInit, state.CloudInitDigest)
+			if !state.CloudInit.IsNull() || !state.CloudInitDigest.IsNull() {
+				t.Errorf("state cloud_init %s, digest %s: want both null", state.CloudInit, state.CloudInitDigest)
 			}
 			if !slices.Equal(unread, []unreadAttr{unreadTemplate}) {
 				t.Errorf("import marker %v, want the template only", unread)
 			}
-			// The configuration's old text, write-only, against the drifted state: a change.
-			config := proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringNull(), CloudInitWO: types.StringValue(oldText)}
-			plan := config
-			replace, pd := planCloudInitDigest(cfg, config, &plan, &state, false)
-			if pd.HasError() || len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init_digest")) {
-				t.Errorf("plan replace %v (%v), want cloud_init_digest", replace, pd)
-			}
-			// And the old text as cloud_init: a change too.
-			config = proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringValue(oldText), CloudInitWO: types.StringNull()}
-			plan = config
-			if replace, _ := planCloudInitDigest(&resolvedConfig{}, config, &plan, &state, false); len(replace) != 1 {
-				t.Errorf("cloud_init against the drifted state: replace %v, want a change", replace)
+			for _, text := range []string{oldText, newText} {
+				// Write-only, with the digest key: a change of cloud_init_digest.
+				config := proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringNull(), CloudInitWO: types.StringValue(text)}
+				plan := config
+				replace, pd := planCloudInitDigest(cfg, config, &plan, &state, false)
+				if pd.HasError() || len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init_digest")) {
+					t.Errorf("cloud_init_wo %q: plan replace %v (%v), want cloud_init_digest", text, replace, pd)
+				}
+				// As cloud_init, with and without the key: a change of cloud_init.
+				for _, c := range []*resolvedConfig{cfg, {}} {
+					config = proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringValue(text), CloudInitWO: types.StringNull()}
+					plan = config
+					if replace, _ := planCloudInitDigest(c, config, &plan, &state, false); len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init")) {
+						t.Errorf("cloud_init %q (key %q): replace %v, want cloud_init", text, c.DigestKey, replace)
+					}
+				}
 			}
 		})
 	}
