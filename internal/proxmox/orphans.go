@@ -44,7 +44,7 @@ func (e *SkippedNodesError) Error() string {
 // VM) is an orphan when no VM named <name> has it on ide2 or carries <uid> in its mark (a
 // create between its clone and its config step); telling needs the config of the VMs of
 // that name, read only when such a seed exists (ListConcurrency at a time). A
-// <name>-seed.iso (earlier releases', the operator's) is an orphan when no QEMU VM in the
+// <name>-seed.iso (the proxy operator's) is an orphan when no QEMU VM in the
 // cluster has its name. The listing is taken after the contents, so a VM made meanwhile
 // does not make its own seed look orphaned; but the seed of a create still cloning is
 // uploaded beside the clone, while the VM is listed without a name and its config holds

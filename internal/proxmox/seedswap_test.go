@@ -243,19 +243,19 @@ func TestReseed_refusedOnAVMNotProvedOurs(t *testing.T) {
 }
 
 // TestReseed_leftoversOfOtherVMsStay: the recovery deletes only seeds of this VM's name and
-// uid: another uid's seed of the same name, a legacy <name>-seed.iso and an installer
+// uid: another uid's seed of the same name, the proxy operator's <name>-seed.iso and an installer
 // image stay.
 func TestReseed_leftoversOfOtherVMsStay(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
 	other := seedFileGen(testName, "7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", 2)
-	for _, f := range []string{other, legacySeedFile(testName), "debian-13.iso", seedFileGen(testName, testUID, 5)} {
+	for _, f := range []string{other, operatorSeedFile(testName), "debian-13.iso", seedFileGen(testName, testUID, 5)} {
 		h.f.putISO("pv1-1", fakeISOStorage, f, []byte("x"))
 	}
 	if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\n")); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{other, legacySeedFile(testName), "debian-13.iso"} {
+	for _, f := range []string{other, operatorSeedFile(testName), "debian-13.iso"} {
 		if _, ok := h.f.iso("pv1-1", fakeISOStorage, f); !ok {
 			t.Errorf("%s was deleted", f)
 		}
