@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
@@ -264,126 +258,4 @@ func TestE2E_Identity_OperatorVMRefusedThenImported(t *testing.T) {
 		t.Errorf("after destroy: %v", gone.Err())
 	}
 	identityFigures(s.cat, gone.OK(), wrong, len(gone.Orphans))
-}
-
-// planChanges returns the attribute lines a human-readable plan marks as changed.
-func planChanges(out string) []string {
-	var changed []string
-	if _, after, ok := strings.Cut(out, "Terraform will perform the following actions:"); ok {
-		out, _, _ = strings.Cut(after, "\nPlan:")
-	} else {
-		return nil
-	}
-	for _, line := range strings.Split(out, "\n") {
-		l := strings.TrimSpace(line)
-		if strings.HasPrefix(l, "# ") || strings.Contains(l, "resource \"") {
-			continue
-		}
-		for _, m := range []string{"+ ", "~ ", "- ", "-/+ "} {
-			if strings.HasPrefix(l, m) {
-				changed = append(changed, strings.TrimSpace(strings.TrimPrefix(l, m)))
-			}
-		}
-	}
-	return changed
-}
-
-// onlyAttrs reports whether every changed line sets one of attrs.
-func onlyAttrs(changed []string, attrs ...string) bool {
-	for _, c := range changed {
-		name, _, _ := strings.Cut(c, " ")
-		if !slices.Contains(attrs, name) {
-			return false
-		}
-	}
-	return true
-}
-
-// oldRelease is the last commit whose uid was the UUIDv5 of the name (no creating line,
-// seed <name>-seed.iso): the upgrade test applies with it, then plans, applies and
-// destroys with this build.
-const oldRelease = "c930382"
-
-// buildOldRelease builds the provider at oldRelease from this repository's history.
-func buildOldRelease(t *testing.T) *tfrun.Provider {
-	t.Helper()
-	root, err := tfrun.RepoRoot()
-	if err != nil {
-		t.Skip(err)
-	}
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not on PATH: the previous release cannot be built")
-	}
-	src := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	tarball := filepath.Join(t.TempDir(), "old.tar")
-	if out, err := exec.CommandContext(ctx, "git", "-C", root, "archive", "--format=tar", "-o", tarball, oldRelease).CombinedOutput(); err != nil {
-		t.Skipf("git archive %s: %v %s (not a clone with that history)", oldRelease, err, out)
-	}
-	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", src).CombinedOutput(); err != nil {
-		t.Fatalf("tar: %v %s", err, out)
-	}
-	p, err := tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(t.TempDir(), "old"), RepoRoot: src})
-	if err != nil {
-		t.Fatalf("building the previous release: %v", err)
-	}
-	if _, err := os.Stat(p.Binary); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// TestE2E_Identity_UpgradeFromPreviousRelease: VMs and state written by the previous
-// release (uid from the name, no creating line, seed <name>-seed.iso) keep working with
-// this build: the plan is empty, an update applies in place, destroy leaves nothing; and
-// a new VM of another name made by this build next to them gets a uid and seed of its own.
-func TestE2E_Identity_UpgradeFromPreviousRelease(t *testing.T) {
-	needTF(t)
-	old := buildOldRelease(t)
-	s := newScenario(t, "identity/upgrade", scenarioOpts{})
-	s.ws.Provider = old
-	s.vms = []tfrun.VM{s.vm("a"), s.vm("b")}
-	s.mustApply()
-	before := s.state().OfType("proxy_vm")
-	for _, r := range before {
-		if seeds := s.seedsOf(r.String("name")); len(seeds) != 1 || seeds[0] != tfrun.SeedVolID(s.sim.ISOStorage, r.String("name")) {
-			t.Fatalf("the previous release's seeds of %s: %v (the test would prove nothing)", r.String("name"), seeds)
-		}
-	}
-
-	s.ws.Provider = provider
-	wrong := 0
-	if r := s.ws.Plan(s.ctx); r.ExitCode != 0 {
-		// The one change allowed: attributes added since that release, with their defaults
-		// (migrate_back); nothing of identity (uid, vmid, id) may change.
-		if changed := planChanges(r.Stdout); r.ExitCode != 2 || len(changed) == 0 || !onlyAttrs(changed, "migrate_back") {
-			t.Errorf("the first plan with this build changes %v (exit %d):\n%s", changed, r.ExitCode, r)
-		}
-	}
-	s.vms[1].MachineType, s.vms[1].Cores, s.vms[1].MemoryMiB = "", 2, 1024
-	s.vms = append(s.vms, s.vm("c"))
-	if r := s.apply(); !r.OK() {
-		t.Fatalf("apply with this build:\n%s", r)
-	}
-	after := map[string]tfrun.Resource{}
-	for _, r := range s.state().OfType("proxy_vm") {
-		after[r.String("name")] = r
-	}
-	for _, r := range before {
-		a := after[r.String("name")]
-		if a.Int("vmid") != r.Int("vmid") || a.String("uid") != r.String("uid") {
-			wrong++
-			t.Errorf("%s: VMID %d uid %s after the upgrade, was %d %s", r.String("name"), a.Int("vmid"), a.String("uid"), r.Int("vmid"), r.String("uid"))
-		}
-	}
-	if b := after[s.prefix+"b"]; b.Int("cores") != 2 {
-		t.Errorf("the in-place update of b did not apply: cores %d", b.Int("cores"))
-	}
-	c := after[s.prefix+"c"]
-	if seeds := s.seedsOf(s.prefix + "c"); len(seeds) != 1 || seeds[0] != tfrun.UIDSeedVolID(s.sim.ISOStorage, s.prefix+"c", c.String("uid")) {
-		t.Errorf("the new VM's seeds: %v, want its own", seeds)
-	}
-	orphans, ok := s.finish()
-	identityFigures(s.cat, ok, wrong, orphans)
 }

@@ -263,7 +263,7 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				"VMID (derived from the name and this value, so a create killed before Terraform saved any state is found again by the next apply), and "+
 				"which half-made VMs a create may take over: one left by an interrupted create of the same name with the same `uid_namespace`. "+
 				"Set a value of its own per configuration when two of them might create the same name at the same moment (then neither can take over the "+
-				"other's VM in progress). Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`, the namespace of earlier releases. Changing it "+
+				"other's VM in progress). Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`. Changing it "+
 				"does not touch existing VMs.", maxUIDNamespace),
 				false, false,
 				stringvalidator.LengthAtMost(maxUIDNamespace),

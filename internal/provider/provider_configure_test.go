@@ -99,7 +99,7 @@ func TestProviderConfigure_defaults(t *testing.T) {
 		t.Errorf("defaults: timeout %s, in flight %d, agent %v, insecure %v", c.RequestTimeout, c.MaxInFlight, c.InstallGuestAgent, c.Insecure)
 	}
 	if c.UIDNamespace != "" {
-		t.Errorf("uid_namespace = %q, want empty (the UIDs of earlier releases)", c.UIDNamespace)
+		t.Errorf("uid_namespace = %q, want empty (the default)", c.UIDNamespace)
 	}
 	if c.TokenSource != "api_token" || c.Endpoint != "https://pve.example.test:8006" {
 		t.Errorf("token source %q, endpoint %q", c.TokenSource, c.Endpoint)

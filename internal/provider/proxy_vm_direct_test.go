@@ -183,35 +183,3 @@ func TestProxyVM_anotherUIDIsNotOurs(t *testing.T) {
 }
 
 func ptrInt(v int) *int { return &v }
-
-// TestProxyVM_stateWithoutUIDOwnsNothing: a state that records no uid (an import of a mark
-// without a uid line by an earlier build, or an earlier build's refresh of a reused VMID)
-// owns no VM: Read removes it with a warning saying why, and Delete leaves the VM at its
-// VMID running, with its seed.
-func TestProxyVM_stateWithoutUIDOwnsNothing(t *testing.T) {
-	e := newDirectEnv(t, pvesim.Options{TemplateAgent: true})
-	const name = "nouid-1"
-	vm := e.create(t, name, otherSpaceUID)
-	st := e.state(t, vm, "")
-
-	read := resource.ReadResponse{State: st}
-	e.r.Read(e.ctx, resource.ReadRequest{State: st}, &read)
-	if read.Diagnostics.HasError() || !read.State.Raw.IsNull() {
-		t.Errorf("Read kept a state without a uid (diagnostics %v)", read.Diagnostics)
-	}
-	if w := read.Diagnostics.Warnings(); len(w) != 1 || w[0].Summary() != "Proxy VM without a uid removed from the state" {
-		t.Errorf("warnings %v, want the one that says why the resource was removed", w)
-	}
-
-	del := resource.DeleteResponse{State: st}
-	e.r.Delete(e.ctx, resource.DeleteRequest{State: st}, &del)
-	if del.Diagnostics.HasError() {
-		t.Fatalf("Delete: %v", del.Diagnostics)
-	}
-	if r, err := e.c.resource(vm.ID.VMID); err != nil || r.Name != name || r.Status != "running" {
-		t.Fatalf("the VM after the Delete of a state without a uid: %+v, %v", r, err)
-	}
-	if seeds, err := e.c.seeds(name); err != nil || len(seeds) != 1 {
-		t.Fatalf("its seed ISO after the Delete: %v, %v", seeds, err)
-	}
-}

@@ -73,8 +73,8 @@ func recordConfiguredNode(ctx context.Context, config tfsdk.Config, p privateSet
 	return append(diags, writeNodeRecord(ctx, p, node)...)
 }
 
-// recordNodeIfAbsent gives a state without a record (an import, or one written by an
-// earlier version) the node it held before this refresh: the node the last apply left.
+// recordNodeIfAbsent gives a state without a record (an import) the node it held before
+// this refresh: the node the last apply left.
 func recordNodeIfAbsent(ctx context.Context, in privateGetter, out privateSetter, node types.String) diag.Diagnostics {
 	if isNilPrivate(in) || isNilPrivate(out) || node.IsNull() || node.IsUnknown() {
 		return nil

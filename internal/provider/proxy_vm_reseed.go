@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -105,6 +106,36 @@ func writeReseed(ctx context.Context, p privateSetter, reseed bool) diag.Diagnos
 func readReseed(ctx context.Context, p privateGetter) bool {
 	reseed, _, _ := privateKeyReseed.read(ctx, p)
 	return reseed
+}
+
+// readSeedDrift is what a refresh does when the seed the VM's ide2 names is another
+// generation of this VM's seeds than the one the private state recorded at the last apply
+// (decision: seed-swap): a swap whose config write landed although its apply failed (an
+// interrupt, a lost answer). The state's cloud-init is then not what the VM's seed
+// carries, and the guest runs the seed's at its next start; nor is it known whether the
+// guest was restarted on it. The refresh reports the cloud-init as not known (cloud_init
+// and cloud_init_digest null, the import marker's cloud_init dropped so that a text set now
+// is no first value recorded in place), so the plan swaps the seed again for one with the
+// configured cloud-init and restarts the VM on it, or replaces the VM (cloud_init_change =
+// "replace"); a warning says why. Read changes nothing in Proxmox.
+func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, diags *diag.Diagnostics) {
+	recorded := readSeed(ctx, in)
+	name, uid := vm.ID.Name, state.UID.ValueString()
+	was, ok := proxmox.SeedGeneration(recorded, name, uid)
+	now, nowOK := proxmox.SeedGeneration(vm.Seed, name, uid)
+	if !ok || !nowOK || was == now {
+		return
+	}
+	state.CloudInit = types.StringNull()
+	state.CloudInitDigest = types.StringNull()
+	if unread, d := readImportMarker(ctx, in); !d.HasError() && slices.Contains(unread, unreadCloudInit) {
+		diags.Append(writeImportMarker(ctx, out, slices.DeleteFunc(unread, func(a unreadAttr) bool { return a == unreadCloudInit }))...)
+	}
+	diags.AddWarning("Proxy VM seed ISO not the one the last apply recorded",
+		fmt.Sprintf("%s: its CD-ROM names the seed ISO %s, but the last apply recorded %s. An apply that swapped the seed "+
+			"(cloud_init_change = \"restart\") was cut off after its config write landed, so the seed carries a cloud-init the state "+
+			"does not hold, which the guest runs at its next start. This plan swaps the seed for one with the configured cloud-init "+
+			"(with cloud_init_change = \"replace\", it replaces the VM).", vmLabel(name, vm.ID.VMID), vm.Seed, recorded))
 }
 
 // reseedChanges asks the backend for the seed swap, with the digest the mark carries after it.

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
@@ -137,6 +138,62 @@ func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.StringExact("10.20.0.77")),
 				},
 				Check: resource.ComposeTestCheckFunc(checkNetworkSeed(env, c, staticSeed("10.20.0.77/24")), checkOneSeed(c, &vmid, name)),
+			},
+		},
+	})
+}
+
+// TestAccProxyVM_cloudInitRestartCutOffAfterItsWrite: with cloud_init_change = "restart",
+// an apply of a new cloud_init cut off after its config write landed (ide2 names the next
+// seed generation, with the new text) while the state kept the old text; the configuration
+// is then set back to the old text. The refresh sees that ide2 names another generation
+// than the one the last apply recorded: the plan is an update (with a warning), which swaps
+// the seed for one with the configured text; the guest restarts on it, one seed is left,
+// and the plan after it is empty.
+func TestAccProxyVM_cloudInitRestartCutOffAfterItsWrite(t *testing.T) {
+	f := newPowerFixture(t, "reseedcut", "writes the cut-off swap's seed into the simulator")
+	env, c, name := f.env, f.c, f.name
+	ud1, ud2 := cloudInit("v1-"+acctest.RandString(6)), cloudInit("v2-"+acctest.RandString(6))
+	cfg := f.base + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init_change = \"restart\"\n  cloud_init = "+hclString(ud1)+"\n")
+	var vmid int
+	var uid string
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(s *terraform.State) error {
+					uid = s.RootModule().Resources[vmAddr].Primary.Attributes["uid"]
+					return nil
+				}),
+			},
+			{
+				// What the cut-off apply of ud2 left: generation 2 uploaded and named on ide2.
+				PreConfig: func() {
+					file := name + "-" + uid + "-2-seed.iso"
+					iso, err := nocloud.Build(nocloud.Seed{Name: name, InstanceID: name + "-" + uid + "-2", UserData: []byte(ud2)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					r, err := c.resource(vmid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := env.Sim.AddISO(r.Node, env.Sim.ISOStorage, file, iso); err != nil {
+						t.Fatal(err)
+					}
+					c.setConfig(vmid, map[string]string{"ide2": env.Sim.ISOStorage + ":iso/" + file + ",media=cdrom"})
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkGuestRan(env, &vmid, name, ud1, ""), checkOneSeed(c, &vmid, name)),
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})

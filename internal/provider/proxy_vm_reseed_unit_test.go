@@ -2,11 +2,16 @@ package provider
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // TestPlanReseed: with cloud_init_change = "restart" a change of the seed's content is taken
@@ -55,5 +60,81 @@ func TestPlanReseed(t *testing.T) {
 	}
 	if _, reseed, _ := planReseed(context.Background(), proxyVMModel{}, &proxyVMModel{CloudInitChange: types.StringValue("restart")}, &prior, nil); reseed {
 		t.Errorf("no seed change: reseed planned")
+	}
+}
+
+// TestReadSeedDrift: a refresh that finds ide2 naming another generation of the VM's seeds
+// than the one recorded reports the cloud-init as not known (cloud_init and its digest
+// null), drops the import marker's cloud_init, and warns; then a cloud_init_wo, or a
+// cloud_init, with the old text or with the text the seed carries is planned as a seed
+// change (the swap that restarts the guest on it). The same generation, another storage (a migration),
+// or a seed that is not of this uid (the proxy operator's <name>-seed.iso) is no drift.
+func TestReadSeedDrift(t *testing.T) {
+	ctx := context.Background()
+	const name, uid = "egress", "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"
+	gen := func(storage string, g int) string {
+		if g == 1 {
+			return storage + ":iso/" + name + "-" + uid + "-seed.iso"
+		}
+		return storage + ":iso/" + name + "-" + uid + "-" + strconv.Itoa(g) + "-seed.iso"
+	}
+	cfg := &resolvedConfig{DigestKey: testDigestKey}
+	oldText, newText := "#cloud-config\n# old\n", "#cloud-config\n# new\n"
+	for _, tc := range []struct {
+		name, recorded, seed string
+		drift                bool
+	}{
+		{"the next generation", gen("isos", 1), gen("isos", 2), true},
+		{"an earlier generation", gen("isos", 3), gen("isos", 2), true},
+		{"the same generation", gen("isos", 2), gen("isos", 2), false},
+		{"moved to another storage", gen("isos", 2), gen("shared", 2), false},
+		{"nothing recorded", "", gen("isos", 2), false},
+		{"the operator's seed", "isos:iso/" + name + "-seed.iso", gen("isos", 2), false},
+		{"another uid's seed", gen("isos", 1), "isos:iso/" + name + "-7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35-2-seed.iso", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := fakePrivate{}
+			writeSeed(ctx, p, tc.recorded)
+			writeImportMarker(ctx, p, []unreadAttr{unreadCloudInit, unreadTemplate})
+			state := proxyVMModel{Name: types.StringValue(name), UID: types.StringValue(uid), CloudInit: types.StringNull(),
+				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText))}
+			vm := proxmox.VM{ID: proxmox.ID{VMID: 1003, Name: name}, Seed: tc.seed,
+				MarkExtra: proxmox.MarkExtra{UserDataDigest: cloudInitDigest(testDigestKey, uid, newText)}}
+			var d diag.Diagnostics
+			readSeedDrift(ctx, p, p, &state, vm, &d)
+			unread, _ := readImportMarker(ctx, p)
+			if !tc.drift {
+				if len(d) != 0 || state.CloudInitDigest.ValueString() != cloudInitDigest(testDigestKey, uid, oldText) || len(unread) != 2 {
+					t.Errorf("no drift, yet %v, digest %s, unread %v", d, state.CloudInitDigest, unread)
+				}
+				return
+			}
+			if len(d) != 1 || d.HasError() || !strings.Contains(d[0].Detail(), tc.seed) || !strings.Contains(d[0].Detail(), tc.recorded) {
+				t.Fatalf("diagnostics %v, want one warning naming both seeds", d)
+			}
+			if !state.CloudInit.IsNull() || !state.CloudInitDigest.IsNull() {
+				t.Errorf("state cloud_init %s, digest %s: want both null", state.CloudInit, state.CloudInitDigest)
+			}
+			if !slices.Equal(unread, []unreadAttr{unreadTemplate}) {
+				t.Errorf("import marker %v, want the template only", unread)
+			}
+			for _, text := range []string{oldText, newText} {
+				// Write-only, with the digest key: a change of cloud_init_digest.
+				config := proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringNull(), CloudInitWO: types.StringValue(text)}
+				plan := config
+				replace, pd := planCloudInitDigest(cfg, config, &plan, &state, false)
+				if pd.HasError() || len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init_digest")) {
+					t.Errorf("cloud_init_wo %q: plan replace %v (%v), want cloud_init_digest", text, replace, pd)
+				}
+				// As cloud_init, with and without the key: a change of cloud_init.
+				for _, c := range []*resolvedConfig{cfg, {}} {
+					config = proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringValue(text), CloudInitWO: types.StringNull()}
+					plan = config
+					if replace, _ := planCloudInitDigest(c, config, &plan, &state, false); len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init")) {
+						t.Errorf("cloud_init %q (key %q): replace %v, want cloud_init", text, c.DigestKey, replace)
+					}
+				}
+			}
+		})
 	}
 }

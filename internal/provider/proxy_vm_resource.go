@@ -291,17 +291,6 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString(), Pool: state.Pool.ValueString()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
-		if state.UID.ValueString() == "" {
-			tflog.Warn(ctx, "proxy VM gone or its VMID reused, removing it from the state", map[string]any{
-				"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString()})
-			resp.Diagnostics.AddWarning("Proxy VM without a uid removed from the state",
-				vmLabel(id.Name, id.VMID)+": the state records no uid for this resource (an import of a VM whose mark had no uid line, "+
-					"or a refresh by an earlier build of a VMID another VM had reused), so no VM can be proved to be this resource's. "+
-					"It is removed from the state and whatever VMID "+strconv.Itoa(id.VMID)+" holds is left alone. If that VM is yours, "+
-					"give its description a "+proxmox.MarkKeyUID+"=<new UUID> line and import it.")
-			resp.State.RemoveResource(ctx)
-			return
-		}
 		// Kept in the state, marked deleted, so that the plan replaces it and the seed ISO it
 		// left is deleted with it (proxy_vm_gone.go); Read changes nothing in Proxmox.
 		tflog.Warn(ctx, "proxy VM gone or its VMID reused, kept in the state as deleted", map[string]any{
@@ -339,6 +328,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// as a plan warning, proxy_vm_power.go): an update interrupted after its config write
 	// is then planned again, restart included, and converges.
 	applyVM(&state, vm)
+	readSeedDrift(ctx, req.Private, resp.Private, &state, vm, &resp.Diagnostics) // a swap cut off after its write (proxy_vm_reseed.go)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

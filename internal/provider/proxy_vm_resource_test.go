@@ -156,7 +156,7 @@ func (c *cluster) vmsNamed(name string) ([]int, error) {
 var uuidV4RE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // isSeedOf reports whether volid is a seed ISO of VM name: <name>-<uid>-seed.iso (one per
-// VM) or <name>-seed.iso (earlier releases, the operator).
+// VM) or <name>-seed.iso (the proxy operator's).
 func isSeedOf(volid, name string) bool {
 	_, file, ok := strings.Cut(volid, ":iso/")
 	if !ok {

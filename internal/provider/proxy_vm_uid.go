@@ -28,8 +28,6 @@ func newUID() (string, error) {
 type seedRecord struct {
 	// VolID is the seed's volume id, <storage>:iso/<file>.
 	VolID string `json:"volid,omitempty"`
-	// File is what earlier releases recorded: the file name on iso_storage.
-	File string `json:"file,omitempty"`
 }
 
 // writeSeed records the VM's seed volume; "" leaves the record as it is.
@@ -40,15 +38,8 @@ func writeSeed(ctx context.Context, p privateSetter, volid string) diag.Diagnost
 	return privateKeySeed.write(ctx, p, seedRecord{VolID: volid})
 }
 
-// readSeed returns the recorded seed: its volume id, or the bare file name an earlier
-// release recorded (which the backend takes to be on iso_storage); "" when none.
+// readSeed returns the recorded seed's volume id; "" when none.
 func readSeed(ctx context.Context, p privateGetter) string {
-	r, ok, _ := privateKeySeed.read(ctx, p)
-	if !ok {
-		return ""
-	}
-	if r.VolID != "" {
-		return r.VolID
-	}
-	return r.File
+	r, _, _ := privateKeySeed.read(ctx, p)
+	return r.VolID
 }

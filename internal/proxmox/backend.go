@@ -179,7 +179,7 @@ type VM struct {
 	// Creating is set while the mark still says "creating" (a Create has not finished).
 	Creating bool
 	// Seed is the seed ISO file the VM's ide2 names, when it is a seed of this VM
-	// (<name>-<uid>-seed.iso, or <name>-seed.iso of earlier releases and the operator).
+	// (<name>-<uid>-seed.iso, or the proxy operator's <name>-seed.iso).
 	Seed string
 	// Passed lists the finished VMs of this name and namespace that Create met on the
 	// name's probe sequence and left alone (another resource's, or one a crash left

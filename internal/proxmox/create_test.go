@@ -245,8 +245,8 @@ func TestCreate_allocationTable(t *testing.T) {
 			h.addFinished(150000, testName, otherUID)
 		}, vmid: testVMID0, configs: 2},
 		// A mark without this provider's lines whose uid happens to be the name's allocation
-		// key (what unreleased builds wrote) is no proof of anything: refused like the
-		// operator's, never skipped as ours-by-name.
+		// key is no proof of anything: refused like the operator's, never skipped as
+		// ours-by-name.
 		{name: "a mark without this provider's lines, uid = the allocation key, is refused", spec: func(s *Spec) {
 			s.AllocKey, s.UID = testUID, prevUID
 		}, setup: func(h *harness) {

@@ -23,7 +23,7 @@ type DeleteOptions struct {
 	UID string
 	// Seed is the seed ISO file the caller recorded (VM.Seed of its last read). It is the
 	// one deleted when the VM is gone or is not ours. Empty: <name>-<UID>-seed.iso and, when
-	// no VM of that name is listed, the <name>-seed.iso of earlier releases.
+	// no VM of that name is listed, the proxy operator's <name>-seed.iso.
 	Seed string
 	// SeedSwaps says the resource applies cloud-init changes in place (cloud_init_change =
 	// "restart", decision: seed-swap): the seed generations next to the one ide2 names, which
@@ -148,7 +148,7 @@ func (b *Backend) stopForDelete(ctx context.Context, node string, vmid int) (gon
 
 // sameNameElsewhere returns a qemu, non-template entry named id.Name at a VMID other than
 // id.VMID, from the listing the verdict was read from: a VM that may boot from the
-// <name>-seed.iso of earlier releases. A nameless entry (a clone in progress) cannot be
+// proxy operator's <name>-seed.iso. A nameless entry (a clone in progress) cannot be
 // attributed and is ignored; the VM at id.VMID is judged by its config instead.
 func sameNameElsewhere(res []pveapi.Resource, id ID) (pveapi.Resource, bool) {
 	for _, r := range res {

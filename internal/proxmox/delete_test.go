@@ -15,7 +15,7 @@ func seedNodes(f *fakeAPI) []string {
 	var out []string
 	for _, c := range f.callsOf("DeleteVolume") {
 		v := c.Args["volid"]
-		if (v != seedVolID(fakeISOStorage, seedFile(testName, testUID)) && v != seedVolID(fakeISOStorage, legacySeedFile(testName))) || c.Args["storage"] != fakeISOStorage {
+		if (v != seedVolID(fakeISOStorage, seedFile(testName, testUID)) && v != seedVolID(fakeISOStorage, operatorSeedFile(testName))) || c.Args["storage"] != fakeISOStorage {
 			panic("unexpected volume delete " + c.Args["volid"])
 		}
 		out = append(out, c.Node)
@@ -320,7 +320,7 @@ func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
 	}
 }
 
-// A gone VMID whose state recorded the <name>-seed.iso of earlier releases (shared by name),
+// A gone VMID whose state recorded the proxy operator's <name>-seed.iso (shared by name),
 // while a live VM of that name sits at another VMID (another workspace's, or an
 // operator's): that VM may boot from it, and the ISO storage may be shared, so the seed is
 // left on every node. Entries that cannot be that VM (a template, a container, a nameless
@@ -365,10 +365,10 @@ func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")
 			tc.setup(h)
 			for _, n := range []string{"pv1-1", "pv1-2"} {
-				h.f.putISO(n, fakeISOStorage, legacySeedFile(testName), []byte("seed"))
+				h.f.putISO(n, fakeISOStorage, operatorSeedFile(testName), []byte("seed"))
 			}
 			h.f.calllog = nil
-			if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: tc.uid, Seed: legacySeedFile(testName)}); err != nil {
+			if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: tc.uid, Seed: seedVolID(fakeISOStorage, operatorSeedFile(testName))}); err != nil {
 				t.Fatal(err)
 			}
 			if got := seedNodes(h.f); !slices.Equal(got, tc.seedOn) {
@@ -378,7 +378,7 @@ func TestDelete_goneVMIDLeavesTheSeedOfASameNameVMElsewhere(t *testing.T) {
 				t.Errorf("calls %v, want only the seed deletes", got)
 			}
 			for _, n := range []string{"pv1-1", "pv1-2"} {
-				_, left := h.f.iso(n, fakeISOStorage, legacySeedFile(testName))
+				_, left := h.f.iso(n, fakeISOStorage, operatorSeedFile(testName))
 				if want := tc.seedOn == nil; left != want {
 					t.Errorf("seed left on %s: %v, want %v", n, left, want)
 				}

@@ -187,7 +187,7 @@ func ptr[T any](v T) *T { return &v }
 // del deletes testID as the provider does for a VM it created: with the state's uid and
 // the seed its last read recorded.
 func (h *harness) del(ctx context.Context, node string) error {
-	return h.b.DeleteVM(ctx, testID, DeleteOptions{Node: node, UID: testUID, Seed: seedFile(testName, testUID)})
+	return h.b.DeleteVM(ctx, testID, DeleteOptions{Node: node, UID: testUID, Seed: seedVolID(fakeISOStorage, seedFile(testName, testUID))})
 }
 
 // withUID is ch with the uid of the tests' VMs when it names none (an update acts only

@@ -85,13 +85,13 @@ func TestDelete_operatorVMRemovesTheSeedItsIDE2Names(t *testing.T) {
 	h.ourRunningVM(testVMID0, testName)
 	h.f.mutate(testVMID0, func(v *fakeVM) {
 		v.Config["description"] = FormatMark(k8sUID, h.spec().CreatedAt)
-		v.Config["ide2"] = seedVolID(fakeISOStorage, legacySeedFile(testName)) + ",media=cdrom"
+		v.Config["ide2"] = seedVolID(fakeISOStorage, operatorSeedFile(testName)) + ",media=cdrom"
 	})
-	h.f.putISO("pv1-1", fakeISOStorage, legacySeedFile(testName), []byte("operator seed"))
-	if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: k8sUID, Seed: legacySeedFile(testName)}); err != nil {
+	h.f.putISO("pv1-1", fakeISOStorage, operatorSeedFile(testName), []byte("operator seed"))
+	if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-1", UID: k8sUID, Seed: seedVolID(fakeISOStorage, operatorSeedFile(testName))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := h.f.iso("pv1-1", fakeISOStorage, legacySeedFile(testName)); ok || h.f.vm(testVMID0) != nil {
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, operatorSeedFile(testName)); ok || h.f.vm(testVMID0) != nil {
 		t.Error("the operator VM or its <name>-seed.iso is left")
 	}
 }
@@ -121,7 +121,7 @@ func TestDelete_goneVMsOwnSeedIsDeletedBesideASameNameVM(t *testing.T) {
 }
 
 // A seed is an orphan when no VM references it: per-VM seeds by the ide2 of the VMs of
-// their name (or, mid-create, by the uid in the mark), earlier releases' by the name; and
+// their name (or, mid-create, by the uid in the mark); and
 // when no VM at all has it on a drive.
 func TestOrphanSeeds_perVMSeedsByReference(t *testing.T) {
 	h := newHarness(t)
@@ -129,7 +129,7 @@ func TestOrphanSeeds_perVMSeedsByReference(t *testing.T) {
 	h.addInterrupted(testVMID1, testName, prevUID)
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, prevUID), []byte("mid-create"))
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, otherUID), []byte("a destroyed same-name VM's"))
-	h.f.putISO("pv1-1", fakeISOStorage, legacySeedFile(testName), []byte("earlier release's"))
+	h.f.putISO("pv1-1", fakeISOStorage, operatorSeedFile(testName), []byte("the proxy operator's"))
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-gone", otherUID), []byte("no VM of the name"))
 	got, err := h.b.OrphanSeeds(h.ctx)
 	if err != nil {

@@ -13,8 +13,7 @@ import (
 //     which an interrupted create of the same name is resumed;
 //   - MarkKeyState=creating while a Create is still working on the VM. Create's last step
 //     rewrites the description without it (a compare-and-swap on the config digest), so a
-//     mark without it is a finished VM: every VM of earlier releases, and every VM the
-//     operator made.
+//     mark without it is a finished VM, as is every VM the proxy operator made.
 //
 // Other lines may follow later (ParseMark ignores keys it does not know, and FormatMark
 // callers can append lines through MarkLines).
@@ -42,8 +41,7 @@ type Mark struct {
 	// CreatedAt is the zero time when the line is missing or does not parse as RFC 3339.
 	CreatedAt time.Time
 	// Namespace is the namespace line's value; HasNamespace says the line is there (only
-	// this provider writes it: a mark without it was written by an earlier release or by
-	// the operator).
+	// this provider writes it: a mark without it was written by the proxy operator).
 	Namespace    string
 	HasNamespace bool
 	// Creating is set while the state line says "creating": a Create has not finished.
@@ -62,7 +60,7 @@ type MarkLines struct {
 	Proof string
 }
 
-// FormatMark returns the operator's three-line mark (what earlier releases wrote).
+// FormatMark returns the proxy operator's three-line mark, which this provider's mark starts with.
 func FormatMark(uid string, createdAt time.Time) string {
 	return MarkKeyManaged + "=" + MarkManagedYes + "\n" +
 		MarkKeyUID + "=" + uid + "\n" +

@@ -11,8 +11,7 @@ import (
 // here stays importable there.
 const (
 	// MarkKeyCreatedBy names the program that made the VM. The operator writes no such
-	// line, so a mark without it is the operator's (or an earlier release's of this
-	// provider).
+	// line, so a mark without it is the proxy operator's.
 	MarkKeyCreatedBy = "proxy-operator-created-by"
 	// CreatedByProvider is this provider's MarkKeyCreatedBy value.
 	CreatedByProvider = "terraform-provider-proxy"

@@ -155,7 +155,7 @@ func provedCreating(key []byte, cfg map[string]string, vmid int, name, namespace
 	case m.CreatedAt.IsZero():
 		return m, false, "its creating mark carries no " + MarkKeyCreatedAt + " line"
 	case m.Proof == "":
-		return m, false, "its creating mark carries no " + MarkKeyProof + " line (written by hand, or by an earlier build)"
+		return m, false, "its creating mark carries no " + MarkKeyProof + " line (written by hand)"
 	case len(key) == 0:
 		return m, false, "no key to check the proof with"
 	}

@@ -36,9 +36,9 @@ const seedSuffix = "-seed.iso"
 // replacement and its predecessor, two workspaces) never share one.
 func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
 
-// legacySeedFile is the seed ISO file of earlier releases and of the operator,
-// <name>-seed.iso, shared by every VM of that name they made.
-func legacySeedFile(name string) string { return name + seedSuffix }
+// operatorSeedFile is the proxy operator's seed ISO file, <name>-seed.iso, shared by every
+// VM of that name it made; its VMs can be imported, and keep booting from it.
+func operatorSeedFile(name string) string { return name + seedSuffix }
 
 // SeedFile is the seed ISO file a Create of VM name with uid uploads.
 func SeedFile(name, uid string) string { return seedFile(name, uid) }
@@ -82,6 +82,21 @@ func parseSeedGen(file string) (name, uid string, gen int, ok bool) {
 	return m[1], m[2], gen, true
 }
 
+// SeedGeneration is the generation of the seed ISO volid names when it is a seed of VM
+// name with uid (decision: seed-swap); ok is false for any other volume, the proxy
+// operator's <name>-seed.iso among them.
+func SeedGeneration(volid, name, uid string) (gen int, ok bool) {
+	v, ok := parseISOVol(volid)
+	if !ok {
+		return 0, false
+	}
+	n, u, gen, ok := parseSeedGen(v.file)
+	if !ok || n != name || u != uid {
+		return 0, false
+	}
+	return gen, true
+}
+
 // seedFileGen is generation gen of the seed of VM name with uid (seedFile for 1).
 func seedFileGen(name, uid string, gen int) string {
 	if gen <= 1 {
@@ -91,7 +106,7 @@ func seedFileGen(name, uid string, gen int) string {
 }
 
 // instanceIDOf is the meta-data instance-id of seed file of VM name: the name for a first
-// seed (and for a seed of earlier releases), <name>-<uid>-<g> for a later generation. A seed
+// seed (and for the proxy operator's), <name>-<uid>-<g> for a later generation. A seed
 // rebuilt for the same volume (a missing seed before a start, a migration's copy) keeps it,
 // so the guest sees no new instance.
 func instanceIDOf(name, file string) string {
@@ -143,7 +158,7 @@ func seedName(volid string) (name, uid string, ok bool) {
 // <name>-<uid>-seed.iso. An ISO of anything else (an installer image) is not a seed and is
 // never deleted.
 func isSeedOf(name, file string) bool {
-	if file == legacySeedFile(name) {
+	if file == operatorSeedFile(name) {
 		return true
 	}
 	n, _, ok := parseUIDSeed(file)
@@ -162,19 +177,9 @@ func vmSeed(name string, cfg map[string]string) (seedVol, bool) {
 }
 
 // recordedSeed is the seed a caller's state recorded (VM.Seed of its last read): a volume
-// id, or a bare file name (a record written by an earlier release), taken to be on the
-// provider's iso_storage.
+// id, <storage>:iso/<file>.
 func (b *Backend) recordedSeed(rec string) (seedVol, bool) {
-	if rec == "" {
-		return seedVol{}, false
-	}
-	if v, ok := parseISOVol(rec); ok {
-		return v, true
-	}
-	if strings.ContainsAny(rec, ":/") || b.cfg.ISOStorage == "" {
-		return seedVol{}, false
-	}
-	return seedVol{storage: b.cfg.ISOStorage, file: rec}, true
+	return parseISOVol(rec)
 }
 
 // isSeedVolID reports whether vol names a seed ISO (a start that fails on a missing volume
@@ -388,8 +393,8 @@ func (d *seedDelete) join() error {
 }
 
 // ownSeeds are the seeds of a VM of ours (its mark carries uid), wherever they are: the one
-// its ide2 names (its own, whoever made the VM: <name>-seed.iso for the operator's and
-// earlier releases' VMs), and the one the caller recorded or, when none was recorded, the
+// its ide2 names (its own, whoever made the VM: <name>-seed.iso for the proxy operator's
+// VMs), and the one the caller recorded or, when none was recorded, the
 // one this provider would have uploaded for uid, when it differs (ide2 was ejected or
 // removed, or a create stopped before its config step). A <name>-seed.iso is deleted only
 // when ide2 names it.
@@ -402,7 +407,7 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 	if !ok && uid != "" && b.cfg.ISOStorage != "" {
 		rec, ok = seedVol{storage: b.cfg.ISOStorage, file: seedFile(name, uid)}, true
 	}
-	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != legacySeedFile(name) {
+	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != operatorSeedFile(name) {
 		out = append(out, rec)
 	}
 	// A VM whose seed was swapped in place (generation 2 or later), or whose resource swaps
@@ -427,8 +432,8 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 // deleteRecordedSeeds deletes, for a VM that is gone or not ours, the seed the caller
 // recorded (or, without a record, <name>-<uid>-seed.iso and <name>-seed.iso on
 // iso_storage): never the one the VM now at the VMID boots from, and a <name>-seed.iso
-// (shared by every VM of that name made by earlier releases or the operator) only when no
-// VM of that name is listed.
+// (the proxy operator's, shared by every VM of that name it made) only when no VM of that
+// name is listed.
 func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, opts DeleteOptions) error {
 	var seeds []seedVol
 	if v, ok := b.recordedSeed(opts.Seed); ok {
@@ -437,7 +442,7 @@ func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, op
 		if opts.UID != "" {
 			seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: seedFile(id.Name, opts.UID)})
 		}
-		seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: legacySeedFile(id.Name)})
+		seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: operatorSeedFile(id.Name)})
 	}
 	for _, v := range seeds {
 		if cur, ok := vmSeed(id.Name, st.cfg); ok && cur == v {
@@ -446,7 +451,7 @@ func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, op
 			})
 			continue
 		}
-		if v.file == legacySeedFile(id.Name) {
+		if v.file == operatorSeedFile(id.Name) {
 			if r, ok := sameNameElsewhere(st.res, id); ok {
 				tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
 					"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": v.volid(),
@@ -494,7 +499,7 @@ func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, home stri
 // have uploaded to iso_storage.
 func (b *Backend) deleteSeedsOfTakenOver(ctx context.Context, node, name, prevUID string, cfg map[string]string) error {
 	var seeds []seedVol
-	if v, ok := vmSeed(name, cfg); ok && v.file != legacySeedFile(name) {
+	if v, ok := vmSeed(name, cfg); ok && v.file != operatorSeedFile(name) {
 		seeds = append(seeds, v)
 	}
 	if prevUID != "" {
@@ -700,7 +705,16 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 	}
 	if err := b.api.SetVMConfig(ctx, node, id.VMID, params); err != nil {
 		werr := apiErrorf("update", err, "naming the new seed ISO %s on ide2 on node %s", next.volid(), node)
-		if got, rerr := b.api.VMConfig(ctx, node, id.VMID); rerr != nil || got["ide2"] != params["ide2"] {
+		got, rerr := b.api.VMConfig(ctx, node, id.VMID)
+		switch {
+		case rerr != nil:
+			// Whether the write landed is not known (an interrupt, a lost answer, and no read
+			// back): the new seed is kept, as the VM may name it.
+			return cfg, &Error{Class: ClassOf(werr), Err: fmt.Errorf("%w; the write may have landed all the same: the VM's CD-ROM may "+
+				"name the new seed ISO %s, with the new cloud-init, which the guest then runs at its next start. The next plan reads "+
+				"which seed the VM names: if it is the new one, the plan swaps it for a seed with the configured cloud-init; if not, "+
+				"the next swap or the destroy deletes %s", werr, next.volid(), next.file)}
+		case got["ide2"] != params["ide2"]:
 			return cfg, b.dropNewSeed(ctx, node, next, werr)
 		}
 		// The write landed although its answer was lost: carry on.

@@ -41,12 +41,10 @@ func TestDelete_seedWhereIDE2NamesIt(t *testing.T) {
 }
 
 // TestDelete_goneVMSeedWhereRecorded: for a VM already gone, the seed recorded (a volume
-// id, on a storage other than today's iso_storage) is deleted there; a record of an
-// earlier release (a bare file name) is taken to be on iso_storage.
+// id, on a storage other than today's iso_storage) is deleted there.
 func TestDelete_goneVMSeedWhereRecorded(t *testing.T) {
 	for _, tc := range []struct{ name, storage, record string }{
 		{"volume id on the old storage", fakeISOStorage, seedVolID(fakeISOStorage, seedFile(testName, testUID))},
-		{"bare file of an earlier release", "local", seedFile(testName, testUID)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")
@@ -183,7 +181,7 @@ func TestSeedLocation_table(t *testing.T) {
 	}{
 		{"proxy-seeds:iso/" + seedFile(testName, testUID) + ",media=cdrom", "proxy-seeds:iso/" + seedFile(testName, testUID)},
 		{"local:iso/" + seedFile(testName, testUID) + ",media=cdrom", "local:iso/" + seedFile(testName, testUID)},
-		{"cephfs:iso/" + legacySeedFile(testName) + ",media=cdrom", "cephfs:iso/" + legacySeedFile(testName)},
+		{"cephfs:iso/" + operatorSeedFile(testName) + ",media=cdrom", "cephfs:iso/" + operatorSeedFile(testName)},
 		{"local:iso/" + seedFile("proxy-b", testUID) + ",media=cdrom", ""}, // another VM's
 		{"local:iso/debian-13.iso,media=cdrom", ""},                        // an installer, never a seed
 		{"none,media=cdrom", ""},
@@ -201,7 +199,7 @@ func TestSeedLocation_table(t *testing.T) {
 	b := New(newFakeAPI(), Config{ISOStorage: "now"})
 	for rec, want := range map[string]string{
 		"old:iso/" + seedFile(testName, testUID): "old:iso/" + seedFile(testName, testUID),
-		seedFile(testName, testUID):              "now:iso/" + seedFile(testName, testUID),
+		seedFile(testName, testUID):              "",
 		"":                                       "",
 		"a/b":                                    "",
 	} {

@@ -243,19 +243,19 @@ func TestReseed_refusedOnAVMNotProvedOurs(t *testing.T) {
 }
 
 // TestReseed_leftoversOfOtherVMsStay: the recovery deletes only seeds of this VM's name and
-// uid: another uid's seed of the same name, a legacy <name>-seed.iso and an installer
+// uid: another uid's seed of the same name, the proxy operator's <name>-seed.iso and an installer
 // image stay.
 func TestReseed_leftoversOfOtherVMsStay(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
 	other := seedFileGen(testName, "7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", 2)
-	for _, f := range []string{other, legacySeedFile(testName), "debian-13.iso", seedFileGen(testName, testUID, 5)} {
+	for _, f := range []string{other, operatorSeedFile(testName), "debian-13.iso", seedFileGen(testName, testUID, 5)} {
 		h.f.putISO("pv1-1", fakeISOStorage, f, []byte("x"))
 	}
 	if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\n")); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{other, legacySeedFile(testName), "debian-13.iso"} {
+	for _, f := range []string{other, operatorSeedFile(testName), "debian-13.iso"} {
 		if _, ok := h.f.iso("pv1-1", fakeISOStorage, f); !ok {
 			t.Errorf("%s was deleted", f)
 		}
@@ -391,5 +391,59 @@ func TestReseed_destroyAfterAnInterruptedFirstSwap(t *testing.T) {
 	}
 	if got := h.f.seeds(); len(got) != 0 {
 		t.Errorf("seeds left after the destroy: %v", got)
+	}
+}
+
+// TestReseed_configWriteLandedButItsAnswerLost: the config write that names the new seed
+// lands, but its answer is lost and the VM cannot be read back (an interrupt, or a read
+// that fails): the new seed is kept, as the VM names it, and the error says the write may
+// have landed. The next swap deletes the generation ide2 no longer names.
+func TestReseed_configWriteLandedButItsAnswerLost(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(h *harness, cancel context.CancelFunc)
+	}{
+		{"interrupted", func(h *harness, cancel context.CancelFunc) {
+			h.f.onCall("SetVMConfig", func(ctx context.Context, c fakeCall) error {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = c.Args["ide2"] })
+				cancel()
+				return ctx.Err()
+			})
+		}},
+		{"answer lost, read back fails", func(h *harness, _ context.CancelFunc) {
+			h.f.onCall("SetVMConfig", func(_ context.Context, c fakeCall) error {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = c.Args["ide2"] })
+				h.f.failNext("VMConfig", fixtureErr("err_596"))
+				return fixtureErr("err_596")
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			ctx, cancel := context.WithCancel(h.ctx)
+			defer cancel()
+			tc.fail(h, cancel)
+			err := h.b.Update(ctx, testID, reseed("#cloud-config\n"))
+			if err == nil {
+				t.Fatal("the update succeeded")
+			}
+			assertContains(t, err.Error(), "may have landed")
+			assertContains(t, err.Error(), seedFileGen(testName, testUID, 2))
+			if got := h.f.vm(testVMID0).Config["ide2"]; !strings.Contains(got, seedFileGen(testName, testUID, 2)) {
+				t.Fatalf("ide2 %q, want generation 2", got)
+			}
+			if got := h.f.seeds(); !slices.Contains(got, seedVolOf(2)) {
+				t.Errorf("seeds %v: the seed ide2 names was deleted", got)
+			}
+			// The next swap (the plan's swap back) converges: one seed, the one ide2 names.
+			h.f.hooks = map[string][]func(context.Context, fakeCall) error{}
+			if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\n")); err != nil {
+				t.Fatal(err)
+			}
+			if got := h.f.seeds(); !slices.Equal(got, []string{seedVolOf(3)}) {
+				t.Errorf("seeds %v after the next swap, want only %s", got, seedVolOf(3))
+			}
+		})
 	}
 }

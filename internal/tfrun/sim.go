@@ -99,8 +99,7 @@ func WaitTask(ctx context.Context, s *pvesim.Sim, typ string, since time.Time, t
 	})
 }
 
-// SeedVolID is the volume id of the seed ISO of earlier releases and the operator,
-// <name>-seed.iso.
+// SeedVolID is the volume id of the proxy operator's seed ISO, <name>-seed.iso.
 func SeedVolID(isoStorage, name string) string { return isoStorage + ":iso/" + name + "-seed.iso" }
 
 // UIDSeedVolID is the volume id of a VM's own seed ISO, <name>-<uid>-seed.iso.
