@@ -102,6 +102,23 @@ func (s *Sim) hMigrate(c *call) *response {
 	if r != nil {
 		return r
 	}
+	if r := s.migrateRefusal(c, v); r != nil {
+		return r
+	}
+	m := &migration{s: s, v: v, source: c.node, target: c.params["target"], targetStorage: c.params["targetstorage"],
+		online: c.params["online"] == "1", withLocal: c.params["with-local-disks"] == "1"}
+	t := s.newTask(c, c.node, "qmigrate", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Clone)
+	t.begin = func(time.Time) string { return m.begin(t) }
+	t.finish = func(time.Time) string { return m.finish() }
+	t.onFail = func(time.Time) { m.fail() }
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// migrateRefusal is migrate_vm's checks before the task: the target is not the local node
+// (a parameter error), it exists, the VM is not locked, a running VM needs online, and a
+// targetstorage exists.
+func (s *Sim) migrateRefusal(c *call, v *vm) *response {
 	target := c.params["target"]
 	if target == c.node {
 		return paramError(map[string]string{"target": "target is local node."})
@@ -112,68 +129,81 @@ func (s *Sim) hMigrate(c *call) *response {
 	if v.cloning() || v.lock != "" {
 		return apiError(500, lockedMsg(v.lock))
 	}
-	online := c.params["online"] == "1"
-	withLocal := c.params["with-local-disks"] == "1"
-	if v.status == "running" && !online {
+	if v.status == "running" && c.params["online"] != "1" {
 		return apiError(500, "can't migrate running VM without --online")
 	}
-	targetStorage := c.params["targetstorage"]
-	if targetStorage != "" && s.storages[targetStorage] == nil {
-		return apiError(500, fmt.Sprintf("storage '%s' does not exist", targetStorage))
+	if ts := c.params["targetstorage"]; ts != "" && s.storages[ts] == nil {
+		return apiError(500, fmt.Sprintf("storage '%s' does not exist", ts))
 	}
-	var live bool
-	t := s.newTask(c, c.node, "qmigrate", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Clone)
-	t.begin = func(at time.Time) string {
-		if s.vms[v.vmid] != v || v.node != c.node {
-			return notExistMsg(c.node, v.vmid)
-		}
-		if v.lock != "" {
-			return lockedMsg(v.lock)
-		}
-		live = v.status == "running"
-		if live && !online {
-			return "can't migrate running VM without --online"
-		}
-		if !live && online {
-			t.log = append(t.log, "VM isn't running. Doing offline migration instead.")
-		}
-		local, refusals := s.localVolumes(v, live, withLocal)
-		for _, vol := range local {
-			t.log = append(t.log, fmt.Sprintf("found local disk '%s' (attached)", vol))
-		}
-		if len(refusals) > 0 {
-			t.log = append(t.log, refusals...)
-			return "can't migrate VM - check log"
-		}
-		if s.nodeDown(target) {
-			return fmt.Sprintf("migration aborted: target node '%s' is not online", target)
-		}
-		v.lock = "migrate"
-		return ""
+	return nil
+}
+
+// migration is one qmigrate task of VM v from node source to node target (QemuMigrate.pm).
+type migration struct {
+	s                 *Sim
+	v                 *vm
+	source, target    string
+	targetStorage     string
+	online, withLocal bool
+	live              bool // the VM was running when the task began
+}
+
+// begin is prepare and scan_local_volumes, then phase1's lock: it answers the task's
+// failure, empty when the migration goes ahead. Its log lines go to t.
+func (m *migration) begin(t *task) string {
+	s, v := m.s, m.v
+	if s.vms[v.vmid] != v || v.node != m.source {
+		return notExistMsg(m.source, v.vmid)
 	}
-	t.finish = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(c.node, v.vmid)
-		}
-		if v.lock == "migrate" {
-			v.lock = ""
-		}
-		if s.nodeDown(target) {
-			return fmt.Sprintf("migration aborted: target node '%s' is not online", target)
-		}
-		if live && v.status != "running" {
-			return "migration aborted: the VM stopped during the migration"
-		}
-		s.moveGuest(v, target, targetStorage)
-		return ""
+	if v.lock != "" {
+		return lockedMsg(v.lock)
 	}
-	t.onFail = func(at time.Time) {
-		if s.vms[v.vmid] == v && v.lock == "migrate" {
-			v.lock = ""
-		}
+	m.live = v.status == "running"
+	if m.live && !m.online {
+		return "can't migrate running VM without --online"
 	}
-	s.submitTask(t, c.now)
-	return okData(t.upid)
+	if !m.live && m.online {
+		t.log = append(t.log, "VM isn't running. Doing offline migration instead.")
+	}
+	local, refusals := s.localVolumes(v, m.live, m.withLocal)
+	for _, vol := range local {
+		t.log = append(t.log, fmt.Sprintf("found local disk '%s' (attached)", vol))
+	}
+	if len(refusals) > 0 {
+		t.log = append(t.log, refusals...)
+		return "can't migrate VM - check log"
+	}
+	if s.nodeDown(m.target) {
+		return fmt.Sprintf("migration aborted: target node '%s' is not online", m.target)
+	}
+	v.lock = "migrate"
+	return ""
+}
+
+// finish is phase3_cleanup: the lock dropped, the config moved to the target.
+func (m *migration) finish() string {
+	s, v := m.s, m.v
+	if s.vms[v.vmid] != v {
+		return notExistMsg(m.source, v.vmid)
+	}
+	if v.lock == "migrate" {
+		v.lock = ""
+	}
+	if s.nodeDown(m.target) {
+		return fmt.Sprintf("migration aborted: target node '%s' is not online", m.target)
+	}
+	if m.live && v.status != "running" {
+		return "migration aborted: the VM stopped during the migration"
+	}
+	s.moveGuest(v, m.target, m.targetStorage)
+	return ""
+}
+
+// fail leaves a failed migration's VM on the source node, unlocked.
+func (m *migration) fail() {
+	if m.s.vms[m.v.vmid] == m.v && m.v.lock == "migrate" {
+		m.v.lock = ""
+	}
 }
 
 // moveGuest moves v's config to target; with targetStorage its disks on non-shared storage
