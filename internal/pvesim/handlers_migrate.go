@@ -230,15 +230,16 @@ func (s *Sim) moveGuest(v *vm, target, targetStorage string) {
 // recovery node's directory and touches no volume. So nothing is copied: a CD-ROM ISO on a
 // per-node storage (a seed) stays on the old node, and the moved config names a file the
 // target may not hold. (An HA relocation is a migration instead, src/PVE/HA/Resources/PVEVM.pm
-// migrate calling migrate_vm, which refuses a local CD-ROM image like hMigrate does.)
+// migrate calling migrate_vm with force and with-local-disks, which still refuses a local
+// CD-ROM image: QemuMigrate.pm scan_local_volumes, as hMigrate does.)
 //
 // The service then goes to state started, and the recovery node's LRM starts the guest
-// (src/PVE/HA/Resources/PVEVM.pm start, vm_start), which activates every drive volume first:
-// a volume missing on the target fails that start (pve-storage src/PVE/Storage/Plugin.pm
-// activate_volume, task_status_start_volume_missing) and the guest is left stopped there. A
-// guest whose volumes are all there keeps running with its MAC and address: a reconstruction,
-// the simulator does not model the fenced node's loss of the guest nor the boot on the target.
-// A locked or cloning guest is refused.
+// (src/PVE/HA/Resources/PVEVM.pm start, vm_start), which activates every drive volume
+// first (missingVolume): a volume missing on the target fails that start (pve-storage
+// src/PVE/Storage/Plugin.pm activate_volume, task_status_start_volume_missing) and the
+// guest is left stopped there. A guest whose volumes are all there keeps running with its
+// MAC and address: a reconstruction, the simulator does not model the fenced node's loss
+// of the guest nor the boot on the target. A locked or cloning guest is refused.
 func (s *Sim) MoveVM(vmid int, target string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -69,8 +69,9 @@ func (s *Sim) hStart(c *call) *response {
 
 // missingVolume is the first drive volume of v (in key order) on a storage with a path that
 // v's node does not hold: vm_start activates every drive volume before it starts the guest
-// (pve-storage src/PVE/Storage/Plugin.pm activate_volume dies "volume '<volid>' does not
-// exist"). Empty when every one is there.
+// (qemu-server src/PVE/QemuServer.pm vm_start_nolock, activate_volumes over
+// get_current_vm_volumes; pve-storage src/PVE/Storage/Plugin.pm activate_volume dies
+// "volume '<volid>' does not exist"). Empty when every one is there.
 func (s *Sim) missingVolume(v *vm) string {
 	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
 		if !driveKeyRe.MatchString(k) {
