@@ -421,6 +421,9 @@ func retryAfter(d time.Duration) *response {
 
 const maxFormBody = 64 << 10
 
+// readParams reads a call's parameters: the query, then for POST and PUT the body (an
+// upload's multipart form, JSON, or a urlencoded form); the path's variables are not
+// parameters.
 func readParams(c *call) (map[string]string, *response) {
 	params := map[string]string{}
 	q, _ := url.ParseQuery(c.req.URL.RawQuery)
@@ -430,68 +433,90 @@ func readParams(c *call) (map[string]string, *response) {
 		}
 	}
 	if c.method == http.MethodPost || c.method == http.MethodPut {
-		ct, ctParams, _ := mime.ParseMediaType(c.req.Header.Get("Content-Type"))
-		switch {
-		case ct == "multipart/form-data" && c.route.tmpl == uploadTmpl:
-			up, fields, r := readMultipart(c.req, ctParams["boundary"])
-			if r != nil {
-				return nil, r
-			}
-			for k, v := range fields {
-				params[k] = v
-			}
-			c.upload = up
-			if up != nil {
-				params["filename"] = up.name
-			}
-		case ct == "application/json":
-			body, err := io.ReadAll(io.LimitReader(c.req.Body, maxFormBody+1))
-			if err != nil {
-				return nil, apiError(400, "Bad Request")
-			}
-			if len(body) > maxFormBody {
-				return nil, apiError(413, "Request Entity Too Large")
-			}
-			if len(bytes.TrimSpace(body)) > 0 {
-				var m map[string]any
-				dec := json.NewDecoder(bytes.NewReader(body))
-				dec.UseNumber()
-				if err := dec.Decode(&m); err != nil {
-					return nil, apiError(400, "invalid JSON parameters")
-				}
-				for k, v := range m {
-					switch x := v.(type) {
-					case nil:
-					case string:
-						params[k] = x
-					case json.Number:
-						params[k] = x.String()
-					case bool:
-						params[k] = map[bool]string{true: "1", false: "0"}[x]
-					default:
-						b, _ := json.Marshal(x)
-						params[k] = string(b)
-					}
-				}
-			}
-		default:
-			body, err := io.ReadAll(io.LimitReader(c.req.Body, maxFormBody+1))
-			if err != nil {
-				return nil, apiError(400, "Bad Request")
-			}
-			if len(body) > maxFormBody {
-				return nil, apiError(413, "Request Entity Too Large")
-			}
-			f, _ := url.ParseQuery(string(body))
-			for k, v := range f {
-				if len(v) > 0 {
-					params[k] = v[0]
-				}
-			}
+		if r := readBodyParams(c, params); r != nil {
+			return nil, r
 		}
 	}
 	for k := range c.vars {
 		delete(params, k)
 	}
 	return params, nil
+}
+
+// readBodyParams adds the parameters of a POST or PUT body to params, by its content type.
+func readBodyParams(c *call, params map[string]string) *response {
+	ct, ctParams, _ := mime.ParseMediaType(c.req.Header.Get("Content-Type"))
+	switch {
+	case ct == "multipart/form-data" && c.route.tmpl == uploadTmpl:
+		up, fields, r := readMultipart(c.req, ctParams["boundary"])
+		if r != nil {
+			return r
+		}
+		for k, v := range fields {
+			params[k] = v
+		}
+		c.upload = up
+		if up != nil {
+			params["filename"] = up.name
+		}
+		return nil
+	case ct == "application/json":
+		body, r := readFormBody(c)
+		if r != nil {
+			return r
+		}
+		return jsonParams(body, params)
+	}
+	body, r := readFormBody(c)
+	if r != nil {
+		return r
+	}
+	f, _ := url.ParseQuery(string(body))
+	for k, v := range f {
+		if len(v) > 0 {
+			params[k] = v[0]
+		}
+	}
+	return nil
+}
+
+// readFormBody reads a body of at most maxFormBody bytes (413 beyond).
+func readFormBody(c *call) ([]byte, *response) {
+	body, err := io.ReadAll(io.LimitReader(c.req.Body, maxFormBody+1))
+	if err != nil {
+		return nil, apiError(400, "Bad Request")
+	}
+	if len(body) > maxFormBody {
+		return nil, apiError(413, "Request Entity Too Large")
+	}
+	return body, nil
+}
+
+// jsonParams adds a JSON object body's members to params: strings and numbers as sent,
+// booleans as 1 or 0, other values as their JSON, null as absent.
+func jsonParams(body []byte, params map[string]string) *response {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return apiError(400, "invalid JSON parameters")
+	}
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+		case string:
+			params[k] = x
+		case json.Number:
+			params[k] = x.String()
+		case bool:
+			params[k] = map[bool]string{true: "1", false: "0"}[x]
+		default:
+			b, _ := json.Marshal(x)
+			params[k] = string(b)
+		}
+	}
+	return nil
 }

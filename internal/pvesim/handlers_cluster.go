@@ -200,3 +200,68 @@ func (c *call) checkTaskUser(t *task) error {
 	}
 	return c.check("/nodes/"+c.node, "Sys.Audit")
 }
+
+// nodeIP is the address a node's corosync link would have.
+func (s *Sim) nodeIP(n string) string {
+	return "192.168.0." + strconv.Itoa(10+slices.Index(s.nodeOrder, n))
+}
+
+// hClusterStatus is pve-manager PVE/API2/Cluster.pm get_status: on a cluster a "cluster"
+// entry (nodes, version, name, quorate) and one "node" entry per member (id, name,
+// nodeid, local, online, ip, level); a single node without a cluster gets the fake local
+// entry with nodeid 0.
+func (s *Sim) hClusterStatus(c *call) *response {
+	out := []map[string]any{}
+	if len(s.nodeOrder) == 1 {
+		n := s.nodeOrder[0]
+		return okData(append(out, map[string]any{
+			"type": "node", "id": "node/" + n, "name": n, "ip": s.nodeIP(n), "local": 1,
+			"nodeid": 0, "online": 1, "level": "",
+		}))
+	}
+	online := 0
+	for _, n := range s.nodeOrder {
+		if !s.nodeDown(n) {
+			online++
+		}
+	}
+	out = append(out, map[string]any{
+		"type": "cluster", "id": "cluster", "nodes": len(s.nodeOrder), "version": len(s.nodeOrder),
+		"name": "pvesim", "quorate": b2i(online*2 > len(s.nodeOrder)),
+	})
+	for i, n := range s.nodeOrder {
+		e := map[string]any{
+			"type": "node", "id": "node/" + n, "name": n, "nodeid": i + 1, "local": b2i(i == 0),
+			"online": b2i(!s.nodeDown(n)), "ip": s.nodeIP(n),
+		}
+		if !s.nodeDown(n) {
+			e["level"] = ""
+		}
+		out = append(out, e)
+	}
+	return okData(out)
+}
+
+// hNodeVersion is pve-manager PVE/API2/Nodes.pm version: PVE::pvecfg::version_info.
+func (s *Sim) hNodeVersion(c *call) *response {
+	return okData(map[string]any{"version": pveVersion, "release": pveRelease, "repoid": pveRepoID})
+}
+
+// hClusterTasks is pve-manager PVE/API2/Cluster.pm tasks: the cluster-wide recent task
+// list (pvestatd broadcasts each node's), the token user split into user and tokenid.
+func (s *Sim) hClusterTasks(c *call) *response {
+	out := []map[string]any{}
+	for i := len(s.taskList) - 1; i >= 0 && len(out) < 50; i-- {
+		t := s.taskList[i]
+		e := map[string]any{
+			"upid": t.upid, "node": t.node, "pid": t.pid, "pstart": t.pstart, "starttime": t.submitted.Unix(),
+			"type": t.typ, "id": t.id, "user": t.user, "tokenid": t.tokenid,
+		}
+		if t.done {
+			e["status"] = t.exit
+			e["endtime"] = t.endAt.Unix()
+		}
+		out = append(out, e)
+	}
+	return okData(out)
+}

@@ -102,6 +102,23 @@ func (s *Sim) hMigrate(c *call) *response {
 	if r != nil {
 		return r
 	}
+	if r := s.migrateRefusal(c, v); r != nil {
+		return r
+	}
+	m := &migration{s: s, v: v, source: c.node, target: c.params["target"], targetStorage: c.params["targetstorage"],
+		online: c.params["online"] == "1", withLocal: c.params["with-local-disks"] == "1"}
+	t := s.newTask(c, c.node, "qmigrate", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Clone)
+	t.begin = func(time.Time) string { return m.begin(t) }
+	t.finish = func(time.Time) string { return m.finish() }
+	t.onFail = func(time.Time) { m.fail() }
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// migrateRefusal is migrate_vm's checks before the task: the target is not the local node
+// (a parameter error), it exists, the VM is not locked, a running VM needs online, and a
+// targetstorage exists.
+func (s *Sim) migrateRefusal(c *call, v *vm) *response {
 	target := c.params["target"]
 	if target == c.node {
 		return paramError(map[string]string{"target": "target is local node."})
@@ -112,68 +129,81 @@ func (s *Sim) hMigrate(c *call) *response {
 	if v.cloning() || v.lock != "" {
 		return apiError(500, lockedMsg(v.lock))
 	}
-	online := c.params["online"] == "1"
-	withLocal := c.params["with-local-disks"] == "1"
-	if v.status == "running" && !online {
+	if v.status == "running" && c.params["online"] != "1" {
 		return apiError(500, "can't migrate running VM without --online")
 	}
-	targetStorage := c.params["targetstorage"]
-	if targetStorage != "" && s.storages[targetStorage] == nil {
-		return apiError(500, fmt.Sprintf("storage '%s' does not exist", targetStorage))
+	if ts := c.params["targetstorage"]; ts != "" && s.storages[ts] == nil {
+		return apiError(500, fmt.Sprintf("storage '%s' does not exist", ts))
 	}
-	var live bool
-	t := s.newTask(c, c.node, "qmigrate", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Clone)
-	t.begin = func(at time.Time) string {
-		if s.vms[v.vmid] != v || v.node != c.node {
-			return notExistMsg(c.node, v.vmid)
-		}
-		if v.lock != "" {
-			return lockedMsg(v.lock)
-		}
-		live = v.status == "running"
-		if live && !online {
-			return "can't migrate running VM without --online"
-		}
-		if !live && online {
-			t.log = append(t.log, "VM isn't running. Doing offline migration instead.")
-		}
-		local, refusals := s.localVolumes(v, live, withLocal)
-		for _, vol := range local {
-			t.log = append(t.log, fmt.Sprintf("found local disk '%s' (attached)", vol))
-		}
-		if len(refusals) > 0 {
-			t.log = append(t.log, refusals...)
-			return "can't migrate VM - check log"
-		}
-		if s.nodeDown(target) {
-			return fmt.Sprintf("migration aborted: target node '%s' is not online", target)
-		}
-		v.lock = "migrate"
-		return ""
+	return nil
+}
+
+// migration is one qmigrate task of VM v from node source to node target (QemuMigrate.pm).
+type migration struct {
+	s                 *Sim
+	v                 *vm
+	source, target    string
+	targetStorage     string
+	online, withLocal bool
+	live              bool // the VM was running when the task began
+}
+
+// begin is prepare and scan_local_volumes, then phase1's lock: it answers the task's
+// failure, empty when the migration goes ahead. Its log lines go to t.
+func (m *migration) begin(t *task) string {
+	s, v := m.s, m.v
+	if s.vms[v.vmid] != v || v.node != m.source {
+		return notExistMsg(m.source, v.vmid)
 	}
-	t.finish = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(c.node, v.vmid)
-		}
-		if v.lock == "migrate" {
-			v.lock = ""
-		}
-		if s.nodeDown(target) {
-			return fmt.Sprintf("migration aborted: target node '%s' is not online", target)
-		}
-		if live && v.status != "running" {
-			return "migration aborted: the VM stopped during the migration"
-		}
-		s.moveGuest(v, target, targetStorage)
-		return ""
+	if v.lock != "" {
+		return lockedMsg(v.lock)
 	}
-	t.onFail = func(at time.Time) {
-		if s.vms[v.vmid] == v && v.lock == "migrate" {
-			v.lock = ""
-		}
+	m.live = v.status == "running"
+	if m.live && !m.online {
+		return "can't migrate running VM without --online"
 	}
-	s.submitTask(t, c.now)
-	return okData(t.upid)
+	if !m.live && m.online {
+		t.log = append(t.log, "VM isn't running. Doing offline migration instead.")
+	}
+	local, refusals := s.localVolumes(v, m.live, m.withLocal)
+	for _, vol := range local {
+		t.log = append(t.log, fmt.Sprintf("found local disk '%s' (attached)", vol))
+	}
+	if len(refusals) > 0 {
+		t.log = append(t.log, refusals...)
+		return "can't migrate VM - check log"
+	}
+	if s.nodeDown(m.target) {
+		return fmt.Sprintf("migration aborted: target node '%s' is not online", m.target)
+	}
+	v.lock = "migrate"
+	return ""
+}
+
+// finish is phase3_cleanup: the lock dropped, the config moved to the target.
+func (m *migration) finish() string {
+	s, v := m.s, m.v
+	if s.vms[v.vmid] != v {
+		return notExistMsg(m.source, v.vmid)
+	}
+	if v.lock == "migrate" {
+		v.lock = ""
+	}
+	if s.nodeDown(m.target) {
+		return fmt.Sprintf("migration aborted: target node '%s' is not online", m.target)
+	}
+	if m.live && v.status != "running" {
+		return "migration aborted: the VM stopped during the migration"
+	}
+	s.moveGuest(v, m.target, m.targetStorage)
+	return ""
+}
+
+// fail leaves a failed migration's VM on the source node, unlocked.
+func (m *migration) fail() {
+	if m.s.vms[m.v.vmid] == m.v && m.v.lock == "migrate" {
+		m.v.lock = ""
+	}
 }
 
 // moveGuest moves v's config to target; with targetStorage its disks on non-shared storage
@@ -200,15 +230,16 @@ func (s *Sim) moveGuest(v *vm, target, targetStorage string) {
 // recovery node's directory and touches no volume. So nothing is copied: a CD-ROM ISO on a
 // per-node storage (a seed) stays on the old node, and the moved config names a file the
 // target may not hold. (An HA relocation is a migration instead, src/PVE/HA/Resources/PVEVM.pm
-// migrate calling migrate_vm, which refuses a local CD-ROM image like hMigrate does.)
+// migrate calling migrate_vm with force and with-local-disks, which still refuses a local
+// CD-ROM image: QemuMigrate.pm scan_local_volumes, as hMigrate does.)
 //
 // The service then goes to state started, and the recovery node's LRM starts the guest
-// (src/PVE/HA/Resources/PVEVM.pm start, vm_start), which activates every drive volume first:
-// a volume missing on the target fails that start (pve-storage src/PVE/Storage/Plugin.pm
-// activate_volume, task_status_start_volume_missing) and the guest is left stopped there. A
-// guest whose volumes are all there keeps running with its MAC and address: a reconstruction,
-// the simulator does not model the fenced node's loss of the guest nor the boot on the target.
-// A locked or cloning guest is refused.
+// (src/PVE/HA/Resources/PVEVM.pm start, vm_start), which activates every drive volume
+// first (missingVolume): a volume missing on the target fails that start (pve-storage
+// src/PVE/Storage/Plugin.pm activate_volume, task_status_start_volume_missing) and the
+// guest is left stopped there. A guest whose volumes are all there keeps running with its
+// MAC and address: a reconstruction, the simulator does not model the fenced node's loss
+// of the guest nor the boot on the target. A locked or cloning guest is refused.
 func (s *Sim) MoveVM(vmid int, target string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -651,182 +651,6 @@ func (s *Sim) hStatusCurrent(c *call) *response {
 	return okData(out)
 }
 
-// hStart: every check runs in the task (qemu-server src/PVE/API2/Qemu.pm vm_start forks
-// qmstart; vm_start's load_config fails there for a missing VM).
-func (s *Sim) hStart(c *call) *response {
-	v := s.vmOn(c.node, c.vmid)
-	if v == nil {
-		return s.missingVMTask(c, "qmstart", notExistMsg(c.node, c.vmid))
-	}
-	skiplock := c.params["skiplock"] == "1"
-	resuming := false
-	t := s.newTask(c, c.node, "qmstart", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Start)
-	t.begin = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
-		}
-		if v.lock != "" && v.lock != "suspended" && !skiplock {
-			return lockedMsg(v.lock)
-		}
-		if v.status == "running" {
-			return fmt.Sprintf("VM %d already running", v.vmid)
-		}
-		if v.isTemplate() {
-			return "you can't start a vm if it's a template"
-		}
-		if vol := s.missingVolume(v); vol != "" {
-			return fmt.Sprintf("volume '%s' does not exist", vol)
-		}
-		resuming = v.lock == "suspended"
-		if !resuming {
-			v.applyPending() // vm_start_nolock, not for a resume from a state file
-		}
-		if msg := memoryHotplugStartError(v.conf); msg != "" {
-			return msg
-		}
-		v.status, v.qmp = "running", "prelaunch"
-		return ""
-	}
-	t.finish = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
-		}
-		v.qmp = "running"
-		if resuming {
-			v.lock = ""
-			delete(v.conf, "vmstate")
-			s.resumeGuest(v, at)
-			return ""
-		}
-		v.bootAt = at
-		s.bootGuest(v, at)
-		return ""
-	}
-	s.submitTask(t, c.now)
-	return okData(t.upid)
-}
-
-// missingVolume is the first drive volume of v (in key order) on a storage with a path that
-// v's node does not hold: vm_start activates every drive volume before it starts the guest
-// (pve-storage src/PVE/Storage/Plugin.pm activate_volume dies "volume '<volid>' does not
-// exist"). Empty when every one is there.
-func (s *Sim) missingVolume(v *vm) string {
-	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
-		if !driveKeyRe.MatchString(k) {
-			continue
-		}
-		vol := driveVolume(v.conf[k])
-		sid, _, ok := strings.Cut(vol, ":")
-		if st := s.storages[sid]; ok && st != nil && st.hasPath && s.volume(v.node, vol) == nil {
-			return vol
-		}
-	}
-	return ""
-}
-
-// stopMissingMsg is qemu-server src/PVE/QemuConfig.pm assert_config_exists_on_node, which
-// check_running calls first in _do_vm_stop.
-func stopMissingMsg(nodeName string, vmid int) string {
-	return fmt.Sprintf("unable to find configuration file for VM %d on node '%s'", vmid, nodeName)
-}
-
-// hStop: every check runs in the qmstop task (qemu-server src/PVE/QemuServer.pm
-// _do_vm_stop): a missing config fails there, a VM not running ends OK at once, before the
-// lock is checked.
-func (s *Sim) hStop(c *call) *response {
-	v := s.vmOn(c.node, c.vmid)
-	if v == nil {
-		return s.missingVMTask(c, "qmstop", stopMissingMsg(c.node, c.vmid))
-	}
-	skiplock := c.params["skiplock"] == "1"
-	t := s.newTask(c, c.node, "qmstop", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Stop)
-	t.begin = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return stopMissingMsg(v.node, v.vmid)
-		}
-		if v.status != "running" {
-			return ""
-		}
-		if v.lock != "" && !skiplock {
-			return lockedMsg(v.lock)
-		}
-		return ""
-	}
-	t.finish = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
-		}
-		wasRunning := v.status == "running"
-		s.powerOff(v)
-		if wasRunning {
-			v.applyPending() // vm_stop_cleanup with apply_pending_changes
-		}
-		return ""
-	}
-	s.submitTask(t, c.now)
-	return okData(t.upid)
-}
-
-func (s *Sim) powerOff(v *vm) {
-	v.status, v.qmp = "stopped", "stopped"
-	v.bootAt = time.Time{}
-	v.guest.agentAt, v.guest.ipAt = time.Time{}, time.Time{}
-}
-
-func (s *Sim) hSuspend(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
-	}
-	if v.status != "running" {
-		return apiError(500, fmt.Sprintf("VM %d not running", v.vmid))
-	}
-	todisk := c.params["todisk"] == "1"
-	skiplock := c.params["skiplock"] == "1"
-	t := s.newTask(c, c.node, "qmsuspend", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Suspend)
-	t.begin = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
-		}
-		if v.lock != "" && !skiplock {
-			return lockedMsg(v.lock)
-		}
-		if v.status != "running" {
-			return fmt.Sprintf("VM %d not running", v.vmid)
-		}
-		if todisk {
-			v.lock = "suspending"
-		}
-		return ""
-	}
-	t.finish = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
-		}
-		if !todisk {
-			v.qmp = "paused"
-			return ""
-		}
-		s.hibernate(v, at)
-		return ""
-	}
-	s.submitTask(t, c.now)
-	return okData(t.upid)
-}
-
-// hibernate: stopped, lock suspended, a state volume in vmstate (fact: hibernated-vm).
-func (s *Sim) hibernate(v *vm, at time.Time) {
-	agentUp := !v.guest.agentAt.IsZero() && !at.Before(v.guest.agentAt)
-	s.powerOff(v)
-	v.lock = "suspended"
-	v.guest.resumeAgent = agentUp
-	sid := "local-lvm"
-	if k := firstDisk(v.conf); k != "" {
-		sid, _, _ = strings.Cut(driveVolume(v.conf[k]), ":")
-	}
-	v.conf["vmstate"] = fmt.Sprintf("%s:vm-%d-state-suspend-%s", sid, v.vmid, at.UTC().Format("2006-01-02"))
-}
-
 func firstDisk(conf map[string]string) string {
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		if driveKeyRe.MatchString(k) && !isCDROM(conf[k]) {
@@ -834,28 +658,6 @@ func firstDisk(conf map[string]string) string {
 		}
 	}
 	return ""
-}
-
-func (s *Sim) hResume(c *call) *response {
-	v, r := s.vmOrErr(c)
-	if r != nil {
-		return r
-	}
-	if v.status != "running" {
-		return apiError(500, fmt.Sprintf("VM %d not running", v.vmid))
-	}
-	t := s.newTask(c, c.node, "qmresume", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Suspend)
-	t.finish = func(at time.Time) string {
-		if s.vms[v.vmid] != v {
-			return notExistMsg(v.node, v.vmid)
-		}
-		if v.status == "running" {
-			v.qmp = "running"
-		}
-		return ""
-	}
-	s.submitTask(t, c.now)
-	return okData(t.upid)
 }
 
 func (s *Sim) hDestroy(c *call) *response {
@@ -910,4 +712,57 @@ func (s *Sim) removeVM(v *vm) {
 	if v.guest.ip != "" && s.leases[v.guest.ip] == v.vmid {
 		delete(s.leases, v.guest.ip)
 	}
+}
+
+// hQemuList is qemu-server src/PVE/API2/Qemu.pm vmlist over src/PVE/QemuServer.pm
+// vmstatus: every VM of the node with vmid, status, name ("VM <vmid>" without one),
+// cpus, maxmem, maxdisk, disk, uptime, cpu, mem, memhost, netin, netout, pid when
+// running, lock, tags, template when set; qmpstatus, diskread and diskwrite with full=1.
+func (s *Sim) hQemuList(c *call) *response {
+	full := c.params["full"] == "1"
+	out := []map[string]any{}
+	for _, id := range slices.Sorted(maps.Keys(s.vms)) {
+		v := s.vms[id]
+		// Only the VMs the caller may audit (qemu-server src/PVE/API2/Qemu.pm vmlist).
+		if v.node != c.node || v.typ != "qemu" || !c.can("/vms/"+strconv.Itoa(id), "VM.Audit") {
+			continue
+		}
+		name := v.name()
+		if name == "" {
+			name = fmt.Sprintf("VM %d", v.vmid)
+		}
+		e := map[string]any{
+			"vmid": v.vmid, "status": v.status, "name": name, "maxmem": memoryMiB(v.conf) << 20,
+			"maxdisk": bootDiskSize(v.conf), "disk": 0, "cpus": cpuCount(v.conf), "uptime": 0,
+			"cpu": 0, "mem": 0, "memhost": 0, "netin": 0, "netout": 0,
+		}
+		if v.lock != "" {
+			e["lock"] = v.lock
+		}
+		if v.isTemplate() {
+			e["template"] = 1
+		}
+		if _, ok := v.conf["serial0"]; ok {
+			e["serial"] = 1
+		}
+		if t, ok := v.conf["tags"]; ok {
+			e["tags"] = t
+		}
+		if v.status == "running" {
+			e["pid"] = 4000 + v.vmid%60000
+			if !v.bootAt.IsZero() {
+				e["uptime"] = int64(s.simSince(v.bootAt, c.now).Seconds())
+			}
+			e["cpu"] = 0.0123
+			e["mem"] = (memoryMiB(v.conf) << 20) / 4
+			e["memhost"] = (memoryMiB(v.conf) << 20) / 4
+			e["netin"], e["netout"] = 123456, 65432
+		}
+		if full {
+			e["qmpstatus"] = v.qmp
+			e["diskread"], e["diskwrite"] = 0, 0
+		}
+		out = append(out, e)
+	}
+	return okData(out)
 }

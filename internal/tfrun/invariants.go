@@ -108,13 +108,10 @@ func (c *Checker) Live(states ...*State) Findings {
 	var f Findings
 	st := c.Sim.State()
 	byID := map[int]pvesim.VMState{}
-	byName := map[string][]int{}
 	for _, v := range st.VMs {
 		byID[v.VMID] = v
-		if v.Type == "qemu" && !v.Template && v.Name != "" && c.Owns(v.Name) {
-			byName[v.Name] = append(byName[v.Name], v.VMID)
-		}
 	}
+	byName := c.scenarioVMs(st)
 	f.Add(c.foreign(byID))
 
 	tracked := map[int]string{} // vmid -> address (first workspace holding it)
@@ -123,41 +120,7 @@ func (c *Checker) Live(states ...*State) Findings {
 			continue
 		}
 		for _, r := range s.OfType("proxy_vm") {
-			vmid, name := r.Int("vmid"), r.String("name")
-			if vmid == 0 {
-				continue
-			}
-			where := fmt.Sprintf("workspace %d %s (vmid %d)", wi, r.Address, vmid)
-			v, ok := byID[vmid]
-			tainted := r.Tainted || r.DeposedKey != ""
-			uid := r.String("uid")
-			// A state without a uid owns no VM (decision: identity-and-adoption).
-			otherUID := ok && (uid == "" || !strings.Contains(v.Description, "proxy-operator-uid="+uid))
-			if tainted && (!ok || v.Name != name || otherUID) {
-				// A create saves the VMID it chose before the clone request, so an interrupted
-				// or failed create may leave a tainted entry naming a VMID that it never got or
-				// that another VM holds under another name, or one another apply took over (its
-				// mark carries another uid). Harmless: refresh drops the entry and destroy
-				// leaves that VM alone. It holds nothing.
-				continue
-			}
-			if prev, held := tracked[vmid]; held {
-				f.violate("%s and %s both hold VMID %d", prev, where, vmid)
-			}
-			tracked[vmid] = where
-			if tainted {
-				continue
-			}
-			switch {
-			case !ok:
-				f.Stale = append(f.Stale, fmt.Sprintf("%s: no VM %d in the cluster", where, vmid))
-			case v.Name != name:
-				f.violate("%s: VM %d is named %q, the state says %q", where, vmid, v.Name, name)
-			case !strings.Contains(v.Description, "proxy-operator-managed=true"):
-				f.violate("%s: VM %d carries no mark", where, vmid)
-			case otherUID:
-				f.violate("%s: VM %d carries another uid than the state's %s", where, vmid, uid)
-			}
+			checkEntry(&f, tracked, wi, r, byID)
 		}
 	}
 	for name, ids := range byName {
@@ -169,6 +132,57 @@ func (c *Checker) Live(states ...*State) Findings {
 	}
 	f.Orphans = append(f.Orphans, c.orphanSeeds(st, byName)...)
 	return f
+}
+
+// scenarioVMs are the VMIDs of the scenario's VMs (qemu, not templates) by name.
+func (c *Checker) scenarioVMs(st pvesim.State) map[string][]int {
+	byName := map[string][]int{}
+	for _, v := range st.VMs {
+		if v.Type == "qemu" && !v.Template && v.Name != "" && c.Owns(v.Name) {
+			byName[v.Name] = append(byName[v.Name], v.VMID)
+		}
+	}
+	return byName
+}
+
+// checkEntry checks one proxy_vm entry r of workspace wi against the cluster (byID) and
+// records the VMID it holds in tracked (vmid -> where).
+func checkEntry(f *Findings, tracked map[int]string, wi int, r Resource, byID map[int]pvesim.VMState) {
+	vmid, name := r.Int("vmid"), r.String("name")
+	if vmid == 0 {
+		return
+	}
+	where := fmt.Sprintf("workspace %d %s (vmid %d)", wi, r.Address, vmid)
+	v, ok := byID[vmid]
+	tainted := r.Tainted || r.DeposedKey != ""
+	uid := r.String("uid")
+	// A state without a uid owns no VM (decision: identity-and-adoption).
+	otherUID := ok && (uid == "" || !strings.Contains(v.Description, "proxy-operator-uid="+uid))
+	if tainted && (!ok || v.Name != name || otherUID) {
+		// A create saves the VMID it chose before the clone request, so an interrupted
+		// or failed create may leave a tainted entry naming a VMID that it never got or
+		// that another VM holds under another name, or one another apply took over (its
+		// mark carries another uid). Harmless: refresh drops the entry and destroy
+		// leaves that VM alone. It holds nothing.
+		return
+	}
+	if prev, held := tracked[vmid]; held {
+		f.violate("%s and %s both hold VMID %d", prev, where, vmid)
+	}
+	tracked[vmid] = where
+	if tainted {
+		return
+	}
+	switch {
+	case !ok:
+		f.Stale = append(f.Stale, fmt.Sprintf("%s: no VM %d in the cluster", where, vmid))
+	case v.Name != name:
+		f.violate("%s: VM %d is named %q, the state says %q", where, vmid, v.Name, name)
+	case !strings.Contains(v.Description, "proxy-operator-managed=true"):
+		f.violate("%s: VM %d carries no mark", where, vmid)
+	case otherUID:
+		f.violate("%s: VM %d carries another uid than the state's %s", where, vmid, uid)
+	}
 }
 
 // Gone checks that nothing of the scenario is left (after a destroy): no VM with one of
@@ -203,13 +217,7 @@ func (c *Checker) Gone() Findings {
 // orphanSeeds tells them: what the reliability suite counts when a scenario ends.
 func (c *Checker) SeedsLeft() []string {
 	st := c.Sim.State()
-	byName := map[string][]int{}
-	for _, v := range st.VMs {
-		if v.Type == "qemu" && !v.Template && v.Name != "" && c.Owns(v.Name) {
-			byName[v.Name] = append(byName[v.Name], v.VMID)
-		}
-	}
-	return c.orphanSeeds(st, byName)
+	return c.orphanSeeds(st, c.scenarioVMs(st))
 }
 
 // orphanSeeds are the scenario's seed ISOs no VM references: a <name>-<uid>-seed.iso when
