@@ -2,7 +2,6 @@ package provider
 
 import (
 	"maps"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 )
@@ -30,28 +29,4 @@ func withAttributes(s schema.Schema, attrs map[string]schema.Attribute) schema.S
 		s.Attributes[k] = a
 	}
 	return s
-}
-
-// plainText is a markdown description without its code spans' backticks, for Description.
-func plainText(md string) string { return strings.ReplaceAll(md, "`", "") }
-
-// withPlainDescriptions fills each attribute's Description from its MarkdownDescription.
-func withPlainDescriptions(attrs map[string]schema.Attribute) map[string]schema.Attribute {
-	for k, a := range attrs {
-		switch v := a.(type) {
-		case schema.StringAttribute:
-			v.Description = plainText(v.MarkdownDescription)
-			attrs[k] = v
-		case schema.BoolAttribute:
-			v.Description = plainText(v.MarkdownDescription)
-			attrs[k] = v
-		case schema.ListAttribute:
-			v.Description = plainText(v.MarkdownDescription)
-			attrs[k] = v
-		case schema.SetAttribute:
-			v.Description = plainText(v.MarkdownDescription)
-			attrs[k] = v
-		}
-	}
-	return attrs
 }

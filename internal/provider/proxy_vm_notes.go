@@ -25,7 +25,7 @@ import (
 const maxNoteBytes = 7168
 
 func notesAttributes() map[string]schema.Attribute {
-	return withPlainDescriptions(map[string]schema.Attribute{
+	return withPlainAttributes(map[string]schema.Attribute{
 		"tags": schema.SetAttribute{
 			ElementType: types.StringType,
 			Optional:    true,

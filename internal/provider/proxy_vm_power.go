@@ -46,10 +46,10 @@ func powerAttributes() map[string]schema.Attribute {
 		"shutdown_timeout": schema.StringAttribute{Optional: true, Computed: true,
 			Default:             stringdefault.StaticString(defaultShutdownTimeout),
 			Validators:          []validator.String{validators.Duration()},
-			MarkdownDescription: st, Description: plainText(st)},
+			MarkdownDescription: st, Description: plain(st)},
 		"reboot_on_change": schema.BoolAttribute{Optional: true, Computed: true,
 			Default:             booldefault.StaticBool(true),
-			MarkdownDescription: rb, Description: plainText(rb)},
+			MarkdownDescription: rb, Description: plain(rb)},
 	}
 }
 
