@@ -438,5 +438,5 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
-	return running && !c.Stop && !c.DeferRestart && (c.Cores != nil || c.MemoryMiB != nil || c.Reseed != nil)
+	return running && !c.Stop && !c.DeferRestart && (proxmox.ChangesRestartOption(c) || c.Reseed != nil)
 }

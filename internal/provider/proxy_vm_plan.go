@@ -175,14 +175,14 @@ func planNetworkDefaults(cfg *resolvedConfig, config proxyVMModel, plan, prior *
 }
 
 // planAddressAfterRestart makes the addresses unknown when the update starts the VM, or
-// restarts it for new cores or memory: the guest may come back with other addresses.
+// may restart it for a new value of a restart option (proxmox.RestartOptions): the guest
+// may come back with other addresses. planPower keeps them when nothing restarts after all.
 func planAddressAfterRestart(plan, prior *proxyVMModel) {
 	if prior == nil {
 		return
 	}
-	sizeChange := func(p, n types.Int64) bool { return n.IsUnknown() || !n.Equal(p) }
 	running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
-	if needsStart(prior.Status) || (running && (sizeChange(prior.Cores, plan.Cores) || sizeChange(prior.MemoryMiB, plan.MemoryMiB))) {
+	if needsStart(prior.Status) || (running && restartOptionChanges(*prior, *plan)) {
 		plan.IPAddress = types.StringUnknown()
 		planAddressesUnknown(plan)
 	}

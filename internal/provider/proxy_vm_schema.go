@@ -40,7 +40,7 @@ const (
 func proxyVMSchema(ctx context.Context) schema.Schema {
 	return withPlainDescriptions(withAttributes(schema.Schema{
 		Version:             0,
-		MarkdownDescription: proxyVMMarkdown,
+		MarkdownDescription: proxyVMMarkdown(),
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -254,7 +254,9 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 	}, fleetAttributes()))
 }
 
-const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
+// proxyVMMarkdown is the resource's description.
+func proxyVMMarkdown() string {
+	return `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
 that carries ` + "`cloud_init`" + `, and marked as managed by this provider (the same mark as the proxy
 operator's, so VMs made by either can be imported by the other).
 
@@ -262,7 +264,7 @@ Create blocks until the VM runs and, unless ` + "`wait_for_ip = false`" + `, unt
 IPv4 address. As soon as the VMID is known it is saved in the state, so a failed or interrupted
 create leaves a tainted resource that the next apply replaces, never an untracked VM.
 
-**In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a graceful restart of a running VM, which
+**In place:** ` + restartAttrsMD("and") + ` (config write, then a graceful restart of a running VM, which
 the plan warns about: see "Restarts" below), a larger
 ` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
 ` + "`start_on_boot`" + `, ` + "`pool`" + ` (a move between pools, which needs ` + "`Pool.Allocate`" + ` on both), and a VM found stopped,
@@ -271,7 +273,7 @@ migrates the VM (online when it runs: its address, MAC, VMID and disks stay), an
 node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
 at create and stays where it is.
 
-**Restarts.** Proxmox applies a ` + "`cores` or `memory_mib`" + ` change to a running VM at its next start. The
+**Restarts.** Proxmox applies a ` + restartAttrsMD("or") + ` change to a running VM at its next start. The
 apply shuts the guest down (the guest agent's shutdown when the agent answers, else ACPI), gives it
 ` + "`shutdown_timeout`" + ` (default 2m), lets Proxmox stop it if it is still up, and starts it again. With
 ` + "`reboot_on_change = false`" + ` the change is written and left pending instead: the state reports what the VM
@@ -295,6 +297,7 @@ catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it 
 the first value you set after the import is recorded without replacing the VM (later changes replace it as
 usual).
 `
+}
 
 // positiveTimeouts adds a duration-above-zero check to every timeouts attribute: the
 // timeouts package accepts "-5m" and "0s", which would end the operation at once.

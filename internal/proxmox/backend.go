@@ -314,10 +314,10 @@ type Changes struct {
 	// the caller's state holds), before any other change (pool.go).
 	Pool      *string
 	PriorPool string
-	// ShutdownTimeout is how long the restart a cores or memory change needs lets the
+	// ShutdownTimeout is how long the restart a RestartOptions change needs lets the
 	// guest shut down before Proxmox stops it (zero: DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
-	// DeferRestart writes a cores or memory change that a running VM cannot take without
+	// DeferRestart writes a RestartOptions change that a running VM cannot take without
 	// a restart and leaves it pending (Proxmox applies it at the VM's next stop or start)
 	// instead of restarting the VM. A hotplugged memory change applies either way.
 	DeferRestart bool

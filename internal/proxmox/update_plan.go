@@ -40,8 +40,10 @@ type updatePlan struct {
 
 	// coresRestart, memRestart and seedRestart: the VM runs (or is resumed to run) and
 	// needs a restart to take the cores, the memory or a new seed; memHot: the memory is
-	// plugged into the running VM with the config write instead.
+	// plugged into the running VM with the config write instead. optRestart are the keys of
+	// the other RestartOptions it needs the restart for.
 	coresRestart, memRestart, seedRestart, memHot bool
+	optRestart                                    []string
 
 	// agentCheck: the restart waits for an address, so the agent is asked first
 	// (agentBeforeRestart); agentUnknownWarn: a start of an imported VM whose agent is
@@ -75,6 +77,7 @@ func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 	if err := p.planMemory(ch, runs, runMem, v.hotplug); err != nil {
 		return p, err
 	}
+	p.planRestartOptions(ch, runs)
 	if ch.OnBoot != nil && *ch.OnBoot != (v.cfg["onboot"] == "1") {
 		p.params["onboot"] = boolParam(*ch.OnBoot)
 	}
@@ -118,6 +121,31 @@ func (p *updatePlan) planCores(ch Changes, runs bool, runCores int) error {
 	}
 	p.coresRestart = runs && *ch.Cores != runCores
 	return nil
+}
+
+// planRestartOptions writes a change of each RestartOption other than cores and memory
+// (which planCores and planMemory plan from what the VM runs with): a running VM needs a
+// restart for a value its config does not hold.
+func (p *updatePlan) planRestartOptions(ch Changes, runs bool) {
+	for _, o := range RestartOptions {
+		v, ok := o.Value(ch)
+		if !ok || o.Key == "cores" || o.Key == "memory" || v == p.cfg[o.Key] {
+			continue
+		}
+		p.params[o.Key] = v
+		if runs {
+			p.optRestart = append(p.optRestart, o.Key)
+		}
+	}
+}
+
+// restartKeys are the keys of the RestartOptions the VM is restarted for.
+func (p *updatePlan) restartKeys() map[string]bool {
+	keys := map[string]bool{"cores": p.coresRestart, "memory": p.memRestart}
+	for _, k := range p.optRestart {
+		keys[k] = true
+	}
+	return keys
 }
 
 // planMemory writes a memory change: plugged into a running VM with memory hotplug (a
@@ -212,7 +240,7 @@ func (p *updatePlan) restart(ch Changes) bool {
 
 // pending says the VM runs without a value it is given: it needs a restart.
 func (p *updatePlan) pending() bool {
-	return p.coresRestart || p.memRestart || p.seedRestart
+	return p.coresRestart || p.memRestart || p.seedRestart || len(p.optRestart) > 0
 }
 
 // powerStep is the power action that ends an update.

@@ -1,0 +1,96 @@
+package proxmox
+
+import (
+	"strconv"
+	"strings"
+)
+
+// RestartOption is a VM config option that a running VM takes only at its next start:
+// qemu-server's vmconfig_hotplug_pending applies no change of it to the running VM, so it
+// stays in the config's pending section until the VM is stopped and started. Update writes
+// a change of it and then restarts a running VM (or, with Changes.DeferRestart, leaves it
+// pending). RestartOptions lists them; the provider derives from the list which
+// attributes restart a VM, what its plan says about it and how it describes them.
+type RestartOption struct {
+	// Key is the Proxmox config key, Attr the proxy_vm attribute that sets it, Label how
+	// messages name it.
+	Key, Attr, Label string
+	// Unit follows the value in messages ("" for none).
+	Unit string
+	// value is the value Changes gives the option, as written to the config; ok is false
+	// when Changes leaves it alone.
+	value func(Changes) (v string, ok bool)
+}
+
+// RestartOptions are the options a change of which needs a restart of a running VM, in
+// the order messages name them. memory is one, except on a VM with memory hotplug (see
+// planMemory).
+var RestartOptions = []RestartOption{
+	{Key: "cores", Attr: "cores", Label: "cores", value: intValue(func(c Changes) *int { return c.Cores })},
+	{Key: "memory", Attr: "memory_mib", Label: "memory", Unit: " MiB", value: intValue(func(c Changes) *int { return c.MemoryMiB })},
+}
+
+// intValue reads an integer field of Changes as a RestartOption value.
+func intValue(f func(Changes) *int) func(Changes) (string, bool) {
+	return func(c Changes) (string, bool) {
+		if p := f(c); p != nil {
+			return strconv.Itoa(*p), true
+		}
+		return "", false
+	}
+}
+
+// Value is the value c gives the option, as written to the config; ok is false when c
+// leaves it alone.
+func (o RestartOption) Value(c Changes) (v string, ok bool) { return o.value(c) }
+
+// ChangesRestartOption says c sets a RestartOption (whether the VM then needs a restart
+// depends on what it runs with: see Update).
+func ChangesRestartOption(c Changes) bool {
+	for _, o := range RestartOptions {
+		if _, ok := o.Value(c); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RestartAttrs joins the RestartOptions' attributes for a text, each through quote, the
+// last after conj: "`cores` or `memory_mib`".
+func RestartAttrs(conj string, quote func(string) string) string {
+	names := make([]string, len(RestartOptions))
+	for i, o := range RestartOptions {
+		names[i] = quote(o.Attr)
+	}
+	return joinWords(names, conj)
+}
+
+// restartLabels is RestartAttrs with the options' labels, for the backend's messages:
+// "cores or memory".
+func restartLabels(conj string) string {
+	names := make([]string, len(RestartOptions))
+	for i, o := range RestartOptions {
+		names[i] = o.Label
+	}
+	return joinWords(names, conj)
+}
+
+// restartValues names the new values ch gives the options in keys: "cores 4 and memory
+// 2048 MiB".
+func restartValues(ch Changes, keys map[string]bool) []string {
+	var what []string
+	for _, o := range RestartOptions {
+		if v, ok := o.Value(ch); ok && keys[o.Key] {
+			what = append(what, o.Label+" "+v+o.Unit)
+		}
+	}
+	return what
+}
+
+// joinWords is "a", "a or b", "a, b or c" with conj "or".
+func joinWords(words []string, conj string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
+}
