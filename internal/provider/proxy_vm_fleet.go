@@ -17,6 +17,7 @@ func fleetAttributes() map[string]schema.Attribute {
 	maps.Copy(out, networkAttributes())
 	maps.Copy(out, powerAttributes())
 	out["cloud_init_change"] = cloudInitChangeAttribute()
+	maps.Copy(out, resourceAttributes(sizeAttrs()))
 	return out
 }
 

@@ -21,10 +21,8 @@ type proxyVMModel struct {
 	Image        types.String `tfsdk:"image"`
 	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
 	MachineType  types.String `tfsdk:"machine_type"`
-	Cores        types.Int64  `tfsdk:"cores"`
-	MemoryMiB    types.Int64  `tfsdk:"memory_mib"`
-	DiskGiB      types.Int64  `tfsdk:"disk_gib"`
-	CloudInit    types.String `tfsdk:"cloud_init"`
+	vmSize
+	CloudInit types.String `tfsdk:"cloud_init"`
 	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
 	CloudInitWO     types.String   `tfsdk:"cloud_init_wo"`
 	CloudInitDigest types.String   `tfsdk:"cloud_init_digest"`
@@ -179,9 +177,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	}
 	m.UID = types.StringValue(vm.UID)
 	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
-	m.Cores = intOrNull(vm.Cores)
-	m.MemoryMiB = intOrNull(vm.MemoryMiB)
-	m.DiskGiB = intOrNull(vm.DiskGiB)
+	m.vmSize.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
 	m.Pool = poolValue(vm.Pool, m.Pool)
@@ -349,19 +345,13 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	if v, ok := knownInt(plan.TemplateVMID); ok {
 		s.TemplateVMID = v
 	}
-	if v, ok := knownInt(plan.Cores); ok {
-		s.Cores = v
-	}
-	if v, ok := knownInt(plan.MemoryMiB); ok {
-		s.MemoryMiB = v
-	}
-	if v, ok := knownInt(plan.DiskGiB); ok {
-		s.DiskGiB = v
-	} else if key, ok := knownString(plan.MachineType); ok && cfg != nil {
-		if mt, found := cfg.MachineTypes[key]; found {
-			s.DiskGiB = mt.DiskGiB
+	var mt *machineType
+	if key, ok := knownString(plan.MachineType); ok && cfg != nil {
+		if m, found := cfg.MachineTypes[key]; found {
+			mt = &m
 		}
 	}
+	plan.vmSize.spec(&s, mt)
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)
 	}
@@ -380,18 +370,10 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 // changesFor is the in-place update from prior to planned. start is set when the prior
 // status needs a start; restart reports whether a running VM will be restarted.
 func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
-	intChange := func(p, n types.Int64) *int {
-		v, ok := knownInt(n)
-		if !ok || n.Equal(p) {
-			return nil
-		}
+	changed = plan.vmSize.changes(prior.vmSize, &c)
+	if c.VLANTag = intChange(prior.VLANTag, plan.VLANTag); c.VLANTag != nil {
 		changed = true
-		return &v
 	}
-	c.Cores = intChange(prior.Cores, plan.Cores)
-	c.MemoryMiB = intChange(prior.MemoryMiB, plan.MemoryMiB)
-	c.DiskGiB = intChange(prior.DiskGiB, plan.DiskGiB)
-	c.VLANTag = intChange(prior.VLANTag, plan.VLANTag)
 	if v, ok := knownString(plan.Bridge); ok && !plan.Bridge.Equal(prior.Bridge) {
 		c.Bridge = &v
 		changed = true

@@ -98,56 +98,6 @@ func planTemplate(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVM
 	return replace, diags
 }
 
-// planSize gives cores and memory_mib the machine type's values where the configuration
-// leaves them out, and disk_gib the machine type's when it grows the disk.
-func planSize(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	creating := prior == nil
-	var mt *machineType
-	mtUnknown := config.MachineType.IsUnknown()
-	if key, ok := knownString(config.MachineType); ok {
-		m, err := cfg.MachineType(key)
-		if err != nil {
-			diags.AddAttributeError(path.Root("machine_type"), summaryInvalidConfig,
-				err.Error()+". Set machine_type to one of the provider's machine types, add it to the provider's "+
-					"machine_types, or set cores and memory_mib instead.")
-		} else {
-			mt = &m
-		}
-	}
-	sized := func(cfgVal types.Int64, fromType func(machineType) int, dst *types.Int64, priorVal func() types.Int64) {
-		if !cfgVal.IsNull() {
-			return // set in the configuration (or unknown): the plan carries it
-		}
-		switch {
-		case mt != nil:
-			*dst = types.Int64Value(int64(fromType(*mt)))
-		case mtUnknown:
-			*dst = types.Int64Unknown()
-		case !creating:
-			*dst = priorVal()
-		}
-	}
-	sized(config.Cores, func(m machineType) int { return m.Cores }, &plan.Cores, func() types.Int64 { return prior.Cores })
-	sized(config.MemoryMiB, func(m machineType) int { return m.MemoryMiB }, &plan.MemoryMiB, func() types.Int64 { return prior.MemoryMiB })
-	if !config.DiskGiB.IsNull() {
-		return diags
-	}
-	switch {
-	case creating:
-		// The larger of the template's disk and the machine type's: known after the clone.
-		plan.DiskGiB = types.Int64Unknown()
-	case mtUnknown:
-		plan.DiskGiB = types.Int64Unknown()
-	default:
-		plan.DiskGiB = prior.DiskGiB
-		if cur, ok := knownInt(prior.DiskGiB); ok && mt != nil && mt.DiskGiB > cur {
-			plan.DiskGiB = types.Int64Value(int64(mt.DiskGiB)) // grow; a catalogue never shrinks a disk
-		}
-	}
-	return diags
-}
-
 // planNetworkDefaults gives bridge and vlan_tag the resource's value, else the provider's,
 // else the VM's as cloned (known after create).
 func planNetworkDefaults(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) {

@@ -37,7 +37,10 @@ func restartOptionChanges(prior, plan proxyVMModel) bool {
 // modelValue is the value of the attribute name in a model struct (its field tagged
 // tfsdk:"name", also in an embedded struct); nil when the model has no such attribute.
 func modelValue(model any, name string) attr.Value {
-	v := reflect.ValueOf(model)
+	return fieldValue(reflect.ValueOf(model), name)
+}
+
+func fieldValue(v reflect.Value, name string) attr.Value {
 	for v.Kind() == reflect.Pointer {
 		v = v.Elem()
 	}
@@ -47,16 +50,17 @@ func modelValue(model any, name string) attr.Value {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if tag, _, _ := strings.Cut(f.Tag.Get("tfsdk"), ","); tag == name {
+		if f.Anonymous {
+			if av := fieldValue(v.Field(i), name); av != nil {
+				return av
+			}
+			continue
+		}
+		if tag, _, _ := strings.Cut(f.Tag.Get("tfsdk"), ","); tag == name && f.IsExported() {
 			if av, ok := v.Field(i).Interface().(attr.Value); ok {
 				return av
 			}
 			return nil
-		}
-		if f.Anonymous {
-			if av := modelValue(v.Field(i).Interface(), name); av != nil {
-				return av
-			}
 		}
 	}
 	return nil

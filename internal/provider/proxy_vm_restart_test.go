@@ -26,7 +26,7 @@ func TestRestartOptions_attributes(t *testing.T) {
 // TestRestartOptionChanges: a changed or unknown value of a restart option's attribute is
 // a change; other attributes are not.
 func TestRestartOptionChanges(t *testing.T) {
-	prior := proxyVMModel{Cores: types.Int64Value(2), MemoryMiB: types.Int64Value(1024), DiskGiB: types.Int64Value(8)}
+	prior := proxyVMModel{vmSize: vmSize{Cores: types.Int64Value(2), MemoryMiB: types.Int64Value(1024), DiskGiB: types.Int64Value(8)}}
 	same := prior
 	same.DiskGiB = types.Int64Value(16)
 	if restartOptionChanges(prior, same) {

@@ -107,37 +107,6 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"Changing it (or the catalogue entry) updates the VM in place as those values change.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
-			"cores": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "vCPU cores. Defaults to the machine type's. Changing it updates the VM in place: the " +
-					"config is written, and Proxmox applies it at the VM's next start, so a running VM is restarted " +
-					"gracefully (a shutdown within `shutdown_timeout`, then a stop if the guest is still up, then a start; its IP " +
-					"address may change), and the plan warns about it. Cores are never hotplugged (Proxmox hotplugs only vcpus). " +
-					"With `reboot_on_change` = false the change stays pending, and the value shown is what the VM runs with.",
-				Validators:    []validator.Int64{int64validator.Between(1, 512)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"memory_mib": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "Memory in MiB. Defaults to the machine type's. Changing it updates the VM in place: the " +
-					"config is written, then a running VM is restarted gracefully as for cores, unless the VM has memory " +
-					"hotplug (its Proxmox hotplug option names memory, with numa on): then it applies at once, without a " +
-					"restart, and must be a DIMM step (1024, then multiples of 512 up to 17408, then of 1024...). With " +
-					"`reboot_on_change` = false a change that needs a restart stays pending.",
-				Validators:    []validator.Int64{int64validator.AtLeast(16)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"disk_gib": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "Size of the boot disk in GiB. Without it the disk is the larger of the template's and the " +
-					"machine type's `disk_gib`. An explicit value must not be below the template's disk (a disk is " +
-					"never shrunk). Growing it resizes the disk in place; shrinking it replaces the VM.",
-				Validators:    []validator.Int64{int64validator.Between(1, 65536)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), diskShrinkRequiresReplace()},
-			},
 			"cloud_init": schema.StringAttribute{
 				Optional:  true,
 				Sensitive: true,

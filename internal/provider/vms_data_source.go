@@ -58,10 +58,8 @@ type vmsVMModel struct {
 	Status    types.String `tfsdk:"status"`
 	Pool      types.String `tfsdk:"pool"`
 	// Details for a fleet (vms_fleet.go).
-	MadeBy        types.String `tfsdk:"made_by"`
-	Cores         types.Int64  `tfsdk:"cores"`
-	MemoryMiB     types.Int64  `tfsdk:"memory_mib"`
-	DiskGiB       types.Int64  `tfsdk:"disk_gib"`
+	MadeBy types.String `tfsdk:"made_by"`
+	vmSize
 	IPAddress     types.String `tfsdk:"ip_address"`
 	IPv4Addresses types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses types.List   `tfsdk:"ipv6_addresses"`
