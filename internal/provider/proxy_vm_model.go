@@ -40,7 +40,7 @@ type proxyVMModel struct {
 	Status          types.String   `tfsdk:"status"`
 	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
-	// What a proxy fleet needs beyond the basics (proxy_vm_fleet.go).
+	// Addresses, note, tags and protection (proxy_vm_addresses.go, proxy_vm_notes.go).
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
 	NetworkInterface types.String `tfsdk:"network_interface"`
@@ -184,7 +184,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
-	defer applyFleet(m, vm)
+	defer applyConcepts(m, vm)
 	defer importedPower(m) // an import, or a state written before the attributes
 	if vm.StatusUnknown {
 		// The node did not answer: keep the status and address known before.
@@ -230,7 +230,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
-	nullUnknownFleet(&m)
+	nullUnknownConcepts(&m)
 	m.ID = types.StringValue(id.String())
 	m.Name = types.StringValue(id.Name)
 	m.VMID = types.Int64Value(int64(id.VMID))
@@ -362,7 +362,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 		s.VLANTag = v
 	}
 	s.Pool = plan.Pool.ValueString()
-	applyFleetSpec(&s, plan)
+	applyConceptsSpec(&s, plan)
 	applyNetworkSpec(&s, plan)
 	return s
 }
@@ -393,7 +393,7 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	if c.Pool, c.PriorPool = poolChange(prior, plan); c.Pool != nil {
 		changed = true
 	}
-	if fleetChanges(&c, prior, plan) {
+	if conceptChanges(&c, prior, plan) {
 		changed = true
 	}
 	return c, changed

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"maps"
 	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -220,7 +221,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
 			})),
 		},
-	}, fleetAttributes()))
+	}, conceptAttributes()))
 }
 
 // proxyVMMarkdown is the resource's description.
@@ -286,4 +287,32 @@ func positiveTimeouts(b schema.Block) schema.Block {
 	}
 	nb.Attributes = attrs
 	return nb
+}
+
+// conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
+// the guest's addresses (proxy_vm_addresses.go), user tags, description and protection
+// (proxy_vm_notes.go), started (proxy_vm_started.go), network_config and static_ipv4
+// (proxy_vm_network.go), shutdown_timeout and reboot_on_change (proxy_vm_power.go),
+// cloud_init_change (proxy_vm_reseed.go) and the size facet (vm_size.go).
+func conceptAttributes() map[string]schema.Attribute {
+	out := map[string]schema.Attribute{}
+	maps.Copy(out, addressAttributes())
+	maps.Copy(out, notesAttributes())
+	out["started"] = startedAttribute()
+	maps.Copy(out, networkAttributes())
+	maps.Copy(out, powerAttributes())
+	out["cloud_init_change"] = cloudInitChangeAttribute()
+	maps.Copy(out, resourceAttributes(sizeAttrs()))
+	return out
+}
+
+// withAttributes adds attrs to s; a name s already has is a programming error.
+func withAttributes(s schema.Schema, attrs map[string]schema.Attribute) schema.Schema {
+	for k, a := range attrs {
+		if _, dup := s.Attributes[k]; dup {
+			panic("proxy_vm schema: attribute " + k + " defined twice")
+		}
+		s.Attributes[k] = a
+	}
+	return s
 }

@@ -57,7 +57,7 @@ type vmsVMModel struct {
 	CreatedAt types.String `tfsdk:"created_at"`
 	Status    types.String `tfsdk:"status"`
 	Pool      types.String `tfsdk:"pool"`
-	// Details for a fleet (vms_fleet.go).
+	// Details beyond identity and status (vms_details.go).
 	MadeBy types.String `tfsdk:"made_by"`
 	vmSize
 	IPAddress     types.String `tfsdk:"ip_address"`
@@ -285,7 +285,7 @@ func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxm
 	m.VMs = []vmsVMModel{}
 	var kept []proxmox.Instance
 	for _, in := range all {
-		if !keep(in.Node, in.ID.Name) || !vmsFleetMatch(*m, in) {
+		if !keep(in.Node, in.ID.Name) || !vmsMatch(*m, in) {
 			continue
 		}
 		kept = append(kept, in)

@@ -17,7 +17,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// proxy_vms' per-VM details and filters for a fleet: addresses, sizes, who made the VM,
+// proxy_vms' per-VM details and filters: addresses, sizes, who made the VM,
 // and the name_prefix and made_by filters (as on the proxy_vm list resource).
 
 // vmsAgentReads caps the guest agent reads proxy_vms runs at once.
@@ -59,8 +59,8 @@ func vmsDetailAttributes() map[string]schema.Attribute {
 	return out
 }
 
-// vmsFleetMatch applies the name_prefix and made_by filters.
-func vmsFleetMatch(m vmsModel, in proxmox.Instance) bool {
+// vmsMatch applies the name_prefix and made_by filters.
+func vmsMatch(m vmsModel, in proxmox.Instance) bool {
 	return listMatches(proxyVMListModel{NamePrefix: m.NamePrefix, MadeBy: m.MadeBy}, in)
 }
 
