@@ -10,16 +10,27 @@ import (
 // stays in the config's pending section until the VM is stopped and started. Update writes
 // a change of it and then restarts a running VM (or, with Changes.DeferRestart, leaves it
 // pending). RestartOptions lists them; the provider derives from the list which
-// attributes restart a VM, what its plan says about it and how it describes them.
+// attributes restart a VM, what its plan says about them and how it describes them.
+//
+// cores and memory have their own fields in Spec, Changes and VM and their own planning
+// (what a running VM runs with comes from status/current, memory may be hotplugged). Every
+// other option is carried in the Options maps of Spec, Changes and VM under its Key, and
+// handled by the functions of this file: written by a create (optionParams) and an update
+// (planRestartOptions), read by Get (readOptions).
 type RestartOption struct {
 	// Key is the Proxmox config key, Attr the proxy_vm attribute that sets it, Label how
 	// messages name it.
 	Key, Attr, Label string
 	// Unit follows the value in messages ("" for none).
 	Unit string
-	// value is the value Changes gives the option, as written to the config; ok is false
-	// when Changes leaves it alone.
+	// value is the value Changes gives the option, as its attribute has it; ok is false
+	// when Changes leaves it alone. Nil: the value is Changes.Options[Key].
 	value func(Changes) (v string, ok bool)
+	// read is the attribute's value of the option's config value (nil: the config value).
+	read func(cfgValue string) string
+	// write is the config value that gives the option the attribute's value v, from its
+	// current config value cur ("" when unset); nil: v.
+	write func(cur, v string) (string, error)
 }
 
 // RestartOptions are the options a change of which needs a restart of a running VM, in
@@ -29,6 +40,10 @@ var RestartOptions = []RestartOption{
 	{Key: "cores", Attr: "cores", Label: "cores", value: intValue(func(c Changes) *int { return c.Cores })},
 	{Key: "memory", Attr: "memory_mib", Label: "memory", Unit: " MiB", value: intValue(func(c Changes) *int { return c.MemoryMiB })},
 }
+
+// OwnFields says the option has its own fields in Spec, Changes and VM and its own
+// planning (cores, memory); the others are carried in their Options maps.
+func (o RestartOption) OwnFields() bool { return o.Key == "cores" || o.Key == "memory" }
 
 // intValue reads an integer field of Changes as a RestartOption value.
 func intValue(f func(Changes) *int) func(Changes) (string, bool) {
@@ -40,9 +55,64 @@ func intValue(f func(Changes) *int) func(Changes) (string, bool) {
 	}
 }
 
-// Value is the value c gives the option, as written to the config; ok is false when c
+// Value is the value c gives the option, as its attribute has it; ok is false when c
 // leaves it alone.
-func (o RestartOption) Value(c Changes) (v string, ok bool) { return o.value(c) }
+func (o RestartOption) Value(c Changes) (v string, ok bool) {
+	if o.value != nil {
+		return o.value(c)
+	}
+	v, ok = c.Options[o.Key]
+	return v, ok
+}
+
+// attrValue is the attribute's value of the option's config value.
+func (o RestartOption) attrValue(cfgValue string) string {
+	if o.read == nil || cfgValue == "" {
+		return cfgValue
+	}
+	return o.read(cfgValue)
+}
+
+// configValue is the config value that gives the option the attribute's value v. A value
+// that would break out of an option string is refused (optionValue).
+func (o RestartOption) configValue(cur, v string) (string, error) {
+	if _, err := optionValue(o.Key, v); err != nil {
+		return "", err
+	}
+	if o.write == nil {
+		return v, nil
+	}
+	return o.write(cur, v)
+}
+
+// optionParams adds the Spec's Options to a create's config write.
+func optionParams(p map[string]string, s Spec, cfg map[string]string) error {
+	for _, o := range RestartOptions {
+		v, ok := s.Options[o.Key]
+		if o.OwnFields() || !ok || o.attrValue(cfg[o.Key]) == v {
+			continue
+		}
+		cv, err := o.configValue(cfg[o.Key], v)
+		if err != nil {
+			return err
+		}
+		p[o.Key] = cv
+	}
+	return nil
+}
+
+// readOptions fills vm.Options from the config.
+func readOptions(vm *VM, cfg map[string]string) {
+	for _, o := range RestartOptions {
+		if o.OwnFields() || cfg[o.Key] == "" {
+			continue
+		}
+		if vm.Options == nil {
+			vm.Options = map[string]string{}
+		}
+		vm.Options[o.Key] = o.attrValue(cfg[o.Key])
+	}
+}
 
 // ChangesRestartOption says c sets a RestartOption (whether the VM then needs a restart
 // depends on what it runs with: see Update).

@@ -56,7 +56,7 @@ type updatePlan struct {
 
 // planUpdate decides an update from the VM as read and ch, without a request. Its errors
 // are Permanent refusals, in the order the checks run: cores, memory (a memory hotplug
-// size), VLAN tag, net0, boot disk, a hibernated VM.
+// size), the other RestartOptions (a value that breaks out of its option string), VLAN tag, net0, boot disk, a hibernated VM.
 func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 	p := updatePlan{cfg: v.cfg, vs: v.vs, params: map[string]string{}}
 	p.hibernated = v.vs.Lock == "suspended" || v.cfg["lock"] == "suspended"
@@ -77,7 +77,9 @@ func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 	if err := p.planMemory(ch, runs, runMem, v.hotplug); err != nil {
 		return p, err
 	}
-	p.planRestartOptions(ch, runs)
+	if err := p.planRestartOptions(ch, runs); err != nil {
+		return p, err
+	}
 	if ch.OnBoot != nil && *ch.OnBoot != (v.cfg["onboot"] == "1") {
 		p.params["onboot"] = boolParam(*ch.OnBoot)
 	}
@@ -125,18 +127,24 @@ func (p *updatePlan) planCores(ch Changes, runs bool, runCores int) error {
 
 // planRestartOptions writes a change of each RestartOption other than cores and memory
 // (which planCores and planMemory plan from what the VM runs with): a running VM needs a
-// restart for a value its config does not hold.
-func (p *updatePlan) planRestartOptions(ch Changes, runs bool) {
+// restart for a value its config does not hold. The config holds a pending value too, so
+// a value left pending (DeferRestart) is not written, nor restarted for, again.
+func (p *updatePlan) planRestartOptions(ch Changes, runs bool) error {
 	for _, o := range RestartOptions {
 		v, ok := o.Value(ch)
-		if !ok || o.Key == "cores" || o.Key == "memory" || v == p.cfg[o.Key] {
+		if !ok || o.OwnFields() || v == o.attrValue(p.cfg[o.Key]) {
 			continue
 		}
-		p.params[o.Key] = v
+		cv, err := o.configValue(p.cfg[o.Key], v)
+		if err != nil {
+			return err
+		}
+		p.params[o.Key] = cv
 		if runs {
 			p.optRestart = append(p.optRestart, o.Key)
 		}
 	}
+	return nil
 }
 
 // restartKeys are the keys of the RestartOptions the VM is restarted for.
