@@ -217,7 +217,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 			*s = types.StringNull()
 		}
 	}
-	for _, n := range []*types.Int64{&m.TemplateVMID, &m.Cores, &m.MemoryMiB, &m.DiskGiB, &m.VLANTag} {
+	m.vmSize.nullUnknown()
+	for _, n := range []*types.Int64{&m.TemplateVMID, &m.VLANTag} {
 		if n.IsUnknown() {
 			*n = types.Int64Null()
 		}

@@ -16,6 +16,7 @@ import (
 //   - <facet>Attrs: its attributes, declared and described once (facetAttr), from which
 //     the resource's and the data sources' schema attributes are made;
 //   - read: its values from the VM as the backend returns it (proxmox.VM);
+//   - nullUnknown: its values still unknown nulled (the partial state of a create);
 //   - spec: what it puts into a create (proxmox.Spec);
 //   - changes: what it puts into an in-place update (proxmox.Changes);
 //   - plan: its plan checks (called by planProxyVM).

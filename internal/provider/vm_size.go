@@ -71,6 +71,15 @@ func (s *vmSize) read(vm proxmox.VM) {
 	s.DiskGiB = intOrNull(vm.DiskGiB)
 }
 
+// nullUnknown nulls the values still unknown (the partial state of a create).
+func (s *vmSize) nullUnknown() {
+	for _, n := range []*types.Int64{&s.Cores, &s.MemoryMiB, &s.DiskGiB} {
+		if n.IsUnknown() {
+			*n = types.Int64Null()
+		}
+	}
+}
+
 // spec puts the planned sizes into a create; a disk_gib the plan leaves unknown is the
 // machine type's (mt, nil when none), or the template's.
 func (s vmSize) spec(spec *proxmox.Spec, mt *machineType) {
