@@ -37,9 +37,9 @@ func powerAttributes() map[string]schema.Attribute {
 	rb := "Whether a " + restartAttrsMD("or") + " change restarts a running VM to apply it. Default `true`: the " +
 		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
 		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
-		"until the VM's next start: the VM keeps running with its old values, and since the provider reports what " +
-		"the VM runs with, every plan shows the change again (with a warning that it is pending) until the VM " +
-		"restarts, by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
+		"until the VM's next start: the VM keeps running with its old values, and since the provider reports the " +
+		"`cores` and `memory_mib` the VM runs with, every plan shows such a change again (with a warning that it is pending) until the VM " +
+		"restarts (another option shows its configured value), by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
 		"(a stop and start in Proxmox; a reboot from inside the guest does not apply it). A memory change on a " +
 		"VM with memory hotplug applies without a restart either way. Changing it changes nothing on the VM."
 	return map[string]schema.Attribute{
