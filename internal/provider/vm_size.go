@@ -1,25 +1,36 @@
 package provider
 
 import (
+	"regexp"
+
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// vmSize is the size facet (vm_facet.go): cores, memory and the boot disk. Without them in
-// the configuration they come from the machine type (vm_template.go's machine_type).
+// vmSize is the size facet (vm_facet.go): cores, memory, the boot disk and the CPU type.
+// Without them in the configuration the sizes come from the machine type (machine_type).
 type vmSize struct {
-	Cores     types.Int64 `tfsdk:"cores"`
-	MemoryMiB types.Int64 `tfsdk:"memory_mib"`
-	DiskGiB   types.Int64 `tfsdk:"disk_gib"`
+	Cores     types.Int64  `tfsdk:"cores"`
+	MemoryMiB types.Int64  `tfsdk:"memory_mib"`
+	DiskGiB   types.Int64  `tfsdk:"disk_gib"`
+	CPUType   types.String `tfsdk:"cpu_type"`
 }
+
+// cpuTypeRE is a CPU model name as qemu-server's CPU models are named (CPUConfig.pm
+// $cpu_fmt cputype, a built-in model such as host, x86-64-v2-AES, Skylake-Server-v4 or
+// Opteron_G5, or custom-<id>): no ',', '=', ';' or line break, which would break out of
+// the cpu property string.
+var cpuTypeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // sizeAttrs are the size facet's attributes.
 func sizeAttrs() []facetAttr {
@@ -61,6 +72,23 @@ func sizeAttrs() []facetAttr {
 			Validators:    []validator.Int64{int64validator.Between(1, 65536)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), diskShrinkRequiresReplace()},
 		},
+	}, {
+		name: "cpu_type",
+		md: "The emulated CPU type: the `cputype` of Proxmox's `cpu` option, such as `host` (the node's CPU, with " +
+			"AES-NI for TLS), `x86-64-v2-AES` or `kvm64`.",
+		change: "Without it the template's stays. Changing it updates the VM in place, keeping the `cpu` option's " +
+			"other properties (flags): the config is written, and Proxmox applies it at the VM's next start, so a " +
+			"running VM is restarted gracefully as for cores, and the plan warns about it. With `reboot_on_change` = " +
+			"false the change stays pending until the VM's next start, and the value shown is the configured one. " +
+			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`, checked " +
+			"at plan time; Proxmox refuses a model it does not know when the config is written.",
+		read: "Null when the VM's config has no `cpu` option (Proxmox's default, `kvm64`).",
+		resource: schema.StringAttribute{
+			Optional: true, Computed: true,
+			Validators: []validator.String{stringvalidator.RegexMatches(cpuTypeRE,
+				"must be a CPU model name: letters, digits, '-', '_' and '.', such as host or x86-64-v2-AES")},
+			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		},
 	}}
 }
 
@@ -69,6 +97,7 @@ func (s *vmSize) read(vm proxmox.VM) {
 	s.Cores = intOrNull(vm.Cores)
 	s.MemoryMiB = intOrNull(vm.MemoryMiB)
 	s.DiskGiB = intOrNull(vm.DiskGiB)
+	s.CPUType = stringOrNull(vm.Options["cpu"])
 }
 
 // nullUnknown nulls the values still unknown (the partial state of a create).
@@ -77,6 +106,9 @@ func (s *vmSize) nullUnknown() {
 		if n.IsUnknown() {
 			*n = types.Int64Null()
 		}
+	}
+	if s.CPUType.IsUnknown() {
+		s.CPUType = types.StringNull()
 	}
 }
 
@@ -94,6 +126,12 @@ func (s vmSize) spec(spec *proxmox.Spec, mt *machineType) {
 	} else if mt != nil {
 		spec.DiskGiB = mt.DiskGiB
 	}
+	if v, ok := knownString(s.CPUType); ok {
+		if spec.Options == nil {
+			spec.Options = map[string]string{}
+		}
+		spec.Options["cpu"] = v
+	}
 }
 
 // changes puts the sizes that change from prior into an update, and says whether any does.
@@ -101,7 +139,14 @@ func (s vmSize) changes(prior vmSize, c *proxmox.Changes) bool {
 	c.Cores = intChange(prior.Cores, s.Cores)
 	c.MemoryMiB = intChange(prior.MemoryMiB, s.MemoryMiB)
 	c.DiskGiB = intChange(prior.DiskGiB, s.DiskGiB)
-	return c.Cores != nil || c.MemoryMiB != nil || c.DiskGiB != nil
+	changed := c.Cores != nil || c.MemoryMiB != nil || c.DiskGiB != nil
+	if v, ok := knownString(s.CPUType); ok && !s.CPUType.Equal(prior.CPUType) {
+		if c.Options == nil {
+			c.Options = map[string]string{}
+		}
+		c.Options["cpu"], changed = v, true
+	}
+	return changed
 }
 
 // intChange is the new value of an integer attribute when it is known and differs from

@@ -39,6 +39,35 @@ type RestartOption struct {
 var RestartOptions = []RestartOption{
 	{Key: "cores", Attr: "cores", Label: "cores", value: intValue(func(c Changes) *int { return c.Cores })},
 	{Key: "memory", Attr: "memory_mib", Label: "memory", Unit: " MiB", value: intValue(func(c Changes) *int { return c.MemoryMiB })},
+	// The emulated CPU type: cpu is a property string whose default key is cputype
+	// (qemu-server PVE/QemuServer/CPUConfig.pm $cpu_fmt, format pve-vm-cpu-conf); its other
+	// properties (flags, ...) are kept.
+	{Key: "cpu", Attr: "cpu_type", Label: "CPU type", read: cpuType, write: withCPUType},
+}
+
+// cpuType is the cputype of a cpu option ("host,flags=+aes" or "cputype=host,...": host).
+func cpuType(cpu string) string {
+	for i, p := range strings.Split(cpu, ",") {
+		if k, v, ok := strings.Cut(p, "="); ok && k == "cputype" {
+			return v
+		} else if !ok && i == 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// withCPUType is the cpu option cur with its cputype set to t, its other properties kept.
+func withCPUType(cur, t string) (string, error) {
+	out := []string{t}
+	for i, p := range strings.Split(cur, ",") {
+		k, _, ok := strings.Cut(p, "=")
+		if p == "" || (ok && k == "cputype") || (!ok && i == 0) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ","), nil
 }
 
 // OwnFields says the option has its own fields in Spec, Changes and VM and its own

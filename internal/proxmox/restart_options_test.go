@@ -60,3 +60,23 @@ func TestRestartOptions_generic(t *testing.T) {
 		t.Errorf("read: %v", vm.Options)
 	}
 }
+
+// TestCPUType: the cpu option's cputype is read from its default key or cputype=, and a
+// new type keeps the option's other properties.
+func TestCPUType(t *testing.T) {
+	for cpu, want := range map[string]string{"host": "host", "host,flags=+aes": "host", "cputype=kvm64,flags=+pcid": "kvm64", "flags=+aes": ""} {
+		if got := cpuType(cpu); got != want {
+			t.Errorf("cpuType(%q) = %q, want %q", cpu, got, want)
+		}
+	}
+	for cur, want := range map[string]string{"": "host", "kvm64": "host", "kvm64,flags=+aes": "host,flags=+aes", "cputype=kvm64,flags=+pcid": "host,flags=+pcid"} {
+		if got, _ := withCPUType(cur, "host"); got != want {
+			t.Errorf("withCPUType(%q, host) = %q, want %q", cur, got, want)
+		}
+	}
+	p, err := planUpdate(planView(t, "running", func(cfg map[string]string) { cfg["cpu"] = "kvm64,flags=+aes" }),
+		Changes{Options: map[string]string{"cpu": "host"}})
+	if err != nil || p.params["cpu"] != "host,flags=+aes" || p.powerFor(Changes{}) != powerRestart {
+		t.Errorf("update: %v %v %v", p.params, err, p.powerFor(Changes{}))
+	}
+}
