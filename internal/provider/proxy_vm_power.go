@@ -236,7 +236,7 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 					"set reboot_on_change = true or restart it. The VM runs with %s %s until then, and every plan shows this change.", a.label, want, name, a.label, from))
 		}
 	}
-	restart = planOptionRestarts(&diags, prior, plan) || restart
+	restart = planOptionRestarts(&diags, prior, plan, restart)
 	if !restart {
 		// Nothing restarts: the address stays.
 		plan.IPAddress, plan.IPv4Addresses, plan.IPv6Addresses, plan.NetworkInterface =

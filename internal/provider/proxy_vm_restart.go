@@ -42,11 +42,11 @@ func restartOptionChanges(prior, plan proxyVMModel) bool {
 // memory (whose own checks are planPower's) does to a running VM: a restart (a warning on
 // the attribute), or with reboot_on_change = false a change written and left pending until
 // the VM's next start. An unknown value may restart it. It reports whether the VM is
-// restarted. planPower calls it once it knows the VM runs and stays running.
-func planOptionRestarts(diags *diag.Diagnostics, prior, plan *proxyVMModel) bool {
+// restarted: restart (what planPower decided for cores and memory), or for an option.
+// planPower calls it once it knows the VM runs and stays running.
+func planOptionRestarts(diags *diag.Diagnostics, prior, plan *proxyVMModel, restart bool) bool {
 	name := plan.Name.ValueString()
 	deferred := startedFalse(plan.RebootOnChange)
-	restart := false
 	for _, o := range proxmox.RestartOptions {
 		if o.OwnFields() {
 			continue
