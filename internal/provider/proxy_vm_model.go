@@ -177,7 +177,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	}
 	m.UID = types.StringValue(vm.UID)
 	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
-	m.vmSize.read(vm)
+	m.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
 	m.Pool = poolValue(vm.Pool, m.Pool)
@@ -217,7 +217,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 			*s = types.StringNull()
 		}
 	}
-	m.vmSize.nullUnknown()
+	m.nullUnknown()
 	for _, n := range []*types.Int64{&m.TemplateVMID, &m.VLANTag} {
 		if n.IsUnknown() {
 			*n = types.Int64Null()
@@ -352,7 +352,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 			mt = &m
 		}
 	}
-	plan.vmSize.spec(&s, mt)
+	plan.spec(&s, mt)
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)
 	}
@@ -371,7 +371,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 // changesFor is the in-place update from prior to planned. start is set when the prior
 // status needs a start; restart reports whether a running VM will be restarted.
 func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
-	changed = plan.vmSize.changes(prior.vmSize, &c)
+	changed = plan.changes(prior.vmSize, &c)
 	if c.VLANTag = intChange(prior.VLANTag, plan.VLANTag); c.VLANTag != nil {
 		changed = true
 	}
