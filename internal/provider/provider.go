@@ -113,9 +113,6 @@ func (p *proxyProvider) Metadata(_ context.Context, _ provider.MetadataRequest, 
 	resp.Version = p.version
 }
 
-// plain turns a Markdown description into the plain-text Description.
-func plain(md string) string { return strings.ReplaceAll(md, "`", "") }
-
 func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	str := func(md string, required, sensitive bool, v ...validator.String) schema.StringAttribute {
 		return schema.StringAttribute{

@@ -26,7 +26,7 @@ const addressesRule = "Every address that is not loopback, link-local (169.254.0
 	"or restarts the VM."
 
 func addressAttributes() map[string]schema.Attribute {
-	return withPlainDescriptions(map[string]schema.Attribute{
+	return withPlainAttributes(map[string]schema.Attribute{
 		"ipv4_addresses": schema.ListAttribute{
 			ElementType:         types.StringType,
 			Computed:            true,

@@ -147,35 +147,42 @@ func planCloudInitDigest(cfg *resolvedConfig, config proxyVMModel, plan *proxyVM
 		return nil, diags
 	}
 
-	priorText, hadText := knownString(prior.CloudInit)
-	priorDigest, hadDigest := knownString(prior.CloudInitDigest)
-	newDigest, haveDigest := knownString(plan.CloudInitDigest)
-	var same bool
-	switch {
-	case !set:
-		// None configured: nothing changes for a VM made without one, nor for a VM just
-		// imported (its cloud-init is simply not managed until a text is set).
-		same = (!hadText && !hadDigest) || (!hadText && cloudInitUnread)
-	case !known:
-		same = false
-	case hadDigest && haveDigest:
-		same = priorDigest == newDigest
-	case hadText:
-		same = priorText == text
-	case hadDigest:
-		same = false // a digest to compare with, but no key (or no provider) to compute ours
-	default:
-		// Neither text nor digest: made without cloud-init, or imported without a digest.
-		same = cloudInitUnread
-	}
-	if !same {
+	if !cloudInitSame(config, plan, prior, cloudInitUnread) {
 		attr := "cloud_init"
+		_, hadText := knownString(prior.CloudInit)
+		_, hadDigest := knownString(prior.CloudInitDigest)
 		if wo || (!set && hadDigest && !hadText) {
 			attr = "cloud_init_digest"
 		}
 		replace = append(replace, path.Root(attr))
 	}
 	return replace, diags
+}
+
+// cloudInitSame says the planned cloud-init is the one the VM was made with, or one that
+// does not replace it (see planCloudInitDigest).
+func cloudInitSame(config proxyVMModel, plan, prior *proxyVMModel, cloudInitUnread bool) bool {
+	text, _, set, known := cloudInitText(config)
+	priorText, hadText := knownString(prior.CloudInit)
+	priorDigest, hadDigest := knownString(prior.CloudInitDigest)
+	newDigest, haveDigest := knownString(plan.CloudInitDigest)
+	switch {
+	case !set:
+		// None configured: nothing changes for a VM made without one, nor for a VM just
+		// imported (its cloud-init is simply not managed until a text is set).
+		return (!hadText && !hadDigest) || (!hadText && cloudInitUnread)
+	case !known:
+		return false
+	case hadDigest && haveDigest:
+		return priorDigest == newDigest
+	case hadText:
+		return priorText == text
+	case hadDigest:
+		return false // a digest to compare with, but no key (or no provider) to compute ours
+	default:
+		// Neither text nor digest: made without cloud-init, or imported without a digest.
+		return cloudInitUnread
+	}
 }
 
 // applyCloudInitWO puts the write-only cloud-init into a Create request, and the digest of

@@ -21,10 +21,8 @@ type proxyVMModel struct {
 	Image        types.String `tfsdk:"image"`
 	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
 	MachineType  types.String `tfsdk:"machine_type"`
-	Cores        types.Int64  `tfsdk:"cores"`
-	MemoryMiB    types.Int64  `tfsdk:"memory_mib"`
-	DiskGiB      types.Int64  `tfsdk:"disk_gib"`
-	CloudInit    types.String `tfsdk:"cloud_init"`
+	vmSize
+	CloudInit types.String `tfsdk:"cloud_init"`
 	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
 	CloudInitWO     types.String   `tfsdk:"cloud_init_wo"`
 	CloudInitDigest types.String   `tfsdk:"cloud_init_digest"`
@@ -42,7 +40,7 @@ type proxyVMModel struct {
 	Status          types.String   `tfsdk:"status"`
 	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
-	// What a proxy fleet needs beyond the basics (proxy_vm_fleet.go).
+	// Addresses, note, tags and protection (proxy_vm_addresses.go, proxy_vm_notes.go).
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
 	NetworkInterface types.String `tfsdk:"network_interface"`
@@ -179,16 +177,14 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	}
 	m.UID = types.StringValue(vm.UID)
 	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
-	m.Cores = intOrNull(vm.Cores)
-	m.MemoryMiB = intOrNull(vm.MemoryMiB)
-	m.DiskGiB = intOrNull(vm.DiskGiB)
+	m.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
 	m.Pool = poolValue(vm.Pool, m.Pool)
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.MACAddress = stringOrNull(vm.MAC)
 	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
-	defer applyFleet(m, vm)
+	defer applyConcepts(m, vm)
 	defer importedPower(m) // an import, or a state written before the attributes
 	if vm.StatusUnknown {
 		// The node did not answer: keep the status and address known before.
@@ -221,7 +217,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 			*s = types.StringNull()
 		}
 	}
-	for _, n := range []*types.Int64{&m.TemplateVMID, &m.Cores, &m.MemoryMiB, &m.DiskGiB, &m.VLANTag} {
+	m.nullUnknown()
+	for _, n := range []*types.Int64{&m.TemplateVMID, &m.VLANTag} {
 		if n.IsUnknown() {
 			*n = types.Int64Null()
 		}
@@ -234,7 +231,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
-	nullUnknownFleet(&m)
+	nullUnknownConcepts(&m)
 	m.ID = types.StringValue(id.String())
 	m.Name = types.StringValue(id.Name)
 	m.VMID = types.Int64Value(int64(id.VMID))
@@ -349,19 +346,13 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	if v, ok := knownInt(plan.TemplateVMID); ok {
 		s.TemplateVMID = v
 	}
-	if v, ok := knownInt(plan.Cores); ok {
-		s.Cores = v
-	}
-	if v, ok := knownInt(plan.MemoryMiB); ok {
-		s.MemoryMiB = v
-	}
-	if v, ok := knownInt(plan.DiskGiB); ok {
-		s.DiskGiB = v
-	} else if key, ok := knownString(plan.MachineType); ok && cfg != nil {
-		if mt, found := cfg.MachineTypes[key]; found {
-			s.DiskGiB = mt.DiskGiB
+	var mt *machineType
+	if key, ok := knownString(plan.MachineType); ok && cfg != nil {
+		if m, found := cfg.MachineTypes[key]; found {
+			mt = &m
 		}
 	}
+	plan.spec(&s, mt)
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)
 	}
@@ -372,7 +363,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 		s.VLANTag = v
 	}
 	s.Pool = plan.Pool.ValueString()
-	applyFleetSpec(&s, plan)
+	applyConceptsSpec(&s, plan)
 	applyNetworkSpec(&s, plan)
 	return s
 }
@@ -380,18 +371,10 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 // changesFor is the in-place update from prior to planned. start is set when the prior
 // status needs a start; restart reports whether a running VM will be restarted.
 func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
-	intChange := func(p, n types.Int64) *int {
-		v, ok := knownInt(n)
-		if !ok || n.Equal(p) {
-			return nil
-		}
+	changed = plan.changes(prior.vmSize, &c)
+	if c.VLANTag = intChange(prior.VLANTag, plan.VLANTag); c.VLANTag != nil {
 		changed = true
-		return &v
 	}
-	c.Cores = intChange(prior.Cores, plan.Cores)
-	c.MemoryMiB = intChange(prior.MemoryMiB, plan.MemoryMiB)
-	c.DiskGiB = intChange(prior.DiskGiB, plan.DiskGiB)
-	c.VLANTag = intChange(prior.VLANTag, plan.VLANTag)
 	if v, ok := knownString(plan.Bridge); ok && !plan.Bridge.Equal(prior.Bridge) {
 		c.Bridge = &v
 		changed = true
@@ -411,7 +394,7 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	if c.Pool, c.PriorPool = poolChange(prior, plan); c.Pool != nil {
 		changed = true
 	}
-	if fleetChanges(&c, prior, plan) {
+	if conceptChanges(&c, prior, plan) {
 		changed = true
 	}
 	return c, changed
@@ -438,5 +421,5 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
-	return running && !c.Stop && !c.DeferRestart && (c.Cores != nil || c.MemoryMiB != nil || c.Reseed != nil)
+	return running && !c.Stop && !c.DeferRestart && (proxmox.ChangesRestartOption(c) || c.Reseed != nil)
 }

@@ -214,9 +214,9 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 	st := tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}
 	plan := proxyVMModel{
 		Name: types.StringValue("proxy-a"), Node: types.StringValue("pve1"), Image: types.StringValue("debian-13"),
-		TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small"), Cores: types.Int64Value(1),
-		MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown(), CloudInit: types.StringValue("#cloud-config\n"),
-		Bridge: types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
+		TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small"), vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
+		CloudInit: types.StringValue("#cloud-config\n"),
+		Bridge:    types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
 		WaitForIP: types.BoolValue(true), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
 		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown(), IPAddress: types.StringUnknown(),
 		MACAddress: types.StringUnknown(), Status: types.StringUnknown(), AgentEnabled: types.BoolUnknown(),
@@ -334,9 +334,9 @@ func TestTemplateCandidates(t *testing.T) {
 func TestSpecFor(t *testing.T) {
 	plan := proxyVMModel{
 		Name: types.StringValue("proxy-a"), UID: types.StringValue("u"), Node: types.StringValue("pve1"),
-		TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large"), Cores: types.Int64Value(4),
-		MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown(), CloudInit: types.StringValue("UD"),
-		Bridge: types.StringUnknown(), VLANTag: types.Int64Value(4), StartOnBoot: types.BoolValue(false),
+		TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large"), vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
+		CloudInit: types.StringValue("UD"),
+		Bridge:    types.StringUnknown(), VLANTag: types.Int64Value(4), StartOnBoot: types.BoolValue(false),
 		WaitForIP: types.BoolValue(false),
 	}
 	now := time.Now()
@@ -354,8 +354,7 @@ func TestSpecFor(t *testing.T) {
 
 func TestChangesFor(t *testing.T) {
 	prior := proxyVMModel{
-		Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3),
-		Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null(), StartOnBoot: types.BoolValue(true),
+		vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null(), StartOnBoot: types.BoolValue(true),
 		Status: types.StringValue("running"),
 	}
 	if _, changed := changesFor(prior, prior); changed {
@@ -403,8 +402,8 @@ func TestSeedUserData(t *testing.T) {
 }
 
 func TestMismatch(t *testing.T) {
-	plan := proxyVMModel{DiskGiB: types.Int64Value(2), Cores: types.Int64Value(1), Status: types.StringUnknown()}
-	got := proxyVMModel{DiskGiB: types.Int64Value(3), Cores: types.Int64Value(1), Status: types.StringValue("running")}
+	plan := proxyVMModel{vmSize: vmSize{DiskGiB: types.Int64Value(2), Cores: types.Int64Value(1)}, Status: types.StringUnknown()}
+	got := proxyVMModel{vmSize: vmSize{DiskGiB: types.Int64Value(3), Cores: types.Int64Value(1)}, Status: types.StringValue("running")}
 	msg := mismatch(plan, got)
 	if !strings.Contains(msg, "disk_gib") || !strings.Contains(msg, "at least 3") {
 		t.Errorf("mismatch = %q, want the disk advice", msg)
@@ -445,7 +444,7 @@ func TestVMErrorDetail_classes(t *testing.T) {
 }
 
 func TestValidateProxyVMConfig(t *testing.T) {
-	m := proxyVMModel{MachineType: types.StringNull(), Cores: types.Int64Value(1), MemoryMiB: types.Int64Null()}
+	m := proxyVMModel{MachineType: types.StringNull(), vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Null()}}
 	d := validateProxyVMConfig(m)
 	if !d.HasError() || len(d) != 1 || !hasPath(d, path.Root("memory_mib")) {
 		t.Errorf("diags = %v, want one error on memory_mib", d)
@@ -454,7 +453,7 @@ func TestValidateProxyVMConfig(t *testing.T) {
 	if d := validateProxyVMConfig(m); d.HasError() {
 		t.Errorf("cores+memory rejected: %v", d)
 	}
-	m = proxyVMModel{MachineType: types.StringUnknown(), Cores: types.Int64Null(), MemoryMiB: types.Int64Null()}
+	m = proxyVMModel{MachineType: types.StringUnknown(), vmSize: vmSize{Cores: types.Int64Null(), MemoryMiB: types.Int64Null()}}
 	if d := validateProxyVMConfig(m); d.HasError() {
 		t.Errorf("unknown machine_type rejected: %v", d)
 	}

@@ -72,18 +72,18 @@ func networkAttributes() map[string]schema.Attribute {
 		"network_config": schema.StringAttribute{
 			Optional:            true,
 			MarkdownDescription: ncMD,
-			Description:         plainText(ncMD),
+			Description:         plain(ncMD),
 			Validators:          []validator.String{networkConfigValidator{}},
 		},
 		"static_ipv4": schema.SingleNestedAttribute{
 			Optional:            true,
 			MarkdownDescription: staticMD,
-			Description:         plainText(staticMD),
+			Description:         plain(staticMD),
 			Validators: []validator.Object{
 				objectvalidator.ConflictsWith(path.MatchRoot("network_config")),
 				staticIPv4Validator{},
 			},
-			Attributes: withPlainDescriptions(map[string]schema.Attribute{
+			Attributes: withPlainAttributes(map[string]schema.Attribute{
 				"address": schema.StringAttribute{
 					Required: true,
 					MarkdownDescription: "The address with its prefix length, e.g. `10.0.0.5/24`: an IPv4 prefix of /1 to /32 " +

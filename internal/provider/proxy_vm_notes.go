@@ -25,7 +25,7 @@ import (
 const maxNoteBytes = 7168
 
 func notesAttributes() map[string]schema.Attribute {
-	return withPlainDescriptions(map[string]schema.Attribute{
+	return withPlainAttributes(map[string]schema.Attribute{
 		"tags": schema.SetAttribute{
 			ElementType: types.StringType,
 			Optional:    true,
@@ -95,9 +95,9 @@ func (noteValidator) ValidateString(_ context.Context, req validator.StringReque
 	}
 }
 
-// applyFleet copies what the backend read beyond applyVM's fields: addresses, user tags,
+// applyConcepts copies what the backend read beyond applyVM's fields: addresses, network, user tags,
 // note and protection.
-func applyFleet(m *proxyVMModel, vm proxmox.VM) {
+func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
 	applyAddresses(m, vm)
 	applyNetwork(m, vm)
 	tags := proxmox.UserTags(vm.Tags)
@@ -111,8 +111,9 @@ func applyFleet(m *proxyVMModel, vm proxmox.VM) {
 	importedStarted(m, vm)
 }
 
-// nullUnknownFleet nulls the fleet values still unknown (the partial state of a create).
-func nullUnknownFleet(m *proxyVMModel) {
+// nullUnknownConcepts nulls the values of conceptAttributes still unknown (the partial state
+// of a create).
+func nullUnknownConcepts(m *proxyVMModel) {
 	nullUnknownAddresses(m)
 	applyNetwork(m, proxmox.VM{}) // types a zero static_ipv4
 	if m.Tags.IsUnknown() || m.Tags.ElementType(context.Background()) == nil {
@@ -129,8 +130,8 @@ func nullUnknownFleet(m *proxyVMModel) {
 	}
 }
 
-// applyFleetSpec puts the planned tags, note and protection into a create's spec.
-func applyFleetSpec(s *proxmox.Spec, plan proxyVMModel) {
+// applyConceptsSpec puts the planned tags, note and protection into a create's spec.
+func applyConceptsSpec(s *proxmox.Spec, plan proxyVMModel) {
 	if tags, ok := knownTags(plan.Tags); ok {
 		s.Tags = &tags
 	}
@@ -141,9 +142,9 @@ func applyFleetSpec(s *proxmox.Spec, plan proxyVMModel) {
 	startedSpec(s, plan)
 }
 
-// fleetChanges puts the changed tags, note and protection into an update; it reports
+// conceptChanges puts the changed tags, note and protection into an update; it reports
 // whether there was any.
-func fleetChanges(c *proxmox.Changes, prior, plan proxyVMModel) bool {
+func conceptChanges(c *proxmox.Changes, prior, plan proxyVMModel) bool {
 	changed := startedChanges(c, prior, plan)
 	if tags, ok := knownTags(plan.Tags); ok && !plan.Tags.Equal(prior.Tags) {
 		c.Tags, changed = &tags, true

@@ -19,16 +19,26 @@ const summaryInvalidConfig = "Invalid proxy VM configuration"
 // template unread (no replacement for the first value set). It returns the paths whose
 // change replaces the VM, beyond the attributes' own plan modifiers.
 func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	var replace []path.Path
-	creating := prior == nil
-
 	if cfg == nil {
 		return nil, nil
 	}
 	// The uid of a new VM stays unknown: Create mints a random one (newUID).
+	var diags diag.Diagnostics
+	diags.Append(planNode(cfg, config, plan, prior)...)
+	replace, d := planTemplate(cfg, config, plan, prior, templateUnread)
+	diags.Append(d...)
+	diags.Append(planSize(cfg, config, plan, prior)...)
+	planNetworkDefaults(cfg, config, plan, prior)
+	planPool(cfg, config, plan, prior)
+	planAddressAfterRestart(plan, prior)
+	return replace, diags
+}
 
-	// Node.
+// planNode checks a configured node against the provider's nodes; without one, a new VM
+// of a one-node provider goes to that node, and one of several nodes is placed at create.
+func planNode(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	creating := prior == nil
 	switch {
 	case config.Node.IsUnknown():
 	case config.Node.IsNull():
@@ -54,8 +64,15 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 			}
 		}
 	}
+	return diags
+}
 
-	// Template: image resolves through the catalogue; template_vmid is taken as set.
+// planTemplate resolves image through the catalogue (template_vmid is taken as set) and
+// returns template_vmid when the effective template changes, which replaces the VM.
+func planTemplate(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	var replace []path.Path
+	creating := prior == nil
 	switch {
 	case !config.Image.IsNull() && !config.Image.IsUnknown():
 		vmid, err := cfg.Template(config.Image.ValueString())
@@ -78,51 +95,13 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 			replace = append(replace, path.Root("template_vmid"))
 		}
 	}
+	return replace, diags
+}
 
-	// Machine type and sizes.
-	var mt *machineType
-	mtUnknown := config.MachineType.IsUnknown()
-	if key, ok := knownString(config.MachineType); ok {
-		m, err := cfg.MachineType(key)
-		if err != nil {
-			diags.AddAttributeError(path.Root("machine_type"), summaryInvalidConfig,
-				err.Error()+". Set machine_type to one of the provider's machine types, add it to the provider's "+
-					"machine_types, or set cores and memory_mib instead.")
-		} else {
-			mt = &m
-		}
-	}
-	sized := func(cfgVal types.Int64, fromType func(machineType) int, dst *types.Int64, priorVal func() types.Int64) {
-		if !cfgVal.IsNull() {
-			return // set in the configuration (or unknown): the plan carries it
-		}
-		switch {
-		case mt != nil:
-			*dst = types.Int64Value(int64(fromType(*mt)))
-		case mtUnknown:
-			*dst = types.Int64Unknown()
-		case !creating:
-			*dst = priorVal()
-		}
-	}
-	sized(config.Cores, func(m machineType) int { return m.Cores }, &plan.Cores, func() types.Int64 { return prior.Cores })
-	sized(config.MemoryMiB, func(m machineType) int { return m.MemoryMiB }, &plan.MemoryMiB, func() types.Int64 { return prior.MemoryMiB })
-	if config.DiskGiB.IsNull() {
-		switch {
-		case creating:
-			// The larger of the template's disk and the machine type's: known after the clone.
-			plan.DiskGiB = types.Int64Unknown()
-		case mtUnknown:
-			plan.DiskGiB = types.Int64Unknown()
-		default:
-			plan.DiskGiB = prior.DiskGiB
-			if cur, ok := knownInt(prior.DiskGiB); ok && mt != nil && mt.DiskGiB > cur {
-				plan.DiskGiB = types.Int64Value(int64(mt.DiskGiB)) // grow; a catalogue never shrinks a disk
-			}
-		}
-	}
-
-	// Network: the resource's value, else the provider's, else as cloned (known after create).
+// planNetworkDefaults gives bridge and vlan_tag the resource's value, else the provider's,
+// else the VM's as cloned (known after create).
+func planNetworkDefaults(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) {
+	creating := prior == nil
 	if config.Bridge.IsNull() {
 		switch {
 		case cfg.Bridge != "":
@@ -143,19 +122,20 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 			plan.VLANTag = prior.VLANTag
 		}
 	}
+}
 
-	planPool(cfg, config, plan, prior)
-
-	// A start, or a restart for new cores or memory, may change the address.
-	if !creating {
-		sizeChange := func(p, n types.Int64) bool { return n.IsUnknown() || !n.Equal(p) }
-		running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
-		if needsStart(prior.Status) || (running && (sizeChange(prior.Cores, plan.Cores) || sizeChange(prior.MemoryMiB, plan.MemoryMiB))) {
-			plan.IPAddress = types.StringUnknown()
-			planAddressesUnknown(plan)
-		}
+// planAddressAfterRestart makes the addresses unknown when the update starts the VM, or
+// may restart it for a new value of a restart option (proxmox.RestartOptions): the guest
+// may come back with other addresses. planPower keeps them when nothing restarts after all.
+func planAddressAfterRestart(plan, prior *proxyVMModel) {
+	if prior == nil {
+		return
 	}
-	return replace, diags
+	running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
+	if needsStart(prior.Status) || (running && restartOptionChanges(*prior, *plan)) {
+		plan.IPAddress = types.StringUnknown()
+		planAddressesUnknown(plan)
+	}
 }
 
 // validateProxyVMConfig holds the cross-field rules that need no provider data: the sizes

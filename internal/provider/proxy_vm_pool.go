@@ -20,13 +20,6 @@ func poolAttribute() schema.StringAttribute {
 	return schema.StringAttribute{
 		Optional: true,
 		Computed: true,
-		Description: "The Proxmox pool the VM belongs to, overriding the provider's pool; \"\" for none. The clone is made into it " +
-			"(the clone's pool parameter), so an API token granted on /pool/<pool> can create and manage the VM. Changing it " +
-			"moves the VM in place (PUT /pools), which Proxmox allows only with Pool.Allocate on both pools and VM.Allocate on " +
-			"the VM: a token scoped to one pool usually lacks that, so replace the VM instead (terraform apply -replace). " +
-			"Without it and without the provider's pool, a new VM goes into no pool and an existing VM stays in the pool it is " +
-			"in. Read back from the cluster listing, which shows a VM's pool only to a token with Pool.Audit on it. " +
-			"A Proxmox pool id: letters, digits, '.', '-' and '_', each level starting with a letter, up to three levels joined by '/'.",
 		MarkdownDescription: "The Proxmox pool the VM belongs to, overriding the provider's `pool`; `\"\"` for none. The clone is made " +
 			"into it (the clone's `pool` parameter), so an API token granted on `/pool/<pool>` can create and manage the VM " +
 			"(see the [setup guide](../guides/proxmox-setup.md)). Changing it moves the VM in place (`PUT /pools`), which Proxmox " +

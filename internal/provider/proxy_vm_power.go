@@ -27,28 +27,28 @@ import (
 const defaultShutdownTimeout = "2m"
 
 func powerAttributes() map[string]schema.Attribute {
-	st := "How long the restart that a `cores` or `memory_mib` change needs (and the shutdown of `started = false`) gives the " +
+	st := "How long the restart that a " + restartAttrsMD("or") + " change needs (and the shutdown of `started = false`) gives the " +
 		"guest to shut down (the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
 		"it. A duration above zero and at most half of `timeouts.update`, since the update also has to hold the start and the " +
 		"address wait: a larger value is refused at plan. Default `" + defaultShutdownTimeout + "`; when `timeouts.update` is " +
 		"below `4m` and `shutdown_timeout` is not set, half of `timeouts.update` is used instead (the state still shows `" +
 		defaultShutdownTimeout + "`). Changing it changes nothing on the VM."
-	rb := "Whether a `cores` or `memory_mib` change restarts a running VM to apply it. Default `true`: the " +
+	rb := "Whether a " + restartAttrsMD("or") + " change restarts a running VM to apply it. Default `true`: the " +
 		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
 		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
-		"until the VM's next start: the VM keeps running with its old values, and since the provider reports what " +
-		"the VM runs with, every plan shows the change again (with a warning that it is pending) until the VM " +
-		"restarts, by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
+		"until the VM's next start: the VM keeps running with its old values, and since the provider reports the " +
+		"`cores` and `memory_mib` the VM runs with, every plan shows such a change again (with a warning that it is pending) until the VM " +
+		"restarts (another option shows its configured value), by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
 		"(a stop and start in Proxmox; a reboot from inside the guest does not apply it). A memory change on a " +
 		"VM with memory hotplug applies without a restart either way. Changing it changes nothing on the VM."
 	return map[string]schema.Attribute{
 		"shutdown_timeout": schema.StringAttribute{Optional: true, Computed: true,
 			Default:             stringdefault.StaticString(defaultShutdownTimeout),
 			Validators:          []validator.String{validators.Duration()},
-			MarkdownDescription: st, Description: plainText(st)},
+			MarkdownDescription: st, Description: plain(st)},
 		"reboot_on_change": schema.BoolAttribute{Optional: true, Computed: true,
 			Default:             booldefault.StaticBool(true),
-			MarkdownDescription: rb, Description: plainText(rb)},
+			MarkdownDescription: rb, Description: plain(rb)},
 	}
 }
 
@@ -119,7 +119,7 @@ func readPower(ctx context.Context, p privateGetter) powerRecord {
 	return rec
 }
 
-// planPower says in the plan what a cores or memory change does to a running VM: a
+// planPower says in the plan what a cores or memory_mib change does to a running VM: a
 // restart (a warning on the attribute), nothing for hotplugged memory, or, with
 // reboot_on_change = false, a change left pending (a warning). A value the VM already runs
 // with, against a different one pending in its config, is a config write with no restart
@@ -153,6 +153,7 @@ func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) 
 			restart = true
 		}
 	}
+	restart = planOptionRestarts(&diags, prior, plan, restart)
 	if !restart {
 		// Nothing restarts: the address stays.
 		plan.IPAddress, plan.IPv4Addresses, plan.IPv6Addresses, plan.NetworkInterface =

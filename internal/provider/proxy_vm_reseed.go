@@ -46,7 +46,7 @@ func cloudInitChangeAttribute() schema.StringAttribute {
 		Optional: true, Computed: true,
 		Default:             stringdefault.StaticString(cloudInitChangeReplace),
 		Validators:          []validator.String{stringvalidator.OneOf(cloudInitChangeReplace, cloudInitChangeRestart)},
-		MarkdownDescription: md, Description: plainText(md),
+		MarkdownDescription: md, Description: plain(md),
 	}
 }
 

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"maps"
 	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -38,26 +39,18 @@ const (
 )
 
 func proxyVMSchema(ctx context.Context) schema.Schema {
-	return withMarkdown(withAttributes(schema.Schema{
-		Version: 0,
-		Description: "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud " +
-			"seed ISO that carries cloud_init, marked as managed by this provider (and compatible with " +
-			"the proxy operator). Create blocks until the VM runs and, unless wait_for_ip is false, " +
-			"until its guest agent reports an IPv4 address. Changes to cores, memory_mib (a graceful restart of a " +
-			"running VM, or pending with reboot_on_change = false; memory hotplug where configured), a larger " +
-			"disk_gib, bridge, vlan_tag, pool and start_on_boot are made in place, and a node change migrates the VM; " +
-			"name, the template and cloud_init replace the VM (cloud_init swaps the seed and restarts the VM in place with " +
-			"cloud_init_change = \"restart\").",
-		MarkdownDescription: proxyVMMarkdown,
+	return withPlainDescriptions(withAttributes(schema.Schema{
+		Version:             0,
+		MarkdownDescription: proxyVMMarkdown(),
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				Computed:      true,
-				Description:   "The VM's ID, vms/<vmid>/<name>. It stays valid when the VM migrates to another node.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Computed:            true,
+				MarkdownDescription: "The VM's ID, `vms/<vmid>/<name>`. It stays valid when the VM migrates to another node.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"name": schema.StringAttribute{
 				Required: true,
-				Description: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
+				MarkdownDescription: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
 					"hyphens, 1 to 63 characters, starting and ending with a letter or digit). " +
 					"Changing it replaces the VM. VMs of the same name may coexist (a create_before_destroy " +
 					"replacement and the VM it replaces, or another workspace's VM): each has its own uid, VMID and seed ISO.",
@@ -68,12 +61,12 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"node": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				Description: "The Proxmox VE node the VM runs on: one of the provider's nodes. Without it the VM is placed " +
+				MarkdownDescription: "The Proxmox VE node the VM runs on: one of the provider's nodes. Without it the VM is placed " +
 					"at create on the node with the fewest proxy VMs among the provider's nodes that answer (ties: the " +
 					"most free memory), known after apply and kept from then on (never moved to rebalance). Changing it " +
 					"migrates the VM in place (online when it runs, with its disks, MAC, VMID and seed ISO), never " +
 					"replaces it. A VM found on another node (an HA or maintenance migration) shows as a change of node " +
-					"and is migrated back, unless migrate_back is false.",
+					"and is migrated back, unless `migrate_back` is false.",
 				Validators:    []validator.String{validators.NodeName()},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
@@ -81,15 +74,15 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
-				Description: "Whether a VM found on another node than the configured node (moved outside Terraform, say by " +
+				MarkdownDescription: "Whether a VM found on another node than the configured node (moved outside Terraform, say by " +
 					"the HA manager or for node maintenance) is migrated back to it. Default true. With false, the node " +
 					"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
 					"still migrates the VM. Changing it changes nothing on the VM.",
 			},
 			"image": schema.StringAttribute{
 				Optional: true,
-				Description: "A key of the provider's templates catalogue: the template to clone. Set image or " +
-					"template_vmid; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
+				MarkdownDescription: "A key of the provider's templates catalogue: the template to clone. Set image or " +
+					"`template_vmid`; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
 					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
 					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
 					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
@@ -99,8 +92,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"template_vmid": schema.Int64Attribute{
 				Optional: true,
 				Computed: true,
-				Description: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
-					"otherwise. Set image or template_vmid; both only when they name the same template. Changing the effective template " +
+				MarkdownDescription: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
+					"otherwise. Set image or `template_vmid`; both only when they name the same template. Changing the effective template " +
 					"replaces the VM, except for the first value set after an import that could not read it back.",
 				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
 				PlanModifiers: []planmodifier.Int64{
@@ -110,47 +103,16 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"machine_type": schema.StringAttribute{
 				Optional: true,
-				Description: "A key of the provider's machine_types catalogue, giving cores, memory_mib and, when the " +
-					"entry sets it, a minimum disk_gib. Explicit cores, memory_mib or disk_gib override it. " +
+				MarkdownDescription: "A key of the provider's `machine_types` catalogue, giving cores, `memory_mib` and, when the " +
+					"entry sets it, a minimum `disk_gib`. Explicit cores, `memory_mib` or `disk_gib` override it. " +
 					"Changing it (or the catalogue entry) updates the VM in place as those values change.",
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
-			"cores": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				Description: "vCPU cores. Defaults to the machine type's. Changing it updates the VM in place: the " +
-					"config is written, and Proxmox applies it at the VM's next start, so a running VM is restarted " +
-					"gracefully (a shutdown within shutdown_timeout, then a stop if the guest is still up, then a start; its IP " +
-					"address may change), and the plan warns about it. Cores are never hotplugged (Proxmox hotplugs only vcpus). " +
-					"With reboot_on_change = false the change stays pending, and the value shown is what the VM runs with.",
-				Validators:    []validator.Int64{int64validator.Between(1, 512)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"memory_mib": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				Description: "Memory in MiB. Defaults to the machine type's. Changing it updates the VM in place: the " +
-					"config is written, then a running VM is restarted gracefully as for cores, unless the VM has memory " +
-					"hotplug (its Proxmox hotplug option names memory, with numa on): then it applies at once, without a " +
-					"restart, and must be a DIMM step (1024, then multiples of 512 up to 17408, then of 1024...). With " +
-					"reboot_on_change = false a change that needs a restart stays pending.",
-				Validators:    []validator.Int64{int64validator.AtLeast(16)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"disk_gib": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				Description: "Size of the boot disk in GiB. Without it the disk is the larger of the template's and the " +
-					"machine type's disk_gib. An explicit value must not be below the template's disk (a disk is " +
-					"never shrunk). Growing it resizes the disk in place; shrinking it replaces the VM.",
-				Validators:    []validator.Int64{int64validator.Between(1, 65536)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), diskShrinkRequiresReplace()},
 			},
 			"cloud_init": schema.StringAttribute{
 				Optional:  true,
 				Sensitive: true,
-				Description: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
-					"logged (only its size is). It runs at first boot only, so changing it replaces the VM (or, with cloud_init_change = " +
+				MarkdownDescription: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
+					"logged (only its size is). It runs at first boot only, so changing it replaces the VM (or, with `cloud_init_change` = " +
 					"\"restart\", swaps the seed and restarts the VM in place); after " +
 					"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
 					"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
@@ -166,7 +128,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"bridge": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				Description: "The Linux bridge of the VM's first NIC (net0), overriding the provider's bridge. Without " +
+				MarkdownDescription: "The Linux bridge of the VM's first NIC (net0), overriding the provider's bridge. Without " +
 					"either, net0 stays as cloned. Changing it rewrites net0 in place, keeping the NIC model and MAC " +
 					"address. Removing it from the configuration leaves the current bridge. A Proxmox bridge id (pve-bridge-id): " +
 					"1 to 15 letters, digits, '-', '_' or '.', checked at plan time.",
@@ -176,7 +138,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			"vlan_tag": schema.Int64Attribute{
 				Optional: true,
 				Computed: true,
-				Description: "The VLAN tag of net0 (1 to 4094), overriding the provider's vlan_tag. Without either, net0 " +
+				MarkdownDescription: "The VLAN tag of net0 (1 to 4094), overriding the provider's `vlan_tag`. Without either, net0 " +
 					"stays as cloned. Changing it rewrites net0 in place. Removing it from the configuration leaves " +
 					"the current tag.",
 				Validators:    []validator.Int64{int64validator.Between(1, 4094)},
@@ -187,28 +149,28 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
-				Description: "Whether Proxmox starts the VM when its node boots (onboot), so proxies come back after a " +
+				MarkdownDescription: "Whether Proxmox starts the VM when its node boots (onboot), so proxies come back after a " +
 					"host reboot. Default true. Changed in place.",
 			},
 			"wait_for_ip": schema.BoolAttribute{
 				Optional: true,
 				Computed: true,
 				Default:  booldefault.StaticBool(true),
-				Description: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
-					"reports an IPv4 address. Default true. With false, ip_address may stay empty (a refresh does not " +
+				MarkdownDescription: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
+					"reports an IPv4 address. Default true. With false, `ip_address` may stay empty (a refresh does not " +
 					"ask the agent for it: the guest may have none); once it is true again, a refresh fills it in. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
 					"after a start that is not a first boot, an agent that has not answered in 3 minutes of running; " +
 					"a restart of a VM whose agent does not answer is refused before anything is changed. " +
 					"Changing it changes nothing on the VM.",
 			},
 			"vmid": schema.Int64Attribute{
-				Computed:      true,
-				Description:   "The VM's numeric Proxmox ID, allocated from the provider's vmid_range.",
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+				Computed:            true,
+				MarkdownDescription: "The VM's numeric Proxmox ID, allocated from the provider's `vmid_range`.",
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
 			"uid": schema.StringAttribute{
 				Computed: true,
-				Description: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
+				MarkdownDescription: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
 					"written into its description mark and its seed ISO's name, and kept in the state. Refresh, update and destroy " +
 					"act on the VM at vmid only while its mark carries this UID: a VM with another UID, or none, is not this resource's and is " +
 					"never changed or destroyed, and the UID in the state is never replaced by the one a refresh finds. An imported VM " +
@@ -216,28 +178,28 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"created_at": schema.StringAttribute{
-				Computed:      true,
-				Description:   "When the VM was created (RFC 3339, UTC), from its description mark.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Computed:            true,
+				MarkdownDescription: "When the VM was created (RFC 3339, UTC), from its description mark.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"ip_address": schema.StringAttribute{
 				Computed: true,
-				Description: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
+				MarkdownDescription: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
 					"reports it. Refreshing never waits for the agent: the last known address is kept while the " +
-					"VM runs (a running VM without one while wait_for_ip is true, say after a restart applied with " +
-					"wait_for_ip = false, has its agent asked once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
-					"or restarts the VM. With static_ipv4 it is that " +
-					"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless wait_for_ip is false).",
+					"VM runs (a running VM without one while `wait_for_ip` is true, say after a restart applied with " +
+					"`wait_for_ip` = false, has its agent asked once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
+					"or restarts the VM. With `static_ipv4` it is that " +
+					"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless `wait_for_ip` is false).",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"mac_address": schema.StringAttribute{
-				Computed:      true,
-				Description:   "The MAC address of net0.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Computed:            true,
+				MarkdownDescription: "The MAC address of net0.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"status": schema.StringAttribute{
 				Computed: true,
-				Description: "running, provisioning (started, network not up yet) or stopped (also paused or " +
+				MarkdownDescription: "running, provisioning (started, network not up yet) or stopped (also paused or " +
 					"hibernated). A VM found stopped is planned back to running and started in place. deleted: the last " +
 					"refresh found the VM gone (deleted outside Terraform, or its VMID now holds another VM); the plan " +
 					"replaces it, deleting the seed ISO it left first.",
@@ -245,7 +207,7 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 			},
 			"agent_enabled": schema.BoolAttribute{
 				Computed: true,
-				Description: "Whether the VM's QEMU guest agent option is on. It is needed to report the IP address: a VM " +
+				MarkdownDescription: "Whether the VM's QEMU guest agent option is on. It is needed to report the IP address: a VM " +
 					"whose agent was switched off outside Terraform is replaced.",
 				PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},
 			},
@@ -259,10 +221,12 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 				DeleteDescription: "How long delete may take: stop, seed delete, destroy (default " + defaultDeleteTimeout + ").",
 			})),
 		},
-	}, fleetAttributes()))
+	}, conceptAttributes()))
 }
 
-const proxyVMMarkdown = `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
+// proxyVMMarkdown is the resource's description.
+func proxyVMMarkdown() string {
+	return `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
 that carries ` + "`cloud_init`" + `, and marked as managed by this provider (the same mark as the proxy
 operator's, so VMs made by either can be imported by the other).
 
@@ -270,7 +234,7 @@ Create blocks until the VM runs and, unless ` + "`wait_for_ip = false`" + `, unt
 IPv4 address. As soon as the VMID is known it is saved in the state, so a failed or interrupted
 create leaves a tainted resource that the next apply replaces, never an untracked VM.
 
-**In place:** ` + "`cores`, `memory_mib`" + ` (config write, then a graceful restart of a running VM, which
+**In place:** ` + restartAttrsMD("and") + ` (config write, then a graceful restart of a running VM, which
 the plan warns about: see "Restarts" below), a larger
 ` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
 ` + "`start_on_boot`" + `, ` + "`pool`" + ` (a move between pools, which needs ` + "`Pool.Allocate`" + ` on both), and a VM found stopped,
@@ -279,7 +243,7 @@ migrates the VM (online when it runs: its address, MAC, VMID and disks stay), an
 node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
 at create and stays where it is.
 
-**Restarts.** Proxmox applies a ` + "`cores` or `memory_mib`" + ` change to a running VM at its next start. The
+**Restarts.** Proxmox applies a ` + restartAttrsMD("or") + ` change to a running VM at its next start. The
 apply shuts the guest down (the guest agent's shutdown when the agent answers, else ACPI), gives it
 ` + "`shutdown_timeout`" + ` (default 2m), lets Proxmox stop it if it is still up, and starts it again. With
 ` + "`reboot_on_change = false`" + ` the change is written and left pending instead: the state reports what the VM
@@ -303,6 +267,7 @@ catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it 
 the first value you set after the import is recorded without replacing the VM (later changes replace it as
 usual).
 `
+}
 
 // positiveTimeouts adds a duration-above-zero check to every timeouts attribute: the
 // timeouts package accepts "-5m" and "0s", which would end the operation at once.
@@ -322,4 +287,32 @@ func positiveTimeouts(b schema.Block) schema.Block {
 	}
 	nb.Attributes = attrs
 	return nb
+}
+
+// conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
+// the guest's addresses (proxy_vm_addresses.go), user tags, description and protection
+// (proxy_vm_notes.go), started (proxy_vm_started.go), network_config and static_ipv4
+// (proxy_vm_network.go), shutdown_timeout and reboot_on_change (proxy_vm_power.go),
+// cloud_init_change (proxy_vm_reseed.go) and the size facet (vm_size.go).
+func conceptAttributes() map[string]schema.Attribute {
+	out := map[string]schema.Attribute{}
+	maps.Copy(out, addressAttributes())
+	maps.Copy(out, notesAttributes())
+	out["started"] = startedAttribute()
+	maps.Copy(out, networkAttributes())
+	maps.Copy(out, powerAttributes())
+	out["cloud_init_change"] = cloudInitChangeAttribute()
+	maps.Copy(out, resourceAttributes(sizeAttrs()))
+	return out
+}
+
+// withAttributes adds attrs to s; a name s already has is a programming error.
+func withAttributes(s schema.Schema, attrs map[string]schema.Attribute) schema.Schema {
+	for k, a := range attrs {
+		if _, dup := s.Attributes[k]; dup {
+			panic("proxy_vm schema: attribute " + k + " defined twice")
+		}
+		s.Attributes[k] = a
+	}
+	return s
 }

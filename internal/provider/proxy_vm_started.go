@@ -22,7 +22,7 @@ func startedAttribute() schema.BoolAttribute {
 		"`status` is `stopped` and the addresses are null while it is `false`. An import sets it from the VM's " +
 		"status (`false` for a stopped VM)."
 	return schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
-		MarkdownDescription: md, Description: plainText(md)}
+		MarkdownDescription: md, Description: plain(md)}
 }
 
 // startedFalse reports a known started = false.

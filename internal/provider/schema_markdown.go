@@ -2,7 +2,6 @@ package provider
 
 import (
 	"regexp"
-	"sort"
 	"strings"
 
 	dsschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -12,77 +11,58 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 )
 
-// withMarkdown gives every attribute of a resource schema written with a plain Description
-// its markdown form, so that the documentation and the language server show descriptions
-// in one format on every object (the data sources and the provider write markdown and
-// derive the plain text). The markdown is the plain text with code spans around the
-// schema's own attribute names (and the provider's attributes and the ID forms they
-// mention). The plain Description is kept for tools that do not render markdown.
-func withMarkdown(s schema.Schema) schema.Schema {
-	names := map[string]bool{}
-	for n := range s.Attributes {
-		if strings.Contains(n, "_") {
-			names[n] = true
-		}
-	}
-	for _, n := range []string{"uid_namespace", "vmid_range", "machine_types", "vendor_data", "iso_storage", "max_requests_in_flight"} {
-		names[n] = true
-	}
-	md := func(plain string) string { return markdownOf(plain, names) }
-	if s.MarkdownDescription == "" {
-		s.MarkdownDescription = md(s.Description)
-	}
-	for k, a := range s.Attributes {
-		switch v := a.(type) {
-		case schema.StringAttribute:
-			if v.MarkdownDescription == "" {
-				v.MarkdownDescription = md(v.Description)
-			}
-			s.Attributes[k] = v
-		case schema.Int64Attribute:
-			if v.MarkdownDescription == "" {
-				v.MarkdownDescription = md(v.Description)
-			}
-			s.Attributes[k] = v
-		case schema.BoolAttribute:
-			if v.MarkdownDescription == "" {
-				v.MarkdownDescription = md(v.Description)
-			}
-			s.Attributes[k] = v
-		}
-	}
+// Descriptions are written once, in markdown (MarkdownDescription), which is what the
+// documentation and the language server show; the plain Description, for tools that do not
+// render markdown, is derived from it by plain.
+
+// plain renders a markdown description as plain text, for Description: code spans lose
+// their backticks, links keep their text.
+func plain(md string) string {
+	return strings.ReplaceAll(mdLinkRE.ReplaceAllString(md, "$1"), "`", "")
+}
+
+// mdLinkRE matches a markdown link, [text](target).
+var mdLinkRE = regexp.MustCompile(`\[([^\]]+)\]\([^)]*\)`)
+
+// withPlainDescriptions fills the Description of a resource schema, of each of its
+// attributes and of its timeouts block from their MarkdownDescription. The timeouts
+// package writes its attributes' descriptions in plain text, which has no markup: they are
+// their own markdown.
+func withPlainDescriptions(s schema.Schema) schema.Schema {
+	s.Description = plain(s.MarkdownDescription)
+	s.Attributes = withPlainAttributes(s.Attributes)
 	if b, ok := s.Blocks["timeouts"]; ok {
 		s.Blocks["timeouts"] = markdownTimeouts(b)
 	}
 	return s
 }
 
-// idFormRE matches the ID forms descriptions name (vms/<vmid>/<name>).
-var idFormRE = regexp.MustCompile(`vms/<vmid>/<name>`)
-
-// markdownOf puts code spans around the given identifiers and the ID forms in plain text.
-// Text already in code spans is left alone.
-func markdownOf(plain string, names map[string]bool) string {
-	if strings.Contains(plain, "`") {
-		return plain
+// withPlainAttributes fills each attribute's Description from its MarkdownDescription.
+func withPlainAttributes(attrs map[string]schema.Attribute) map[string]schema.Attribute {
+	for k, a := range attrs {
+		switch v := a.(type) {
+		case schema.StringAttribute:
+			v.Description = plain(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.Int64Attribute:
+			v.Description = plain(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.BoolAttribute:
+			v.Description = plain(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.ListAttribute:
+			v.Description = plain(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.SetAttribute:
+			v.Description = plain(v.MarkdownDescription)
+			attrs[k] = v
+		case schema.SingleNestedAttribute:
+			v.Description = plain(v.MarkdownDescription)
+			v.Attributes = withPlainAttributes(v.Attributes)
+			attrs[k] = v
+		}
 	}
-	out := idFormRE.ReplaceAllString(plain, "`$0`")
-	keys := make([]string, 0, len(names))
-	for n := range names {
-		keys = append(keys, n)
-	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
-	pattern := `\b(` + strings.Join(keys, "|") + `)\b`
-	if len(keys) == 0 {
-		return out
-	}
-	re := regexp.MustCompile(pattern)
-	// Skip what the ID forms already put in code spans.
-	parts := strings.Split(out, "`")
-	for i := 0; i < len(parts); i += 2 {
-		parts[i] = re.ReplaceAllString(parts[i], "`$1`")
-	}
-	return strings.Join(parts, "`")
+	return attrs
 }
 
 // markdownTimeouts gives the timeouts block's attributes (whose descriptions the timeouts

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -38,20 +39,18 @@ type vmDataSource struct{ data *providerData }
 func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
-	Name             types.String   `tfsdk:"name"`
-	VMID             types.Int64    `tfsdk:"vmid"`
-	ID               types.String   `tfsdk:"id"`
-	Node             types.String   `tfsdk:"node"`
-	UID              types.String   `tfsdk:"uid"`
-	CreatedAt        types.String   `tfsdk:"created_at"`
-	MadeBy           types.String   `tfsdk:"made_by"`
-	Status           types.String   `tfsdk:"status"`
-	Image            types.String   `tfsdk:"image"`
-	TemplateVMID     types.Int64    `tfsdk:"template_vmid"`
-	MachineType      types.String   `tfsdk:"machine_type"`
-	Cores            types.Int64    `tfsdk:"cores"`
-	MemoryMiB        types.Int64    `tfsdk:"memory_mib"`
-	DiskGiB          types.Int64    `tfsdk:"disk_gib"`
+	Name         types.String `tfsdk:"name"`
+	VMID         types.Int64  `tfsdk:"vmid"`
+	ID           types.String `tfsdk:"id"`
+	Node         types.String `tfsdk:"node"`
+	UID          types.String `tfsdk:"uid"`
+	CreatedAt    types.String `tfsdk:"created_at"`
+	MadeBy       types.String `tfsdk:"made_by"`
+	Status       types.String `tfsdk:"status"`
+	Image        types.String `tfsdk:"image"`
+	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
+	MachineType  types.String `tfsdk:"machine_type"`
+	vmSize
 	Bridge           types.String   `tfsdk:"bridge"`
 	VLANTag          types.Int64    `tfsdk:"vlan_tag"`
 	Pool             types.String   `tfsdk:"pool"`
@@ -129,11 +128,8 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"template_vmid": num("The template the VM was cloned from, when it could be identified; null otherwise."),
 			"machine_type": str("The provider's `machine_types` key whose sizes the VM has, when exactly one matches; " +
 				"null otherwise."),
-			"cores":      num("Virtual CPU cores."),
-			"memory_mib": num("Memory in MiB."),
-			"disk_gib":   num("Size of the boot disk in GiB."),
-			"bridge":     str("The bridge net0 is on."),
-			"vlan_tag":   num("net0's VLAN tag; null when untagged."),
+			"bridge":   str("The bridge net0 is on."),
+			"vlan_tag": num("net0's VLAN tag; null when untagged."),
 			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
 				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
 			"start_on_boot":     boolean("Whether the VM starts with its node (`onboot`)."),
@@ -165,6 +161,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			})),
 		},
 	}
+	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -234,7 +231,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
 		Image: rm.Image, TemplateVMID: rm.TemplateVMID, MachineType: rm.MachineType,
-		Cores: rm.Cores, MemoryMiB: rm.MemoryMiB, DiskGiB: rm.DiskGiB, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
+		vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
 		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
 		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,

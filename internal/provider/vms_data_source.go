@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/datasource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -56,11 +57,9 @@ type vmsVMModel struct {
 	CreatedAt types.String `tfsdk:"created_at"`
 	Status    types.String `tfsdk:"status"`
 	Pool      types.String `tfsdk:"pool"`
-	// Details for a fleet (vms_fleet.go).
-	MadeBy        types.String `tfsdk:"made_by"`
-	Cores         types.Int64  `tfsdk:"cores"`
-	MemoryMiB     types.Int64  `tfsdk:"memory_mib"`
-	DiskGiB       types.Int64  `tfsdk:"disk_gib"`
+	// Details beyond identity and status (vms_details.go).
+	MadeBy types.String `tfsdk:"made_by"`
+	vmSize
 	IPAddress     types.String `tfsdk:"ip_address"`
 	IPv4Addresses types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses types.List   `tfsdk:"ipv6_addresses"`
@@ -211,19 +210,11 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	var nameRE *regexp.Regexp
-	if re := m.NameRegex.ValueString(); re != "" {
-		var err error
-		if nameRE, err = regexp.Compile(re); err != nil { // the validator already said so
-			resp.Diagnostics.AddAttributeError(path.Root("name_regex"), "Invalid regular expression", err.Error())
-			return
-		}
+	keep, ok := vmsFilter(m, &resp.Diagnostics)
+	if !ok {
+		return
 	}
 	node := m.Node.ValueString()
-	prefix := m.NamePrefix.ValueString()
-	keep := func(vmNode, name string) bool {
-		return (node == "" || vmNode == node) && (nameRE == nil || nameRE.MatchString(name)) && strings.HasPrefix(name, prefix)
-	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if !d.checkVMsNode(rctx, node, &resp.Diagnostics) {
@@ -232,18 +223,54 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 
 	// The marked VMs and the half-made ones, from one pass over the configs.
 	fleet, err := d.data.backend.ListFleet(rctx, d.data.cfg.UIDNamespace)
-	all, skipped := fleet.VMs, fleet.Skipped
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to list the marked VMs", d.dsErrorDetail(err))
 		return
 	}
+	if !d.readMarked(rctx, &m, fleet, keep, &resp.Diagnostics) {
+		return
+	}
+	now := time.Now()
+	if !d.readOrphanSeeds(rctx, &m, keep, now, &resp.Diagnostics) {
+		return
+	}
+	d.readOrphanVMs(&m, fleet, keep, now, &resp.Diagnostics)
+	m.ID = types.StringValue(d.data.cfg.Endpoint)
+	tflog.Debug(ctx, "proxy_vms read", map[string]any{
+		"marked": len(fleet.VMs), "vms": len(m.VMs), "orphan_seeds": len(m.OrphanSeeds), "orphan_vms": len(m.OrphanVMs),
+	})
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// vmsFilter is the filter of node, name_prefix and name_regex: keep(node, name) says a
+// VM or seed of that name on that node is listed. It fails on a name_regex that does not
+// compile (which the validator already reported).
+func vmsFilter(m vmsModel, diags *diag.Diagnostics) (keep func(vmNode, name string) bool, ok bool) {
+	var nameRE *regexp.Regexp
+	if re := m.NameRegex.ValueString(); re != "" {
+		var err error
+		if nameRE, err = regexp.Compile(re); err != nil { // the validator already said so
+			diags.AddAttributeError(path.Root("name_regex"), "Invalid regular expression", err.Error())
+			return nil, false
+		}
+	}
+	node := m.Node.ValueString()
+	prefix := m.NamePrefix.ValueString()
+	return func(vmNode, name string) bool {
+		return (node == "" || vmNode == node) && (nameRE == nil || nameRE.MatchString(name)) && strings.HasPrefix(name, prefix)
+	}, true
+}
+
+// readMarked fills vms with the marked VMs the filters keep. A VM whose config could not
+// be read fails the read when the answer will not change (it makes the list wrong rather
+// than incomplete, as the listing itself would), and is left out with a warning otherwise.
+func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxmox.Fleet, keep func(string, string) bool, diags *diag.Diagnostics) bool {
+	all, skipped := fleet.VMs, fleet.Skipped
 	for _, sk := range skipped {
-		// A VM the token may not read, or an answer that will not change, makes the list
-		// wrong rather than incomplete: fail, as the listing itself would.
 		if proxmox.ClassOf(sk.Err) == pveapi.Permanent {
-			resp.Diagnostics.AddError("Unable to list the marked VMs",
+			diags.AddError("Unable to list the marked VMs",
 				fmt.Sprintf("VMID %d (%s) on node %s: %s", sk.ID.VMID, sk.ID.Name, sk.Node, d.dsErrorDetail(sk.Err)))
-			return
+			return false
 		}
 	}
 	if len(skipped) > 0 {
@@ -251,14 +278,14 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		for i, s := range skipped {
 			lines[i] = fmt.Sprintf("- VMID %d (%s) on node %s: %s", s.ID.VMID, s.ID.Name, s.Node, d.redact(s.Err.Error()))
 		}
-		resp.Diagnostics.AddWarning("Some VMs could not be read",
+		diags.AddWarning("Some VMs could not be read",
 			"These VMs may carry the mark, but their configuration could not be read, so vms leaves them out:\n"+
 				strings.Join(lines, "\n"))
 	}
 	m.VMs = []vmsVMModel{}
 	var kept []proxmox.Instance
 	for _, in := range all {
-		if !keep(in.Node, in.ID.Name) || !vmsFleetMatch(m, in) {
+		if !keep(in.Node, in.ID.Name) || !vmsMatch(*m, in) {
 			continue
 		}
 		kept = append(kept, in)
@@ -277,8 +304,13 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			Pool:      stringOrNull(in.Config.Pool),
 		})
 	}
-	d.vmsDetails(rctx, kept, m.VMs, &resp.Diagnostics)
+	d.vmsDetails(ctx, kept, m.VMs, diags)
+	return true
+}
 
+// readOrphanSeeds fills orphan_seeds from the provider's nodes (the node filter's only).
+func (d *vmsDataSource) readOrphanSeeds(ctx context.Context, m *vmsModel, keep func(string, string) bool, now time.Time, diags *diag.Diagnostics) bool {
+	node := m.Node.ValueString()
 	nodes := d.data.cfg.Nodes
 	if node != "" {
 		nodes = nil
@@ -286,39 +318,45 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			nodes = []string{node}
 		}
 	}
-	now := time.Now()
 	m.OrphanSeeds = []vmsOrphanModel{}
-	if len(nodes) > 0 {
-		seeds, err := d.data.backend.OrphanSeedsOn(rctx, nodes)
-		var skipped *proxmox.SkippedNodesError
-		switch {
-		case errors.As(err, &skipped):
-			resp.Diagnostics.AddWarning("Some seed ISOs could not be listed",
-				d.redact(skipped.Error())+". orphan_seeds leaves those nodes out; the VM list is complete.")
-		case err != nil:
-			resp.Diagnostics.AddError("Unable to list the orphan seed ISOs", d.dsErrorDetail(err))
-			return
+	if len(nodes) == 0 {
+		return true
+	}
+	seeds, err := d.data.backend.OrphanSeedsOn(ctx, nodes)
+	var skipped *proxmox.SkippedNodesError
+	switch {
+	case errors.As(err, &skipped):
+		diags.AddWarning("Some seed ISOs could not be listed",
+			d.redact(skipped.Error())+". orphan_seeds leaves those nodes out; the VM list is complete.")
+	case err != nil:
+		diags.AddError("Unable to list the orphan seed ISOs", d.dsErrorDetail(err))
+		return false
+	}
+	unproved := ""
+	for _, s := range seeds {
+		if !keep(s.Node, s.Name) {
+			continue
 		}
-		unproved := ""
-		for _, s := range seeds {
-			if keep(s.Node, s.Name) {
-				created, age := ageOf(s.CreatedAt, now)
-				m.OrphanSeeds = append(m.OrphanSeeds, vmsOrphanModel{
-					Node: types.StringValue(s.Node), VolID: types.StringValue(s.VolID),
-					Name: types.StringValue(s.Name), Size: types.Int64Value(s.Size),
-					CreatedAt: created, AgeSeconds: age, Proved: types.BoolValue(s.Unproved == ""),
-				})
-				if s.Unproved != "" {
-					unproved = s.Unproved
-				}
-			}
-		}
-		if unproved != "" { // decision: orphan-visibility
-			resp.Diagnostics.AddWarning("Orphan seeds may belong to VMs the API token cannot see",
-				"orphan_seeds lists seed ISOs that no VM the API token sees uses, but "+d.redact(unproved)+
-					". These entries have proved = false, and proxy_orphan_cleanup keeps them.")
+		created, age := ageOf(s.CreatedAt, now)
+		m.OrphanSeeds = append(m.OrphanSeeds, vmsOrphanModel{
+			Node: types.StringValue(s.Node), VolID: types.StringValue(s.VolID),
+			Name: types.StringValue(s.Name), Size: types.Int64Value(s.Size),
+			CreatedAt: created, AgeSeconds: age, Proved: types.BoolValue(s.Unproved == ""),
+		})
+		if s.Unproved != "" {
+			unproved = s.Unproved
 		}
 	}
+	if unproved != "" { // decision: orphan-visibility
+		diags.AddWarning("Orphan seeds may belong to VMs the API token cannot see",
+			"orphan_seeds lists seed ISOs that no VM the API token sees uses, but "+d.redact(unproved)+
+				". These entries have proved = false, and proxy_orphan_cleanup keeps them.")
+	}
+	return true
+}
+
+// readOrphanVMs fills orphan_vms with the half-made VMs the filters keep.
+func (d *vmsDataSource) readOrphanVMs(m *vmsModel, fleet proxmox.Fleet, keep func(string, string) bool, now time.Time, diags *diag.Diagnostics) {
 	m.OrphanVMs = []vmsOrphanVMModel{}
 	half, unread := fleet.HalfMade, fleet.HalfMadeSkipped
 	if len(unread) > 0 {
@@ -326,7 +364,7 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 		for i, s := range unread {
 			lines[i] = fmt.Sprintf("- VMID %d (%s) on node %s: %s", s.ID.VMID, s.ID.Name, s.Node, d.redact(s.Err.Error()))
 		}
-		resp.Diagnostics.AddWarning("Some VMs in the VMID range could not be read",
+		diags.AddWarning("Some VMs in the VMID range could not be read",
 			"Whether these VMs are half-made VMs of this configuration is not known, so orphan_vms leaves them out:\n"+
 				strings.Join(lines, "\n"))
 	}
@@ -341,11 +379,6 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 			CreatedAt: created, AgeSeconds: age, Seed: stringOrNull(o.Seed),
 		})
 	}
-	m.ID = types.StringValue(d.data.cfg.Endpoint)
-	tflog.Debug(ctx, "proxy_vms read", map[string]any{
-		"marked": len(all), "vms": len(m.VMs), "orphan_seeds": len(m.OrphanSeeds), "orphan_vms": len(m.OrphanVMs),
-	})
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
 // ageOf is a creation time and its age in whole seconds at now, both null for the zero

@@ -144,6 +144,9 @@ type Spec struct {
 	// the mark (MarkKeyNetworkDigest).
 	Network       *NetworkConfig
 	NetworkDigest string
+	// Options are the values of the RestartOptions beyond cores and memory, by config key
+	// (the attribute's value, as RestartOption.Value takes it; absent: as cloned).
+	Options map[string]string
 }
 
 // VM is what Get reads back.
@@ -207,6 +210,9 @@ type VM struct {
 	// steps depend on (MemoryHotplugStep): 1 GiB hugepages, and the sockets then.
 	HotplugHugepages1G bool
 	HotplugSockets     int
+	// Options are the values of the RestartOptions beyond cores and memory, by config key,
+	// as their attributes show them (absent: the config does not set the option).
+	Options map[string]string
 }
 
 // PassedVM is a finished VM of the created VM's name and namespace that Create skipped.
@@ -314,10 +320,10 @@ type Changes struct {
 	// the caller's state holds), before any other change (pool.go).
 	Pool      *string
 	PriorPool string
-	// ShutdownTimeout is how long the restart a cores or memory change needs lets the
+	// ShutdownTimeout is how long the restart a RestartOptions change needs lets the
 	// guest shut down before Proxmox stops it (zero: DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
-	// DeferRestart writes a cores or memory change that a running VM cannot take without
+	// DeferRestart writes a RestartOptions change that a running VM cannot take without
 	// a restart and leaves it pending (Proxmox applies it at the VM's next stop or start)
 	// instead of restarting the VM. A hotplugged memory change applies either way.
 	DeferRestart bool
@@ -331,6 +337,9 @@ type Changes struct {
 	// hotplug that Proxmox refused (or plugged short of the size), so the VM was restarted
 	// to apply the memory (or, with DeferRestart, the memory was left pending).
 	Notify func(msg string)
+	// Options are the new values of the RestartOptions beyond cores and memory, by config
+	// key (absent: left alone).
+	Options map[string]string
 }
 
 // Instance is one marked VM listed by List (decision: list-marked).

@@ -743,6 +743,9 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]
 		p["memory"] = strconv.Itoa(s.MemoryMiB)
 	}
 	tagsCreateParams(p, s)
+	if err := optionParams(p, s, cfg); err != nil {
+		return nil, err
+	}
 	if s.Bridge != "" || s.VLANTag != 0 {
 		var tag *int
 		if s.VLANTag != 0 {

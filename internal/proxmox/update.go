@@ -341,33 +341,27 @@ func (r *updateRun) restartVM(ctx context.Context, paused bool) error {
 		err = r.b.shutdownAndWait(ctx, "update", r.node, r.id.VMID, r.ch.ShutdownTimeout)
 	}
 	if err != nil {
-		return restartErr(err, restart, false, r.ch, r.coresRestart, r.memRestart)
+		return restartErr(err, restart, false, r.ch, r.restartKeys())
 	}
 	if err := r.b.startAndWait(ctx, "update", r.node, r.id.VMID, r.cfg); err != nil {
-		return restartErr(err, restart, true, r.ch, r.coresRestart, r.memRestart)
+		return restartErr(err, restart, true, r.ch, r.restartKeys())
 	}
 	return nil
 }
 
-// restartErr says of a power task that failed during the restart that applies a cores or
-// memory change which restart it was and where the VM is left: before the power-off, the
+// restartErr says of a power task that failed during the restart that applies a change of
+// RestartOptions (keys: those the VM was restarted for) which restart it was and where the VM is left: before the power-off, the
 // new values are written to its config and pending, and the next apply restarts it again;
 // after it, the config holds them and the next apply starts the VM. The class is kept.
-func restartErr(err error, restart, afterStop bool, ch Changes, cores, mem bool) error {
+func restartErr(err error, restart, afterStop bool, ch Changes, keys map[string]bool) error {
 	if !restart {
 		return err
 	}
-	var what []string
-	if cores && ch.Cores != nil {
-		what = append(what, "cores "+strconv.Itoa(*ch.Cores))
-	}
-	if mem && ch.MemoryMiB != nil {
-		what = append(what, "memory "+strconv.Itoa(*ch.MemoryMiB)+" MiB")
-	}
+	what := restartValues(ch, keys)
 	if ch.Reseed != nil {
 		what = append(what, "the new cloud-init seed")
 	}
-	change := "the cores or memory change"
+	change := "the " + restartLabels("or") + " change"
 	if len(what) > 0 {
 		change = strings.Join(what, " and ")
 	}

@@ -40,8 +40,10 @@ type updatePlan struct {
 
 	// coresRestart, memRestart and seedRestart: the VM runs (or is resumed to run) and
 	// needs a restart to take the cores, the memory or a new seed; memHot: the memory is
-	// plugged into the running VM with the config write instead.
+	// plugged into the running VM with the config write instead. optRestart are the keys of
+	// the other RestartOptions it needs the restart for.
 	coresRestart, memRestart, seedRestart, memHot bool
+	optRestart                                    []string
 
 	// agentCheck: the restart waits for an address, so the agent is asked first
 	// (agentBeforeRestart); agentUnknownWarn: a start of an imported VM whose agent is
@@ -54,7 +56,7 @@ type updatePlan struct {
 
 // planUpdate decides an update from the VM as read and ch, without a request. Its errors
 // are Permanent refusals, in the order the checks run: cores, memory (a memory hotplug
-// size), VLAN tag, net0, boot disk, a hibernated VM.
+// size), the other RestartOptions (a value that breaks out of its option string), VLAN tag, net0, boot disk, a hibernated VM.
 func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 	p := updatePlan{cfg: v.cfg, vs: v.vs, params: map[string]string{}}
 	p.hibernated = v.vs.Lock == "suspended" || v.cfg["lock"] == "suspended"
@@ -73,6 +75,9 @@ func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 		return p, err
 	}
 	if err := p.planMemory(ch, runs, runMem, v.hotplug); err != nil {
+		return p, err
+	}
+	if err := p.planRestartOptions(ch, runs); err != nil {
 		return p, err
 	}
 	if ch.OnBoot != nil && *ch.OnBoot != (v.cfg["onboot"] == "1") {
@@ -118,6 +123,37 @@ func (p *updatePlan) planCores(ch Changes, runs bool, runCores int) error {
 	}
 	p.coresRestart = runs && *ch.Cores != runCores
 	return nil
+}
+
+// planRestartOptions writes a change of each RestartOption other than cores and memory
+// (which planCores and planMemory plan from what the VM runs with): a running VM needs a
+// restart for a value its config does not hold. The config holds a pending value too, so
+// a value left pending (DeferRestart) is not written, nor restarted for, again.
+func (p *updatePlan) planRestartOptions(ch Changes, runs bool) error {
+	for _, o := range RestartOptions {
+		v, ok := o.Value(ch)
+		if !ok || o.OwnFields() || v == o.attrValue(p.cfg[o.Key]) {
+			continue
+		}
+		cv, err := o.configValue(p.cfg[o.Key], v)
+		if err != nil {
+			return err
+		}
+		p.params[o.Key] = cv
+		if runs {
+			p.optRestart = append(p.optRestart, o.Key)
+		}
+	}
+	return nil
+}
+
+// restartKeys are the keys of the RestartOptions the VM is restarted for.
+func (p *updatePlan) restartKeys() map[string]bool {
+	keys := map[string]bool{"cores": p.coresRestart, "memory": p.memRestart}
+	for _, k := range p.optRestart {
+		keys[k] = true
+	}
+	return keys
 }
 
 // planMemory writes a memory change: plugged into a running VM with memory hotplug (a
@@ -212,7 +248,7 @@ func (p *updatePlan) restart(ch Changes) bool {
 
 // pending says the VM runs without a value it is given: it needs a restart.
 func (p *updatePlan) pending() bool {
-	return p.coresRestart || p.memRestart || p.seedRestart
+	return p.coresRestart || p.memRestart || p.seedRestart || len(p.optRestart) > 0
 }
 
 // powerStep is the power action that ends an update.

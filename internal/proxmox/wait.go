@@ -645,10 +645,10 @@ func (b *Backend) agentBeforeRestart(ctx context.Context, node string, vmid int,
 		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox restart refused: the guest agent does not answer", map[string]any{
 			"vmid": vmid, "node": node, "uptime": up.String(),
 		})
-		return Permanentf("the VM has been running for %s and its guest agent does not answer (%s); the restart the cores or memory change needs "+
+		return Permanentf("the VM has been running for %s and its guest agent does not answer (%s); the restart the %s change needs "+
 			"is not a first boot, so no seed installs the agent and no address could be read after it: the update would wait until its timeout. "+
 			"Nothing was changed: install qemu-guest-agent in the guest (or bake it into the template), or set wait_for_ip = false, then apply again",
-			up, err)
+			up, err, restartLabels("or"))
 	}
 	return nil
 }

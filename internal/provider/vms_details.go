@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -16,7 +17,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// proxy_vms' per-VM details and filters for a fleet: addresses, sizes, who made the VM,
+// proxy_vms' per-VM details and filters: addresses, sizes, who made the VM,
 // and the name_prefix and made_by filters (as on the proxy_vm list resource).
 
 // vmsAgentReads caps the guest agent reads proxy_vms runs at once.
@@ -43,27 +44,23 @@ func vmsFilterAttributes() map[string]schema.Attribute {
 
 // vmsDetailAttributes are the per-VM attributes beyond identity and status.
 func vmsDetailAttributes() map[string]schema.Attribute {
-	num := func(md string) schema.Int64Attribute {
-		return schema.Int64Attribute{Computed: true, MarkdownDescription: md}
-	}
 	list := func(md string) schema.ListAttribute {
 		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: md}
 	}
-	return map[string]schema.Attribute{
+	out := dataAttributes(sizeAttrs())
+	maps.Copy(out, map[string]schema.Attribute{
 		"made_by":    schema.StringAttribute{Computed: true, MarkdownDescription: "`provider` or `other`, as the `made_by` filter."},
-		"cores":      num("Virtual CPU cores, from the VM's config."),
-		"memory_mib": num("Memory in MiB, from the VM's config."),
-		"disk_gib":   num("Boot disk size in GiB, from the VM's config; null when the config names no boot disk size."),
 		"ip_address": schema.StringAttribute{Computed: true, MarkdownDescription: "The first of `ipv4_addresses`; null when there is none."},
 		"ipv4_addresses": list("The IPv4 addresses the guest agent reports (not loopback, not link-local), in " +
 			"its order; empty when the VM is not running, its agent option is off or its agent does not answer."),
 		"ipv6_addresses": list("The IPv6 addresses the guest agent reports (not loopback, not link-local), in " +
 			"its order; empty when the VM is not running, its agent option is off or its agent does not answer."),
-	}
+	})
+	return out
 }
 
-// vmsFleetMatch applies the name_prefix and made_by filters.
-func vmsFleetMatch(m vmsModel, in proxmox.Instance) bool {
+// vmsMatch applies the name_prefix and made_by filters.
+func vmsMatch(m vmsModel, in proxmox.Instance) bool {
 	return listMatches(proxyVMListModel{NamePrefix: m.NamePrefix, MadeBy: m.MadeBy}, in)
 }
 
@@ -112,7 +109,7 @@ func (d *vmsDataSource) vmsDetails(ctx context.Context, ins []proxmox.Instance, 
 		c := in.Config
 		o := &out[i]
 		o.MadeBy = types.StringValue(madeByOf(in.CreatedBy))
-		o.Cores, o.MemoryMiB, o.DiskGiB = intOrNull(c.Cores), intOrNull(c.MemoryMiB), intOrNull(c.DiskGiB)
+		o.read(c)
 		o.IPv4Addresses, o.IPv6Addresses = stringList(addrs[i].IPv4), stringList(addrs[i].IPv6)
 		o.IPAddress = types.StringNull()
 		if len(addrs[i].IPv4) > 0 {

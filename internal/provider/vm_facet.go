@@ -1,0 +1,88 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+)
+
+// A proxy VM is put together from facets, one file each (vm_<facet>.go): a Go struct of
+// the facet's attributes, which the resource's model (proxyVMModel), the proxy_vm data
+// source's (vmDataModel) and proxy_vms' per-VM model (vmsVMModel) embed, so that the HCL
+// schema stays flat; and the same small set of functions:
+//
+//   - <facet>Attrs: its attributes, declared and described once (facetAttr), from which
+//     the resource's and the data sources' schema attributes are made;
+//   - read: its values from the VM as the backend returns it (proxmox.VM);
+//   - nullUnknown: its values still unknown nulled (the partial state of a create);
+//   - spec: what it puts into a create (proxmox.Spec);
+//   - changes: what it puts into an in-place update (proxmox.Changes);
+//   - plan: its plan checks (called by planProxyVM).
+
+// facetAttr is one attribute of a facet, declared once.
+type facetAttr struct {
+	name string
+	// md describes the value, in markdown, on every surface. change adds, on the resource
+	// only, what setting and changing it does; read adds, on the data sources only, how
+	// they read it.
+	md, change, read string
+	// resource is the resource's attribute (required, optional or computed, validators,
+	// plan modifiers, default), without descriptions; the data sources' attribute is
+	// computed, of the same type.
+	resource rschema.Attribute
+}
+
+// joinMD joins description sentences.
+func joinMD(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// resourceAttributes are the resource's schema attributes of attrs.
+func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
+	out := make(map[string]rschema.Attribute, len(attrs))
+	for _, a := range attrs {
+		md := joinMD(a.md, a.change)
+		switch v := a.resource.(type) {
+		case rschema.StringAttribute:
+			v.MarkdownDescription, v.Description = md, plain(md)
+			out[a.name] = v
+		case rschema.Int64Attribute:
+			v.MarkdownDescription, v.Description = md, plain(md)
+			out[a.name] = v
+		case rschema.BoolAttribute:
+			v.MarkdownDescription, v.Description = md, plain(md)
+			out[a.name] = v
+		default:
+			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
+		}
+	}
+	return out
+}
+
+// dataAttributes are the data sources' schema attributes of attrs: computed, of the
+// resource attribute's type.
+func dataAttributes(attrs []facetAttr) map[string]dschema.Attribute {
+	out := make(map[string]dschema.Attribute, len(attrs))
+	for _, a := range attrs {
+		md := joinMD(a.md, a.read)
+		switch a.resource.(type) {
+		case rschema.StringAttribute:
+			out[a.name] = dschema.StringAttribute{Computed: true, MarkdownDescription: md}
+		case rschema.Int64Attribute:
+			out[a.name] = dschema.Int64Attribute{Computed: true, MarkdownDescription: md}
+		case rschema.BoolAttribute:
+			out[a.name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: md}
+		default:
+			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
+		}
+	}
+	return out
+}

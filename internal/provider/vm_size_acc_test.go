@@ -1,0 +1,109 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// TestAccProxyVM_cpuType: cpu_type is written at create (the template's other cpu
+// properties kept), shown by both data sources, and changed in place with a graceful
+// restart of the running VM (config, shutdown, start), which the plan warns about; with
+// reboot_on_change = false the change is written and left pending in Proxmox, with no power
+// request; a type changed outside Terraform shows as drift and is written back with a
+// restart; a value that would break out of the cpu option string is refused at plan on
+// cpu_type.
+func TestAccProxyVM_cpuType(t *testing.T) {
+	f := newPowerFixture(t, "cpu", "reads the simulator's request log")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
+	cfg := func(cpu, extra string) string {
+		return base + vmResource(env, name, fmt.Sprintf("  cores = 1\n  memory_mib = 512\n  cpu_type = %q\n%s", cpu, extra)) + `
+data "proxy_vm" "x" {
+  name       = proxy_vm.test.name
+  depends_on = [proxy_vm.test]
+}
+data "proxy_vms" "f" {
+  name_prefix = proxy_vm.test.name
+  depends_on  = [proxy_vm.test]
+}
+`
+	}
+	var vmid int
+	same := statecheck.CompareValue(compare.ValuesSame())
+	shows := func(cpu string) []statecheck.StateCheck {
+		return []statecheck.StateCheck{
+			same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+			statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cpu_type"), knownvalue.StringExact(cpu)),
+			statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("cpu_type"), knownvalue.StringExact(cpu)),
+			statecheck.ExpectKnownValue("data.proxy_vms.f", tfjsonpath.New("vms").AtSliceIndex(0).AtMapKey("cpu_type"), knownvalue.StringExact(cpu)),
+		}
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg("host,flags=+aes", ""),
+				ExpectError: regexp.MustCompile(`(?s)cpu_type.*must be a CPU model name`),
+			},
+			{
+				Config:            cfg("host", ""),
+				ConfigStateChecks: shows("host"),
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid),
+					checkSimConfig(env, &vmid, map[string]string{"cpu": "host"}, nil),
+					func(*terraform.State) error { log.reset(); return nil }),
+			},
+			{
+				Config: cfg("x86-64-v2-AES", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+				}},
+				ConfigStateChecks: shows("x86-64-v2-AES"),
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkSimConfig(env, &vmid, map[string]string{"cpu": "x86-64-v2-AES"}, nil),
+					checkPower(env, "running")),
+			},
+			{
+				Config:           cfg("x86-64-v2-AES", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// reboot_on_change = false: written, pending in Proxmox, no power request.
+				PreConfig: func() { log.reset() },
+				Config:    cfg("host", "  reboot_on_change = false"),
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config"),
+					checkSimConfig(env, &vmid, map[string]string{"cpu": "x86-64-v2-AES"}, map[string]string{"cpu": "host"}),
+					checkPower(env, "running")),
+			},
+			{
+				// An admin changes the type in Proxmox (pending on the running VM): the plan
+				// shows the drift and the apply writes it back with a restart.
+				PreConfig: func() {
+					putConfig(t, env, c, vmid, map[string]string{"cpu": "kvm64"})
+					log.reset()
+				},
+				Config: cfg("host", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cpu_type"), knownvalue.StringExact("host")),
+				}},
+				ConfigStateChecks: shows("host"),
+				Check: resource.ComposeTestCheckFunc(
+					log.check(&vmid, "config", "shutdown", "start"),
+					checkSimConfig(env, &vmid, map[string]string{"cpu": "host"}, nil),
+					checkPower(env, "running")),
+			},
+		},
+	})
+}

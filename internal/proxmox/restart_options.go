@@ -1,0 +1,195 @@
+package proxmox
+
+import (
+	"strconv"
+	"strings"
+)
+
+// RestartOption is a VM config option that a running VM takes only at its next start:
+// qemu-server's vmconfig_hotplug_pending applies no change of it to the running VM, so it
+// stays in the config's pending section until the VM is stopped and started. Update writes
+// a change of it and then restarts a running VM (or, with Changes.DeferRestart, leaves it
+// pending). RestartOptions lists them; the provider derives from the list which
+// attributes restart a VM, what its plan says about them and how it describes them.
+//
+// cores and memory have their own fields in Spec, Changes and VM and their own planning
+// (what a running VM runs with comes from status/current, memory may be hotplugged). Every
+// other option is carried in the Options maps of Spec, Changes and VM under its Key, and
+// handled by the functions of this file: written by a create (optionParams) and an update
+// (planRestartOptions), read by Get (readOptions).
+type RestartOption struct {
+	// Key is the Proxmox config key, Attr the proxy_vm attribute that sets it, Label how
+	// messages name it.
+	Key, Attr, Label string
+	// Unit follows the value in messages ("" for none).
+	Unit string
+	// value is the value Changes gives the option, as its attribute has it; ok is false
+	// when Changes leaves it alone. Nil: the value is Changes.Options[Key].
+	value func(Changes) (v string, ok bool)
+	// read is the attribute's value of the option's config value (nil: the config value).
+	read func(cfgValue string) string
+	// write is the config value that gives the option the attribute's value v, from its
+	// current config value cur ("" when unset); nil: v.
+	write func(cur, v string) (string, error)
+}
+
+// RestartOptions are the options a change of which needs a restart of a running VM, in
+// the order messages name them. memory is one, except on a VM with memory hotplug (see
+// planMemory).
+var RestartOptions = []RestartOption{
+	{Key: "cores", Attr: "cores", Label: "cores", value: intValue(func(c Changes) *int { return c.Cores })},
+	{Key: "memory", Attr: "memory_mib", Label: "memory", Unit: " MiB", value: intValue(func(c Changes) *int { return c.MemoryMiB })},
+	// The emulated CPU type: cpu is a property string whose default key is cputype
+	// (qemu-server PVE/QemuServer/CPUConfig.pm $cpu_fmt, format pve-vm-cpu-conf); its other
+	// properties (flags, ...) are kept.
+	{Key: "cpu", Attr: "cpu_type", Label: "CPU type", read: cpuType, write: withCPUType},
+}
+
+// cpuType is the cputype of a cpu option ("host,flags=+aes" or "cputype=host,...": host).
+func cpuType(cpu string) string {
+	for i, p := range strings.Split(cpu, ",") {
+		if k, v, ok := strings.Cut(p, "="); ok && k == "cputype" {
+			return v
+		} else if !ok && i == 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// withCPUType is the cpu option cur with its cputype set to t, its other properties kept.
+func withCPUType(cur, t string) (string, error) {
+	out := []string{t}
+	for i, p := range strings.Split(cur, ",") {
+		k, _, ok := strings.Cut(p, "=")
+		if p == "" || (ok && k == "cputype") || (!ok && i == 0) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ","), nil
+}
+
+// OwnFields says the option has its own fields in Spec, Changes and VM and its own
+// planning (cores, memory); the others are carried in their Options maps.
+func (o RestartOption) OwnFields() bool { return o.Key == "cores" || o.Key == "memory" }
+
+// intValue reads an integer field of Changes as a RestartOption value.
+func intValue(f func(Changes) *int) func(Changes) (string, bool) {
+	return func(c Changes) (string, bool) {
+		if p := f(c); p != nil {
+			return strconv.Itoa(*p), true
+		}
+		return "", false
+	}
+}
+
+// Value is the value c gives the option, as its attribute has it; ok is false when c
+// leaves it alone.
+func (o RestartOption) Value(c Changes) (v string, ok bool) {
+	if o.value != nil {
+		return o.value(c)
+	}
+	v, ok = c.Options[o.Key]
+	return v, ok
+}
+
+// attrValue is the attribute's value of the option's config value.
+func (o RestartOption) attrValue(cfgValue string) string {
+	if o.read == nil || cfgValue == "" {
+		return cfgValue
+	}
+	return o.read(cfgValue)
+}
+
+// configValue is the config value that gives the option the attribute's value v. A value
+// that would break out of an option string is refused (optionValue).
+func (o RestartOption) configValue(cur, v string) (string, error) {
+	if _, err := optionValue(o.Key, v); err != nil {
+		return "", err
+	}
+	if o.write == nil {
+		return v, nil
+	}
+	return o.write(cur, v)
+}
+
+// optionParams adds the Spec's Options to a create's config write.
+func optionParams(p map[string]string, s Spec, cfg map[string]string) error {
+	for _, o := range RestartOptions {
+		v, ok := s.Options[o.Key]
+		if o.OwnFields() || !ok || o.attrValue(cfg[o.Key]) == v {
+			continue
+		}
+		cv, err := o.configValue(cfg[o.Key], v)
+		if err != nil {
+			return err
+		}
+		p[o.Key] = cv
+	}
+	return nil
+}
+
+// readOptions fills vm.Options from the config.
+func readOptions(vm *VM, cfg map[string]string) {
+	for _, o := range RestartOptions {
+		if o.OwnFields() || cfg[o.Key] == "" {
+			continue
+		}
+		if vm.Options == nil {
+			vm.Options = map[string]string{}
+		}
+		vm.Options[o.Key] = o.attrValue(cfg[o.Key])
+	}
+}
+
+// ChangesRestartOption says c sets a RestartOption (whether the VM then needs a restart
+// depends on what it runs with: see Update).
+func ChangesRestartOption(c Changes) bool {
+	for _, o := range RestartOptions {
+		if _, ok := o.Value(c); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// RestartAttrs joins the RestartOptions' attributes for a text, each through quote, the
+// last after conj: "`cores` or `memory_mib`".
+func RestartAttrs(conj string, quote func(string) string) string {
+	names := make([]string, len(RestartOptions))
+	for i, o := range RestartOptions {
+		names[i] = quote(o.Attr)
+	}
+	return joinWords(names, conj)
+}
+
+// restartLabels is RestartAttrs with the options' labels, for the backend's messages:
+// "cores or memory".
+func restartLabels(conj string) string {
+	names := make([]string, len(RestartOptions))
+	for i, o := range RestartOptions {
+		names[i] = o.Label
+	}
+	return joinWords(names, conj)
+}
+
+// restartValues names the new values ch gives the options in keys: "cores 4 and memory
+// 2048 MiB".
+func restartValues(ch Changes, keys map[string]bool) []string {
+	var what []string
+	for _, o := range RestartOptions {
+		if v, ok := o.Value(ch); ok && keys[o.Key] {
+			what = append(what, o.Label+" "+v+o.Unit)
+		}
+	}
+	return what
+}
+
+// joinWords is "a", "a or b", "a, b or c" with conj "or".
+func joinWords(words []string, conj string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
+}
