@@ -41,7 +41,7 @@ func TestPrivateKeyGone_roundTrip(t *testing.T) {
 func TestPrivateKeySeed_roundTrip(t *testing.T) {
 	ctx := context.Background()
 	p := fakePrivate{}
-	if d := writeSeed(ctx, p, "isos:iso/proxy-a-seed.iso"); d.HasError() {
+	if d := writeSeed(ctx, p, p, seedWrite{volid: "isos:iso/proxy-a-seed.iso"}); d.HasError() {
 		t.Fatal(d)
 	}
 	if got := string(p["seed"]); got != `{"volid":"isos:iso/proxy-a-seed.iso"}` {
@@ -51,12 +51,60 @@ func TestPrivateKeySeed_roundTrip(t *testing.T) {
 		t.Errorf("read %q", got)
 	}
 	// "" leaves the record as it is.
-	writeSeed(ctx, p, "")
+	writeSeed(ctx, p, p, seedWrite{})
 	if got := readSeed(ctx, p); got != "isos:iso/proxy-a-seed.iso" {
 		t.Errorf("after an empty write: %q", got)
 	}
 	if got := readSeed(ctx, fakePrivate{"seed": []byte(`{"volid":"local:iso/x.iso"}`)}); got != "local:iso/x.iso" {
 		t.Errorf("stored bytes read as %q", got)
+	}
+}
+
+// The seed record keeps the nodes a copy of the seed was put on: a refresh that finds the VM
+// on another node (an HA recovery moved its config alone) keeps the node the seed is on, an
+// apply adds the node it put one on, a migration drops its source, a new seed starts anew.
+// A record of an earlier version (no nodes) reads as one on the node the state last saw.
+func TestPrivateKeySeed_nodes(t *testing.T) {
+	ctx := context.Background()
+	const vol, vol2 = "local:iso/a-u-seed.iso", "local:iso/a-u-2-seed.iso"
+	step := func(p fakePrivate, w seedWrite) fakePrivate {
+		t.Helper()
+		out := fakePrivate{}
+		if d := writeSeed(ctx, p, out, w); d.HasError() {
+			t.Fatal(d)
+		}
+		return out
+	}
+	created := step(fakePrivate{}, seedWrite{volid: vol, put: "pve1"})
+	if got := string(created["seed"]); got != `{"volid":"local:iso/a-u-seed.iso","nodes":["pve1"]}` {
+		t.Errorf("after a create: %s", got)
+	}
+	// HA recovery to pve2, refreshed: the seed is still recorded on pve1 alone.
+	refreshed := step(created, seedWrite{volid: vol, lastSeen: "pve1"})
+	if got := readSeedNodes(ctx, refreshed); !slices.Equal(got, []string{"pve1"}) {
+		t.Errorf("after a refresh on another node: %v", got)
+	}
+	// An apply that starts it on pve2 (its seed rebuilt there): both copies.
+	started := step(refreshed, seedWrite{volid: vol, lastSeen: "pve2", put: "pve2"})
+	if got := readSeedNodes(ctx, started); !slices.Equal(got, []string{"pve1", "pve2"}) {
+		t.Errorf("after an apply on the new node: %v", got)
+	}
+	// A migration pve2 -> pve1 deletes its source copy.
+	migrated := step(started, seedWrite{volid: vol, lastSeen: "pve2", put: "pve1", deleted: "pve2"})
+	if got := readSeedNodes(ctx, migrated); !slices.Equal(got, []string{"pve1"}) {
+		t.Errorf("after a migration back: %v", got)
+	}
+	// A new seed (a swap) is on the node it was put on.
+	if got := readSeedNodes(ctx, step(started, seedWrite{volid: vol2, lastSeen: "pve2", put: "pve2"})); !slices.Equal(got, []string{"pve2"}) {
+		t.Errorf("after a new seed: %v", got)
+	}
+	// A record of the current main's bytes: the seed on the node last seen.
+	legacy := fakePrivate{"seed": []byte(`{"volid":"local:iso/a-u-seed.iso"}`)}
+	if got := readSeed(ctx, legacy); got != vol {
+		t.Errorf("legacy record read as %q", got)
+	}
+	if got := readSeedNodes(ctx, step(legacy, seedWrite{volid: vol, lastSeen: "pve1"})); !slices.Equal(got, []string{"pve1"}) {
+		t.Errorf("legacy record refreshed: %v", got)
 	}
 }
 

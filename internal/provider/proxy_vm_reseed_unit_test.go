@@ -94,7 +94,7 @@ func TestReadSeedDrift(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fakePrivate{}
-			writeSeed(ctx, p, tc.recorded)
+			writeSeed(ctx, p, p, seedWrite{volid: tc.recorded})
 			writeImportMarker(ctx, p, []unreadAttr{unreadCloudInit, unreadTemplate})
 			state := proxyVMModel{Name: types.StringValue(name), UID: types.StringValue(uid), CloudInit: types.StringNull(),
 				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText))}

@@ -228,7 +228,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
-		resp.Diagnostics.Append(writeSeed(ctx, resp.Private, r.data.backend.SeedVolID(spec.Name, spec.UID))...)
+		resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: r.data.backend.SeedVolID(spec.Name, spec.UID), put: node})...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	}
 	vm, err := r.data.backend.Create(ctx, spec, onAllocated)
@@ -253,7 +253,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, final.Seed)...)
+	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, resp.Private, seedWrite{volid: final.Seed, put: final.Node})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, final)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 	warnRecentPassed(&resp.Diagnostics, spec.Name, final, createdAt, timeout)
@@ -323,6 +323,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
+	priorNode := state.Node.ValueString()
 	r.fillAddress(ctx, state, &vm)
 	// cores and memory_mib are what the VM runs with (a value pending in its config shows
 	// as a plan warning, proxy_vm_power.go): an update interrupted after its config write
@@ -332,7 +333,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
+	// A VM found on another node than the state's keeps its seed recorded where it was put
+	// (an HA recovery moves the config alone).
+	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, seedWrite{volid: vm.Seed, lastSeen: priorNode})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
 }
@@ -457,7 +460,13 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...) // a migration may have moved it
+	// A migration moved the seed to the VM's node and deleted its source copy; a seed
+	// rebuilt before a start is on the VM's node too.
+	sw := seedWrite{volid: vm.Seed, lastSeen: prior.Node.ValueString(), put: vm.Node}
+	if changes.Node != nil && vm.Node != prior.Node.ValueString() {
+		sw.deleted = prior.Node.ValueString()
+	}
+	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, sw)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
@@ -490,7 +499,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
-	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private),
+	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private), SeedNodes: readSeedNodes(ctx, req.Private),
 		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart}
 	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
@@ -546,7 +555,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 				"writes (was it edited?), so static_ipv4 is left unset and the first value set is compared with the mark's network digest. "+
 				"Restore the line, or check the VM's network before setting static_ipv4.")
 	}
-	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, vm.Seed)...)
+	resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: vm.Seed, put: vm.Node})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
 		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),

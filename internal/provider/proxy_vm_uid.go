@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 )
@@ -24,22 +25,63 @@ func newUID() (string, error) {
 
 // seedRecord is the value of privateKeySeed: the seed ISO the VM boots from
 // (proxmox.VM.Seed: its volume id, wherever it is), so that a destroy of a VM already gone
-// deletes exactly that one (decision: seed-location).
+// deletes exactly that one, and the nodes a copy of it was put on, so that a destroy of a
+// VM that moved without the provider (an HA recovery moves the config alone) deletes the
+// copy it left (decision: seed-location).
 type seedRecord struct {
 	// VolID is the seed's volume id, <storage>:iso/<file>.
 	VolID string `json:"volid,omitempty"`
+	// Nodes are the nodes a copy of VolID was put on and not known deleted since. Empty (a
+	// record of an earlier version): the node the state last saw the VM on.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
-// writeSeed records the VM's seed volume; "" leaves the record as it is.
-func writeSeed(ctx context.Context, p privateSetter, volid string) diag.Diagnostics {
-	if volid == "" {
+// seedWrite is what a write of the seed record knows.
+type seedWrite struct {
+	// volid is the seed the VM names now; "" leaves the record as it is.
+	volid string
+	// lastSeen is the node the state saw the VM on before this write: where the seed of a
+	// record without nodes is.
+	lastSeen string
+	// put is the node a seed of volid is on after an apply (Create, Update, import); a
+	// refresh puts nothing.
+	put string
+	// deleted is a node whose copy the apply deleted (a migration's source).
+	deleted string
+}
+
+// writeSeed records the VM's seed volume and the nodes a copy of it is on: the ones in's
+// record names for the same volume (or lastSeen, for a record without nodes), with w.put
+// and without w.deleted.
+func writeSeed(ctx context.Context, in privateGetter, out privateSetter, w seedWrite) diag.Diagnostics {
+	if w.volid == "" {
 		return nil
 	}
-	return privateKeySeed.write(ctx, p, seedRecord{VolID: volid})
+	rec := seedRecord{VolID: w.volid}
+	if prev, ok, _ := privateKeySeed.read(ctx, in); ok && prev.VolID == w.volid {
+		rec.Nodes = slices.Clone(prev.Nodes)
+		if len(rec.Nodes) == 0 && w.lastSeen != "" {
+			rec.Nodes = []string{w.lastSeen}
+		}
+	}
+	if w.deleted != "" && w.deleted != w.put {
+		rec.Nodes = slices.DeleteFunc(rec.Nodes, func(n string) bool { return n == w.deleted })
+	}
+	if w.put != "" && !slices.Contains(rec.Nodes, w.put) {
+		rec.Nodes = append(rec.Nodes, w.put)
+	}
+	return privateKeySeed.write(ctx, out, rec)
 }
 
 // readSeed returns the recorded seed's volume id; "" when none.
 func readSeed(ctx context.Context, p privateGetter) string {
 	r, _, _ := privateKeySeed.read(ctx, p)
 	return r.VolID
+}
+
+// readSeedNodes returns the nodes a copy of the recorded seed was put on; none for a
+// record without nodes.
+func readSeedNodes(ctx context.Context, p privateGetter) []string {
+	r, _, _ := privateKeySeed.read(ctx, p)
+	return r.Nodes
 }

@@ -30,6 +30,13 @@ type DeleteOptions struct {
 	// a swap cut off may have left, are deleted too (a delete of a missing volume is a
 	// successful task). A VM whose ide2 names a later generation gets that whatever the flag.
 	SeedSwaps bool
+	// SeedNodes are the nodes the caller recorded a copy of Seed on (decision: seed-location).
+	// A VM that moved off one of them without the provider (an HA recovery moves its config
+	// alone) left its seed there: a VM of ours gets its seeds that carry UID deleted on each
+	// of these nodes it is not on, as well as on its own; for a VM gone or not ours they are
+	// nodes whose failure fails the call, like Node. Empty, or the VM's node alone: nothing
+	// more is sent.
+	SeedNodes []string
 }
 
 // DeleteVM runs the delete steps (decision: delete-steps, decision: seed-before-destroy)
@@ -101,7 +108,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed, opts.UID, opts.SeedSwaps)
 	// The seed goes before the destroy (decision: seed-before-destroy), deleted while the VM
 	// stops, since it does not depend on the stop. A failure leaves the VM for the next Delete.
-	seed := b.startSeedDelete(ctx, node, seeds)
+	seed := b.startSeedDelete(ctx, node, seeds, b.seedsLeftElsewhere(id.Name, node, seeds, opts))
 	// Stop, whatever the listing says (it may lag, fact: listing-lag, and shows a paused VM
 	// as running, fact: paused-listed-running): a VM not running ends the stop at once.
 	if gone, err := b.stopForDelete(ctx, node, id.VMID); gone || err != nil {

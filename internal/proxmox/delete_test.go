@@ -415,3 +415,97 @@ func TestDelete_noStatusReadBeforeTheStop(t *testing.T) {
 		t.Error("the VM is left")
 	}
 }
+
+// TestDelete_seedLeftOnRecordedNode: a VM of ours that moved without the provider (an HA
+// recovery moves the config alone, decision: seed-location) left its seed on the node the
+// caller recorded it on (DeleteOptions.SeedNodes): the delete removes it there too, before
+// the destroy, and a failure there fails the delete with the VM left for the next one. A
+// VM on the recorded node sends nothing more, and a seed whose name does not carry the
+// resource's uid (the proxy operator's) is never deleted on another node.
+func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
+	vol := seedVolID(fakeISOStorage, seedFile(testName, testUID))
+	moved := func(h *harness) {
+		h.f.addOurVM(testVMID0, testName, testUID)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Node = "pv1-2" }) // the HA manager moves it
+		h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
+		h.f.calllog = nil
+	}
+	t.Run("moved: deleted on its node and on the recorded one", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2", "pv1-3")
+		moved(h)
+		if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := mutating(h.f); !slices.Equal(unorderedBeforeDestroy(got), []string{"DeleteVolume", "DeleteVolume", "Stop", "Destroy"}) {
+			t.Errorf("calls %v", got)
+		}
+		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-2", "pv1-1"}) {
+			t.Errorf("seed deleted on %v, want pv1-2 then pv1-1", got)
+		}
+		if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
+			t.Error("the seed is left on the node it was uploaded to")
+		}
+		if h.f.vm(testVMID0) != nil {
+			t.Error("the VM is left")
+		}
+	})
+	t.Run("not moved: nothing more", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2", "pv1-3")
+		moved(h)
+		if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-2"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-2"}) {
+			t.Errorf("seed deleted on %v, want pv1-2 alone", got)
+		}
+	})
+	t.Run("the recorded node fails: no destroy", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		moved(h)
+		h.f.onCall("DeleteVolume", func(_ context.Context, c fakeCall) error {
+			if c.Node == "pv1-1" {
+				return fixtureErr("err_595")
+			}
+			return nil
+		})
+		err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-1"}})
+		if err == nil {
+			t.Fatal("the delete succeeded with the seed left on the node it was uploaded to")
+		}
+		assertContains(t, err.Error(), vol, "pv1-1", "pvesm free "+vol)
+		if h.f.calls("Destroy") != 0 || h.f.vm(testVMID0) == nil {
+			t.Error("the VM was destroyed with its seed left")
+		}
+	})
+	t.Run("the operator's seed: not on another node", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		moved(h)
+		op := seedVolID(fakeISOStorage, operatorSeedFile(testName))
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = op + ",media=cdrom" })
+		if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: op, SeedNodes: []string{"pv1-1"}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range h.f.callsOf("DeleteVolume") {
+			if c.Node == "pv1-1" && c.Args["volid"] == op {
+				t.Errorf("the operator's shared seed was deleted on pv1-1")
+			}
+		}
+	})
+	t.Run("gone: a recorded node that is not configured is a home", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		h.f.storages["pv1-9/"+fakeISOStorage] = h.f.storages["pv1-1/"+fakeISOStorage]
+		h.f.onCall("DeleteVolume", func(_ context.Context, c fakeCall) error {
+			if c.Node == "pv1-9" {
+				return fixtureErr("err_595")
+			}
+			return nil
+		})
+		err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-9"}})
+		if err == nil {
+			t.Fatal("the delete succeeded with the seed left on the node it was uploaded to")
+		}
+		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-2", "pv1-9"}) {
+			t.Errorf("seed deleted on %v", got)
+		}
+	})
+}

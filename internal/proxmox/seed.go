@@ -376,14 +376,58 @@ type seedDelete struct {
 	err  error
 }
 
-// startSeedDelete deletes the seeds on node in a goroutine.
-func (b *Backend) startSeedDelete(ctx context.Context, node string, seeds []seedVol) *seedDelete {
+// startSeedDelete deletes the seeds on node, then the ones left on other nodes
+// (seedsLeftElsewhere), in a goroutine.
+func (b *Backend) startSeedDelete(ctx context.Context, node string, seeds []seedVol, elsewhere []nodeSeeds) *seedDelete {
 	d := &seedDelete{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
 		d.err = b.deleteSeeds(ctx, "delete", node, seeds)
+		for _, e := range elsewhere {
+			if d.err != nil {
+				return
+			}
+			if err := b.deleteSeeds(ctx, "delete", e.node, e.seeds); err != nil {
+				d.err = &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM is on node %s now, but its seed ISO was uploaded on node %s and is deleted there too: %w", node, e.node, err)}
+			}
+		}
 	}()
 	return d
+}
+
+// nodeSeeds are seeds to delete on a node.
+type nodeSeeds struct {
+	node  string
+	seeds []seedVol
+}
+
+// seedsLeftElsewhere are the seeds of a VM of ours on node that a move outside Terraform may
+// have left on the other nodes the caller recorded a copy on (DeleteOptions.SeedNodes): an
+// HA recovery moves the VM's config alone, so a seed on node-local storage stays where it
+// was uploaded. Only seeds whose name carries the resource's uid (opts.UID) are deleted
+// there: nothing another VM may boot from. A VM that did not move gets none, so its delete
+// sends no request more.
+func (b *Backend) seedsLeftElsewhere(name, node string, seeds []seedVol, opts DeleteOptions) []nodeSeeds {
+	if opts.UID == "" {
+		return nil
+	}
+	var own []seedVol
+	for _, v := range seeds {
+		if n, u, ok := parseUIDSeed(v.file); ok && n == name && u == opts.UID {
+			own = append(own, v)
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	var out []nodeSeeds
+	for _, n := range opts.SeedNodes {
+		if n == "" || n == node || slices.ContainsFunc(out, func(e nodeSeeds) bool { return e.node == n }) {
+			continue
+		}
+		out = append(out, nodeSeeds{node: n, seeds: own})
+	}
+	return out
 }
 
 // join waits for the delete and returns its error.
@@ -459,7 +503,7 @@ func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, op
 				continue
 			}
 		}
-		if err := b.deleteSeedEverywhere(ctx, v, opts.Node); err != nil {
+		if err := b.deleteSeedEverywhere(ctx, v, append([]string{opts.Node}, opts.SeedNodes...)); err != nil {
 			return err
 		}
 	}
@@ -467,15 +511,18 @@ func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, op
 }
 
 // deleteSeedEverywhere deletes a seed whose VM is gone on every configured node and on
-// home, the node the caller's state last saw the VM on (where the seed is, unless the VM
-// moved outside Terraform). A failure on home fails the call, naming the volume: the
-// resource then stays in the state and the next destroy tries again, so the seed is never
-// left behind silently. On the other nodes a failed request or task is logged and skipped,
-// unless it is Permanent (a missing privilege every node would give) or ctx ended.
-func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, home string) error {
+// homes: the node the caller's state last saw the VM on and the nodes it recorded a copy
+// of the seed on (where the seed is). A failure on a home fails the call, naming the
+// volume: the resource then stays in the state and the next destroy tries again, so the
+// seed is never left behind silently. On the other nodes a failed request or task is
+// logged and skipped, unless it is Permanent (a missing privilege every node would give)
+// or ctx ended.
+func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, homes []string) error {
 	nodes := slices.Clone(b.cfg.Nodes)
-	if home != "" && !slices.Contains(nodes, home) {
-		nodes = append(nodes, home)
+	for _, home := range homes {
+		if home != "" && !slices.Contains(nodes, home) {
+			nodes = append(nodes, home)
+		}
 	}
 	for _, n := range nodes {
 		err := b.deleteSeed(ctx, "delete", n, v)
@@ -484,7 +531,7 @@ func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, home stri
 			continue
 		case ctx.Err() != nil:
 			return Transientf("deleting the seed ISO %s: %w; %s", v.volid(), ctx.Err(), seedDeleteFix(n, v))
-		case n == home, ClassOf(err) == pveapi.Permanent:
+		case slices.Contains(homes, n), ClassOf(err) == pveapi.Permanent:
 			return err
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
