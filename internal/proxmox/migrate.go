@@ -21,7 +21,118 @@ import (
 // target after it, and deleted from the source. A failed migration leaves the VM on its
 // node: the seed is attached again there and the copy on the target deleted.
 
-// migration is one move of a VM from one node to another.
+// migrationView is what a migration is planned from, read on the source before anything
+// is written: the VM's status, the seed ISO its ide2 names when that is on storage the
+// target does not share (seedLocal), and its disks on storage that is not shared.
+type migrationView struct {
+	id        ID
+	from, to  string
+	cfg       map[string]string
+	vs        pveapi.VMStatus
+	seed      seedVol
+	seedLocal bool
+	local     []string
+}
+
+// migrationPlan is what a migration does, decided from a migrationView by planMigration:
+// the migrate request's parameters, and the seed ISO carried over (seed.src zero: none),
+// rebuilt on the target when rebuild is set (else left ejected: cloud-init reads it at
+// first boot only).
+type migrationPlan struct {
+	id       ID
+	from, to string
+	params   pveapi.MigrateParams
+	seed     seedMove
+	rebuild  bool
+}
+
+// checkMigrationTarget refuses, without a request, a target that is not one of the
+// provider's nodes.
+func (b *Backend) checkMigrationTarget(to string) error {
+	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, to) {
+		return Permanentf("node %q is not one of the provider's nodes (%s)", to, strings.Join(b.cfg.Nodes, ", "))
+	}
+	return nil
+}
+
+// planMigration decides a migration without a request: a hibernated VM is refused
+// (Proxmox cannot migrate it); a running VM migrates online, with its local disks
+// (targetstorage the provider's storage); a seed on storage the target does not share is
+// carried over, rebuilt on the target's iso_storage when userDataKnown.
+func planMigration(v migrationView, isoStorage, storage string, userDataKnown bool) (migrationPlan, error) {
+	if hibernatedVM(v.vs, v.cfg) {
+		return migrationPlan{}, Permanentf("the VM is hibernated on node %s, and Proxmox cannot migrate a hibernated VM; resume it (or stop it) in Proxmox, then apply again", v.from)
+	}
+	running := v.vs.Status == "running"
+	p := migrationPlan{id: v.id, from: v.from, to: v.to,
+		params: pveapi.MigrateParams{Target: v.to, Online: running, WithLocalDisks: running && len(v.local) > 0}}
+	if len(v.local) > 0 && storage != "" {
+		p.params.TargetStorage = storage
+	}
+	if v.seedLocal {
+		p.seed = seedMove{src: v.seed, dst: seedVol{storage: isoStorage, file: v.seed.file}, ide2: v.cfg["ide2"]}
+		p.rebuild = userDataKnown && isoStorage != ""
+	}
+	return p, nil
+}
+
+// hibernatedVM says the VM is hibernated (lock suspended), by its status or its config.
+func hibernatedVM(vs pveapi.VMStatus, cfg map[string]string) bool {
+	return vs.Lock == "suspended" || cfg["lock"] == "suspended"
+}
+
+// readMigration reads, on the source, what planMigration needs beside the status vs: the
+// seed ISO's storage (seedToMove) and the disks' (localDisks). Nothing is read for a
+// hibernated VM, which the plan refuses.
+func (b *Backend) readMigration(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, vs pveapi.VMStatus) (migrationView, error) {
+	v := migrationView{id: id, from: from, to: to, cfg: cfg, vs: vs}
+	if hibernatedVM(vs, cfg) {
+		return v, nil
+	}
+	var err error
+	if v.seed, v.seedLocal, err = b.seedToMove(ctx, op, id, from, cfg); err != nil {
+		return v, err
+	}
+	if v.local, err = b.localDisks(ctx, from, cfg); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+// migrationStatus reads the VM's status on the source before a migration.
+func (b *Backend) migrationStatus(ctx context.Context, op string, id ID, from, to string) (pveapi.VMStatus, error) {
+	vs, err := b.api.VMStatus(ctx, from, id.VMID)
+	if err != nil {
+		return vs, apiErrorf(op, err, "reading the status on node %s before migrating the VM to node %s", from, to)
+	}
+	return vs, nil
+}
+
+// migrate moves VM id from node from to node to (checkMigrationTarget, readMigration,
+// planMigration, then runMigration), bounded by ctx only (the operation's timeout). cfg is
+// the VM's current config. userData, when known, rebuilds the seed ISO for the target;
+// without it the seed is left ejected (cloud-init reads it at first boot only) and deleted
+// from the source.
+func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, userData []byte, userDataKnown bool, network *NetworkConfig) error {
+	if err := b.checkMigrationTarget(to); err != nil {
+		return err
+	}
+	vs, err := b.migrationStatus(ctx, op, id, from, to)
+	if err != nil {
+		return err
+	}
+	v, err := b.readMigration(ctx, op, id, from, to, cfg, vs)
+	if err != nil {
+		return err
+	}
+	p, err := planMigration(v, b.cfg.ISOStorage, b.cfg.Storage, userDataKnown)
+	if err != nil {
+		return err
+	}
+	return b.runMigration(ctx, op, p, cfg, userData, network)
+}
+
+// migration is one migrationPlan being run.
 type migration struct {
 	b        *Backend
 	op       string
@@ -33,58 +144,27 @@ type migration struct {
 	upid     string
 }
 
-// migrate moves VM id from node from to node to and waits for the task, bounded by ctx
-// only (the operation's timeout). cfg is the VM's current config. userData, when known,
-// rebuilds the seed ISO for the target; without it the seed is left ejected (cloud-init
-// reads it at first boot only) and deleted from the source.
-func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, userData []byte, userDataKnown bool, network *NetworkConfig) error {
-	if len(b.cfg.Nodes) > 0 && !slices.Contains(b.cfg.Nodes, to) {
-		return Permanentf("node %q is not one of the provider's nodes (%s)", to, strings.Join(b.cfg.Nodes, ", "))
-	}
-	m := &migration{b: b, op: op, id: id, from: from, to: to, cfg: cfg, network: network}
-	st, err := b.api.VMStatus(ctx, from, id.VMID)
-	if err != nil {
-		return apiErrorf(op, err, "reading the status on node %s before migrating the VM to node %s", from, to)
-	}
-	if st.Lock == "suspended" || cfg["lock"] == "suspended" {
-		return Permanentf("the VM is hibernated on node %s, and Proxmox cannot migrate a hibernated VM; resume it (or stop it) in Proxmox, then apply again", from)
-	}
-	running := st.Status == "running"
-	if err := m.prepareSeed(ctx, userData, userDataKnown); err != nil {
+// runMigration runs a migrationPlan on the VM (proved ours by the caller, under its lock):
+// the seed carried out of the way (moveSeedOut), the migrate task waited for, then the
+// seed attached on the target and deleted from the source (finishSeed); a migration that
+// did not happen puts the seed back (rollbackSeed).
+func (b *Backend) runMigration(ctx context.Context, op string, p migrationPlan, cfg map[string]string, userData []byte, network *NetworkConfig) error {
+	m := &migration{b: b, op: op, id: p.id, from: p.from, to: p.to, cfg: cfg, network: network, seed: p.seed}
+	if err := m.moveSeedOut(ctx, p.rebuild, userData); err != nil {
 		return err
 	}
-	local, err := b.localDisks(ctx, from, cfg)
-	if err != nil {
-		return m.rollbackSeed(ctx, err)
-	}
-	p := pveapi.MigrateParams{Target: to, Online: running, WithLocalDisks: running && len(local) > 0}
-	if len(local) > 0 && b.cfg.Storage != "" {
-		p.TargetStorage = b.cfg.Storage
-	}
+	from, to, id := p.from, p.to, p.id
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm migration", map[string]any{
-		"vmid": id.VMID, "name": id.Name, "from": from, "to": to, "online": p.Online,
-		"with_local_disks": p.WithLocalDisks, "targetstorage": p.TargetStorage, "seed": m.seed.src.volid(),
+		"vmid": id.VMID, "name": id.Name, "from": from, "to": to, "online": p.params.Online,
+		"with_local_disks": p.params.WithLocalDisks, "targetstorage": p.params.TargetStorage, "seed": m.seed.src.volid(),
 	})
-	upid, err := b.api.Migrate(ctx, from, id.VMID, p)
+	upid, err := b.api.Migrate(ctx, from, id.VMID, p.params)
 	if err != nil {
 		return m.rollbackSeed(ctx, apiErrorf(op, err, "migrating the VM from node %s to node %s", from, to))
 	}
 	m.upid = upid
 	if err := b.waitTask(ctx, upid, 0); err != nil {
-		if ctx.Err() != nil {
-			// The task may still be running: the VM holds lock migrate and nothing can be
-			// put back now. The next refresh reads where it ended up.
-			return Transientf("the migration of the VM from node %s to node %s (task %s) did not finish within the %s timeout; "+
-				"it may still be running in Proxmox: wait for the task, then apply again (raise timeouts.%s for large disks): %w",
-				from, to, upid, op, op, err)
-		}
-		// The VM is where the task left it: on the source after a failure, but a task that
-		// ended on a lost poll may have moved it. Look before cleaning up.
-		if at, lerr := b.nodeOf(ctx, id.VMID); lerr == nil && at == to {
-			return m.finishSeed(ctx)
-		}
-		return m.rollbackSeed(ctx, Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
-			"apply again to retry: %w", from, to, from, err))
+		return m.taskFailed(ctx, err)
 	}
 	if u, perr := pveapi.ParseUPID(upid); perr == nil && u.Type == "hamigrate" {
 		// An HA-managed VM: the task only asked the HA manager to migrate it (qemu-server
@@ -96,6 +176,25 @@ func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string
 	}
 	b.invalidateListing()
 	return m.finishSeed(ctx)
+}
+
+// taskFailed is the migration's end after its task failed or outlived ctx.
+func (m *migration) taskFailed(ctx context.Context, err error) error {
+	b, from, to, op := m.b, m.from, m.to, m.op
+	if ctx.Err() != nil {
+		// The task may still be running: the VM holds lock migrate and nothing can be
+		// put back now. The next refresh reads where it ended up.
+		return Transientf("the migration of the VM from node %s to node %s (task %s) did not finish within the %s timeout; "+
+			"it may still be running in Proxmox: wait for the task, then apply again (raise timeouts.%s for large disks): %w",
+			from, to, m.upid, op, op, err)
+	}
+	// The VM is where the task left it: on the source after a failure, but a task that
+	// ended on a lost poll may have moved it. Look before cleaning up.
+	if at, lerr := b.nodeOf(ctx, m.id.VMID); lerr == nil && at == to {
+		return m.finishSeed(ctx)
+	}
+	return m.rollbackSeed(ctx, Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
+		"apply again to retry: %w", from, to, from, err))
 }
 
 // waitOnNode polls the listing until vmid is on node and unlocked, bounded by ctx.
@@ -157,22 +256,4 @@ func (b *Backend) nodeOf(ctx context.Context, vmid int) (string, error) {
 		return "", fmt.Errorf("VMID %d is not listed", vmid)
 	}
 	return r.Node, nil
-}
-
-// moveIfAsked is Update's migration: when ch.Node names another node than the VM's, the VM
-// migrates there first, and the rest of the update runs on the target with its config read
-// again. It reports whether the VM moved.
-func (b *Backend) moveIfAsked(ctx context.Context, id ID, node string, cfg map[string]string, ch Changes) (string, map[string]string, bool, error) {
-	if ch.Node == nil || *ch.Node == "" || *ch.Node == node {
-		return node, cfg, false, nil
-	}
-	to := *ch.Node
-	if err := b.migrate(ctx, "update", id, node, to, cfg, ch.UserData, ch.UserDataKnown, ch.Network); err != nil {
-		return node, cfg, false, err
-	}
-	moved, err := b.api.VMConfig(ctx, to, id.VMID)
-	if err != nil {
-		return to, cfg, true, apiErrorf("update", err, "reading the config on node %s after the migration", to)
-	}
-	return to, moved, true, nil
 }

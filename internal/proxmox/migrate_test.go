@@ -268,3 +268,97 @@ func TestCreate_withoutNodeIsPlaced(t *testing.T) {
 		t.Errorf("migrations %+v", m)
 	}
 }
+
+// TestUpdate_refusalBeforeTheMigration: an update with a node change, a pool change and a
+// refusal that needs no write (a disk shrink, a VLAN tag out of range) is refused before
+// anything is written: no pool move, no seed upload or eject, no migration; the VM stays
+// on its node with its seed. The migration's own refusals come first, as before.
+func TestUpdate_refusalBeforeTheMigration(t *testing.T) {
+	reads := map[string]bool{"ClusterResources": true, "VMConfig": true, "VMConfigCurrent": true, "VMStatus": true,
+		"StorageStatus": true, "StorageContent": true, "TaskStatus": true, "NodeStatus": true, "Version": true}
+	shrink, tag := 1, 5000
+	for _, tc := range []struct {
+		name string
+		ch   Changes
+		want string
+	}{
+		{"disk shrink", Changes{DiskGiB: &shrink}, "disk can only grow"},
+		{"vlan tag", Changes{VLANTag: &tag}, "VLAN tag 5000 is outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "pv1-1", "pv1-2")
+			localStorage(h.f)
+			h.create(h.spec())
+			before := h.f.vm(testVMID0).Config["ide2"]
+			h.f.calllog = nil
+			to, pool := "pv1-2", "other"
+			ch := tc.ch
+			ch.Node, ch.Pool, ch.UID = &to, &pool, testUID
+			ch.UserData, ch.UserDataKnown = []byte("#cloud-config\n"), true
+			err := h.b.Update(h.ctx, ID{VMID: testVMID0, Name: testName}, ch)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || ClassOf(err) != pveapi.Permanent {
+				t.Fatalf("err %v, want a Permanent %q", err, tc.want)
+			}
+			for _, c := range h.f.log() {
+				if !reads[c.Method] {
+					t.Errorf("%s %+v sent before the refusal", c.Method, c.Args)
+				}
+			}
+			v := h.f.vm(testVMID0)
+			if v.Node != "pv1-1" || v.Config["ide2"] != before {
+				t.Errorf("after the refusal: node %s ide2 %q (was pv1-1, %q)", v.Node, v.Config["ide2"], before)
+			}
+			if _, ok := h.f.iso("pv1-2", fakeISOStorage, seedFile(testName, testUID)); ok {
+				t.Error("a seed copy was uploaded to the target")
+			}
+		})
+	}
+}
+
+// TestPlanMigration_table: what a migration does, decided from the VM as read on the
+// source, without a request.
+func TestPlanMigration_table(t *testing.T) {
+	seed := seedVol{storage: "local", file: seedFile(testName, testUID)}
+	cfg := map[string]string{"ide2": ide2Seed(seed)}
+	base := migrationView{id: ID{VMID: testVMID0, Name: testName}, from: "pv1-1", to: "pv1-2", cfg: cfg}
+	for _, tc := range []struct {
+		name    string
+		v       func(v *migrationView)
+		known   bool
+		params  pveapi.MigrateParams
+		moves   bool
+		rebuild bool
+		refused string
+	}{
+		{name: "stopped, shared", v: func(v *migrationView) { v.vs.Status = "stopped" },
+			params: pveapi.MigrateParams{Target: "pv1-2"}},
+		{name: "running with local disks", v: func(v *migrationView) { v.vs.Status, v.local = "running", []string{"local-lvm:vm-1-disk-0"} },
+			params: pveapi.MigrateParams{Target: "pv1-2", Online: true, WithLocalDisks: true, TargetStorage: "local-lvm"}},
+		{name: "stopped with local disks", v: func(v *migrationView) { v.vs.Status, v.local = "stopped", []string{"local-lvm:vm-1-disk-0"} },
+			params: pveapi.MigrateParams{Target: "pv1-2", TargetStorage: "local-lvm"}},
+		{name: "local seed, user-data known", v: func(v *migrationView) { v.seed, v.seedLocal = seed, true }, known: true,
+			params: pveapi.MigrateParams{Target: "pv1-2"}, moves: true, rebuild: true},
+		{name: "local seed, user-data unknown", v: func(v *migrationView) { v.seed, v.seedLocal = seed, true },
+			params: pveapi.MigrateParams{Target: "pv1-2"}, moves: true},
+		{name: "hibernated", v: func(v *migrationView) { v.vs.Lock = "suspended" }, refused: "hibernated on node pv1-1"},
+	} {
+		v := base
+		tc.v(&v)
+		p, err := planMigration(v, fakeISOStorage, "local-lvm", tc.known)
+		if tc.refused != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.refused) || ClassOf(err) != pveapi.Permanent {
+				t.Errorf("%s: err %v, want a Permanent %q", tc.name, err, tc.refused)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if p.params != tc.params || (p.seed.src != seedVol{}) != tc.moves || p.rebuild != tc.rebuild {
+			t.Errorf("%s: plan %+v, want params %+v, seed moved %v, rebuilt %v", tc.name, p, tc.params, tc.moves, tc.rebuild)
+		}
+		if tc.moves && (p.seed.dst != seedVol{storage: fakeISOStorage, file: seed.file} || p.seed.ide2 != cfg["ide2"]) {
+			t.Errorf("%s: seed move %+v", tc.name, p.seed)
+		}
+	}
+}

@@ -350,26 +350,32 @@ func (b *Backend) readSeedUse(ctx context.Context, vms []pveapi.Resource, use *s
 		if m, ok := markedAny(cfg); ok && m.UID != "" {
 			use.uids[r.Name+"/"+m.UID] = true
 		}
-		for _, k := range slices.Sorted(maps.Keys(cfg)) {
-			if !isDriveKey(k) {
-				continue
-			}
-			vol, _, _ := strings.Cut(cfg[k], ",")
-			if _, ok := parseISOVol(vol); !ok {
-				continue
-			}
-			for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
-				if use.drives[key] == "" {
-					use.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
-				}
-			}
-		}
+		use.addDrives(r, cfg)
 		return true
 	})
 	if firstErr == nil && err != nil {
 		firstErr = apiErrorf("list", err, "reading the configs of the VMs that may use a seed ISO")
 	}
 	return firstErr
+}
+
+// addDrives records the ISO volumes on the drives (ide, sata, scsi, virtio; CD-ROM or not)
+// of the VM r whose config is cfg, unless a VM read before has them.
+func (u *seedUse) addDrives(r pveapi.Resource, cfg map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if !isDriveKey(k) {
+			continue
+		}
+		vol, _, _ := strings.Cut(cfg[k], ",")
+		if _, ok := parseISOVol(vol); !ok {
+			continue
+		}
+		for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
+			if u.drives[key] == "" {
+				u.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
+			}
+		}
+	}
 }
 
 // isDriveKey reports a config key of a disk or CD-ROM drive: ide0-3, sata0-5, scsi0-30,

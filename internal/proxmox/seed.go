@@ -620,28 +620,33 @@ type seedMove struct {
 	uploaded bool
 }
 
-// prepareSeed ejects the seed ISO and uploads it to the target, when it is on a storage
-// the target does not share.
-func (m *migration) prepareSeed(ctx context.Context, userData []byte, known bool) error {
-	b := m.b
-	v, ok := vmSeed(m.id.Name, m.cfg)
-	if !ok || !strings.Contains(m.cfg["ide2"], "media=cdrom") {
-		return nil
+// seedToMove reads whether the seed ISO ide2 names must be carried over by a migration
+// from node from: it is a CD-ROM on a storage that is not shared (a storage that is gone
+// has no file to carry over, only the drive to empty).
+func (b *Backend) seedToMove(ctx context.Context, op string, id ID, from string, cfg map[string]string) (seedVol, bool, error) {
+	v, ok := vmSeed(id.Name, cfg)
+	if !ok || !strings.Contains(cfg["ide2"], "media=cdrom") {
+		return seedVol{}, false, nil
 	}
-	ss, err := b.api.StorageStatus(ctx, m.from, v.storage)
+	ss, err := b.api.StorageStatus(ctx, from, v.storage)
 	switch {
 	case err == nil:
 	case pveapi.IsMissingStorage(err):
-		// The storage ide2 names is gone: no file to carry over, only the drive to empty.
 		ss = pveapi.StorageStatus{}
 	default:
-		return apiErrorf(m.op, err, "reading storage %s on node %s before migrating the VM", v.storage, m.from)
+		return seedVol{}, false, apiErrorf(op, err, "reading storage %s on node %s before migrating the VM", v.storage, from)
 	}
-	if ss.Shared == 1 {
-		return nil // the target sees the same file
+	return v, ss.Shared != 1, nil
+}
+
+// moveSeedOut uploads the seed ISO to the target (rebuilt from userData, when rebuild)
+// and ejects it on the source, when the plan carries one over.
+func (m *migration) moveSeedOut(ctx context.Context, rebuild bool, userData []byte) error {
+	b := m.b
+	if m.seed.src == (seedVol{}) {
+		return nil
 	}
-	m.seed = seedMove{src: v, dst: seedVol{storage: b.cfg.ISOStorage, file: v.file}, ide2: m.cfg["ide2"]}
-	if known && b.cfg.ISOStorage != "" {
+	if rebuild {
 		data, err := b.buildSeedFor(m.id.Name, m.seed.dst.file, userData, m.network, m.cfg["net0"])
 		if err != nil {
 			return err
@@ -677,7 +682,7 @@ func (m *migration) finishSeed(ctx context.Context) error {
 	return nil
 }
 
-// rollbackSeed undoes prepareSeed after a migration that did not happen, and returns
+// rollbackSeed undoes moveSeedOut after a migration that did not happen, and returns
 // cause, with the copy on the target named when it could not be deleted.
 func (m *migration) rollbackSeed(ctx context.Context, cause error) error {
 	if m.seed.ejected {

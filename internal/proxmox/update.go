@@ -30,12 +30,15 @@ import (
 //   - Reseed swaps the VM's seed ISO for a new generation with a new instance-id
 //     (swapSeed, decision: seed-swap) and restarts a running VM for it as for cores;
 //   - Pool moves the VM into another pool (or out of its pool) first (pool.go);
+//   - Node migrates the VM there (planMigration, runMigration) after the pool move, and the
+//     rest is planned again and done on the target;
 //   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
 //     and a paused VM with a stop then a start; Stop shuts a running VM down as the
 //     restart does (a paused one is stopped).
 //
-// A hibernated VM refuses config writes and resizes, so with such changes it is resumed
-// first when Start is set, and Update is Permanent otherwise. With WaitForIP, a restart of a
+// Every refusal that needs no write, the migration's included, comes before the pool move
+// and the migration. A hibernated VM refuses config writes and resizes, so with such changes
+// it is resumed first when Start is set, and Update is Permanent otherwise. With WaitForIP, a restart of a
 // running VM whose guest agent has not answered in Budgets.AgentStart of uptime, or whose
 // agent option is off, is refused (Permanent) before anything is written. Gone or reused VMIDs are
 // ErrNotFound. A task lock is waited on within Budgets.Destroy.
@@ -54,10 +57,11 @@ func (b *Backend) Update(ctx context.Context, id ID, ch Changes) error {
 	return nil
 }
 
-// update settles the VM and proves it ours (settle, ownedBy), moves its pool and migrates
-// it when asked, reads it again where it ends up, then plans the rest (planUpdate, with
-// every refusal that needs no request) and runs the plan (updateRun). It returns the
-// VM's node and what was done.
+// update settles the VM and proves it ours (settle, ownedBy), plans the migration a node
+// change asks for (planUpdateMigration) and the rest (planUpdate): every refusal that
+// needs no write comes before any write. Then it moves the VM's pool, runs the migration
+// (migrateForUpdate, which plans the rest again where the VM ends up), and runs the plan
+// (updateRun). It returns the VM's node and what was done.
 func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []string, error) {
 	if err := checkUpdateInput(id, ch); err != nil {
 		return "", nil, err
@@ -78,27 +82,25 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	case verdictForeign:
 		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
 	}
-	// Ours from here on. The pool first: the rest is done under the privileges the VM has
-	// where it ends up.
+	// Ours from here on. Everything is planned, and refused, before the first write.
+	node := st.r.Node
+	mig, vs, err := b.planUpdateMigration(ctx, id, node, st.cfg, ch)
+	if err != nil {
+		return node, nil, err
+	}
+	plan, err := b.planUpdateOn(ctx, id, node, st.cfg, vs, mig != nil, ch)
+	if err != nil {
+		return node, nil, err
+	}
+	// The pool first: the rest is done under the privileges the VM has where it ends up.
 	pooled, err := b.movePool(ctx, id, ch)
 	if err != nil {
-		return st.r.Node, nil, err
-	}
-	node, cfg, moved, err := b.moveIfAsked(ctx, id, st.r.Node, st.cfg, ch)
-	if err != nil {
 		return node, nil, err
 	}
-	vs, err := b.api.VMStatus(ctx, node, id.VMID)
-	if err != nil {
-		return node, nil, apiErrorf("update", err, "reading the status on node %s", node)
-	}
-	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, vs.Status == "running")
-	if err != nil {
-		return node, nil, err
-	}
-	plan, err := planUpdate(updateView{id: id, node: node, cfg: cfg, vs: vs, hotplug: hotplug, moved: moved}, ch)
-	if err != nil {
-		return node, nil, err
+	if mig != nil {
+		if node, plan, err = b.migrateForUpdate(ctx, id, *mig, st.cfg, ch); err != nil {
+			return node, nil, err
+		}
 	}
 	run := &updateRun{b: b, id: id, node: node, ch: ch, updatePlan: plan}
 	if err := run.execute(ctx); err != nil {
@@ -109,6 +111,65 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 		did = append(did, "pool")
 	}
 	return node, did, nil
+}
+
+// planUpdateMigration plans the migration ch.Node asks for (none when it names the VM's
+// node, or none), with its refusals (checkMigrationTarget, planMigration), and returns the
+// VM's status on its node, which the rest of the update is planned from too.
+func (b *Backend) planUpdateMigration(ctx context.Context, id ID, node string, cfg map[string]string, ch Changes) (*migrationPlan, pveapi.VMStatus, error) {
+	if ch.Node == nil || *ch.Node == "" || *ch.Node == node {
+		vs, err := b.api.VMStatus(ctx, node, id.VMID)
+		if err != nil {
+			return nil, vs, apiErrorf("update", err, "reading the status on node %s", node)
+		}
+		return nil, vs, nil
+	}
+	to := *ch.Node
+	if err := b.checkMigrationTarget(to); err != nil {
+		return nil, pveapi.VMStatus{}, err
+	}
+	vs, err := b.migrationStatus(ctx, "update", id, node, to)
+	if err != nil {
+		return nil, vs, err
+	}
+	v, err := b.readMigration(ctx, "update", id, node, to, cfg, vs)
+	if err != nil {
+		return nil, vs, err
+	}
+	p, err := planMigration(v, b.cfg.ISOStorage, b.cfg.Storage, ch.UserDataKnown)
+	if err != nil {
+		return nil, vs, err
+	}
+	return &p, vs, nil
+}
+
+// planUpdateOn plans the update of the VM as read on node (planUpdate), after asking
+// whether it runs with memory hotplug (runningHotplug).
+func (b *Backend) planUpdateOn(ctx context.Context, id ID, node string, cfg map[string]string, vs pveapi.VMStatus, moved bool, ch Changes) (updatePlan, error) {
+	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, vs.Status == "running")
+	if err != nil {
+		return updatePlan{}, err
+	}
+	return planUpdate(updateView{id: id, node: node, cfg: cfg, vs: vs, hotplug: hotplug, moved: moved}, ch)
+}
+
+// migrateForUpdate runs the update's migration (runMigration), then reads the VM again on
+// the target and plans the rest of the update there. It returns the VM's node.
+func (b *Backend) migrateForUpdate(ctx context.Context, id ID, p migrationPlan, cfg map[string]string, ch Changes) (string, updatePlan, error) {
+	if err := b.runMigration(ctx, "update", p, cfg, ch.UserData, ch.Network); err != nil {
+		return p.from, updatePlan{}, err
+	}
+	to := p.to
+	moved, err := b.api.VMConfig(ctx, to, id.VMID)
+	if err != nil {
+		return to, updatePlan{}, apiErrorf("update", err, "reading the config on node %s after the migration", to)
+	}
+	vs, err := b.api.VMStatus(ctx, to, id.VMID)
+	if err != nil {
+		return to, updatePlan{}, apiErrorf("update", err, "reading the status on node %s", to)
+	}
+	plan, err := b.planUpdateOn(ctx, id, to, moved, vs, true, ch)
+	return to, plan, err
 }
 
 // checkUpdateInput refuses what is wrong with the update before any request.
