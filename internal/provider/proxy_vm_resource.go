@@ -390,32 +390,11 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	changes, changed := changesFor(prior, plan)
-	// What a start needs to rebuild a seed ISO a failed destroy deleted (not a change).
-	cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	changes, changed, ok := r.updateChanges(ctx, req, plan, prior, timeout, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
-	var config proxyVMModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if v, ok := knownString(config.CloudInitWO); ok {
-		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
-	}
-	changes.UID = prior.UID.ValueString()
-	if readReseed(ctx, req.Private) {
-		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
-		// the configured text only (none configured any more: none in the new seed).
-		reseedChanges(&changes, plan)
-		if _, _, set, _ := cloudInitText(config); !set && !cloudInitUnread {
-			changes.UserData, changes.UserDataKnown = []byte{}, true
-		}
-		changed = true
-	}
 	defer func() { resp.Diagnostics.Append(writeReseed(ctx, resp.Private, false)...) }()
-	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), &resp.Diagnostics)
-	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP
 	if waitIP && changes.Start && !changes.UserDataKnown && !restarts(prior.Status, changes) {
@@ -460,6 +439,48 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	recordUpdate(ctx, req, resp, prior, vm, changes)
+	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
+}
+
+// updateChanges is what an update asks the backend for: the plan's changes against the
+// prior state, the seed's text (configured, write-only, or none), a seed swap the plan
+// holds (proxy_vm_reseed.go) and the power step; not ok when the private state could not
+// be read.
+func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.UpdateRequest, plan, prior proxyVMModel,
+	timeout time.Duration, diagnostics *diag.Diagnostics) (changes proxmox.Changes, changed, ok bool) {
+	changes, changed = changesFor(prior, plan)
+	// What a start needs to rebuild a seed ISO a failed destroy deleted (not a change).
+	cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
+	diagnostics.Append(diags...)
+	if diagnostics.HasError() {
+		return changes, changed, false
+	}
+	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
+	var config proxyVMModel
+	diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if v, ok := knownString(config.CloudInitWO); ok {
+		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
+	}
+	changes.UID = prior.UID.ValueString()
+	if readReseed(ctx, req.Private) {
+		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
+		// the configured text only (none configured any more: none in the new seed).
+		reseedChanges(&changes, plan)
+		if _, _, set, _ := cloudInitText(config); !set && !cloudInitUnread {
+			changes.UserData, changes.UserDataKnown = []byte{}, true
+		}
+		changed = true
+	}
+	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), diagnostics)
+	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
+	return changes, changed, true
+}
+
+// recordUpdate writes what an update leaves beside the state: where the seed is, the
+// pending power record and the configured node.
+func recordUpdate(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse, prior proxyVMModel,
+	vm proxmox.VM, changes proxmox.Changes) {
 	// A migration moved the seed to the VM's node and deleted its source copy; a seed
 	// rebuilt before a start is on the VM's node too.
 	sw := seedWrite{volid: vm.Seed, lastSeen: prior.Node.ValueString(), put: vm.Node}
@@ -470,7 +491,6 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
-	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
 }
 
 func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
