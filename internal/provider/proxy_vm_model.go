@@ -15,12 +15,10 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	ID           types.String `tfsdk:"id"`
-	Name         types.String `tfsdk:"name"`
-	Node         types.String `tfsdk:"node"`
-	Image        types.String `tfsdk:"image"`
-	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
-	MachineType  types.String `tfsdk:"machine_type"`
+	ID   types.String `tfsdk:"id"`
+	Name types.String `tfsdk:"name"`
+	Node types.String `tfsdk:"node"`
+	vmTemplate
 	vmSize
 	CloudInit types.String `tfsdk:"cloud_init"`
 	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
@@ -177,7 +175,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	}
 	m.UID = types.StringValue(vm.UID)
 	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
-	m.read(vm)
+	m.vmSize.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
 	m.Pool = poolValue(vm.Pool, m.Pool)
@@ -211,17 +209,16 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
+	for _, s := range []*types.String{&m.Node, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
 		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID, &m.Pool} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
 	}
-	m.nullUnknown()
-	for _, n := range []*types.Int64{&m.TemplateVMID, &m.VLANTag} {
-		if n.IsUnknown() {
-			*n = types.Int64Null()
-		}
+	m.vmTemplate.nullUnknown()
+	m.vmSize.nullUnknown()
+	if m.VLANTag.IsUnknown() {
+		m.VLANTag = types.Int64Null()
 	}
 	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack, &m.AgentEnabled} {
 		if b.IsUnknown() {
@@ -248,11 +245,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 // attributes it had to leave unread.
 func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
 	m := proxyVMModel{
-		Image:        types.StringNull(),
-		TemplateVMID: types.Int64Null(),
-		MachineType:  types.StringNull(),
-		CloudInit:    types.StringNull(),
-		CloudInitWO:  types.StringNull(),
+		CloudInit:   types.StringNull(),
+		CloudInitWO: types.StringNull(),
 		// The digest the VM was made with, from its mark: a matching cloud_init_wo plans nothing.
 		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
 		WaitForIP:       types.BoolValue(true),
@@ -268,14 +262,8 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		unread = []unreadAttr{unreadCloudInit}
 	}
 	applyVM(&m, vm)
-	if templateVMID != 0 {
-		m.TemplateVMID = types.Int64Value(int64(templateVMID))
-		m.Image = stringOrNull(imageKeyOf(cfg, templateVMID))
-	} else {
+	if !m.vmTemplate.read(vm, cfg, templateVMID) {
 		unread = append(unread, unreadTemplate)
-	}
-	if key, ok := resolveMachineType(cfg, vm); ok {
-		m.MachineType = types.StringValue(key)
 	}
 	return m, unread
 }
@@ -296,42 +284,6 @@ func templateCandidates(cfg *resolvedConfig) []int {
 	return out
 }
 
-// imageKeyOf is the one catalogue key of templateVMID, "" when none or several name it
-// (image then stays unset and the configuration's key is recorded in place).
-func imageKeyOf(cfg *resolvedConfig, templateVMID int) string {
-	if cfg == nil || templateVMID == 0 {
-		return ""
-	}
-	var keys []string
-	for k, v := range cfg.Templates {
-		if v == templateVMID {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) != 1 {
-		return ""
-	}
-	return keys[0]
-}
-
-// resolveMachineType names the machine type of an imported VM: the one catalogue entry
-// whose cores and memory equal the VM's and whose disk (when set) the VM's disk reaches.
-func resolveMachineType(cfg *resolvedConfig, vm proxmox.VM) (string, bool) {
-	if cfg == nil {
-		return "", false
-	}
-	var keys []string
-	for k, mt := range cfg.MachineTypes {
-		if mt.Cores == vm.Cores && mt.MemoryMiB == vm.MemoryMiB && (mt.DiskGiB == 0 || mt.DiskGiB <= vm.DiskGiB) {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) != 1 {
-		return "", false
-	}
-	return keys[0], true
-}
-
 // specFor resolves a planned model into a Create request. The plan has passed ModifyPlan,
 // so node, template and sizes are known unless they depend on the template (disk).
 func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
@@ -343,16 +295,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 		WaitForIP: plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool(),
 		CreatedAt: createdAt,
 	}
-	if v, ok := knownInt(plan.TemplateVMID); ok {
-		s.TemplateVMID = v
-	}
-	var mt *machineType
-	if key, ok := knownString(plan.MachineType); ok && cfg != nil {
-		if m, found := cfg.MachineTypes[key]; found {
-			mt = &m
-		}
-	}
-	plan.spec(&s, mt)
+	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)
 	}
@@ -371,7 +314,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 // changesFor is the in-place update from prior to planned. start is set when the prior
 // status needs a start; restart reports whether a running VM will be restarted.
 func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
-	changed = plan.changes(prior.vmSize, &c)
+	changed = plan.vmSize.changes(prior.vmSize, &c)
 	if c.VLANTag = intChange(prior.VLANTag, plan.VLANTag); c.VLANTag != nil {
 		changed = true
 	}

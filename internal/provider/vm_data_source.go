@@ -39,17 +39,15 @@ type vmDataSource struct{ data *providerData }
 func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
-	Name         types.String `tfsdk:"name"`
-	VMID         types.Int64  `tfsdk:"vmid"`
-	ID           types.String `tfsdk:"id"`
-	Node         types.String `tfsdk:"node"`
-	UID          types.String `tfsdk:"uid"`
-	CreatedAt    types.String `tfsdk:"created_at"`
-	MadeBy       types.String `tfsdk:"made_by"`
-	Status       types.String `tfsdk:"status"`
-	Image        types.String `tfsdk:"image"`
-	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
-	MachineType  types.String `tfsdk:"machine_type"`
+	Name      types.String `tfsdk:"name"`
+	VMID      types.Int64  `tfsdk:"vmid"`
+	ID        types.String `tfsdk:"id"`
+	Node      types.String `tfsdk:"node"`
+	UID       types.String `tfsdk:"uid"`
+	CreatedAt types.String `tfsdk:"created_at"`
+	MadeBy    types.String `tfsdk:"made_by"`
+	Status    types.String `tfsdk:"status"`
+	vmTemplate
 	vmSize
 	Bridge           types.String   `tfsdk:"bridge"`
 	VLANTag          types.Int64    `tfsdk:"vlan_tag"`
@@ -123,11 +121,6 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
 				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
 				"without addresses."),
-			"image": str("The provider's `templates` key of the template the VM was cloned from, when exactly one key " +
-				"names it; null otherwise."),
-			"template_vmid": num("The template the VM was cloned from, when it could be identified; null otherwise."),
-			"machine_type": str("The provider's `machine_types` key whose sizes the VM has, when exactly one matches; " +
-				"null otherwise."),
 			"bridge":   str("The bridge net0 is on."),
 			"vlan_tag": num("net0's VLAN tag; null when untagged."),
 			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
@@ -161,6 +154,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			})),
 		},
 	}
+	maps.Copy(resp.Schema.Attributes, dataAttributes(templateAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
 }
 
@@ -230,8 +224,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	out := vmDataModel{
 		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
-		Image: rm.Image, TemplateVMID: rm.TemplateVMID, MachineType: rm.MachineType,
-		vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
+		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
 		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
 		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
