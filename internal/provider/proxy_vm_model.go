@@ -38,13 +38,11 @@ type proxyVMModel struct {
 	Status          types.String   `tfsdk:"status"`
 	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
-	// Addresses, note, tags and protection (proxy_vm_addresses.go, proxy_vm_notes.go).
+	// Addresses (proxy_vm_addresses.go), note, tags and protection (vm_note_tags.go).
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
 	NetworkInterface types.String `tfsdk:"network_interface"`
-	Tags             types.Set    `tfsdk:"tags"`
-	Description      types.String `tfsdk:"description"`
-	Protection       types.Bool   `tfsdk:"protection"`
+	vmNoteTags                    // vm_note_tags.go
 	Started          types.Bool   `tfsdk:"started"`
 	// The seed's network-config (proxy_vm_network.go).
 	NetworkConfig types.String `tfsdk:"network_config"`

@@ -261,15 +261,14 @@ func positiveTimeouts(b schema.Block) schema.Block {
 }
 
 // conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
-// the guest's addresses (proxy_vm_addresses.go), user tags, description and protection
-// (proxy_vm_notes.go), started (proxy_vm_started.go), network_config and static_ipv4
-// (proxy_vm_network.go), shutdown_timeout and reboot_on_change (proxy_vm_power.go),
-// cloud_init_change (proxy_vm_reseed.go), the template facet (vm_template.go) and the size
-// facet (vm_size.go).
+// the guest's addresses (proxy_vm_addresses.go), started (proxy_vm_started.go),
+// network_config and static_ipv4 (proxy_vm_network.go), shutdown_timeout and
+// reboot_on_change (proxy_vm_power.go), cloud_init_change (proxy_vm_reseed.go), and the
+// facets: template (vm_template.go), size (vm_size.go), note and tags (vm_note_tags.go).
 func conceptAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	maps.Copy(out, addressAttributes())
-	maps.Copy(out, notesAttributes())
+	maps.Copy(out, resourceAttributes(noteTagsAttrs()))
 	out["started"] = startedAttribute()
 	maps.Copy(out, networkAttributes())
 	maps.Copy(out, powerAttributes())

@@ -49,21 +49,19 @@ type vmDataModel struct {
 	Status    types.String `tfsdk:"status"`
 	vmTemplate
 	vmSize
-	Bridge           types.String   `tfsdk:"bridge"`
-	VLANTag          types.Int64    `tfsdk:"vlan_tag"`
-	Pool             types.String   `tfsdk:"pool"`
-	StartOnBoot      types.Bool     `tfsdk:"start_on_boot"`
-	AgentEnabled     types.Bool     `tfsdk:"agent_enabled"`
-	MACAddress       types.String   `tfsdk:"mac_address"`
-	IPAddress        types.String   `tfsdk:"ip_address"`
-	IPv4Addresses    types.List     `tfsdk:"ipv4_addresses"`
-	IPv6Addresses    types.List     `tfsdk:"ipv6_addresses"`
-	NetworkInterface types.String   `tfsdk:"network_interface"`
-	Tags             types.Set      `tfsdk:"tags"`
-	Description      types.String   `tfsdk:"description"`
-	Protection       types.Bool     `tfsdk:"protection"`
-	StaticIPv4       types.Object   `tfsdk:"static_ipv4"`
-	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+	Bridge           types.String `tfsdk:"bridge"`
+	VLANTag          types.Int64  `tfsdk:"vlan_tag"`
+	Pool             types.String `tfsdk:"pool"`
+	StartOnBoot      types.Bool   `tfsdk:"start_on_boot"`
+	AgentEnabled     types.Bool   `tfsdk:"agent_enabled"`
+	MACAddress       types.String `tfsdk:"mac_address"`
+	IPAddress        types.String `tfsdk:"ip_address"`
+	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
+	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
+	NetworkInterface types.String `tfsdk:"network_interface"`
+	vmNoteTags
+	StaticIPv4 types.Object   `tfsdk:"static_ipv4"`
+	Timeouts   timeouts.Value `tfsdk:"timeouts"`
 }
 
 func (d *vmDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -132,10 +130,6 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"ipv4_addresses":    list("Every IPv4 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
 			"ipv6_addresses":    list("Every IPv6 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
 			"network_interface": str("The guest's name of the interface `ip_address` comes from (or, without an IPv4, the first IPv6)."),
-			"tags": schema.SetAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "The VM's Proxmox tags besides `proxy_operator`."},
-			"description": str("The VM's note: its Proxmox description without the ownership mark's lines."),
-			"protection":  boolean("Whether Proxmox's protection flag is set."),
 			"static_ipv4": schema.SingleNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
@@ -156,6 +150,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	}
 	maps.Copy(resp.Schema.Attributes, dataAttributes(templateAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -227,7 +222,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
 		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
-		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
+		NetworkInterface: rm.NetworkInterface, vmNoteTags: rm.vmNoteTags,
 		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})

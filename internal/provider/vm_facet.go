@@ -60,6 +60,9 @@ func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
 		case rschema.BoolAttribute:
 			v.MarkdownDescription, v.Description = md, plain(md)
 			out[a.name] = v
+		case rschema.SetAttribute:
+			v.MarkdownDescription, v.Description = md, plain(md)
+			out[a.name] = v
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}
@@ -73,13 +76,15 @@ func dataAttributes(attrs []facetAttr) map[string]dschema.Attribute {
 	out := make(map[string]dschema.Attribute, len(attrs))
 	for _, a := range attrs {
 		md := joinMD(a.md, a.read)
-		switch a.resource.(type) {
+		switch v := a.resource.(type) {
 		case rschema.StringAttribute:
 			out[a.name] = dschema.StringAttribute{Computed: true, MarkdownDescription: md}
 		case rschema.Int64Attribute:
 			out[a.name] = dschema.Int64Attribute{Computed: true, MarkdownDescription: md}
 		case rschema.BoolAttribute:
 			out[a.name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: md}
+		case rschema.SetAttribute:
+			out[a.name] = dschema.SetAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}
