@@ -14,7 +14,7 @@ import (
 func TestCheckTemplatePair(t *testing.T) {
 	cfg := &resolvedConfig{Templates: map[string]int{"debian-13": 9001, "ubuntu": 9002}}
 	m := func(image string, vmid int64) proxyVMModel {
-		v := proxyVMModel{Image: types.StringNull(), TemplateVMID: types.Int64Null()}
+		v := proxyVMModel{vmTemplate: vmTemplate{Image: types.StringNull(), TemplateVMID: types.Int64Null()}}
 		if image != "" {
 			v.Image = types.StringValue(image)
 		}

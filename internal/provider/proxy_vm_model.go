@@ -15,12 +15,10 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	ID           types.String `tfsdk:"id"`
-	Name         types.String `tfsdk:"name"`
-	Node         types.String `tfsdk:"node"`
-	Image        types.String `tfsdk:"image"`
-	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
-	MachineType  types.String `tfsdk:"machine_type"`
+	ID   types.String `tfsdk:"id"`
+	Name types.String `tfsdk:"name"`
+	Node types.String `tfsdk:"node"`
+	vmTemplate
 	vmSize
 	CloudInit types.String `tfsdk:"cloud_init"`
 	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
@@ -40,13 +38,11 @@ type proxyVMModel struct {
 	Status          types.String   `tfsdk:"status"`
 	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
-	// Addresses, note, tags and protection (proxy_vm_addresses.go, proxy_vm_notes.go).
+	// Addresses (proxy_vm_addresses.go), note, tags and protection (vm_note_tags.go).
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
 	NetworkInterface types.String `tfsdk:"network_interface"`
-	Tags             types.Set    `tfsdk:"tags"`
-	Description      types.String `tfsdk:"description"`
-	Protection       types.Bool   `tfsdk:"protection"`
+	vmNoteTags                    // vm_note_tags.go
 	Started          types.Bool   `tfsdk:"started"`
 	// The seed's network-config (proxy_vm_network.go).
 	NetworkConfig types.String `tfsdk:"network_config"`
@@ -177,7 +173,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	}
 	m.UID = types.StringValue(vm.UID)
 	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
-	m.read(vm)
+	m.vmSize.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
 	m.Pool = poolValue(vm.Pool, m.Pool)
@@ -211,17 +207,16 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	for _, s := range []*types.String{&m.Node, &m.Image, &m.MachineType, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
+	for _, s := range []*types.String{&m.Node, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
 		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID, &m.Pool} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
 	}
-	m.nullUnknown()
-	for _, n := range []*types.Int64{&m.TemplateVMID, &m.VLANTag} {
-		if n.IsUnknown() {
-			*n = types.Int64Null()
-		}
+	m.vmTemplate.nullUnknown()
+	m.vmSize.nullUnknown()
+	if m.VLANTag.IsUnknown() {
+		m.VLANTag = types.Int64Null()
 	}
 	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack, &m.AgentEnabled} {
 		if b.IsUnknown() {
@@ -248,11 +243,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 // attributes it had to leave unread.
 func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
 	m := proxyVMModel{
-		Image:        types.StringNull(),
-		TemplateVMID: types.Int64Null(),
-		MachineType:  types.StringNull(),
-		CloudInit:    types.StringNull(),
-		CloudInitWO:  types.StringNull(),
+		CloudInit:   types.StringNull(),
+		CloudInitWO: types.StringNull(),
 		// The digest the VM was made with, from its mark: a matching cloud_init_wo plans nothing.
 		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
 		WaitForIP:       types.BoolValue(true),
@@ -268,14 +260,8 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		unread = []unreadAttr{unreadCloudInit}
 	}
 	applyVM(&m, vm)
-	if templateVMID != 0 {
-		m.TemplateVMID = types.Int64Value(int64(templateVMID))
-		m.Image = stringOrNull(imageKeyOf(cfg, templateVMID))
-	} else {
+	if !m.vmTemplate.read(vm, cfg, templateVMID) {
 		unread = append(unread, unreadTemplate)
-	}
-	if key, ok := resolveMachineType(cfg, vm); ok {
-		m.MachineType = types.StringValue(key)
 	}
 	return m, unread
 }
@@ -296,42 +282,6 @@ func templateCandidates(cfg *resolvedConfig) []int {
 	return out
 }
 
-// imageKeyOf is the one catalogue key of templateVMID, "" when none or several name it
-// (image then stays unset and the configuration's key is recorded in place).
-func imageKeyOf(cfg *resolvedConfig, templateVMID int) string {
-	if cfg == nil || templateVMID == 0 {
-		return ""
-	}
-	var keys []string
-	for k, v := range cfg.Templates {
-		if v == templateVMID {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) != 1 {
-		return ""
-	}
-	return keys[0]
-}
-
-// resolveMachineType names the machine type of an imported VM: the one catalogue entry
-// whose cores and memory equal the VM's and whose disk (when set) the VM's disk reaches.
-func resolveMachineType(cfg *resolvedConfig, vm proxmox.VM) (string, bool) {
-	if cfg == nil {
-		return "", false
-	}
-	var keys []string
-	for k, mt := range cfg.MachineTypes {
-		if mt.Cores == vm.Cores && mt.MemoryMiB == vm.MemoryMiB && (mt.DiskGiB == 0 || mt.DiskGiB <= vm.DiskGiB) {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) != 1 {
-		return "", false
-	}
-	return keys[0], true
-}
-
 // specFor resolves a planned model into a Create request. The plan has passed ModifyPlan,
 // so node, template and sizes are known unless they depend on the template (disk).
 func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
@@ -343,16 +293,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 		WaitForIP: plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool(),
 		CreatedAt: createdAt,
 	}
-	if v, ok := knownInt(plan.TemplateVMID); ok {
-		s.TemplateVMID = v
-	}
-	var mt *machineType
-	if key, ok := knownString(plan.MachineType); ok && cfg != nil {
-		if m, found := cfg.MachineTypes[key]; found {
-			mt = &m
-		}
-	}
-	plan.spec(&s, mt)
+	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)
 	}
@@ -371,7 +312,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 // changesFor is the in-place update from prior to planned. start is set when the prior
 // status needs a start; restart reports whether a running VM will be restarted.
 func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
-	changed = plan.changes(prior.vmSize, &c)
+	changed = plan.vmSize.changes(prior.vmSize, &c)
 	if c.VLANTag = intChange(prior.VLANTag, plan.VLANTag); c.VLANTag != nil {
 		changed = true
 	}
@@ -422,4 +363,40 @@ func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool)
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
 	return running && !c.Stop && !c.DeferRestart && (proxmox.ChangesRestartOption(c) || c.Reseed != nil)
+}
+
+// applyConcepts copies what the backend read beyond applyVM's fields: addresses, network, user tags,
+// note and protection (vm_note_tags.go), started.
+func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
+	applyAddresses(m, vm)
+	applyNetwork(m, vm)
+	m.vmNoteTags.read(vm)
+	importedStarted(m, vm)
+}
+
+// nullUnknownConcepts nulls the values of conceptAttributes still unknown (the partial state
+// of a create).
+func nullUnknownConcepts(m *proxyVMModel) {
+	nullUnknownAddresses(m)
+	applyNetwork(m, proxmox.VM{}) // types a zero static_ipv4
+	m.vmNoteTags.nullUnknown()
+	if m.Started.IsUnknown() {
+		m.Started = types.BoolNull()
+	}
+}
+
+// applyConceptsSpec puts the planned tags, note and protection into a create's spec.
+func applyConceptsSpec(s *proxmox.Spec, plan proxyVMModel) {
+	plan.vmNoteTags.spec(s)
+	startedSpec(s, plan)
+}
+
+// conceptChanges puts the changed tags, note and protection into an update; it reports
+// whether there was any.
+func conceptChanges(c *proxmox.Changes, prior, plan proxyVMModel) bool {
+	changed := startedChanges(c, prior, plan)
+	if plan.vmNoteTags.changes(prior.vmNoteTags, c) {
+		changed = true
+	}
+	return changed
 }

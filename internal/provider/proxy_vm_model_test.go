@@ -213,8 +213,8 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 	sch := proxyVMSchema(ctx)
 	st := tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}
 	plan := proxyVMModel{
-		Name: types.StringValue("proxy-a"), Node: types.StringValue("pve1"), Image: types.StringValue("debian-13"),
-		TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small"), vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
+		Name: types.StringValue("proxy-a"), Node: types.StringValue("pve1"),
+		vmTemplate: vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
 		CloudInit: types.StringValue("#cloud-config\n"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
 		WaitForIP: types.BoolValue(true), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
@@ -334,7 +334,7 @@ func TestTemplateCandidates(t *testing.T) {
 func TestSpecFor(t *testing.T) {
 	plan := proxyVMModel{
 		Name: types.StringValue("proxy-a"), UID: types.StringValue("u"), Node: types.StringValue("pve1"),
-		TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large"), vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
+		vmTemplate: vmTemplate{TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large")}, vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
 		CloudInit: types.StringValue("UD"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Value(4), StartOnBoot: types.BoolValue(false),
 		WaitForIP: types.BoolValue(false),
@@ -444,7 +444,7 @@ func TestVMErrorDetail_classes(t *testing.T) {
 }
 
 func TestValidateProxyVMConfig(t *testing.T) {
-	m := proxyVMModel{MachineType: types.StringNull(), vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Null()}}
+	m := proxyVMModel{vmTemplate: vmTemplate{MachineType: types.StringNull()}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Null()}}
 	d := validateProxyVMConfig(m)
 	if !d.HasError() || len(d) != 1 || !hasPath(d, path.Root("memory_mib")) {
 		t.Errorf("diags = %v, want one error on memory_mib", d)
@@ -453,7 +453,7 @@ func TestValidateProxyVMConfig(t *testing.T) {
 	if d := validateProxyVMConfig(m); d.HasError() {
 		t.Errorf("cores+memory rejected: %v", d)
 	}
-	m = proxyVMModel{MachineType: types.StringUnknown(), vmSize: vmSize{Cores: types.Int64Null(), MemoryMiB: types.Int64Null()}}
+	m = proxyVMModel{vmTemplate: vmTemplate{MachineType: types.StringUnknown()}, vmSize: vmSize{Cores: types.Int64Null(), MemoryMiB: types.Int64Null()}}
 	if d := validateProxyVMConfig(m); d.HasError() {
 		t.Errorf("unknown machine_type rejected: %v", d)
 	}

@@ -67,37 +67,6 @@ func planNode(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMMode
 	return diags
 }
 
-// planTemplate resolves image through the catalogue (template_vmid is taken as set) and
-// returns template_vmid when the effective template changes, which replaces the VM.
-func planTemplate(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	var replace []path.Path
-	creating := prior == nil
-	switch {
-	case !config.Image.IsNull() && !config.Image.IsUnknown():
-		vmid, err := cfg.Template(config.Image.ValueString())
-		switch {
-		case err != nil && (creating || !prior.Image.Equal(config.Image)):
-			diags.AddAttributeError(path.Root("image"), summaryInvalidConfig,
-				err.Error()+". Set image to one of the provider's templates, or add it to the provider's templates.")
-		case err != nil:
-			// The key left the catalogue after this VM was made from it: nothing to change.
-			plan.TemplateVMID = prior.TemplateVMID
-		default:
-			plan.TemplateVMID = types.Int64Value(int64(vmid))
-			if !creating && !plan.TemplateVMID.Equal(prior.TemplateVMID) && (!prior.TemplateVMID.IsNull() || !templateUnread) {
-				replace = append(replace, path.Root("template_vmid"))
-			}
-		}
-	case config.Image.IsUnknown() && config.TemplateVMID.IsNull():
-		plan.TemplateVMID = types.Int64Unknown()
-		if !creating {
-			replace = append(replace, path.Root("template_vmid"))
-		}
-	}
-	return replace, diags
-}
-
 // planNetworkDefaults gives bridge and vlan_tag the resource's value, else the provider's,
 // else the VM's as cloned (known after create).
 func planNetworkDefaults(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) {

@@ -79,35 +79,6 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
 					"still migrates the VM. Changing it changes nothing on the VM.",
 			},
-			"image": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "A key of the provider's templates catalogue: the template to clone. Set image or " +
-					"`template_vmid`; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
-					"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
-					"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
-					"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
-					"set after the import is recorded without replacing the VM.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
-			"template_vmid": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "The VMID of the template to clone, when it is not in the catalogue; computed from image " +
-					"otherwise. Set image or `template_vmid`; both only when they name the same template. Changing the effective template " +
-					"replaces the VM, except for the first value set after an import that could not read it back.",
-				Validators: []validator.Int64{int64validator.Between(100, 999999999)},
-				PlanModifiers: []planmodifier.Int64{
-					int64planmodifier.UseStateForUnknown(),
-					requiresReplaceUnlessUnreadInt64(unreadTemplate),
-				},
-			},
-			"machine_type": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "A key of the provider's `machine_types` catalogue, giving cores, `memory_mib` and, when the " +
-					"entry sets it, a minimum `disk_gib`. Explicit cores, `memory_mib` or `disk_gib` override it. " +
-					"Changing it (or the catalogue entry) updates the VM in place as those values change.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
 			"cloud_init": schema.StringAttribute{
 				Optional:  true,
 				Sensitive: true,
@@ -290,18 +261,19 @@ func positiveTimeouts(b schema.Block) schema.Block {
 }
 
 // conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
-// the guest's addresses (proxy_vm_addresses.go), user tags, description and protection
-// (proxy_vm_notes.go), started (proxy_vm_started.go), network_config and static_ipv4
-// (proxy_vm_network.go), shutdown_timeout and reboot_on_change (proxy_vm_power.go),
-// cloud_init_change (proxy_vm_reseed.go) and the size facet (vm_size.go).
+// the guest's addresses (proxy_vm_addresses.go), started (proxy_vm_started.go),
+// network_config and static_ipv4 (proxy_vm_network.go), shutdown_timeout and
+// reboot_on_change (proxy_vm_power.go), cloud_init_change (proxy_vm_reseed.go), and the
+// facets: template (vm_template.go), size (vm_size.go), note and tags (vm_note_tags.go).
 func conceptAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	maps.Copy(out, addressAttributes())
-	maps.Copy(out, notesAttributes())
+	maps.Copy(out, resourceAttributes(noteTagsAttrs()))
 	out["started"] = startedAttribute()
 	maps.Copy(out, networkAttributes())
 	maps.Copy(out, powerAttributes())
 	out["cloud_init_change"] = cloudInitChangeAttribute()
+	maps.Copy(out, resourceAttributes(templateAttrs()))
 	maps.Copy(out, resourceAttributes(sizeAttrs()))
 	return out
 }

@@ -39,33 +39,29 @@ type vmDataSource struct{ data *providerData }
 func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
-	Name         types.String `tfsdk:"name"`
-	VMID         types.Int64  `tfsdk:"vmid"`
-	ID           types.String `tfsdk:"id"`
-	Node         types.String `tfsdk:"node"`
-	UID          types.String `tfsdk:"uid"`
-	CreatedAt    types.String `tfsdk:"created_at"`
-	MadeBy       types.String `tfsdk:"made_by"`
-	Status       types.String `tfsdk:"status"`
-	Image        types.String `tfsdk:"image"`
-	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
-	MachineType  types.String `tfsdk:"machine_type"`
+	Name      types.String `tfsdk:"name"`
+	VMID      types.Int64  `tfsdk:"vmid"`
+	ID        types.String `tfsdk:"id"`
+	Node      types.String `tfsdk:"node"`
+	UID       types.String `tfsdk:"uid"`
+	CreatedAt types.String `tfsdk:"created_at"`
+	MadeBy    types.String `tfsdk:"made_by"`
+	Status    types.String `tfsdk:"status"`
+	vmTemplate
 	vmSize
-	Bridge           types.String   `tfsdk:"bridge"`
-	VLANTag          types.Int64    `tfsdk:"vlan_tag"`
-	Pool             types.String   `tfsdk:"pool"`
-	StartOnBoot      types.Bool     `tfsdk:"start_on_boot"`
-	AgentEnabled     types.Bool     `tfsdk:"agent_enabled"`
-	MACAddress       types.String   `tfsdk:"mac_address"`
-	IPAddress        types.String   `tfsdk:"ip_address"`
-	IPv4Addresses    types.List     `tfsdk:"ipv4_addresses"`
-	IPv6Addresses    types.List     `tfsdk:"ipv6_addresses"`
-	NetworkInterface types.String   `tfsdk:"network_interface"`
-	Tags             types.Set      `tfsdk:"tags"`
-	Description      types.String   `tfsdk:"description"`
-	Protection       types.Bool     `tfsdk:"protection"`
-	StaticIPv4       types.Object   `tfsdk:"static_ipv4"`
-	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+	Bridge           types.String `tfsdk:"bridge"`
+	VLANTag          types.Int64  `tfsdk:"vlan_tag"`
+	Pool             types.String `tfsdk:"pool"`
+	StartOnBoot      types.Bool   `tfsdk:"start_on_boot"`
+	AgentEnabled     types.Bool   `tfsdk:"agent_enabled"`
+	MACAddress       types.String `tfsdk:"mac_address"`
+	IPAddress        types.String `tfsdk:"ip_address"`
+	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
+	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
+	NetworkInterface types.String `tfsdk:"network_interface"`
+	vmNoteTags
+	StaticIPv4 types.Object   `tfsdk:"static_ipv4"`
+	Timeouts   timeouts.Value `tfsdk:"timeouts"`
 }
 
 func (d *vmDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -123,11 +119,6 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
 				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
 				"without addresses."),
-			"image": str("The provider's `templates` key of the template the VM was cloned from, when exactly one key " +
-				"names it; null otherwise."),
-			"template_vmid": num("The template the VM was cloned from, when it could be identified; null otherwise."),
-			"machine_type": str("The provider's `machine_types` key whose sizes the VM has, when exactly one matches; " +
-				"null otherwise."),
 			"bridge":   str("The bridge net0 is on."),
 			"vlan_tag": num("net0's VLAN tag; null when untagged."),
 			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
@@ -139,10 +130,6 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"ipv4_addresses":    list("Every IPv4 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
 			"ipv6_addresses":    list("Every IPv6 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
 			"network_interface": str("The guest's name of the interface `ip_address` comes from (or, without an IPv4, the first IPv6)."),
-			"tags": schema.SetAttribute{Computed: true, ElementType: types.StringType,
-				MarkdownDescription: "The VM's Proxmox tags besides `proxy_operator`."},
-			"description": str("The VM's note: its Proxmox description without the ownership mark's lines."),
-			"protection":  boolean("Whether Proxmox's protection flag is set."),
 			"static_ipv4": schema.SingleNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
@@ -161,7 +148,9 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			})),
 		},
 	}
+	maps.Copy(resp.Schema.Attributes, dataAttributes(templateAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -230,11 +219,10 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	out := vmDataModel{
 		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
-		Image: rm.Image, TemplateVMID: rm.TemplateVMID, MachineType: rm.MachineType,
-		vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
+		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
 		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
 		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
-		NetworkInterface: rm.NetworkInterface, Tags: rm.Tags, Description: rm.Description, Protection: rm.Protection,
+		NetworkInterface: rm.NetworkInterface, vmNoteTags: rm.vmNoteTags,
 		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})

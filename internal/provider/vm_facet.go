@@ -10,15 +10,16 @@ import (
 
 // A proxy VM is put together from facets, one file each (vm_<facet>.go): a Go struct of
 // the facet's attributes, which the resource's model (proxyVMModel), the proxy_vm data
-// source's (vmDataModel) and proxy_vms' per-VM model (vmsVMModel) embed, so that the HCL
-// schema stays flat; and the same small set of functions:
+// source's (vmDataModel) and, when the list shows the facet, proxy_vms' per-VM model
+// (vmsVMModel) embed, so that the HCL schema stays flat; and the same small set of
+// functions (called through the facet, m.vmSize.read(vm), as several facets share names):
 //
 //   - <facet>Attrs: its attributes, declared and described once (facetAttr), from which
 //     the resource's and the data sources' schema attributes are made;
 //   - read: its values from the VM as the backend returns it (proxmox.VM);
 //   - nullUnknown: its values still unknown nulled (the partial state of a create);
 //   - spec: what it puts into a create (proxmox.Spec);
-//   - changes: what it puts into an in-place update (proxmox.Changes);
+//   - changes: what it puts into an in-place update (proxmox.Changes), when it has any;
 //   - plan: its plan checks (called by planProxyVM).
 
 // facetAttr is one attribute of a facet, declared once.
@@ -60,6 +61,9 @@ func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
 		case rschema.BoolAttribute:
 			v.MarkdownDescription, v.Description = md, plain(md)
 			out[a.name] = v
+		case rschema.SetAttribute:
+			v.MarkdownDescription, v.Description = md, plain(md)
+			out[a.name] = v
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}
@@ -73,13 +77,15 @@ func dataAttributes(attrs []facetAttr) map[string]dschema.Attribute {
 	out := make(map[string]dschema.Attribute, len(attrs))
 	for _, a := range attrs {
 		md := joinMD(a.md, a.read)
-		switch a.resource.(type) {
+		switch v := a.resource.(type) {
 		case rschema.StringAttribute:
 			out[a.name] = dschema.StringAttribute{Computed: true, MarkdownDescription: md}
 		case rschema.Int64Attribute:
 			out[a.name] = dschema.Int64Attribute{Computed: true, MarkdownDescription: md}
 		case rschema.BoolAttribute:
 			out[a.name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: md}
+		case rschema.SetAttribute:
+			out[a.name] = dschema.SetAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -161,4 +163,40 @@ func TestAccProxyVM_tagsDescriptionProtection(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestVMNoteTags_specChangesRead: tags, note and protection go into a create, into an
+// update only when they change, and are read back without the managed tag.
+func TestVMNoteTags_specChangesRead(t *testing.T) {
+	tags := func(v ...string) types.Set {
+		var e []attr.Value
+		for _, s := range v {
+			e = append(e, types.StringValue(s))
+		}
+		return types.SetValueMust(types.StringType, e)
+	}
+	n := vmNoteTags{Tags: tags("web"), Description: types.StringValue("hello"), Protection: types.BoolValue(true)}
+	var s proxmox.Spec
+	n.spec(&s)
+	if s.Tags == nil || len(*s.Tags) != 1 || (*s.Tags)[0] != "web" || s.Note == nil || *s.Note != "hello" || !s.Protection {
+		t.Errorf("spec %+v", s)
+	}
+	var c proxmox.Changes
+	if n.changes(n, &c) || c.Tags != nil || c.Note != nil || c.Protection != nil {
+		t.Errorf("no change: %+v", c)
+	}
+	prior := vmNoteTags{Tags: tags(), Description: types.StringValue(""), Protection: types.BoolValue(false)}
+	if !n.changes(prior, &c) || c.Tags == nil || c.Note == nil || c.Protection == nil || !*c.Protection {
+		t.Errorf("changes %+v", c)
+	}
+	var r vmNoteTags
+	r.read(proxmox.VM{Tags: []string{proxmox.ManagedTag, "web"}, Note: "hello", Protected: true})
+	if !r.Tags.Equal(tags("web")) || r.Description.ValueString() != "hello" || !r.Protection.ValueBool() {
+		t.Errorf("read %+v", r)
+	}
+	u := vmNoteTags{Tags: types.SetUnknown(types.StringType), Description: types.StringUnknown(), Protection: types.BoolUnknown()}
+	u.nullUnknown()
+	if !u.Tags.IsNull() || !u.Description.IsNull() || !u.Protection.IsNull() {
+		t.Errorf("partial state %+v", u)
+	}
 }
