@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
@@ -21,7 +22,6 @@ var (
 	_ provider.ProviderWithActions    = (*proxyProvider)(nil)
 	_ action.ActionWithConfigure      = (*orphanCleanupAction)(nil)
 	_ action.ActionWithValidateConfig = (*orphanCleanupAction)(nil)
-	_ validator.String                = graceValidator{}
 )
 
 // Actions registers proxy_orphan_cleanup and proxy_vm_power (Terraform 1.14+: terraform
@@ -78,7 +78,7 @@ func (a *orphanCleanupAction) Schema(_ context.Context, _ action.SchemaRequest, 
 					"running in another workspace looks like an orphan while it runs (its seed is uploaded while its VM is still " +
 					"being cloned, and its VM is marked as being created until its last step), so keep it longer than the longest " +
 					"create timeout of every configuration that uses the cluster (`20m` by default).",
-				Validators: []validator.String{graceValidator{}},
+				Validators: []validator.String{graceValidator()},
 			},
 			"seeds": schema.BoolAttribute{
 				Optional:            true,
@@ -189,21 +189,13 @@ func boolOr(v types.Bool, def bool) bool {
 func isFalse(v types.Bool) bool { return !v.IsNull() && !v.IsUnknown() && !v.ValueBool() }
 
 // graceValidator accepts a duration of at least minGracePeriod.
-type graceValidator struct{}
-
-func (graceValidator) Description(context.Context) string {
-	return fmt.Sprintf("must be a duration (\"90m\", \"24h\") of at least %s", minGracePeriod)
-}
-
-func (v graceValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v graceValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	d, err := time.ParseDuration(req.ConfigValue.ValueString())
-	if err != nil || d < minGracePeriod {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid grace_period",
-			fmt.Sprintf("grace_period %q %s: anything younger may belong to a create still running.", req.ConfigValue.ValueString(), v.Description(ctx)))
-	}
+func graceValidator() validator.String {
+	description := fmt.Sprintf("must be a duration (\"90m\", \"24h\") of at least %s", minGracePeriod)
+	return validators.Check(description, func(v string) (string, string) {
+		if d, err := time.ParseDuration(v); err != nil || d < minGracePeriod {
+			return "Invalid grace_period",
+				fmt.Sprintf("grace_period %q %s: anything younger may belong to a create still running.", v, description)
+		}
+		return "", ""
+	})
 }

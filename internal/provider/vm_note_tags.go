@@ -67,7 +67,7 @@ func noteTagsAttrs() []facetAttr {
 			Optional:      true,
 			Computed:      true,
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			Validators:    []validator.String{stringvalidator.LengthAtMost(maxNoteBytes), noteValidator{}},
+			Validators:    []validator.String{stringvalidator.LengthAtMost(maxNoteBytes), noteValidator()},
 		},
 	}, {
 		name: "protection",
@@ -158,27 +158,16 @@ func knownTags(s types.Set) ([]string, bool) {
 
 // noteValidator refuses a note that would mix with the mark or not survive Proxmox's
 // trailing-whitespace strip.
-type noteValidator struct{}
-
-func (noteValidator) Description(context.Context) string {
-	return "must not contain a mark line (proxy-operator-...=...) nor end with whitespace"
-}
-
-func (v noteValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (noteValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	s, ok := knownString(req.ConfigValue)
-	if !ok {
-		return
-	}
-	switch {
-	case proxmox.NoteHasMarkLine(s):
-		resp.Diagnostics.AddAttributeError(req.Path, summaryInvalidConfig,
-			"description holds a line of the form proxy-operator-...=..., which the ownership mark reads: the mark is "+
-				"the provider's own. Reword or remove that line.")
-	case s != strings.TrimRight(s, " \t\r\n"):
-		resp.Diagnostics.AddAttributeError(req.Path, summaryInvalidConfig,
-			"description ends with whitespace or a newline, which Proxmox strips, so every plan would show it as a change. "+
-				"Remove it (for a heredoc: description = chomp(<<-EOT ... EOT)).")
-	}
+func noteValidator() validator.String {
+	return validators.Check("must not contain a mark line (proxy-operator-...=...) nor end with whitespace", func(s string) (string, string) {
+		switch {
+		case proxmox.NoteHasMarkLine(s):
+			return summaryInvalidConfig, "description holds a line of the form proxy-operator-...=..., which the ownership mark reads: the mark is " +
+				"the provider's own. Reword or remove that line."
+		case s != strings.TrimRight(s, " \t\r\n"):
+			return summaryInvalidConfig, "description ends with whitespace or a newline, which Proxmox strips, so every plan would show it as a change. " +
+				"Remove it (for a heredoc: description = chomp(<<-EOT ... EOT))."
+		}
+		return "", ""
+	})
 }

@@ -64,7 +64,7 @@ func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 				Required: true,
 				MarkdownDescription: "The `proxy_vm`'s `id` (`proxy_vm.<name>.id`, `vms/<vmid>/<name>`): where the VM is. " +
 					"It does not prove whose the VM is; `uid` does.",
-				Validators: []validator.String{vmIDValidator{}},
+				Validators: []validator.String{vmIDValidator()},
 			},
 			"uid": schema.StringAttribute{
 				Required: true,
@@ -86,7 +86,7 @@ func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 				Optional: true,
 				MarkdownDescription: "How long `shutdown` and `reboot` give the guest to power off before Proxmox stops it, as a " +
 					"duration. Default `\"" + defaultShutdownTimeout + "\"`, at most `\"10m\"`.",
-				Validators: []validator.String{validators.Duration(), maxDuration{max: actionMaxShutdown}},
+				Validators: []validator.String{validators.Duration(), maxDuration(actionMaxShutdown)},
 			},
 		},
 	}
@@ -156,36 +156,22 @@ func (a *vmPowerAction) Invoke(ctx context.Context, req action.InvokeRequest, re
 func (a *vmPowerAction) redact(s string) string { return redact(s, a.data.secrets()) }
 
 // vmIDValidator accepts a proxy_vm id, vms/<vmid>/<name>.
-type vmIDValidator struct{}
-
-func (vmIDValidator) Description(context.Context) string {
-	return "must be a proxy_vm id, vms/<vmid>/<name> (proxy_vm.<name>.id)"
+func vmIDValidator() validator.String {
+	return validators.Check("must be a proxy_vm id, vms/<vmid>/<name> (proxy_vm.<name>.id)", func(v string) (string, string) {
+		if _, err := proxmox.ParseID(v); err != nil {
+			return "Invalid proxy_vm_power id", err.Error() + "; set id = proxy_vm.<name>.id."
+		}
+		return "", ""
+	})
 }
 
-func (v vmIDValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v vmIDValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := proxmox.ParseID(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid proxy_vm_power id", err.Error()+"; set id = proxy_vm.<name>.id.")
-	}
-}
-
-// maxDuration refuses a duration above max.
-type maxDuration struct{ max time.Duration }
-
-func (v maxDuration) Description(context.Context) string { return "must be at most " + v.max.String() }
-
-func (v maxDuration) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v maxDuration) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err == nil && d > v.max {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid shutdown_timeout",
-			fmt.Sprintf("%s is %s, above %s: the action's budget (%s) must also hold the start.", req.Path, d, v.max, actionBudget))
-	}
+// maxDuration refuses a duration above max (the action's shutdown_timeout).
+func maxDuration(limit time.Duration) validator.String {
+	return validators.Check("must be at most "+limit.String(), func(v string) (string, string) {
+		if d, err := time.ParseDuration(v); err == nil && d > limit {
+			return "Invalid shutdown_timeout",
+				fmt.Sprintf("shutdown_timeout is %s, above %s: the action's budget (%s) must also hold the start.", d, limit, actionBudget)
+		}
+		return "", ""
+	})
 }

@@ -38,12 +38,12 @@ func TestVMPowerAction_schema(t *testing.T) {
 		return !r.Diagnostics.HasError()
 	}
 	for id, ok := range map[string]bool{"vms/104211/proxy-a": true, "104211": false, "vms/99/proxy-a": false, "vms/104211/": false} {
-		if check(vmIDValidator{}, id) != ok {
+		if check(vmIDValidator(), id) != ok {
 			t.Errorf("id %q accepted %v, want %v", id, !ok, ok)
 		}
 	}
 	for d, ok := range map[string]bool{"10m": true, "30s": true, "11m": false} {
-		if check(maxDuration{max: actionMaxShutdown}, d) != ok {
+		if check(maxDuration(actionMaxShutdown), d) != ok {
 			t.Errorf("shutdown_timeout %q accepted %v, want %v", d, !ok, ok)
 		}
 	}

@@ -115,7 +115,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				Optional: true,
 				MarkdownDescription: "Only VMs, and orphan seeds, whose VM name matches this regular expression " +
 					"([Go RE2 syntax](https://github.com/google/re2/wiki/Syntax), unanchored: use `^...$` for a whole-name match).",
-				Validators: []validator.String{regexpValidator{}},
+				Validators: []validator.String{regexpValidator()},
 			},
 			"vms": schema.ListNestedAttribute{
 				Computed: true,
@@ -406,21 +406,13 @@ func (d *vmsDataSource) dsErrorDetail(err error) string {
 
 func (d *vmsDataSource) redact(s string) string { return redact(s, d.data.secrets()) }
 
-// regexpValidator accepts a string that compiles as a Go regular expression.
-type regexpValidator struct{}
-
-func (regexpValidator) Description(context.Context) string {
-	return "must be a valid regular expression (Go RE2 syntax)"
-}
-
-func (v regexpValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v regexpValidator) ValidateString(ctx context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := regexp.Compile(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid regular expression",
-			fmt.Sprintf("name_regex %s: %v.", v.Description(ctx), err))
-	}
+// regexpValidator accepts a string that compiles as a Go regular expression (name_regex).
+func regexpValidator() validator.String {
+	const description = "must be a valid regular expression (Go RE2 syntax)"
+	return validators.Check(description, func(v string) (string, string) {
+		if _, err := regexp.Compile(v); err != nil {
+			return "Invalid regular expression", fmt.Sprintf("name_regex %s: %v.", description, err)
+		}
+		return "", ""
+	})
 }

@@ -39,7 +39,7 @@ func TestRegexpValidator_table(t *testing.T) {
 		{types.StringValue("a**"), false},
 	} {
 		resp := &validator.StringResponse{}
-		regexpValidator{}.ValidateString(context.Background(), validator.StringRequest{
+		regexpValidator().ValidateString(context.Background(), validator.StringRequest{
 			Path: path.Root("name_regex"), ConfigValue: tt.value,
 		}, resp)
 		if resp.Diagnostics.HasError() == tt.ok {
