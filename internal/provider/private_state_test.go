@@ -62,7 +62,8 @@ func TestPrivateKeySeed_roundTrip(t *testing.T) {
 
 // The seed record keeps the nodes a copy of the seed was put on: a refresh that finds the VM
 // on another node (an HA recovery moved its config alone) keeps the node the seed is on, an
-// apply adds the node it put one on, a migration drops its source, a new seed starts anew.
+// apply adds the node it put one on, a migration drops its source, and a new seed (a swap on
+// the new node) keeps the nodes an earlier generation is still on.
 // A record of an earlier version (no nodes) reads as one on the node the state last saw.
 func TestPrivateKeySeed_nodes(t *testing.T) {
 	ctx := context.Background()
@@ -94,9 +95,15 @@ func TestPrivateKeySeed_nodes(t *testing.T) {
 	if got := readSeedNodes(ctx, migrated); !slices.Equal(got, []string{"pve1"}) {
 		t.Errorf("after a migration back: %v", got)
 	}
-	// A new seed (a swap) is on the node it was put on.
-	if got := readSeedNodes(ctx, step(started, seedWrite{volid: vol2, lastSeen: "pve2", put: "pve2"})); !slices.Equal(got, []string{"pve2"}) {
+	// A new seed (a swap on pve2, which deletes generation 1 there only): generation 1's copy
+	// on pve1 is still recorded.
+	if got := readSeedNodes(ctx, step(started, seedWrite{volid: vol2, lastSeen: "pve2", put: "pve2"})); !slices.Equal(got, []string{"pve1", "pve2"}) {
 		t.Errorf("after a new seed: %v", got)
+	}
+	// An import knows nothing of where the seed was uploaded: every provider node may hold a
+	// copy, the VM's own first.
+	if got := readSeedNodes(ctx, step(fakePrivate{}, seedWrite{volid: vol, put: "pve2", maybe: []string{"pve1", "pve2", "pve3"}})); !slices.Equal(got, []string{"pve2", "pve1", "pve3"}) {
+		t.Errorf("after an import: %v", got)
 	}
 	// A record of the current main's bytes: the seed on the node last seen.
 	legacy := fakePrivate{"seed": []byte(`{"volid":"local:iso/a-u-seed.iso"}`)}

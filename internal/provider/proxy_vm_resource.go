@@ -575,7 +575,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 				"writes (was it edited?), so static_ipv4 is left unset and the first value set is compared with the mark's network digest. "+
 				"Restore the line, or check the VM's network before setting static_ipv4.")
 	}
-	resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: vm.Seed, put: vm.Node})...)
+	resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: vm.Seed, put: vm.Node, maybe: r.cfg().Nodes})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	tflog.Info(ctx, "proxy VM imported", map[string]any{
 		"name": vm.ID.Name, "vmid": vm.ID.VMID, "node": vm.Node, "machine_type": model.MachineType.ValueString(),

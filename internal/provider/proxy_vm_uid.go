@@ -31,8 +31,8 @@ func newUID() (string, error) {
 type seedRecord struct {
 	// VolID is the seed's volume id, <storage>:iso/<file>.
 	VolID string `json:"volid,omitempty"`
-	// Nodes are the nodes a copy of VolID was put on and not known deleted since. Empty (a
-	// record of an earlier version): the node the state last saw the VM on.
+	// Nodes are the nodes a copy of VolID, or of an earlier generation of it, was put on
+	// and not known deleted since. Empty: the node the state last saw the VM on.
 	Nodes []string `json:"nodes,omitempty"`
 }
 
@@ -48,6 +48,10 @@ type seedWrite struct {
 	put string
 	// deleted is a node whose copy the apply deleted (a migration's source).
 	deleted string
+	// maybe are nodes a copy may be on although no apply put one there: an import's (the
+	// provider's nodes), since nothing tells where the VM's seed was uploaded before an HA
+	// move; the destroy lists each and deletes only what is there.
+	maybe []string
 }
 
 // writeSeed records the VM's seed volume and the nodes a copy of it is on: the ones in's
@@ -58,7 +62,10 @@ func writeSeed(ctx context.Context, in privateGetter, out privateSetter, w seedW
 		return nil
 	}
 	rec := seedRecord{VolID: w.volid}
-	if prev, ok, _ := privateKeySeed.read(ctx, in); ok && prev.VolID == w.volid {
+	if prev, ok, _ := privateKeySeed.read(ctx, in); ok {
+		// The nodes of an earlier generation are kept too: a seed swap deletes the old
+		// generation on the VM's node only, so a copy an HA move left elsewhere is still
+		// there, and the destroy deletes every generation of the VM's seeds on those nodes.
 		rec.Nodes = slices.Clone(prev.Nodes)
 		if len(rec.Nodes) == 0 && w.lastSeen != "" {
 			rec.Nodes = []string{w.lastSeen}
@@ -67,8 +74,10 @@ func writeSeed(ctx context.Context, in privateGetter, out privateSetter, w seedW
 	if w.deleted != "" && w.deleted != w.put {
 		rec.Nodes = slices.DeleteFunc(rec.Nodes, func(n string) bool { return n == w.deleted })
 	}
-	if w.put != "" && !slices.Contains(rec.Nodes, w.put) {
-		rec.Nodes = append(rec.Nodes, w.put)
+	for _, n := range append([]string{w.put}, w.maybe...) {
+		if n != "" && !slices.Contains(rec.Nodes, n) {
+			rec.Nodes = append(rec.Nodes, n)
+		}
 	}
 	return privateKeySeed.write(ctx, out, rec)
 }

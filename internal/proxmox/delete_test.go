@@ -449,6 +449,28 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 			t.Error("the VM is left")
 		}
 	})
+	t.Run("moved, then its seed swapped twice: every generation on the recorded node", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2", "pv1-3")
+		moved(h) // generation 1 on pv1-1
+		gen3 := seedFileGen(testName, testUID, 3)
+		h.f.putISO("pv1-2", fakeISOStorage, gen3, []byte("seed"))
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = seedVolID(fakeISOStorage, gen3) + ",media=cdrom" })
+		h.f.calllog = nil
+		if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: seedVolID(fakeISOStorage, gen3),
+			SeedNodes: []string{"pv1-1", "pv1-2"}, SeedSwaps: true}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"pv1-1", "pv1-2"} {
+			for _, f := range []string{seedFile(testName, testUID), gen3} {
+				if _, ok := h.f.iso(n, fakeISOStorage, f); ok {
+					t.Errorf("%s left on %s", f, n)
+				}
+			}
+		}
+		if h.f.vm(testVMID0) != nil {
+			t.Error("the VM is left")
+		}
+	})
 	t.Run("not moved: nothing more", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2", "pv1-3")
 		moved(h)

@@ -387,7 +387,7 @@ func (b *Backend) startSeedDelete(ctx context.Context, node string, seeds []seed
 			if d.err != nil {
 				return
 			}
-			if err := b.deleteSeeds(ctx, "delete", e.node, e.seeds); err != nil {
+			if err := b.deleteSeeds(ctx, "delete", e.node, b.ownGenerations(ctx, e)); err != nil {
 				d.err = &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM is on node %s now, but its seed ISO was uploaded on node %s and is deleted there too: %w", node, e.node, err)}
 			}
 		}
@@ -395,10 +395,12 @@ func (b *Backend) startSeedDelete(ctx context.Context, node string, seeds []seed
 	return d
 }
 
-// nodeSeeds are seeds to delete on a node.
+// nodeSeeds are seeds to delete on a node: seeds, and every other generation of the VM
+// name's seeds with uid that the node's storage lists (ownGenerations).
 type nodeSeeds struct {
-	node  string
-	seeds []seedVol
+	node      string
+	seeds     []seedVol
+	name, uid string
 }
 
 // seedsLeftElsewhere are the seeds of a VM of ours on node that a move outside Terraform may
@@ -425,7 +427,38 @@ func (b *Backend) seedsLeftElsewhere(name, node string, seeds []seedVol, opts De
 		if n == "" || n == node || slices.ContainsFunc(out, func(e nodeSeeds) bool { return e.node == n }) {
 			continue
 		}
-		out = append(out, nodeSeeds{node: n, seeds: own})
+		out = append(out, nodeSeeds{node: n, seeds: own, name: name, uid: opts.UID})
+	}
+	return out
+}
+
+// ownGenerations are the seeds of e's VM (its name and uid, any generation: a cloud-init
+// change made after the VM moved swaps the seed on its new node only, so the generation
+// the old node holds may be any earlier one) that the node's ISO storages list. When a
+// listing fails, e.seeds are deleted by name: a node that does not answer then fails that
+// delete, naming it, and the seed is never left behind silently.
+func (b *Backend) ownGenerations(ctx context.Context, e nodeSeeds) []seedVol {
+	var storages []string
+	for _, v := range e.seeds {
+		if !slices.Contains(storages, v.storage) {
+			storages = append(storages, v.storage)
+		}
+	}
+	var out []seedVol
+	for _, st := range storages {
+		vols, err := b.api.StorageContent(ctx, e.node, st, "iso")
+		if err != nil {
+			return e.seeds
+		}
+		for _, vol := range vols {
+			v, ok := parseISOVol(vol.VolID)
+			if !ok || slices.Contains(out, v) {
+				continue
+			}
+			if n, u, _, ok := parseSeedGen(v.file); ok && n == e.name && u == e.uid {
+				out = append(out, v)
+			}
+		}
 	}
 	return out
 }
