@@ -172,7 +172,7 @@ func TestApplyVM_address(t *testing.T) {
 		{"unknown plan, none reported: null", proxmox.StateRunning, "", types.StringUnknown(), types.StringNull(), "running"},
 	}
 	for _, c := range cases {
-		m := proxyVMModel{IPAddress: c.prior}
+		m := proxyVMModel{vmAddresses: vmAddresses{IPAddress: c.prior}}
 		vm := vmFixture()
 		vm.State, vm.IP = c.state, c.ip
 		applyVM(&m, vm)
@@ -183,7 +183,7 @@ func TestApplyVM_address(t *testing.T) {
 }
 
 func TestApplyVM_statusUnknownKeepsPrior(t *testing.T) {
-	m := proxyVMModel{Status: types.StringValue("running"), IPAddress: types.StringValue("192.0.2.10")}
+	m := proxyVMModel{Status: types.StringValue("running"), vmAddresses: vmAddresses{IPAddress: types.StringValue("192.0.2.10")}}
 	vm := vmFixture()
 	vm.State, vm.IP, vm.StatusUnknown = proxmox.StateProvisioning, "", true
 	applyVM(&m, vm)
@@ -218,8 +218,9 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 		CloudInit: types.StringValue("#cloud-config\n"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
 		WaitForIP: types.BoolValue(true), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
-		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown(), IPAddress: types.StringUnknown(),
-		MACAddress: types.StringUnknown(), Status: types.StringUnknown(), AgentEnabled: types.BoolUnknown(),
+		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown(),
+		vmAddresses: vmAddresses{IPAddress: types.StringUnknown(), MACAddress: types.StringUnknown(), AgentEnabled: types.BoolUnknown()},
+		Status:      types.StringUnknown(),
 	}
 	var nullTimeouts proxyVMModel
 	if d := st.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts.Timeouts); d.HasError() {

@@ -67,8 +67,8 @@ func priorState() proxyVMModel {
 		vmSize:     vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, CloudInit: types.StringNull(), Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null(),
 		StartOnBoot: types.BoolValue(true), WaitForIP: types.BoolValue(true), VMID: types.Int64Value(105967),
 		UID: types.StringValue("u-1"), CreatedAt: types.StringValue("2026-01-02T03:04:05Z"),
-		IPAddress: types.StringValue("192.0.2.10"), MACAddress: types.StringValue("BC:24:11:EE:48:83"),
-		Status: types.StringValue("running"), AgentEnabled: types.BoolValue(true),
+		vmAddresses: vmAddresses{IPAddress: types.StringValue("192.0.2.10"), MACAddress: types.StringValue("BC:24:11:EE:48:83"), AgentEnabled: types.BoolValue(true)},
+		Status:      types.StringValue("running"),
 	}
 }
 

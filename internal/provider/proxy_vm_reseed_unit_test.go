@@ -31,7 +31,7 @@ func TestPlanReseed(t *testing.T) {
 		{"stopped VM", "restart", "stopped", false, true, true, "Proxy VM seed replaced in place"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prior := proxyVMModel{Name: types.StringValue("egress"), Status: types.StringValue(tc.status), IPAddress: types.StringValue("10.0.0.5")}
+			prior := proxyVMModel{Name: types.StringValue("egress"), Status: types.StringValue(tc.status), vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}}
 			plan := prior
 			plan.CloudInitChange = types.StringValue(tc.mode)
 			plan.Started = types.BoolValue(tc.started)

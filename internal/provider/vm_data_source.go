@@ -49,16 +49,11 @@ type vmDataModel struct {
 	Status    types.String `tfsdk:"status"`
 	vmTemplate
 	vmSize
-	Bridge           types.String `tfsdk:"bridge"`
-	VLANTag          types.Int64  `tfsdk:"vlan_tag"`
-	Pool             types.String `tfsdk:"pool"`
-	StartOnBoot      types.Bool   `tfsdk:"start_on_boot"`
-	AgentEnabled     types.Bool   `tfsdk:"agent_enabled"`
-	MACAddress       types.String `tfsdk:"mac_address"`
-	IPAddress        types.String `tfsdk:"ip_address"`
-	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
-	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
-	NetworkInterface types.String `tfsdk:"network_interface"`
+	Bridge      types.String `tfsdk:"bridge"`
+	VLANTag     types.Int64  `tfsdk:"vlan_tag"`
+	Pool        types.String `tfsdk:"pool"`
+	StartOnBoot types.Bool   `tfsdk:"start_on_boot"`
+	vmAddresses
 	vmNoteTags
 	StaticIPv4 types.Object   `tfsdk:"static_ipv4"`
 	Timeouts   timeouts.Value `tfsdk:"timeouts"`
@@ -123,13 +118,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"vlan_tag": num("net0's VLAN tag; null when untagged."),
 			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
 				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
-			"start_on_boot":     boolean("Whether the VM starts with its node (`onboot`)."),
-			"agent_enabled":     boolean("Whether the VM's QEMU guest agent option is on."),
-			"mac_address":       str("The MAC address of net0."),
-			"ip_address":        str("The first IPv4 address the guest agent reports (as on `proxy_vm`); null when the VM is stopped or its agent does not answer."),
-			"ipv4_addresses":    list("Every IPv4 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
-			"ipv6_addresses":    list("Every IPv6 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
-			"network_interface": str("The guest's name of the interface `ip_address` comes from (or, without an IPv4, the first IPv6)."),
+			"start_on_boot": boolean("Whether the VM starts with its node (`onboot`)."),
 			"static_ipv4": schema.SingleNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
@@ -151,6 +140,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	maps.Copy(resp.Schema.Attributes, dataAttributes(templateAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(addressesAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -220,9 +210,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
 		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
-		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
-		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
-		NetworkInterface: rm.NetworkInterface, vmNoteTags: rm.vmNoteTags,
+		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
 		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})
