@@ -15,9 +15,8 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	ID   types.String `tfsdk:"id"`
-	Name types.String `tfsdk:"name"`
-	Node types.String `tfsdk:"node"`
+	vmIdentityFacet              // vm_identity_facet.go
+	Node            types.String `tfsdk:"node"`
 	vmTemplate
 	vmSize
 	CloudInit types.String `tfsdk:"cloud_init"`
@@ -30,9 +29,6 @@ type proxyVMModel struct {
 	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
 	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
 	MigrateBack     types.Bool     `tfsdk:"migrate_back"`
-	VMID            types.Int64    `tfsdk:"vmid"`
-	UID             types.String   `tfsdk:"uid"`
-	CreatedAt       types.String   `tfsdk:"created_at"`
 	Status          types.String   `tfsdk:"status"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
 	vmAddresses                    // vm_addresses.go
@@ -158,14 +154,10 @@ func statusOf(s proxmox.State) types.String {
 // The addresses are the guest-addresses facet's (vmAddresses.read). A status the backend
 // could not read (StatusUnknown) keeps the prior status.
 func applyVM(m *proxyVMModel, vm proxmox.VM) {
-	m.ID = types.StringValue(vm.ID.String())
-	m.Name = types.StringValue(vm.ID.Name)
-	m.VMID = types.Int64Value(int64(vm.ID.VMID))
+	m.vmIdentityFacet.read(vm)
 	if vm.Node != "" {
 		m.Node = types.StringValue(vm.Node)
 	}
-	m.UID = types.StringValue(vm.UID)
-	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
 	m.vmSize.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
@@ -190,11 +182,12 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
 	for _, s := range []*types.String{&m.Node, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
-		&m.CreatedAt, &m.Status, &m.UID, &m.Pool} {
+		&m.Status, &m.Pool} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
 	}
+	m.vmIdentityFacet.nullUnknown()
 	m.vmTemplate.nullUnknown()
 	m.vmSize.nullUnknown()
 	if m.VLANTag.IsUnknown() {
@@ -209,12 +202,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
 	nullUnknownConcepts(&m)
-	m.ID = types.StringValue(id.String())
-	m.Name = types.StringValue(id.Name)
-	m.VMID = types.Int64Value(int64(id.VMID))
+	m.vmIdentityFacet.set(id, uid, createdAt)
 	m.Node = types.StringValue(node)
-	m.UID = types.StringValue(uid)
-	m.CreatedAt = formatCreatedAt(createdAt)
 	return m
 }
 
@@ -268,13 +257,12 @@ func templateCandidates(cfg *resolvedConfig) []int {
 // so node, template and sizes are known unless they depend on the template (disk).
 func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
 	s := proxmox.Spec{
-		Name:      plan.Name.ValueString(),
-		UID:       plan.UID.ValueString(),
 		Node:      plan.Node.ValueString(),
 		OnBoot:    plan.StartOnBoot.IsNull() || plan.StartOnBoot.IsUnknown() || plan.StartOnBoot.ValueBool(),
 		WaitForIP: plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool(),
 		CreatedAt: createdAt,
 	}
+	plan.vmIdentityFacet.spec(&s)
 	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)

@@ -213,12 +213,13 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 	sch := proxyVMSchema(ctx)
 	st := tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}
 	plan := proxyVMModel{
-		Name: types.StringValue("proxy-a"), Node: types.StringValue("pve1"),
+		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
+			UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown()},
+		Node:       types.StringValue("pve1"),
 		vmTemplate: vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
 		CloudInit: types.StringValue("#cloud-config\n"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
-		WaitForIP: types.BoolValue(true), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
-		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown(),
+		WaitForIP:   types.BoolValue(true),
 		vmAddresses: vmAddresses{IPAddress: types.StringUnknown(), MACAddress: types.StringUnknown(), AgentEnabled: types.BoolUnknown()},
 		Status:      types.StringUnknown(),
 	}
@@ -334,7 +335,7 @@ func TestTemplateCandidates(t *testing.T) {
 
 func TestSpecFor(t *testing.T) {
 	plan := proxyVMModel{
-		Name: types.StringValue("proxy-a"), UID: types.StringValue("u"), Node: types.StringValue("pve1"),
+		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), UID: types.StringValue("u")}, Node: types.StringValue("pve1"),
 		vmTemplate: vmTemplate{TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large")}, vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
 		CloudInit: types.StringValue("UD"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Value(4), StartOnBoot: types.BoolValue(false),

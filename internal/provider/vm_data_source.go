@@ -39,14 +39,10 @@ type vmDataSource struct{ data *providerData }
 func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
-	Name      types.String `tfsdk:"name"`
-	VMID      types.Int64  `tfsdk:"vmid"`
-	ID        types.String `tfsdk:"id"`
-	Node      types.String `tfsdk:"node"`
-	UID       types.String `tfsdk:"uid"`
-	CreatedAt types.String `tfsdk:"created_at"`
-	MadeBy    types.String `tfsdk:"made_by"`
-	Status    types.String `tfsdk:"status"`
+	vmIdentityFacet              // name and vmid are the lookup's arguments
+	Node            types.String `tfsdk:"node"`
+	MadeBy          types.String `tfsdk:"made_by"`
+	Status          types.String `tfsdk:"status"`
 	vmTemplate
 	vmSize
 	Bridge      types.String `tfsdk:"bridge"`
@@ -104,10 +100,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 				MarkdownDescription: "The VMID to look up; exactly one of `name` and `vmid` must be set.",
 				Validators:          []validator.Int64{int64validator.Between(100, 999999999)},
 			},
-			"id":         str("`vms/<vmid>/<name>`, the ID `proxy_vm` uses and accepts on import."),
-			"node":       str("The node the VM is on."),
-			"uid":        str("The uid in the VM's mark; empty when the mark has none (VMs of early operator releases)."),
-			"created_at": str("When the VM was created (RFC 3339, UTC), from its mark; null when the mark has none."),
+			"node": str("The node the VM is on."),
 			"made_by": str("`provider` when the mark says this provider made the VM " +
 				"(`proxy-operator-created-by=terraform-provider-proxy`), else `other` (the proxy operator, or an early " +
 				"release of this provider)."),
@@ -136,6 +129,11 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 				ReadDescription: "How long the read may take, as a duration (`\"30s\"`, `\"2m\"`); default `2m`.",
 			})),
 		},
+	}
+	for k, a := range dataAttributes(identityFacetAttrs()) {
+		if _, lookup := resp.Schema.Attributes[k]; !lookup { // name and vmid: the lookup's
+			resp.Schema.Attributes[k] = a
+		}
 	}
 	maps.Copy(resp.Schema.Attributes, dataAttributes(templateAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
@@ -207,7 +205,7 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	}
 	rm, _ := importedModel(vm, cfg, tmpl, rtimeouts.Value{}) // the resource's timeouts are not used here
 	out := vmDataModel{
-		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
+		vmIdentityFacet: rm.vmIdentityFacet, Node: rm.Node,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
 		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
 		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
