@@ -202,7 +202,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
 	nullUnknownConcepts(&m)
-	m.vmIdentityFacet.set(id, uid, createdAt)
+	m.identify(id, uid, createdAt)
 	m.Node = types.StringValue(node)
 	return m
 }

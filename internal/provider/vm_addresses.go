@@ -20,8 +20,8 @@ import (
 // never set: the facet has no spec or changes. The addresses are read when the agent is
 // asked (create, a start or restart, import), kept by a refresh (which never asks the
 // agent) while the VM runs, null while it is stopped, and unknown in a plan that starts
-// or restarts it (planUnknown); with static_ipv4, ip_address is the static address
-// (proxy_vm_network.go).
+// or restarts it (planAddressesUnknown); with static_ipv4, ip_address is the static
+// address (proxy_vm_network.go).
 //
 // proxy_vms lists ip_address and the two address lists without it: its lists are empty,
 // not null, when there are none, and it has no interface, MAC address or agent flag.
@@ -151,9 +151,9 @@ func (a *vmAddresses) nullUnknown() {
 	}
 }
 
-// planUnknown marks the address lists and the interface unknown, in a plan that starts or
-// restarts the VM (ip_address is the caller's: with static_ipv4 it is known).
-func (a *vmAddresses) planUnknown() {
+// planAddressesUnknown marks the address lists and the interface unknown, in a plan that
+// starts or restarts the VM (ip_address is the caller's: with static_ipv4 it is known).
+func (a *vmAddresses) planAddressesUnknown() {
 	a.IPv4Addresses, a.IPv6Addresses = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
 	a.NetworkInterface = types.StringUnknown()
 }

@@ -54,10 +54,10 @@ func TestVMAddresses_read(t *testing.T) {
 func TestVMAddresses_readNullsUnknown(t *testing.T) {
 	var a vmAddresses
 	a.IPAddress = types.StringUnknown()
-	a.planUnknown()
+	a.planAddressesUnknown()
 	a.read(proxmox.VM{State: proxmox.StateRunning})
 	if !a.IPAddress.IsNull() || !a.IPv4Addresses.Equal(nullStringList) || !a.IPv6Addresses.Equal(nullStringList) || !a.NetworkInterface.IsNull() {
-		t.Errorf("read after planUnknown = %+v, want every address null", a)
+		t.Errorf("read after planAddressesUnknown = %+v, want every address null", a)
 	}
 }
 
@@ -65,7 +65,7 @@ func TestVMAddresses_readNullsUnknown(t *testing.T) {
 // address or agent flag, and typed null lists.
 func TestVMAddresses_nullUnknown(t *testing.T) {
 	a := vmAddresses{IPAddress: types.StringUnknown(), MACAddress: types.StringUnknown(), AgentEnabled: types.BoolUnknown()}
-	a.planUnknown()
+	a.planAddressesUnknown()
 	a.nullUnknown()
 	if !a.IPAddress.IsNull() || !a.MACAddress.IsNull() || !a.AgentEnabled.IsNull() || !a.NetworkInterface.IsNull() ||
 		!a.IPv4Addresses.Equal(nullStringList) || !a.IPv6Addresses.Equal(nullStringList) {

@@ -86,12 +86,13 @@ func identityFacetAttrs() []facetAttr {
 
 // read takes the identity of the VM as the backend read it.
 func (f *vmIdentityFacet) read(vm proxmox.VM) {
-	f.set(vm.ID, vm.UID, vm.CreatedAt)
+	f.identify(vm.ID, vm.UID, vm.CreatedAt)
 }
 
-// set is the identity of the VM id whose mark carries uid and createdAt (zero when it has
-// none): what a create records as soon as the VMID is known, and what proxy_vms lists.
-func (f *vmIdentityFacet) set(id proxmox.ID, uid string, createdAt time.Time) {
+// identify sets the identity of the VM id whose mark carries uid and createdAt (zero when
+// it has none): what a create records as soon as the VMID is known, and what proxy_vms
+// lists.
+func (f *vmIdentityFacet) identify(id proxmox.ID, uid string, createdAt time.Time) {
 	f.ID = types.StringValue(id.String())
 	f.Name = types.StringValue(id.Name)
 	f.VMID = types.Int64Value(int64(id.VMID))

@@ -9,15 +9,15 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// TestVMIdentityFacet_set: the ID is vms/<vmid>/<name>, the uid is kept as the mark has it
+// TestVMIdentityFacet_identify: the ID is vms/<vmid>/<name>, the uid is kept as the mark has it
 // (empty too), and a zero creation time is null.
-func TestVMIdentityFacet_set(t *testing.T) {
+func TestVMIdentityFacet_identify(t *testing.T) {
 	var f vmIdentityFacet
-	f.set(proxmox.ID{VMID: 105967, Name: "proxy-a"}, "u-1", time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)))
+	f.identify(proxmox.ID{VMID: 105967, Name: "proxy-a"}, "u-1", time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)))
 	want := vmIdentityFacet{ID: types.StringValue("vms/105967/proxy-a"), Name: types.StringValue("proxy-a"),
 		VMID: types.Int64Value(105967), UID: types.StringValue("u-1"), CreatedAt: types.StringValue("2026-01-02T02:04:05Z")}
 	if f != want {
-		t.Errorf("set = %+v, want %+v", f, want)
+		t.Errorf("identify = %+v, want %+v", f, want)
 	}
 	f.read(proxmox.VM{ID: proxmox.ID{VMID: 101, Name: "b"}})
 	if f.UID.ValueString() != "" || f.UID.IsNull() || !f.CreatedAt.IsNull() || f.ID.ValueString() != "vms/101/b" {

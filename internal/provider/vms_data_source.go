@@ -284,7 +284,7 @@ func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxm
 			Status: types.StringValue(in.Status),
 			Pool:   stringOrNull(in.Config.Pool),
 		}
-		o.vmIdentityFacet.set(in.ID, in.UID, in.CreatedAt)
+		o.identify(in.ID, in.UID, in.CreatedAt)
 		m.VMs = append(m.VMs, o)
 	}
 	d.vmsDetails(ctx, kept, m.VMs, diags)
