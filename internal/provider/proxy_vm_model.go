@@ -15,9 +15,8 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	ID   types.String `tfsdk:"id"`
-	Name types.String `tfsdk:"name"`
-	Node types.String `tfsdk:"node"`
+	vmIdentityFacet              // vm_identity_facet.go
+	Node            types.String `tfsdk:"node"`
 	vmTemplate
 	vmSize
 	CloudInit types.String `tfsdk:"cloud_init"`
@@ -30,20 +29,11 @@ type proxyVMModel struct {
 	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
 	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
 	MigrateBack     types.Bool     `tfsdk:"migrate_back"`
-	VMID            types.Int64    `tfsdk:"vmid"`
-	UID             types.String   `tfsdk:"uid"`
-	CreatedAt       types.String   `tfsdk:"created_at"`
-	IPAddress       types.String   `tfsdk:"ip_address"`
-	MACAddress      types.String   `tfsdk:"mac_address"`
 	Status          types.String   `tfsdk:"status"`
-	AgentEnabled    types.Bool     `tfsdk:"agent_enabled"`
 	Timeouts        timeouts.Value `tfsdk:"timeouts"`
-	// Addresses (proxy_vm_addresses.go), note, tags and protection (vm_note_tags.go).
-	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
-	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
-	NetworkInterface types.String `tfsdk:"network_interface"`
-	vmNoteTags                    // vm_note_tags.go
-	Started          types.Bool   `tfsdk:"started"`
+	vmAddresses                    // vm_addresses.go
+	vmNoteTags                     // vm_note_tags.go
+	Started         types.Bool     `tfsdk:"started"`
 	// The seed's network-config (proxy_vm_network.go).
 	NetworkConfig types.String `tfsdk:"network_config"`
 	StaticIPv4    types.Object `tfsdk:"static_ipv4"`
@@ -161,46 +151,30 @@ func statusOf(s proxmox.State) types.String {
 // and network, and the runtime values. Inputs that cannot be read back (image,
 // template_vmid, machine_type, cloud_init, wait_for_ip, timeouts) are left alone.
 //
-// The address: a reported IP is taken; without one (Read does not ask the agent) the prior
-// address is kept while the VM runs, and cleared once it is stopped. A status the backend
-// could not read (StatusUnknown) keeps the prior status and address.
+// The addresses are the guest-addresses facet's (vmAddresses.read). A status the backend
+// could not read (StatusUnknown) keeps the prior status.
 func applyVM(m *proxyVMModel, vm proxmox.VM) {
-	m.ID = types.StringValue(vm.ID.String())
-	m.Name = types.StringValue(vm.ID.Name)
-	m.VMID = types.Int64Value(int64(vm.ID.VMID))
+	m.vmIdentityFacet.read(vm)
 	if vm.Node != "" {
 		m.Node = types.StringValue(vm.Node)
 	}
-	m.UID = types.StringValue(vm.UID)
-	m.CreatedAt = formatCreatedAt(vm.CreatedAt)
 	m.vmSize.read(vm)
 	m.Bridge = stringOrNull(vm.Bridge)
 	m.VLANTag = intOrNull(vm.VLANTag)
 	m.Pool = poolValue(vm.Pool, m.Pool)
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
-	m.MACAddress = stringOrNull(vm.MAC)
-	m.AgentEnabled = types.BoolValue(vm.AgentEnabled)
+	m.vmAddresses.read(vm)
 	defer applyConcepts(m, vm)
 	defer importedPower(m) // an import, or a state written before the attributes
 	if vm.StatusUnknown {
-		// The node did not answer: keep the status and address known before.
+		// The node did not answer: keep the status (and the addresses, vmAddresses.read)
+		// known before.
 		if m.Status.IsUnknown() {
 			m.Status = types.StringNull()
-		}
-		if m.IPAddress.IsUnknown() {
-			m.IPAddress = types.StringNull()
 		}
 		return
 	}
 	m.Status = statusOf(vm.State)
-	switch {
-	case vm.IP != "":
-		m.IPAddress = types.StringValue(vm.IP)
-	case vm.State == proxmox.StateStopped:
-		m.IPAddress = types.StringNull()
-	case m.IPAddress.IsUnknown():
-		m.IPAddress = types.StringNull()
-	}
 }
 
 // partialState is what Create saves as soon as the VMID is known: the plan with every
@@ -208,17 +182,18 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
 	for _, s := range []*types.String{&m.Node, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
-		&m.CreatedAt, &m.IPAddress, &m.MACAddress, &m.Status, &m.UID, &m.Pool} {
+		&m.Status, &m.Pool} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
 	}
+	m.vmIdentityFacet.nullUnknown()
 	m.vmTemplate.nullUnknown()
 	m.vmSize.nullUnknown()
 	if m.VLANTag.IsUnknown() {
 		m.VLANTag = types.Int64Null()
 	}
-	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack, &m.AgentEnabled} {
+	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack} {
 		if b.IsUnknown() {
 			*b = types.BoolNull()
 		}
@@ -227,12 +202,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
 	nullUnknownConcepts(&m)
-	m.ID = types.StringValue(id.String())
-	m.Name = types.StringValue(id.Name)
-	m.VMID = types.Int64Value(int64(id.VMID))
+	m.identify(id, uid, createdAt)
 	m.Node = types.StringValue(node)
-	m.UID = types.StringValue(uid)
-	m.CreatedAt = formatCreatedAt(createdAt)
 	return m
 }
 
@@ -249,7 +220,7 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
 		WaitForIP:       types.BoolValue(true),
 		MigrateBack:     types.BoolValue(true),
-		IPAddress:       types.StringNull(),
+		vmAddresses:     vmAddresses{IPAddress: types.StringNull()},
 		Timeouts:        nullTimeouts,
 		StaticIPv4:      nullStatic,
 	}
@@ -286,13 +257,12 @@ func templateCandidates(cfg *resolvedConfig) []int {
 // so node, template and sizes are known unless they depend on the template (disk).
 func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
 	s := proxmox.Spec{
-		Name:      plan.Name.ValueString(),
-		UID:       plan.UID.ValueString(),
 		Node:      plan.Node.ValueString(),
 		OnBoot:    plan.StartOnBoot.IsNull() || plan.StartOnBoot.IsUnknown() || plan.StartOnBoot.ValueBool(),
 		WaitForIP: plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool(),
 		CreatedAt: createdAt,
 	}
+	plan.vmIdentityFacet.spec(&s)
 	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
 	if v, ok := knownString(plan.CloudInit); ok {
 		s.UserData = []byte(v)
@@ -365,10 +335,9 @@ func restarts(prior types.String, c proxmox.Changes) bool {
 	return running && !c.Stop && !c.DeferRestart && (proxmox.ChangesRestartOption(c) || c.Reseed != nil)
 }
 
-// applyConcepts copies what the backend read beyond applyVM's fields: addresses, network, user tags,
+// applyConcepts copies what the backend read beyond applyVM's fields: network, user tags,
 // note and protection (vm_note_tags.go), started.
 func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
-	applyAddresses(m, vm)
 	applyNetwork(m, vm)
 	m.vmNoteTags.read(vm)
 	importedStarted(m, vm)
@@ -377,7 +346,7 @@ func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
 // nullUnknownConcepts nulls the values of conceptAttributes still unknown (the partial state
 // of a create).
 func nullUnknownConcepts(m *proxyVMModel) {
-	nullUnknownAddresses(m)
+	m.vmAddresses.nullUnknown()
 	applyNetwork(m, proxmox.VM{}) // types a zero static_ipv4
 	m.vmNoteTags.nullUnknown()
 	if m.Started.IsUnknown() {

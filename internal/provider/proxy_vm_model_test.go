@@ -172,7 +172,7 @@ func TestApplyVM_address(t *testing.T) {
 		{"unknown plan, none reported: null", proxmox.StateRunning, "", types.StringUnknown(), types.StringNull(), "running"},
 	}
 	for _, c := range cases {
-		m := proxyVMModel{IPAddress: c.prior}
+		m := proxyVMModel{vmAddresses: vmAddresses{IPAddress: c.prior}}
 		vm := vmFixture()
 		vm.State, vm.IP = c.state, c.ip
 		applyVM(&m, vm)
@@ -183,7 +183,7 @@ func TestApplyVM_address(t *testing.T) {
 }
 
 func TestApplyVM_statusUnknownKeepsPrior(t *testing.T) {
-	m := proxyVMModel{Status: types.StringValue("running"), IPAddress: types.StringValue("192.0.2.10")}
+	m := proxyVMModel{Status: types.StringValue("running"), vmAddresses: vmAddresses{IPAddress: types.StringValue("192.0.2.10")}}
 	vm := vmFixture()
 	vm.State, vm.IP, vm.StatusUnknown = proxmox.StateProvisioning, "", true
 	applyVM(&m, vm)
@@ -213,13 +213,15 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 	sch := proxyVMSchema(ctx)
 	st := tfsdk.State{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}
 	plan := proxyVMModel{
-		Name: types.StringValue("proxy-a"), Node: types.StringValue("pve1"),
+		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
+			UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown()},
+		Node:       types.StringValue("pve1"),
 		vmTemplate: vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
 		CloudInit: types.StringValue("#cloud-config\n"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
-		WaitForIP: types.BoolValue(true), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
-		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown(), IPAddress: types.StringUnknown(),
-		MACAddress: types.StringUnknown(), Status: types.StringUnknown(), AgentEnabled: types.BoolUnknown(),
+		WaitForIP:   types.BoolValue(true),
+		vmAddresses: vmAddresses{IPAddress: types.StringUnknown(), MACAddress: types.StringUnknown(), AgentEnabled: types.BoolUnknown()},
+		Status:      types.StringUnknown(),
 	}
 	var nullTimeouts proxyVMModel
 	if d := st.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts.Timeouts); d.HasError() {
@@ -333,7 +335,7 @@ func TestTemplateCandidates(t *testing.T) {
 
 func TestSpecFor(t *testing.T) {
 	plan := proxyVMModel{
-		Name: types.StringValue("proxy-a"), UID: types.StringValue("u"), Node: types.StringValue("pve1"),
+		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), UID: types.StringValue("u")}, Node: types.StringValue("pve1"),
 		vmTemplate: vmTemplate{TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large")}, vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
 		CloudInit: types.StringValue("UD"),
 		Bridge:    types.StringUnknown(), VLANTag: types.Int64Value(4), StartOnBoot: types.BoolValue(false),

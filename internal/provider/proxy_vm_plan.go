@@ -103,7 +103,7 @@ func planAddressAfterRestart(plan, prior *proxyVMModel) {
 	running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
 	if needsStart(prior.Status) || (running && restartOptionChanges(*prior, *plan)) {
 		plan.IPAddress = types.StringUnknown()
-		planAddressesUnknown(plan)
+		plan.planAddressesUnknown()
 	}
 }
 

@@ -80,9 +80,7 @@ func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMMo
 				"new instance-id replaces the old one, and the apply shuts the guest down (up to shutdown_timeout, then Proxmox stops it) and "+
 				"starts it again; %s. The VMID, MAC address and disks are kept; with DHCP the address may change. "+
 				"Set reboot_on_change = false to leave the new seed for the VM's next start.", name, newInstanceInGuest))
-		plan.IPv4Addresses = types.ListUnknown(types.StringType)
-		plan.IPv6Addresses = types.ListUnknown(types.StringType)
-		plan.NetworkInterface = types.StringUnknown()
+		plan.planAddressesUnknown()
 		if a, ok := staticAddressOf(ctx, config); ok && !plan.Started.IsUnknown() {
 			plan.IPAddress = types.StringValue(a)
 		} else {

@@ -31,7 +31,7 @@ func TestPlanReseed(t *testing.T) {
 		{"stopped VM", "restart", "stopped", false, true, true, "Proxy VM seed replaced in place"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prior := proxyVMModel{Name: types.StringValue("egress"), Status: types.StringValue(tc.status), IPAddress: types.StringValue("10.0.0.5")}
+			prior := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("egress")}, Status: types.StringValue(tc.status), vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}}
 			plan := prior
 			plan.CloudInitChange = types.StringValue(tc.mode)
 			plan.Started = types.BoolValue(tc.started)
@@ -96,7 +96,7 @@ func TestReadSeedDrift(t *testing.T) {
 			p := fakePrivate{}
 			writeSeed(ctx, p, p, seedWrite{volid: tc.recorded})
 			writeImportMarker(ctx, p, []unreadAttr{unreadCloudInit, unreadTemplate})
-			state := proxyVMModel{Name: types.StringValue(name), UID: types.StringValue(uid), CloudInit: types.StringNull(),
+			state := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name), UID: types.StringValue(uid)}, CloudInit: types.StringNull(),
 				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText))}
 			vm := proxmox.VM{ID: proxmox.ID{VMID: 1003, Name: name}, Seed: tc.seed,
 				MarkExtra: proxmox.MarkExtra{UserDataDigest: cloudInitDigest(testDigestKey, uid, newText)}}
@@ -120,7 +120,7 @@ func TestReadSeedDrift(t *testing.T) {
 			}
 			for _, text := range []string{oldText, newText} {
 				// Write-only, with the digest key: a change of cloud_init_digest.
-				config := proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringNull(), CloudInitWO: types.StringValue(text)}
+				config := proxyVMModel{vmIdentityFacet: vmIdentityFacet{UID: types.StringValue(uid)}, CloudInit: types.StringNull(), CloudInitWO: types.StringValue(text)}
 				plan := config
 				replace, pd := planCloudInitDigest(cfg, config, &plan, &state, false)
 				if pd.HasError() || len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init_digest")) {
@@ -128,7 +128,7 @@ func TestReadSeedDrift(t *testing.T) {
 				}
 				// As cloud_init, with and without the key: a change of cloud_init.
 				for _, c := range []*resolvedConfig{cfg, {}} {
-					config = proxyVMModel{UID: types.StringValue(uid), CloudInit: types.StringValue(text), CloudInitWO: types.StringNull()}
+					config = proxyVMModel{vmIdentityFacet: vmIdentityFacet{UID: types.StringValue(uid)}, CloudInit: types.StringValue(text), CloudInitWO: types.StringNull()}
 					plan = config
 					if replace, _ := planCloudInitDigest(c, config, &plan, &state, false); len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init")) {
 						t.Errorf("cloud_init %q (key %q): replace %v, want cloud_init", text, c.DigestKey, replace)

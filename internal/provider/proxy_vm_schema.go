@@ -7,10 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -43,21 +41,6 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 		Version:             0,
 		MarkdownDescription: proxyVMMarkdown(),
 		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The VM's ID, `vms/<vmid>/<name>`. It stays valid when the VM migrates to another node.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"name": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "The VM's name and the guest's hostname: a DNS label (lowercase letters, digits and " +
-					"hyphens, 1 to 63 characters, starting and ending with a letter or digit). " +
-					"Changing it replaces the VM. VMs of the same name may coexist (a create_before_destroy " +
-					"replacement and the VM it replaces, or another workspace's VM): each has its own uid, VMID and seed ISO.",
-				Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
-					"must be a DNS label: 1 to 63 lowercase letters, digits or hyphens, starting and ending with a letter or digit")},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
 			"node": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
@@ -134,40 +117,6 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"a restart of a VM whose agent does not answer is refused before anything is changed. " +
 					"Changing it changes nothing on the VM.",
 			},
-			"vmid": schema.Int64Attribute{
-				Computed:            true,
-				MarkdownDescription: "The VM's numeric Proxmox ID, allocated from the provider's `vmid_range`.",
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
-			},
-			"uid": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "The VM's own UID: a random UUID (version 4) minted when the VM is created (known after apply), " +
-					"written into its description mark and its seed ISO's name, and kept in the state. Refresh, update and destroy " +
-					"act on the VM at vmid only while its mark carries this UID: a VM with another UID, or none, is not this resource's and is " +
-					"never changed or destroyed, and the UID in the state is never replaced by the one a refresh finds. An imported VM " +
-					"keeps the UID of its mark; a mark without a UID line cannot be imported until it is given one.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"created_at": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "When the VM was created (RFC 3339, UTC), from its description mark.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"ip_address": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
-					"reports it. Refreshing never waits for the agent: the last known address is kept while the " +
-					"VM runs (a running VM without one while `wait_for_ip` is true, say after a restart applied with " +
-					"`wait_for_ip` = false, has its agent asked once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
-					"or restarts the VM. With `static_ipv4` it is that " +
-					"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless `wait_for_ip` is false).",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"mac_address": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The MAC address of net0.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
 			"status": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "running, provisioning (started, network not up yet) or stopped (also paused or " +
@@ -175,12 +124,6 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"refresh found the VM gone (deleted outside Terraform, or its VMID now holds another VM); the plan " +
 					"replaces it, deleting the seed ISO it left first.",
 				PlanModifiers: []planmodifier.String{statusBackToRunning()},
-			},
-			"agent_enabled": schema.BoolAttribute{
-				Computed: true,
-				MarkdownDescription: "Whether the VM's QEMU guest agent option is on. It is needed to report the IP address: a VM " +
-					"whose agent was switched off outside Terraform is replaced.",
-				PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -261,13 +204,15 @@ func positiveTimeouts(b schema.Block) schema.Block {
 }
 
 // conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
-// the guest's addresses (proxy_vm_addresses.go), started (proxy_vm_started.go),
-// network_config and static_ipv4 (proxy_vm_network.go), shutdown_timeout and
-// reboot_on_change (proxy_vm_power.go), cloud_init_change (proxy_vm_reseed.go), and the
-// facets: template (vm_template.go), size (vm_size.go), note and tags (vm_note_tags.go).
+// started (proxy_vm_started.go), network_config and static_ipv4 (proxy_vm_network.go),
+// shutdown_timeout and reboot_on_change (proxy_vm_power.go), cloud_init_change
+// (proxy_vm_reseed.go), and the facets: identity (vm_identity_facet.go), guest addresses
+// (vm_addresses.go), template (vm_template.go), size (vm_size.go), note and tags
+// (vm_note_tags.go).
 func conceptAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
-	maps.Copy(out, addressAttributes())
+	maps.Copy(out, resourceAttributes(identityFacetAttrs()))
+	maps.Copy(out, resourceAttributes(addressesAttrs()))
 	maps.Copy(out, resourceAttributes(noteTagsAttrs()))
 	out["started"] = startedAttribute()
 	maps.Copy(out, networkAttributes())

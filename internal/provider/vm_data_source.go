@@ -39,26 +39,17 @@ type vmDataSource struct{ data *providerData }
 func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
-	Name      types.String `tfsdk:"name"`
-	VMID      types.Int64  `tfsdk:"vmid"`
-	ID        types.String `tfsdk:"id"`
-	Node      types.String `tfsdk:"node"`
-	UID       types.String `tfsdk:"uid"`
-	CreatedAt types.String `tfsdk:"created_at"`
-	MadeBy    types.String `tfsdk:"made_by"`
-	Status    types.String `tfsdk:"status"`
+	vmIdentityFacet              // name and vmid are the lookup's arguments
+	Node            types.String `tfsdk:"node"`
+	MadeBy          types.String `tfsdk:"made_by"`
+	Status          types.String `tfsdk:"status"`
 	vmTemplate
 	vmSize
-	Bridge           types.String `tfsdk:"bridge"`
-	VLANTag          types.Int64  `tfsdk:"vlan_tag"`
-	Pool             types.String `tfsdk:"pool"`
-	StartOnBoot      types.Bool   `tfsdk:"start_on_boot"`
-	AgentEnabled     types.Bool   `tfsdk:"agent_enabled"`
-	MACAddress       types.String `tfsdk:"mac_address"`
-	IPAddress        types.String `tfsdk:"ip_address"`
-	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
-	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
-	NetworkInterface types.String `tfsdk:"network_interface"`
+	Bridge      types.String `tfsdk:"bridge"`
+	VLANTag     types.Int64  `tfsdk:"vlan_tag"`
+	Pool        types.String `tfsdk:"pool"`
+	StartOnBoot types.Bool   `tfsdk:"start_on_boot"`
+	vmAddresses
 	vmNoteTags
 	StaticIPv4 types.Object   `tfsdk:"static_ipv4"`
 	Timeouts   timeouts.Value `tfsdk:"timeouts"`
@@ -109,10 +100,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 				MarkdownDescription: "The VMID to look up; exactly one of `name` and `vmid` must be set.",
 				Validators:          []validator.Int64{int64validator.Between(100, 999999999)},
 			},
-			"id":         str("`vms/<vmid>/<name>`, the ID `proxy_vm` uses and accepts on import."),
-			"node":       str("The node the VM is on."),
-			"uid":        str("The uid in the VM's mark; empty when the mark has none (VMs of early operator releases)."),
-			"created_at": str("When the VM was created (RFC 3339, UTC), from its mark; null when the mark has none."),
+			"node": str("The node the VM is on."),
 			"made_by": str("`provider` when the mark says this provider made the VM " +
 				"(`proxy-operator-created-by=terraform-provider-proxy`), else `other` (the proxy operator, or an early " +
 				"release of this provider)."),
@@ -123,13 +111,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"vlan_tag": num("net0's VLAN tag; null when untagged."),
 			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
 				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
-			"start_on_boot":     boolean("Whether the VM starts with its node (`onboot`)."),
-			"agent_enabled":     boolean("Whether the VM's QEMU guest agent option is on."),
-			"mac_address":       str("The MAC address of net0."),
-			"ip_address":        str("The first IPv4 address the guest agent reports (as on `proxy_vm`); null when the VM is stopped or its agent does not answer."),
-			"ipv4_addresses":    list("Every IPv4 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
-			"ipv6_addresses":    list("Every IPv6 address the guest agent reports that is not loopback or link-local, in its order; null when the VM is stopped or its agent does not answer."),
-			"network_interface": str("The guest's name of the interface `ip_address` comes from (or, without an IPv4, the first IPv6)."),
+			"start_on_boot": boolean("Whether the VM starts with its node (`onboot`)."),
 			"static_ipv4": schema.SingleNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
@@ -148,9 +130,15 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			})),
 		},
 	}
+	for k, a := range dataAttributes(identityFacetAttrs()) {
+		if _, lookup := resp.Schema.Attributes[k]; !lookup { // name and vmid: the lookup's
+			resp.Schema.Attributes[k] = a
+		}
+	}
 	maps.Copy(resp.Schema.Attributes, dataAttributes(templateAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(addressesAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -217,12 +205,10 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	}
 	rm, _ := importedModel(vm, cfg, tmpl, rtimeouts.Value{}) // the resource's timeouts are not used here
 	out := vmDataModel{
-		Name: rm.Name, VMID: rm.VMID, ID: rm.ID, Node: rm.Node, UID: rm.UID, CreatedAt: rm.CreatedAt,
+		vmIdentityFacet: rm.vmIdentityFacet, Node: rm.Node,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
 		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
-		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, AgentEnabled: rm.AgentEnabled, MACAddress: rm.MACAddress,
-		IPAddress: rm.IPAddress, IPv4Addresses: rm.IPv4Addresses, IPv6Addresses: rm.IPv6Addresses,
-		NetworkInterface: rm.NetworkInterface, vmNoteTags: rm.vmNoteTags,
+		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
 		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})

@@ -64,6 +64,9 @@ func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
 		case rschema.SetAttribute:
 			v.MarkdownDescription, v.Description = md, plain(md)
 			out[a.name] = v
+		case rschema.ListAttribute:
+			v.MarkdownDescription, v.Description = md, plain(md)
+			out[a.name] = v
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}
@@ -86,6 +89,8 @@ func dataAttributes(attrs []facetAttr) map[string]dschema.Attribute {
 			out[a.name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: md}
 		case rschema.SetAttribute:
 			out[a.name] = dschema.SetAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
+		case rschema.ListAttribute:
+			out[a.name] = dschema.ListAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}

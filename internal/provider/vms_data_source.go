@@ -49,14 +49,10 @@ type vmsModel struct {
 }
 
 type vmsVMModel struct {
-	ID        types.String `tfsdk:"id"`
-	VMID      types.Int64  `tfsdk:"vmid"`
-	Name      types.String `tfsdk:"name"`
-	Node      types.String `tfsdk:"node"`
-	UID       types.String `tfsdk:"uid"`
-	CreatedAt types.String `tfsdk:"created_at"`
-	Status    types.String `tfsdk:"status"`
-	Pool      types.String `tfsdk:"pool"`
+	vmIdentityFacet
+	Node   types.String `tfsdk:"node"`
+	Status types.String `tfsdk:"status"`
+	Pool   types.String `tfsdk:"pool"`
 	// Details beyond identity and status (vms_details.go).
 	MadeBy types.String `tfsdk:"made_by"`
 	vmSize
@@ -121,19 +117,13 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				Computed: true,
 				MarkdownDescription: "The marked VMs, sorted by VMID. A candidate whose configuration cannot be read " +
 					"(its node is down, or it was destroyed meanwhile) is left out with a warning.",
-				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(), map[string]schema.Attribute{
-					"id":   computed("`vms/<vmid>/<name>`, the ID `proxy_vm` uses (and accepts on import)."),
-					"vmid": schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
-					"name": computed("The VM name."),
+				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(), withDSAttributes(dataAttributes(identityFacetAttrs()), map[string]schema.Attribute{
 					"node": computed("The node the VM is on."),
-					"uid":  computed("The mark's uid; empty when the mark has none."),
-					"created_at": computed("The mark's creation time, RFC 3339 in UTC; null when the mark has none " +
-						"or it does not parse."),
 					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
 						"(its node does not answer, or the VM is seconds old)."),
 					"pool": computed("The Proxmox pool the VM belongs to; null when it is in none, or when the API token " +
 						"lacks `Pool.Audit` on its pool."),
-				})},
+				}))},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
 				Computed: true,
@@ -289,20 +279,13 @@ func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxm
 			continue
 		}
 		kept = append(kept, in)
-		created := types.StringNull()
-		if !in.CreatedAt.IsZero() {
-			created = types.StringValue(in.CreatedAt.UTC().Format(time.RFC3339))
+		o := vmsVMModel{
+			Node:   types.StringValue(in.Node),
+			Status: types.StringValue(in.Status),
+			Pool:   stringOrNull(in.Config.Pool),
 		}
-		m.VMs = append(m.VMs, vmsVMModel{
-			ID:        types.StringValue(fmt.Sprintf("vms/%d/%s", in.ID.VMID, in.ID.Name)),
-			VMID:      types.Int64Value(int64(in.ID.VMID)),
-			Name:      types.StringValue(in.ID.Name),
-			Node:      types.StringValue(in.Node),
-			UID:       types.StringValue(in.UID),
-			CreatedAt: created,
-			Status:    types.StringValue(in.Status),
-			Pool:      stringOrNull(in.Config.Pool),
-		})
+		o.identify(in.ID, in.UID, in.CreatedAt)
+		m.VMs = append(m.VMs, o)
 	}
 	d.vmsDetails(ctx, kept, m.VMs, diags)
 	return true

@@ -1,0 +1,178 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+// vmAddresses is the guest-addresses facet (vm_facet.go): where the guest answers (net0's
+// MAC address, the IPv4 and IPv6 addresses its guest agent reports and the interface
+// ip_address comes from) and whether the agent that reports them is on. All are read,
+// never set: the facet has no spec or changes. The addresses are read when the agent is
+// asked (create, a start or restart, import), kept by a refresh (which never asks the
+// agent) while the VM runs, null while it is stopped, and unknown in a plan that starts
+// or restarts it (planAddressesUnknown); with static_ipv4, ip_address is the static
+// address (proxy_vm_network.go).
+//
+// proxy_vms lists ip_address and the two address lists without it: its lists are empty,
+// not null, when there are none, and it has no interface, MAC address or agent flag.
+type vmAddresses struct {
+	IPAddress        types.String `tfsdk:"ip_address"`
+	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
+	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
+	NetworkInterface types.String `tfsdk:"network_interface"`
+	MACAddress       types.String `tfsdk:"mac_address"`
+	AgentEnabled     types.Bool   `tfsdk:"agent_enabled"`
+}
+
+const addressesFilter = "Every address that is not loopback, link-local (169.254.0.0/16, fe80::/10) or unspecified, " +
+	"in the order the guest agent reports them (interface by interface)."
+
+const addressesRule = "Read when the agent is asked: at create, " +
+	"after a start or restart, and at import; a refresh never waits for the agent and keeps the last known value while " +
+	"the VM runs. Null while the VM is stopped or before the agent reported an address; unknown in a plan that starts " +
+	"or restarts the VM."
+
+const addressesRead = "Null when the VM is stopped or its agent does not answer."
+
+// addressesAttrs are the guest-addresses facet's attributes.
+func addressesAttrs() []facetAttr {
+	return []facetAttr{{
+		name: "ip_address",
+		md: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
+			"reports it.",
+		change: "Refreshing never waits for the agent: the last known address is kept while the " +
+			"VM runs (a running VM without one while `wait_for_ip` is true, say after a restart applied with " +
+			"`wait_for_ip` = false, has its agent asked once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
+			"or restarts the VM. With `static_ipv4` it is that " +
+			"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless `wait_for_ip` is false).",
+		read: addressesRead,
+		resource: schema.StringAttribute{
+			Computed:      true,
+			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		},
+	}, {
+		name:   "ipv4_addresses",
+		md:     "The guest's IPv4 addresses. " + addressesFilter + " `ip_address` is the first of them.",
+		change: addressesRule,
+		read:   addressesRead,
+		resource: schema.ListAttribute{
+			ElementType:   types.StringType,
+			Computed:      true,
+			PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+		},
+	}, {
+		name:   "ipv6_addresses",
+		md:     "The guest's IPv6 addresses (global and unique local). " + addressesFilter,
+		change: addressesRule,
+		read:   addressesRead,
+		resource: schema.ListAttribute{
+			ElementType:   types.StringType,
+			Computed:      true,
+			PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+		},
+	}, {
+		name: "network_interface",
+		md: "The guest's name of the interface `ip_address` comes from (e.g. `ens18`), or, without an IPv4, " +
+			"the one carrying the first IPv6 address.",
+		change: "Read and kept like the address lists.",
+		read:   addressesRead,
+		resource: schema.StringAttribute{
+			Computed:      true,
+			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		},
+	}, {
+		name: "mac_address",
+		md:   "The MAC address of net0.",
+		resource: schema.StringAttribute{
+			Computed:      true,
+			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		},
+	}, {
+		name:   "agent_enabled",
+		md:     "Whether the VM's QEMU guest agent option is on.",
+		change: "It is needed to report the IP address: a VM whose agent was switched off outside Terraform is replaced.",
+		resource: schema.BoolAttribute{
+			Computed:      true,
+			PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},
+		},
+	}}
+}
+
+// read takes the MAC address, the agent flag and the addresses of the VM as the backend
+// read it. An address the backend reports is taken; without one (a refresh does not ask
+// the agent) the prior one is kept while the VM runs, and cleared once it is stopped. A
+// status the backend could not read (StatusUnknown) keeps the prior addresses.
+func (a *vmAddresses) read(vm proxmox.VM) {
+	a.MACAddress = stringOrNull(vm.MAC)
+	a.AgentEnabled = types.BoolValue(vm.AgentEnabled)
+	a.IPv4Addresses, a.IPv6Addresses = typedList(a.IPv4Addresses), typedList(a.IPv6Addresses)
+	switch {
+	case vm.StatusUnknown:
+	case vm.IP != "":
+		a.IPAddress = types.StringValue(vm.IP)
+	case vm.State == proxmox.StateStopped:
+		a.IPAddress = types.StringNull()
+	}
+	switch {
+	case vm.StatusUnknown:
+	case vm.IP != "" || vm.Addresses.Interface != "":
+		a.IPv4Addresses, a.IPv6Addresses = stringList(vm.Addresses.IPv4), stringList(vm.Addresses.IPv6)
+		a.NetworkInterface = stringOrNull(vm.Addresses.Interface)
+	case vm.State == proxmox.StateStopped:
+		a.IPv4Addresses, a.IPv6Addresses, a.NetworkInterface = nullStringList, nullStringList, types.StringNull()
+	}
+	a.nullUnknown()
+}
+
+// nullUnknown nulls the values still unknown (the partial state of a create).
+func (a *vmAddresses) nullUnknown() {
+	for _, l := range []*types.List{&a.IPv4Addresses, &a.IPv6Addresses} {
+		if l.IsUnknown() || l.ElementType(context.Background()) == nil {
+			*l = nullStringList
+		}
+	}
+	for _, s := range []*types.String{&a.IPAddress, &a.NetworkInterface, &a.MACAddress} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	if a.AgentEnabled.IsUnknown() {
+		a.AgentEnabled = types.BoolNull()
+	}
+}
+
+// planAddressesUnknown marks the address lists and the interface unknown, in a plan that
+// starts or restarts the VM (ip_address is the caller's: with static_ipv4 it is known).
+func (a *vmAddresses) planAddressesUnknown() {
+	a.IPv4Addresses, a.IPv6Addresses = types.ListUnknown(types.StringType), types.ListUnknown(types.StringType)
+	a.NetworkInterface = types.StringUnknown()
+}
+
+// stringList is a known list of strings (empty stays empty, not null).
+func stringList(v []string) types.List {
+	elems := make([]attr.Value, len(v))
+	for i, s := range v {
+		elems[i] = types.StringValue(s)
+	}
+	return types.ListValueMust(types.StringType, elems)
+}
+
+var nullStringList = types.ListNull(types.StringType)
+
+// typedList gives a zero-value list (a model built field by field) its element type.
+func typedList(l types.List) types.List {
+	if l.ElementType(context.Background()) == nil {
+		return nullStringList
+	}
+	return l
+}

@@ -1,0 +1,42 @@
+package provider
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+)
+
+// TestVMIdentityFacet_identify: the ID is vms/<vmid>/<name>, the uid is kept as the mark has it
+// (empty too), and a zero creation time is null.
+func TestVMIdentityFacet_identify(t *testing.T) {
+	var f vmIdentityFacet
+	f.identify(proxmox.ID{VMID: 105967, Name: "proxy-a"}, "u-1", time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)))
+	want := vmIdentityFacet{ID: types.StringValue("vms/105967/proxy-a"), Name: types.StringValue("proxy-a"),
+		VMID: types.Int64Value(105967), UID: types.StringValue("u-1"), CreatedAt: types.StringValue("2026-01-02T02:04:05Z")}
+	if f != want {
+		t.Errorf("identify = %+v, want %+v", f, want)
+	}
+	f.read(proxmox.VM{ID: proxmox.ID{VMID: 101, Name: "b"}})
+	if f.UID.ValueString() != "" || f.UID.IsNull() || !f.CreatedAt.IsNull() || f.ID.ValueString() != "vms/101/b" {
+		t.Errorf("read of a mark without uid and creation time = %+v, want an empty uid and a null created_at", f)
+	}
+}
+
+// TestVMIdentityFacet_specAndNullUnknown: a create's spec carries the name and the minted
+// uid; the partial state's unknown values are null.
+func TestVMIdentityFacet_specAndNullUnknown(t *testing.T) {
+	f := vmIdentityFacet{ID: types.StringUnknown(), Name: types.StringValue("proxy-a"), VMID: types.Int64Unknown(),
+		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown()}
+	var s proxmox.Spec
+	f.spec(&s)
+	if s.Name != "proxy-a" || s.UID != "u-1" {
+		t.Errorf("spec name %q uid %q, want proxy-a u-1", s.Name, s.UID)
+	}
+	f.nullUnknown()
+	if !f.ID.IsNull() || !f.VMID.IsNull() || !f.CreatedAt.IsNull() || f.Name.ValueString() != "proxy-a" || f.UID.ValueString() != "u-1" {
+		t.Errorf("nullUnknown = %+v, want id, vmid and created_at null, name and uid kept", f)
+	}
+}
