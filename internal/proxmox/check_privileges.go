@@ -80,7 +80,7 @@ func (b *Backend) privilegeNeeds(templates map[int]map[string]string) []needPriv
 			v := cfg[k]
 			switch {
 			case volumeKeyRE.MatchString(k) && !strings.Contains(v, "media=cdrom") && b.cfg.Storage == "":
-				if sid, _, ok := strings.Cut(strings.SplitN(v, ",", 2)[0], ":"); ok && sid != "" && sid != "none" {
+				if sid, _, ok := strings.Cut(driveVolume(v), ":"); ok && sid != "" && sid != "none" {
 					disks[sid] = true
 				}
 			case netKeyRE.MatchString(k):

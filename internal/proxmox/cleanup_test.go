@@ -402,17 +402,18 @@ func TestCleanOrphans_seedsNeedAFullView(t *testing.T) {
 
 // TestCleanOrphans_seedAttachedElsewhereIsKept: a seed named like ours whose VM is gone,
 // but that a VM of another name has on a drive (a renamed proxy VM's ide2, a rescue VM's
-// ide3, a sata CD-ROM), is kept: the cleanup reads every listed VM's config before it
+// ide3, a sata or scsi CD-ROM; the volume keyless, as file= or as volume=), is kept: the cleanup reads every listed VM's config before it
 // deletes a seed, so it never takes a CD-ROM image from a VM. A seed no VM has is deleted.
 func TestCleanOrphans_seedAttachedElsewhereIsKept(t *testing.T) {
-	for _, drive := range []string{"ide2", "ide3", "sata0"} {
-		t.Run(drive, func(t *testing.T) {
+	for _, tc := range seedDriveForms([]string{"ide2", "ide3", "sata0", "scsi5"}) {
+		drive := tc.drive
+		t.Run(tc.name, func(t *testing.T) {
 			h := cleanupHarness(t)
 			used, free := seedFile("proxy-renamed", otherUID), seedFile("proxy-gone", prevUID)
 			h.f.putISO("pv1-1", fakeISOStorage, used, []byte("attached elsewhere"))
 			h.f.putISO("pv1-1", fakeISOStorage, free, []byte("orphan"))
 			h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1", Config: map[string]string{
-				drive: seedVolID(fakeISOStorage, used) + ",media=cdrom",
+				drive: tc.value(seedVolID(fakeISOStorage, used)),
 			}})
 			var events []string
 			rep, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: time.Hour, Seeds: true}, func(e CleanEvent) { events = append(events, e.String()) })

@@ -555,7 +555,7 @@ func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[st
 	}
 	drive := "the drive"
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if v, _, _ := strings.Cut(cfg[k], ","); v == vol {
+		if driveVolume(cfg[k]) == vol {
 			drive = k
 			break
 		}

@@ -13,6 +13,26 @@ var diskKeyRE = regexp.MustCompile(`^(ide|sata|scsi|virtio)[0-9]+$`)
 // isDiskKey reports whether a config key is a drive slot (scsiN, virtioN, sataN, ideN).
 func isDiskKey(k string) bool { return diskKeyRE.MatchString(k) }
 
+// driveVolume returns the volume a drive value names, "" when it names none. The drive
+// format's default key is file and volume is an alias of it (qemu-server
+// PVE/QemuServer/Drive.pm, the drive property formats), and a property string is read as
+// pve-common PVE::JSONSchema parse_property_string reads it: an option without '=' is the
+// default key's value, in any position. So "<vol>,media=cdrom", "file=<vol>,media=cdrom",
+// "media=cdrom,file=<vol>" and "volume=<vol>,media=cdrom" all name <vol>: a config
+// written by hand (or by another tool) keeps the explicit form.
+func driveVolume(v string) string {
+	for opt := range strings.SplitSeq(v, ",") {
+		k, val, ok := strings.Cut(opt, "=")
+		switch {
+		case !ok && strings.TrimSpace(opt) != "":
+			return opt
+		case ok && (k == "file" || k == "volume"):
+			return val
+		}
+	}
+	return ""
+}
+
 // isCDROM reports whether a drive value is a CD-ROM.
 func isCDROM(v string) bool { return getOption(v, "media") == "cdrom" }
 

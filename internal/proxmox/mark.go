@@ -118,11 +118,13 @@ func ParseMark(desc string) Mark {
 // that reads or rewrites a mark: key=value exactly, the key of the proxy-operator-* family
 // (lowercase letters, digits and hyphens after the prefix), nothing around either; the
 // carriage return of a CRLF line is not part of the value. Any other line (an admin's,
-// one with blanks around its key or value) is not a mark line, and ok is false.
+// one with blanks around its key or value) is not a mark line, and ok is false. The key's
+// alphabet already keeps blanks out of it; the value is refused when it starts or ends
+// with white space, so a padded line never takes the first-occurrence slot of its key.
 func parseMarkLine(line string) (key, value string, ok bool) {
 	k, v, found := strings.Cut(strings.TrimSuffix(line, "\r"), "=")
 	rest, prefixed := strings.CutPrefix(k, markKeyPrefix)
-	if !found || !prefixed || rest == "" {
+	if !found || !prefixed || rest == "" || v != strings.TrimSpace(v) {
 		return "", "", false
 	}
 	for _, r := range rest {

@@ -224,7 +224,7 @@ func (b *Backend) localDisks(ctx context.Context, node string, cfg map[string]st
 		if !isDiskKey(k) || strings.Contains(cfg[k], "media=cdrom") {
 			continue
 		}
-		vol, _, _ := strings.Cut(cfg[k], ",")
+		vol := driveVolume(cfg[k])
 		sid, _, ok := strings.Cut(vol, ":")
 		if !ok || vol == "none" {
 			continue

@@ -366,7 +366,7 @@ func (u *seedUse) addDrives(r pveapi.Resource, cfg map[string]string) {
 		if !isDriveKey(k) {
 			continue
 		}
-		vol, _, _ := strings.Cut(cfg[k], ",")
+		vol := driveVolume(cfg[k])
 		if _, ok := parseISOVol(vol); !ok {
 			continue
 		}

@@ -193,15 +193,19 @@ func TestSeedName_table(t *testing.T) {
 // that a VM of another name has on a drive (a rescue VM's ide3, a sata CD-ROM), is not an
 // orphan: the report does not list it and the cleanup, reading the same listing, keeps it.
 // Only the seed no VM has is listed and deleted.
+// The drive value takes each form Proxmox reads (driveVolume): the volume as the keyless
+// first option, or as file= or volume= (its alias) in any position, as a hand-edited
+// config keeps them.
 func TestOrphanSeeds_attachedElsewhereIsNoOrphan(t *testing.T) {
-	for _, drive := range []string{"ide3", "sata0"} {
-		t.Run(drive, func(t *testing.T) {
+	for _, tc := range seedDriveForms([]string{"ide3", "sata0"}) {
+		drive := tc.drive
+		t.Run(tc.name, func(t *testing.T) {
 			h := cleanupHarness(t)
 			used, free := seedFile("proxy-renamed", otherUID), seedFile("proxy-gone", prevUID)
 			h.f.putISO("pv1-1", fakeISOStorage, used, []byte("attached elsewhere"))
 			h.f.putISO("pv1-1", fakeISOStorage, free, []byte("orphan"))
 			h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1", Config: map[string]string{
-				drive: seedVolID(fakeISOStorage, used) + ",media=cdrom",
+				drive: tc.value(seedVolID(fakeISOStorage, used)),
 			}})
 			seeds, err := h.b.OrphanSeeds(h.ctx)
 			if err != nil {
@@ -227,6 +231,47 @@ func TestOrphanSeeds_attachedElsewhereIsNoOrphan(t *testing.T) {
 	}
 }
 
+// seedDriveForm is a drive slot and a way to write a volume on it.
+type seedDriveForm struct {
+	name, drive string
+	value       func(vol string) string
+}
+
+// seedDriveForms returns, for each drive slot, the drive value forms qemu-server reads as
+// the same volume (PVE/QemuServer/Drive.pm: file is the default key, volume its alias):
+// keyless first, file= first, file= last, volume= first.
+func seedDriveForms(drives []string) []seedDriveForm {
+	var out []seedDriveForm
+	for _, d := range drives {
+		out = append(out,
+			seedDriveForm{d + "/keyless", d, func(vol string) string { return vol + ",media=cdrom" }},
+			seedDriveForm{d + "/file_first", d, func(vol string) string { return "file=" + vol + ",media=cdrom" }},
+			seedDriveForm{d + "/file_last", d, func(vol string) string { return "media=cdrom,file=" + vol }},
+			seedDriveForm{d + "/volume", d, func(vol string) string { return "volume=" + vol + ",media=cdrom" }},
+		)
+	}
+	return out
+}
+
+// TestDriveVolume_table: the volume of a drive value in each form Proxmox reads.
+func TestDriveVolume_table(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"local:iso/a.iso,media=cdrom", "local:iso/a.iso"},
+		{"file=local:iso/a.iso,media=cdrom", "local:iso/a.iso"},
+		{"media=cdrom,file=local:iso/a.iso", "local:iso/a.iso"},
+		{"volume=local:iso/a.iso,media=cdrom", "local:iso/a.iso"},
+		{"media=cdrom,local:iso/a.iso", "local:iso/a.iso"},
+		{"none,media=cdrom", "none"},
+		{"local-lvm:vm-100-disk-0,size=8G", "local-lvm:vm-100-disk-0"},
+		{"media=cdrom", ""},
+		{"", ""},
+	} {
+		if got := driveVolume(tc.in); got != tc.want {
+			t.Errorf("driveVolume(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // TestOrphanSeeds_noOtherVMReadWithoutAnOrphan: when every seed is used by a VM of its
 // name, no other VM's config is read: the scan of every VM's drives is paid only when a
 // seed is left to judge.
@@ -242,6 +287,18 @@ func TestOrphanSeeds_noOtherVMReadWithoutAnOrphan(t *testing.T) {
 	for _, c := range h.f.log() {
 		if c.Method == "VMConfig" && c.VMID != testVMID0 {
 			t.Errorf("config of VMID %d read, though every seed is used by a VM of its name", c.VMID)
+		}
+	}
+}
+
+// TestVMSeed_explicitKeyForms: a VM's own seed on ide2 is its seed whichever form the drive
+// value takes (its VM keeps it, Get reports it, Delete deletes it with the VM).
+func TestVMSeed_explicitKeyForms(t *testing.T) {
+	vol := seedVolID(fakeISOStorage, seedFile(testName, testUID))
+	for _, tc := range seedDriveForms([]string{"ide2"}) {
+		v, ok := vmSeed(testName, map[string]string{"ide2": tc.value(vol)})
+		if !ok || v.volid() != vol {
+			t.Errorf("%s: vmSeed = %v, %v; want %s", tc.name, v.volid(), ok, vol)
 		}
 	}
 }

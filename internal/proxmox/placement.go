@@ -130,7 +130,7 @@ func (c *creation) cloneTarget(ctx context.Context, tmplNode string) (target, la
 		if !isDiskKey(k) {
 			continue
 		}
-		vol, _, _ := strings.Cut(cfg[k], ",")
+		vol := driveVolume(cfg[k])
 		sid, _, ok := strings.Cut(vol, ":")
 		if !ok || seen[sid] {
 			continue

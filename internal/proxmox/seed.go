@@ -168,8 +168,7 @@ func isSeedOf(name, file string) bool {
 // vmSeed returns the seed volume the config's ide2 names, on whatever storage, when it is a
 // seed of VM name.
 func vmSeed(name string, cfg map[string]string) (seedVol, bool) {
-	vol, _, _ := strings.Cut(cfg["ide2"], ",")
-	v, ok := parseISOVol(vol)
+	v, ok := parseISOVol(driveVolume(cfg["ide2"]))
 	if !ok || !isSeedOf(name, v.file) {
 		return seedVol{}, false
 	}
