@@ -82,7 +82,9 @@ func sizeAttrs() []facetAttr {
 			"false the change stays pending until the VM's next start, and the value shown is the configured one. " +
 			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`, checked " +
 			"at plan time; Proxmox refuses a model it does not know when the config is written.",
-		read: "Null when the VM's config has no `cpu` option (Proxmox's default, `kvm64`).",
+		read: "The configured value (the VM's config, pending changes included): after a change it may " +
+			"differ from what the VM runs with until the VM restarts. Null when the VM's config has no `cpu` " +
+			"option (Proxmox's default, `kvm64`).",
 		resource: schema.StringAttribute{
 			Optional: true, Computed: true,
 			Validators: []validator.String{stringvalidator.RegexMatches(cpuTypeRE,

@@ -104,6 +104,12 @@ data "proxy_vms" "f" {
 					checkSimConfig(env, &vmid, map[string]string{"cpu": "host"}, nil),
 					checkPower(env, "running")),
 			},
+			{
+				// A well-formed name Proxmox does not know: the config write's refusal
+				// (CPUConfig.pm validate_vm_cpu_conf) is the error.
+				Config:      cfg("x86-64-v5", ""),
+				ExpectError: regexp.MustCompile(`(?s)x86-64-v5.*is\s+not\s+defined`),
+			},
 		},
 	})
 }

@@ -1,11 +1,13 @@
 package provider
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
 // TestVMSize_cpuType: cpu_type goes into a create's Options, into an update's only when it
@@ -49,5 +51,26 @@ func TestVMSize_cpuType(t *testing.T) {
 	s.nullUnknown()
 	if !s.CPUType.IsNull() {
 		t.Errorf("partial state: %v", s.CPUType)
+	}
+}
+
+// TestVMSize_cpuTypeAgreesWithSimulator: the plan-time check of cpu_type (cpuTypeRE) and the
+// simulator's CPU models (qemu-server CPUConfig.pm's built-in and QEMU models) are two
+// lists of one fact, kept apart by the layering: every model Proxmox accepts passes the
+// plan, and the values the docs name are models Proxmox knows.
+func TestVMSize_cpuTypeAgreesWithSimulator(t *testing.T) {
+	models := pvesim.CPUModels()
+	if len(models) < 50 {
+		t.Fatalf("only %d simulator CPU models", len(models))
+	}
+	for _, m := range models {
+		if !cpuTypeRE.MatchString(m) {
+			t.Errorf("Proxmox accepts cpu %q, the plan refuses it", m)
+		}
+	}
+	for _, m := range []string{"host", "x86-64-v2-AES", "kvm64", "Skylake-Server-v4", "Opteron_G5"} {
+		if !slices.Contains(models, m) {
+			t.Errorf("cpu_type's description or check names %q, which Proxmox does not know", m)
+		}
 	}
 }

@@ -61,6 +61,7 @@ var classifyTable = map[string]classRow{
 	"err_no_ticket":                 {Permanent, Permanent, "IsUnauthorized"},
 	"err_bad_param":                 {Permanent, Permanent, ""},
 	"err_hotplug_memory_min":        {Permanent, Permanent, "IsHotplugProblem"},
+	"err_cpu_unknown":               {Permanent, Permanent, ""},
 	"err_clone_exists":              {Transient, Transient, "IsAlreadyExists"},
 	"err_config_modified":           {Transient, Transient, "IsConfigModified"},
 	"err_clone_local_storage":       {Transient, Transient, ""},

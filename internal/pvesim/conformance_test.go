@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -984,4 +985,38 @@ func TestDestroy_protectedVMRefusedBeforeTheRunningCheck(t *testing.T) {
 	}
 	upid, err = tg.api.Destroy(tg.ctx(), tg.node, tg.vmid)
 	tg.mustOK(upid, err)
+}
+
+// An unknown built-in CPU model is refused by the config write's parameter check, on PUT
+// and POST alike, before anything is written (qemu-server CPUConfig.pm validate_vm_cpu_conf).
+func TestConformance_cpuUnknownRefused(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	before, err := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture.MustLoad("err_cpu_unknown")
+	bad := strings.SplitN(f.Errors()["cpu"], "'", 3)[1] // the model the fixture names
+	err = tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": bad, "cores": "3"})
+	tg.wantAPIError(err, "err_cpu_unknown")
+	path := "/nodes/" + tg.node + "/qemu/" + strconv.Itoa(tg.vmid) + "/config"
+	resp, body := tg.raw("POST", path, url.Values{"cpu": {bad + ",flags=+aes"}, "cores": {"3"}}, nil)
+	if resp.StatusCode != f.Status || !jsonEqual(body, f.BodyBytes()) {
+		t.Errorf("POST: %d %s, want %d %s", resp.StatusCode, body, f.Status, f.BodyBytes())
+	}
+	after, err := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(before, after) {
+		t.Errorf("a refused write changed the config: %v, was %v", after, before)
+	}
+	// Known models pass, as the default key or as cputype=, with flags.
+	for _, cpu := range []string{"host,flags=+aes", "cputype=x86-64-v2-AES", "kvm64"} {
+		if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": cpu}); err != nil {
+			t.Errorf("cpu %q: %v", cpu, err)
+		}
+	}
 }

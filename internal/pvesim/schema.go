@@ -334,7 +334,7 @@ var configSchema = &schema{
 		"balloon": {typ: tInt, optional: true, min: i64(0)}, "bios": {optional: true, enum: []string{"seabios", "ovmf"}},
 		"boot": {optional: true, format: fmtBoot}, "bootdisk": pStr, "cdrom": pStr,
 		"cicustom": pStr, "cipassword": pStr, "citype": pStr, "ciupgrade": pBool, "ciuser": pStr,
-		"cores": {typ: tInt, optional: true, min: i64(1), max: i64(16384)}, "cpu": pStr,
+		"cores": {typ: tInt, optional: true, min: i64(1), max: i64(16384)}, "cpu": {optional: true, format: fmtVMCPU},
 		"cpulimit": {typ: tNum, optional: true}, "cpuunits": {typ: tInt, optional: true, min: i64(1), max: i64(262144)},
 		"delete": pStr, "description": {optional: true, maxLen: 8192}, "digest": {optional: true, maxLen: 64},
 		"force": pBool, "freeze": pBool, "hookscript": pStr, "hotplug": pStr, "hugepages": pStr,
