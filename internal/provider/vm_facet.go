@@ -46,26 +46,27 @@ func joinMD(parts ...string) string {
 	return strings.Join(out, " ")
 }
 
-// resourceAttributes are the resource's schema attributes of attrs.
+// resourceAttributes are the resource's schema attributes of attrs, with their markdown
+// description; the plain one is derived once for the whole schema (withPlainDescriptions).
 func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
 	out := make(map[string]rschema.Attribute, len(attrs))
 	for _, a := range attrs {
 		md := joinMD(a.md, a.change)
 		switch v := a.resource.(type) {
 		case rschema.StringAttribute:
-			v.MarkdownDescription, v.Description = md, plain(md)
+			v.MarkdownDescription = md
 			out[a.name] = v
 		case rschema.Int64Attribute:
-			v.MarkdownDescription, v.Description = md, plain(md)
+			v.MarkdownDescription = md
 			out[a.name] = v
 		case rschema.BoolAttribute:
-			v.MarkdownDescription, v.Description = md, plain(md)
+			v.MarkdownDescription = md
 			out[a.name] = v
 		case rschema.SetAttribute:
-			v.MarkdownDescription, v.Description = md, plain(md)
+			v.MarkdownDescription = md
 			out[a.name] = v
 		case rschema.ListAttribute:
-			v.MarkdownDescription, v.Description = md, plain(md)
+			v.MarkdownDescription = md
 			out[a.name] = v
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
