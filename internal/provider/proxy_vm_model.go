@@ -19,29 +19,20 @@ type proxyVMModel struct {
 	Node            types.String `tfsdk:"node"`
 	vmTemplate
 	vmSize
-	CloudInit types.String `tfsdk:"cloud_init"`
-	// The write-only cloud-init and its digest (proxy_vm_cloudinit.go).
-	CloudInitWO     types.String   `tfsdk:"cloud_init_wo"`
-	CloudInitDigest types.String   `tfsdk:"cloud_init_digest"`
-	Bridge          types.String   `tfsdk:"bridge"`
-	VLANTag         types.Int64    `tfsdk:"vlan_tag"`
-	Pool            types.String   `tfsdk:"pool"` // proxy_vm_pool.go
-	StartOnBoot     types.Bool     `tfsdk:"start_on_boot"`
-	WaitForIP       types.Bool     `tfsdk:"wait_for_ip"`
-	MigrateBack     types.Bool     `tfsdk:"migrate_back"`
-	Status          types.String   `tfsdk:"status"`
-	Timeouts        timeouts.Value `tfsdk:"timeouts"`
-	vmAddresses                    // vm_addresses.go
-	vmNoteTags                     // vm_note_tags.go
-	Started         types.Bool     `tfsdk:"started"`
-	// The seed's network-config (proxy_vm_network.go).
-	NetworkConfig types.String `tfsdk:"network_config"`
-	StaticIPv4    types.Object `tfsdk:"static_ipv4"`
+	vmCloudInit                // vm_cloud_init.go
+	vmNetwork                  // vm_network.go
+	Pool        types.String   `tfsdk:"pool"` // proxy_vm_pool.go
+	StartOnBoot types.Bool     `tfsdk:"start_on_boot"`
+	WaitForIP   types.Bool     `tfsdk:"wait_for_ip"`
+	MigrateBack types.Bool     `tfsdk:"migrate_back"`
+	Status      types.String   `tfsdk:"status"`
+	Timeouts    timeouts.Value `tfsdk:"timeouts"`
+	vmAddresses                // vm_addresses.go
+	vmNoteTags                 // vm_note_tags.go
+	Started     types.Bool     `tfsdk:"started"`
 	// Restarts for cores and memory (proxy_vm_power.go).
 	ShutdownTimeout types.String `tfsdk:"shutdown_timeout"`
 	RebootOnChange  types.Bool   `tfsdk:"reboot_on_change"`
-	// What a seed change does (proxy_vm_reseed.go).
-	CloudInitChange types.String `tfsdk:"cloud_init_change"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -159,8 +150,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 		m.Node = types.StringValue(vm.Node)
 	}
 	m.vmSize.read(vm)
-	m.Bridge = stringOrNull(vm.Bridge)
-	m.VLANTag = intOrNull(vm.VLANTag)
+	m.vmNetwork.read(vm)
 	m.Pool = poolValue(vm.Pool, m.Pool)
 	m.StartOnBoot = types.BoolValue(vm.OnBoot)
 	m.vmAddresses.read(vm)
@@ -181,8 +171,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	for _, s := range []*types.String{&m.Node, &m.CloudInit, &m.CloudInitDigest, &m.Bridge,
-		&m.Status, &m.Pool} {
+	for _, s := range []*types.String{&m.Node, &m.Status, &m.Pool} {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
@@ -190,9 +179,8 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	m.vmIdentityFacet.nullUnknown()
 	m.vmTemplate.nullUnknown()
 	m.vmSize.nullUnknown()
-	if m.VLANTag.IsUnknown() {
-		m.VLANTag = types.Int64Null()
-	}
+	m.vmCloudInit.nullUnknown()
+	m.vmNetwork.nullUnknown()
 	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack} {
 		if b.IsUnknown() {
 			*b = types.BoolNull()
@@ -214,16 +202,12 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 // attributes it had to leave unread.
 func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
 	m := proxyVMModel{
-		CloudInit:   types.StringNull(),
-		CloudInitWO: types.StringNull(),
-		// The digest the VM was made with, from its mark: a matching cloud_init_wo plans nothing.
-		CloudInitDigest: stringOrNull(vm.MarkExtra.UserDataDigest),
-		WaitForIP:       types.BoolValue(true),
-		MigrateBack:     types.BoolValue(true),
-		vmAddresses:     vmAddresses{IPAddress: types.StringNull()},
-		Timeouts:        nullTimeouts,
-		StaticIPv4:      nullStatic,
+		WaitForIP:   types.BoolValue(true),
+		MigrateBack: types.BoolValue(true),
+		vmAddresses: vmAddresses{IPAddress: types.StringNull()},
+		Timeouts:    nullTimeouts,
 	}
+	m.vmCloudInit.read(vm)
 	unread := []unreadAttr{unreadCloudInit, unreadNetwork}
 	if vm.MarkExtra.Static != nil {
 		// The mark says the static address the VM was made with: read back, not unread.
@@ -264,18 +248,10 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	}
 	plan.vmIdentityFacet.spec(&s)
 	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
-	if v, ok := knownString(plan.CloudInit); ok {
-		s.UserData = []byte(v)
-	}
-	if v, ok := knownString(plan.Bridge); ok {
-		s.Bridge = v
-	}
-	if v, ok := knownInt(plan.VLANTag); ok {
-		s.VLANTag = v
-	}
+	plan.vmCloudInit.spec(&s)
+	plan.vmNetwork.spec(&s)
 	s.Pool = plan.Pool.ValueString()
 	applyConceptsSpec(&s, plan)
-	applyNetworkSpec(&s, plan)
 	return s
 }
 
@@ -283,11 +259,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 // status needs a start; restart reports whether a running VM will be restarted.
 func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	changed = plan.vmSize.changes(prior.vmSize, &c)
-	if c.VLANTag = intChange(prior.VLANTag, plan.VLANTag); c.VLANTag != nil {
-		changed = true
-	}
-	if v, ok := knownString(plan.Bridge); ok && !plan.Bridge.Equal(prior.Bridge) {
-		c.Bridge = &v
+	if plan.vmNetwork.changes(prior.vmNetwork, &c) {
 		changed = true
 	}
 	if !plan.StartOnBoot.IsNull() && !plan.StartOnBoot.IsUnknown() && !plan.StartOnBoot.Equal(prior.StartOnBoot) {
@@ -311,34 +283,17 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	return c, changed
 }
 
-// seedUserData is the cloud-init user-data an update passes to the backend
-// (proxmox.Changes.UserData) to rebuild a seed ISO that a failed destroy deleted: the
-// configured cloud_init, else the one in the state; a VM made without cloud_init has empty
-// user-data. It is unknown (false) only for an imported VM whose cloud_init was never set,
-// since an import cannot read it back (cloudInitUnread).
-func seedUserData(plan, prior proxyVMModel, cloudInitUnread bool) ([]byte, bool) {
-	if v, ok := knownString(plan.CloudInit); ok {
-		return []byte(v), true
-	}
-	if v, ok := knownString(prior.CloudInit); ok {
-		return []byte(v), true
-	}
-	if cloudInitUnread {
-		return nil, false
-	}
-	return []byte{}, true
-}
-
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
 	return running && !c.Stop && !c.DeferRestart && (proxmox.ChangesRestartOption(c) || c.Reseed != nil)
 }
 
-// applyConcepts copies what the backend read beyond applyVM's fields: network, user tags,
-// note and protection (vm_note_tags.go), started.
+// applyConcepts copies what the backend read beyond applyVM's fields: the static address
+// as ip_address when the agent reports it (vm_network.go), user tags, note and protection
+// (vm_note_tags.go), started.
 func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
-	applyNetwork(m, vm)
+	m.vmNetwork.staticIPAddress(&m.vmAddresses, vm)
 	m.vmNoteTags.read(vm)
 	importedStarted(m, vm)
 }
@@ -347,7 +302,6 @@ func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
 // of a create).
 func nullUnknownConcepts(m *proxyVMModel) {
 	m.vmAddresses.nullUnknown()
-	applyNetwork(m, proxmox.VM{}) // types a zero static_ipv4
 	m.vmNoteTags.nullUnknown()
 	if m.Started.IsUnknown() {
 		m.Started = types.BoolNull()

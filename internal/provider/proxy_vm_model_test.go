@@ -217,8 +217,8 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 			UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown()},
 		Node:       types.StringValue("pve1"),
 		vmTemplate: vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
-		CloudInit: types.StringValue("#cloud-config\n"),
-		Bridge:    types.StringUnknown(), VLANTag: types.Int64Unknown(), StartOnBoot: types.BoolValue(true),
+		vmCloudInit: vmCloudInit{CloudInit: types.StringValue("#cloud-config\n")},
+		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringUnknown(), VLANTag: types.Int64Unknown()}}, StartOnBoot: types.BoolValue(true),
 		WaitForIP:   types.BoolValue(true),
 		vmAddresses: vmAddresses{IPAddress: types.StringUnknown(), MACAddress: types.StringUnknown(), AgentEnabled: types.BoolUnknown()},
 		Status:      types.StringUnknown(),
@@ -337,8 +337,8 @@ func TestSpecFor(t *testing.T) {
 	plan := proxyVMModel{
 		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), UID: types.StringValue("u")}, Node: types.StringValue("pve1"),
 		vmTemplate: vmTemplate{TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large")}, vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
-		CloudInit: types.StringValue("UD"),
-		Bridge:    types.StringUnknown(), VLANTag: types.Int64Value(4), StartOnBoot: types.BoolValue(false),
+		vmCloudInit: vmCloudInit{CloudInit: types.StringValue("UD")},
+		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringUnknown(), VLANTag: types.Int64Value(4)}}, StartOnBoot: types.BoolValue(false),
 		WaitForIP: types.BoolValue(false),
 	}
 	now := time.Now()
@@ -356,7 +356,7 @@ func TestSpecFor(t *testing.T) {
 
 func TestChangesFor(t *testing.T) {
 	prior := proxyVMModel{
-		vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null(), StartOnBoot: types.BoolValue(true),
+		vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null()}}, StartOnBoot: types.BoolValue(true),
 		Status: types.StringValue("running"),
 	}
 	if _, changed := changesFor(prior, prior); changed {
@@ -396,7 +396,9 @@ func TestSeedUserData(t *testing.T) {
 		{"made without cloud_init", null, null, false, "", true},
 		{"imported, never set", null, null, true, "", false},
 	} {
-		got, known := seedUserData(proxyVMModel{CloudInit: tc.plan}, proxyVMModel{CloudInit: tc.prior}, tc.unread)
+		var c proxmox.Changes
+		vmCloudInit{CloudInit: tc.plan}.changes(vmCloudInit{CloudInit: tc.prior}, &c, tc.unread)
+		got, known := c.UserData, c.UserDataKnown
 		if string(got) != tc.want || known != tc.known || (known && got == nil) {
 			t.Errorf("%s: %q, %t (nil %t); want %q, %t", tc.name, got, known, got == nil, tc.want, tc.known)
 		}

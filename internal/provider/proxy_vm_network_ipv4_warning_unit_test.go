@@ -13,7 +13,7 @@ import (
 func TestWarnNetworkConfigNoIPv4(t *testing.T) {
 	const empty, dhcp = "version: 2\nethernets: {}\n", "version: 2\nethernets:\n  ens18:\n    dhcp4: true\n"
 	model := func(nc string, wait types.Bool) proxyVMModel {
-		m := proxyVMModel{NetworkConfig: types.StringValue(nc), WaitForIP: wait}
+		m := proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringValue(nc)}, WaitForIP: wait}
 		if nc == "" {
 			m.NetworkConfig = types.StringNull()
 		}
@@ -27,13 +27,13 @@ func TestWarnNetworkConfigNoIPv4(t *testing.T) {
 	}{
 		{"create, wait_for_ip unset", model(empty, types.BoolNull()), nil, true},
 		{"create, wait_for_ip true", model(empty, types.BoolValue(true)), nil, true},
-		{"replacement by a new network_config", model(empty, types.BoolNull()), &proxyVMModel{NetworkConfig: types.StringValue(dhcp)}, true},
+		{"replacement by a new network_config", model(empty, types.BoolNull()), &proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringValue(dhcp)}}, true},
 		{"create, wait_for_ip false", model(empty, types.BoolValue(false)), nil, false},
 		{"create, wait_for_ip unknown", model(empty, types.BoolUnknown()), nil, false},
 		{"create with DHCP", model(dhcp, types.BoolNull()), nil, false},
 		{"no network_config", model("", types.BoolNull()), nil, false},
-		{"network_config unknown", proxyVMModel{NetworkConfig: types.StringUnknown(), WaitForIP: types.BoolNull()}, nil, false},
-		{"unchanged VM", model(empty, types.BoolNull()), &proxyVMModel{NetworkConfig: types.StringValue(empty)}, false},
+		{"network_config unknown", proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringUnknown()}, WaitForIP: types.BoolNull()}, nil, false},
+		{"unchanged VM", model(empty, types.BoolNull()), &proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringValue(empty)}}, false},
 	}
 	for _, tc := range cases {
 		d := warnNetworkConfigNoIPv4(tc.config, tc.prior)

@@ -466,7 +466,7 @@ func TestPlanNetwork(t *testing.T) {
 		})
 	}
 	model := func(nc types.String, st types.Object, v4 ...string) proxyVMModel {
-		m := proxyVMModel{NetworkConfig: nc, StaticIPv4: st, Started: types.BoolValue(true), vmAddresses: vmAddresses{IPv4Addresses: nullStringList}}
+		m := proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: nc, vmNetworkReadable: vmNetworkReadable{StaticIPv4: st}}, Started: types.BoolValue(true), vmAddresses: vmAddresses{IPv4Addresses: nullStringList}}
 		if v4 != nil {
 			m.IPv4Addresses = stringList(v4)
 		}
@@ -590,10 +590,10 @@ func TestAccProxyVM_staticIPv4StartedLater(t *testing.T) {
 // other addresses only, the apply fails naming both.
 func TestApplyNetwork_staticAddressIsIPAddress(t *testing.T) {
 	plan := proxyVMModel{
-		StaticIPv4: types.ObjectValueMust(staticIPv4AttrTypes, map[string]attr.Value{
+		vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{StaticIPv4: types.ObjectValueMust(staticIPv4AttrTypes, map[string]attr.Value{
 			"address": types.StringValue("10.0.0.5/24"), "gateway": types.StringNull(),
 			"dns": types.ListNull(types.StringType), "search": types.ListNull(types.StringType),
-		}),
+		})}},
 		vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}, Started: types.BoolValue(true),
 	}
 	vm := vmFixture()

@@ -67,32 +67,6 @@ func planNode(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMMode
 	return diags
 }
 
-// planNetworkDefaults gives bridge and vlan_tag the resource's value, else the provider's,
-// else the VM's as cloned (known after create).
-func planNetworkDefaults(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) {
-	creating := prior == nil
-	if config.Bridge.IsNull() {
-		switch {
-		case cfg.Bridge != "":
-			plan.Bridge = types.StringValue(cfg.Bridge)
-		case creating:
-			plan.Bridge = types.StringUnknown()
-		default:
-			plan.Bridge = prior.Bridge
-		}
-	}
-	if config.VLANTag.IsNull() {
-		switch {
-		case cfg.VLANTag > 0:
-			plan.VLANTag = types.Int64Value(int64(cfg.VLANTag))
-		case creating:
-			plan.VLANTag = types.Int64Unknown()
-		default:
-			plan.VLANTag = prior.VLANTag
-		}
-	}
-}
-
 // planAddressAfterRestart makes the addresses unknown when the update starts the VM, or
 // may restart it for a new value of a restart option (proxmox.RestartOptions): the guest
 // may come back with other addresses. planPower keeps them when nothing restarts after all.

@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
@@ -32,23 +28,6 @@ const (
 const newInstanceInGuest = "cloud-init then treats the boot as a new instance: its per-instance modules run again " +
 	"(user-data's runcmd, write_files, packages, users...), the SSH host keys are regenerated (clients see a new host key), " +
 	"and the network configuration is applied again"
-
-func cloudInitChangeAttribute() schema.StringAttribute {
-	md := "What a change of the seed's content does: `cloud_init`, `cloud_init_wo` (through `cloud_init_digest`), " +
-		"`network_config` or `static_ipv4`. `\"replace\"` (default) replaces the VM: a new VMID, MAC address and disk. " +
-		"`\"restart\"` updates it in place: a new seed ISO is uploaded whose meta-data carries a new `instance-id`, the VM's " +
-		"CD-ROM is switched to it and the old seed is deleted, then a running VM is restarted as for a `cores` change (a " +
-		"graceful shutdown within `shutdown_timeout`, then a start, announced in the plan; with `reboot_on_change = false` " +
-		"the new seed waits for the VM's next start). The VMID, MAC address, disks and, with a static address or a stable " +
-		"DHCP lease, the address are kept. A new instance-id means: " + newInstanceInGuest + ". Changing this attribute " +
-		"changes nothing on the VM."
-	return schema.StringAttribute{
-		Optional: true, Computed: true,
-		Default:             stringdefault.StaticString(cloudInitChangeReplace),
-		Validators:          []validator.String{stringvalidator.OneOf(cloudInitChangeReplace, cloudInitChangeRestart)},
-		MarkdownDescription: md, Description: plain(md),
-	}
-}
 
 // planReseed takes, with cloud_init_change = "restart", the seed's attributes out of the
 // replacement (seedReplace: what planCloudInitDigest and planNetwork decided) and says in
@@ -139,12 +118,4 @@ func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, sta
 // reseedChanges asks the backend for the seed swap, with the digest the mark carries after it.
 func reseedChanges(c *proxmox.Changes, plan proxyVMModel) {
 	c.Reseed = &proxmox.Reseed{UserDataDigest: plan.CloudInitDigest.ValueString()}
-}
-
-// importedCloudInitChange fills cloud_init_change of an imported VM (or a state written
-// before the attribute) with its default.
-func importedCloudInitChange(m *proxyVMModel) {
-	if m.CloudInitChange.IsNull() || m.CloudInitChange.IsUnknown() {
-		m.CloudInitChange = types.StringValue(cloudInitChangeReplace)
-	}
 }

@@ -55,10 +55,10 @@ func TestPlanReseed(t *testing.T) {
 		})
 	}
 	prior := proxyVMModel{Status: types.StringValue("running")}
-	if replace, reseed, _ := planReseed(context.Background(), proxyVMModel{}, &proxyVMModel{CloudInitChange: types.StringValue("restart")}, nil, ci); reseed || len(replace) != 1 {
+	if replace, reseed, _ := planReseed(context.Background(), proxyVMModel{}, &proxyVMModel{vmCloudInit: vmCloudInit{CloudInitChange: types.StringValue("restart")}}, nil, ci); reseed || len(replace) != 1 {
 		t.Errorf("a create: reseed %v replace %v", reseed, replace)
 	}
-	if _, reseed, _ := planReseed(context.Background(), proxyVMModel{}, &proxyVMModel{CloudInitChange: types.StringValue("restart")}, &prior, nil); reseed {
+	if _, reseed, _ := planReseed(context.Background(), proxyVMModel{}, &proxyVMModel{vmCloudInit: vmCloudInit{CloudInitChange: types.StringValue("restart")}}, &prior, nil); reseed {
 		t.Errorf("no seed change: reseed planned")
 	}
 }
@@ -96,8 +96,8 @@ func TestReadSeedDrift(t *testing.T) {
 			p := fakePrivate{}
 			writeSeed(ctx, p, p, seedWrite{volid: tc.recorded})
 			writeImportMarker(ctx, p, []unreadAttr{unreadCloudInit, unreadTemplate})
-			state := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name), UID: types.StringValue(uid)}, CloudInit: types.StringNull(),
-				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText))}
+			state := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name), UID: types.StringValue(uid)}, vmCloudInit: vmCloudInit{CloudInit: types.StringNull(),
+				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText))}}
 			vm := proxmox.VM{ID: proxmox.ID{VMID: 1003, Name: name}, Seed: tc.seed,
 				MarkExtra: proxmox.MarkExtra{UserDataDigest: cloudInitDigest(testDigestKey, uid, newText)}}
 			var d diag.Diagnostics
@@ -120,7 +120,7 @@ func TestReadSeedDrift(t *testing.T) {
 			}
 			for _, text := range []string{oldText, newText} {
 				// Write-only, with the digest key: a change of cloud_init_digest.
-				config := proxyVMModel{vmIdentityFacet: vmIdentityFacet{UID: types.StringValue(uid)}, CloudInit: types.StringNull(), CloudInitWO: types.StringValue(text)}
+				config := proxyVMModel{vmIdentityFacet: vmIdentityFacet{UID: types.StringValue(uid)}, vmCloudInit: vmCloudInit{CloudInit: types.StringNull(), CloudInitWO: types.StringValue(text)}}
 				plan := config
 				replace, pd := planCloudInitDigest(cfg, config, &plan, &state, false)
 				if pd.HasError() || len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init_digest")) {
@@ -128,7 +128,7 @@ func TestReadSeedDrift(t *testing.T) {
 				}
 				// As cloud_init, with and without the key: a change of cloud_init.
 				for _, c := range []*resolvedConfig{cfg, {}} {
-					config = proxyVMModel{vmIdentityFacet: vmIdentityFacet{UID: types.StringValue(uid)}, CloudInit: types.StringValue(text), CloudInitWO: types.StringNull()}
+					config = proxyVMModel{vmIdentityFacet: vmIdentityFacet{UID: types.StringValue(uid)}, vmCloudInit: vmCloudInit{CloudInit: types.StringValue(text), CloudInitWO: types.StringNull()}}
 					plan = config
 					if replace, _ := planCloudInitDigest(c, config, &plan, &state, false); len(replace) != 1 || !replace[0].Equal(path.Root("cloud_init")) {
 						t.Errorf("cloud_init %q (key %q): replace %v, want cloud_init", text, c.DigestKey, replace)

@@ -456,7 +456,7 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 	if diagnostics.HasError() {
 		return changes, changed, false
 	}
-	changes.UserData, changes.UserDataKnown = seedUserData(plan, prior, cloudInitUnread)
+	plan.vmCloudInit.changes(prior.vmCloudInit, &changes, cloudInitUnread)
 	var config proxyVMModel
 	diagnostics.Append(req.Config.Get(ctx, &config)...)
 	if v, ok := knownString(config.CloudInitWO); ok {
@@ -467,13 +467,13 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
 		// the configured text only (none configured any more: none in the new seed).
 		reseedChanges(&changes, plan)
-		if _, _, set, _ := cloudInitText(config); !set && !cloudInitUnread {
+		if _, _, set, _ := cloudInitText(config.vmCloudInit); !set && !cloudInitUnread {
 			changes.UserData, changes.UserDataKnown = []byte{}, true
 		}
 		changed = true
 	}
 	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), diagnostics)
-	changes.Network, _ = networkOf(ctx, plan) // for a seed rebuild (not a change)
+	changes.Network, _ = networkOf(ctx, plan.vmNetwork) // for a seed rebuild (not a change)
 	return changes, changed, true
 }
 

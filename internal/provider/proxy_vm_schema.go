@@ -6,10 +6,8 @@ import (
 	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -61,42 +59,6 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 					"the HA manager or for node maintenance) is migrated back to it. Default true. With false, the node " +
 					"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
 					"still migrates the VM. Changing it changes nothing on the VM.",
-			},
-			"cloud_init": schema.StringAttribute{
-				Optional:  true,
-				Sensitive: true,
-				MarkdownDescription: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
-					"logged (only its size is). It runs at first boot only, so changing it replaces the VM (or, with `cloud_init_change` = " +
-					"\"restart\", swaps the seed and restarts the VM in place); after " +
-					"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
-					"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
-					"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
-					"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
-					"at plan time, since cloud-init would ignore it.",
-				Validators: []validator.String{validators.CloudInitFormat()},
-				// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
-			},
-			// Write-only cloud-init and its digest (proxy_vm_cloudinit.go).
-			"cloud_init_wo":     cloudInitWOAttribute(),
-			"cloud_init_digest": cloudInitDigestAttribute(),
-			"bridge": schema.StringAttribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "The Linux bridge of the VM's first NIC (net0), overriding the provider's bridge. Without " +
-					"either, net0 stays as cloned. Changing it rewrites net0 in place, keeping the NIC model and MAC " +
-					"address. Removing it from the configuration leaves the current bridge. A Proxmox bridge id (pve-bridge-id): " +
-					"1 to 15 letters, digits, '-', '_' or '.', checked at plan time.",
-				Validators:    []validator.String{validators.BridgeID()},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"vlan_tag": schema.Int64Attribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "The VLAN tag of net0 (1 to 4094), overriding the provider's `vlan_tag`. Without either, net0 " +
-					"stays as cloned. Changing it rewrites net0 in place. Removing it from the configuration leaves " +
-					"the current tag.",
-				Validators:    []validator.Int64{int64validator.Between(1, 4094)},
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 			},
 			"pool": poolAttribute(),
 			"start_on_boot": schema.BoolAttribute{
@@ -204,20 +166,19 @@ func positiveTimeouts(b schema.Block) schema.Block {
 }
 
 // conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
-// started (proxy_vm_started.go), network_config and static_ipv4 (proxy_vm_network.go),
-// shutdown_timeout and reboot_on_change (proxy_vm_power.go), cloud_init_change
-// (proxy_vm_reseed.go), and the facets: identity (vm_identity_facet.go), guest addresses
+// started (proxy_vm_started.go), shutdown_timeout and reboot_on_change
+// (proxy_vm_power.go), and the facets: identity (vm_identity_facet.go), guest addresses
 // (vm_addresses.go), template (vm_template.go), size (vm_size.go), note and tags
-// (vm_note_tags.go).
+// (vm_note_tags.go), network (vm_network.go), cloud-init (vm_cloud_init.go).
 func conceptAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	maps.Copy(out, resourceAttributes(identityFacetAttrs()))
 	maps.Copy(out, resourceAttributes(addressesAttrs()))
 	maps.Copy(out, resourceAttributes(noteTagsAttrs()))
 	out["started"] = startedAttribute()
-	maps.Copy(out, networkAttributes())
+	maps.Copy(out, resourceAttributes(networkAttrs()))
 	maps.Copy(out, powerAttributes())
-	out["cloud_init_change"] = cloudInitChangeAttribute()
+	maps.Copy(out, resourceAttributes(cloudInitAttrs()))
 	maps.Copy(out, resourceAttributes(templateAttrs()))
 	maps.Copy(out, resourceAttributes(sizeAttrs()))
 	return out

@@ -45,14 +45,12 @@ type vmDataModel struct {
 	Status          types.String `tfsdk:"status"`
 	vmTemplate
 	vmSize
-	Bridge      types.String `tfsdk:"bridge"`
-	VLANTag     types.Int64  `tfsdk:"vlan_tag"`
-	Pool        types.String `tfsdk:"pool"`
-	StartOnBoot types.Bool   `tfsdk:"start_on_boot"`
+	vmNetworkReadable              // vm_network.go: not network_config, which cannot be read back
+	Pool              types.String `tfsdk:"pool"`
+	StartOnBoot       types.Bool   `tfsdk:"start_on_boot"`
 	vmAddresses
 	vmNoteTags
-	StaticIPv4 types.Object   `tfsdk:"static_ipv4"`
-	Timeouts   timeouts.Value `tfsdk:"timeouts"`
+	Timeouts timeouts.Value `tfsdk:"timeouts"`
 }
 
 func (d *vmDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
@@ -71,14 +69,8 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	str := func(md string) schema.StringAttribute {
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
-	num := func(md string) schema.Int64Attribute {
-		return schema.Int64Attribute{Computed: true, MarkdownDescription: md}
-	}
 	boolean := func(md string) schema.BoolAttribute {
 		return schema.BoolAttribute{Computed: true, MarkdownDescription: md}
-	}
-	list := func(md string) schema.ListAttribute {
-		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: md}
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One VM carrying the ownership mark (made by this provider, in any configuration, or by the " +
@@ -107,22 +99,9 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
 				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
 				"without addresses."),
-			"bridge":   str("The bridge net0 is on."),
-			"vlan_tag": num("net0's VLAN tag; null when untagged."),
 			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
 				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
 			"start_on_boot": boolean("Whether the VM starts with its node (`onboot`)."),
-			"static_ipv4": schema.SingleNestedAttribute{
-				Computed: true,
-				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
-					"from its mark; null when it was made without one (DHCP, or a raw `network_config`, which cannot be read back).",
-				Attributes: map[string]schema.Attribute{
-					"address": str("The address with its prefix length."),
-					"gateway": str("The default gateway; null when none."),
-					"dns":     list("Name servers, in order; null when none."),
-					"search":  list("DNS search domains, in order; null when none."),
-				},
-			},
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
@@ -139,6 +118,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(addressesAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(networkAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -207,9 +187,9 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	out := vmDataModel{
 		vmIdentityFacet: rm.vmIdentityFacet, Node: rm.Node,
 		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
-		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
+		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, vmNetworkReadable: rm.vmNetworkReadable,
 		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
-		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
+		Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})
 	resp.Diagnostics.Append(resp.State.Set(ctx, &out)...)

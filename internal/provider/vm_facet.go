@@ -20,7 +20,11 @@ import (
 //   - nullUnknown: its values still unknown nulled (the partial state of a create);
 //   - spec: what it puts into a create (proxmox.Spec);
 //   - changes: what it puts into an in-place update (proxmox.Changes), when it has any;
-//   - plan: its plan checks (called by planProxyVM).
+//   - plan: its plan checks (called by planProxyVM, or, for the seed's facets, cloud-init
+//     and network, by ModifyPlan, which decides their replacement or seed swap).
+//
+// A facet whose data-source models show only some of its attributes embeds the part they
+// show as a struct of its own (vmNetworkReadable), and marks the others resourceOnly.
 
 // facetAttr is one attribute of a facet, declared once.
 type facetAttr struct {
@@ -29,6 +33,9 @@ type facetAttr struct {
 	// only, what setting and changing it does; read adds, on the data sources only, how
 	// they read it.
 	md, change, read string
+	// resourceOnly leaves the attribute out of the data sources (a value that cannot be
+	// read back from a VM).
+	resourceOnly bool
 	// resource is the resource's attribute (required, optional or computed, validators,
 	// plan modifiers, default), without descriptions; the data sources' attribute is
 	// computed, of the same type.
@@ -68,6 +75,9 @@ func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
 		case rschema.ListAttribute:
 			v.MarkdownDescription = md
 			out[a.name] = v
+		case rschema.SingleNestedAttribute:
+			v.MarkdownDescription = md
+			out[a.name] = v
 		default:
 			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
 		}
@@ -75,26 +85,39 @@ func resourceAttributes(attrs []facetAttr) map[string]rschema.Attribute {
 	return out
 }
 
-// dataAttributes are the data sources' schema attributes of attrs: computed, of the
-// resource attribute's type.
+// dataAttributes are the data sources' schema attributes of attrs (but the resourceOnly
+// ones): computed, of the resource attribute's type.
 func dataAttributes(attrs []facetAttr) map[string]dschema.Attribute {
 	out := make(map[string]dschema.Attribute, len(attrs))
 	for _, a := range attrs {
-		md := joinMD(a.md, a.read)
-		switch v := a.resource.(type) {
-		case rschema.StringAttribute:
-			out[a.name] = dschema.StringAttribute{Computed: true, MarkdownDescription: md}
-		case rschema.Int64Attribute:
-			out[a.name] = dschema.Int64Attribute{Computed: true, MarkdownDescription: md}
-		case rschema.BoolAttribute:
-			out[a.name] = dschema.BoolAttribute{Computed: true, MarkdownDescription: md}
-		case rschema.SetAttribute:
-			out[a.name] = dschema.SetAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
-		case rschema.ListAttribute:
-			out[a.name] = dschema.ListAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
-		default:
-			panic(fmt.Sprintf("facet attribute %s: type %T not handled", a.name, a.resource))
+		if !a.resourceOnly {
+			out[a.name] = dataAttribute(a.name, joinMD(a.md, a.read), a.resource)
 		}
 	}
 	return out
+}
+
+// dataAttribute is the data sources' computed attribute of the resource attribute r,
+// described by md; a nested attribute's attributes keep their own description.
+func dataAttribute(name, md string, r rschema.Attribute) dschema.Attribute {
+	switch v := r.(type) {
+	case rschema.StringAttribute:
+		return dschema.StringAttribute{Computed: true, MarkdownDescription: md}
+	case rschema.Int64Attribute:
+		return dschema.Int64Attribute{Computed: true, MarkdownDescription: md}
+	case rschema.BoolAttribute:
+		return dschema.BoolAttribute{Computed: true, MarkdownDescription: md}
+	case rschema.SetAttribute:
+		return dschema.SetAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
+	case rschema.ListAttribute:
+		return dschema.ListAttribute{Computed: true, ElementType: v.ElementType, MarkdownDescription: md}
+	case rschema.SingleNestedAttribute:
+		nested := make(map[string]dschema.Attribute, len(v.Attributes))
+		for k, na := range v.Attributes {
+			nested[k] = dataAttribute(name+"."+k, na.GetMarkdownDescription(), na)
+		}
+		return dschema.SingleNestedAttribute{Computed: true, Attributes: nested, MarkdownDescription: md}
+	default:
+		panic(fmt.Sprintf("facet attribute %s: type %T not handled", name, r))
+	}
 }

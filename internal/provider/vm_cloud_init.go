@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -60,41 +61,142 @@ func cloudInitDigestKeyAttribute() providerschema.StringAttribute {
 	}
 }
 
-// cloudInitWOAttribute is proxy_vm's write-only cloud-init.
-func cloudInitWOAttribute() schema.StringAttribute {
-	md := "cloud-init user-data, as `cloud_init`, but write-only (Terraform or OpenTofu 1.11 and later): " +
-		"never stored in the state or among a plan's values (read it from a file: a saved plan keeps a copy of the `.tf` " +
-		"files). Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
-		"detected through `cloud_init_digest` and replaces the VM (or, with `cloud_init_change = \"restart\"`, swaps the seed and " +
-		"restarts it in place), so the provider needs `cloud_init_digest_key`. " +
-		"An import reads the digest from the VM's mark: with the same text the plan is empty. Prefer it to " +
-		"`cloud_init` whenever the text holds a secret (a proxy password, an upstream credential)."
-	return schema.StringAttribute{
-		Optional:            true,
-		WriteOnly:           true,
-		Sensitive:           true,
-		Description:         plain(md),
-		MarkdownDescription: md,
-		Validators: []validator.String{
-			stringvalidator.ConflictsWith(path.MatchRoot("cloud_init")),
-			validators.CloudInitFormat(), // as cloud_init: not empty, a cloud-init format
+// vmCloudInit is the cloud-init facet (vm_facet.go): the user-data of the VM's seed ISO,
+// as text in the state (cloud_init) or write-only (cloud_init_wo) with its keyed digest
+// (cloud_init_digest, cloudInitDigest), and what a change of the seed's content does
+// (cloud_init_change, proxy_vm_reseed.go). cloud-init reads the seed at an instance's first
+// boot only, so a new text is no in-place change: it replaces the VM or swaps the seed
+// (planCloudInitDigest, planReseed). The text cannot be read back from a VM; the digest is
+// in its mark.
+//
+// The data sources show none of it.
+type vmCloudInit struct {
+	CloudInit       types.String `tfsdk:"cloud_init"`
+	CloudInitWO     types.String `tfsdk:"cloud_init_wo"`
+	CloudInitDigest types.String `tfsdk:"cloud_init_digest"`
+	CloudInitChange types.String `tfsdk:"cloud_init_change"`
+}
+
+// cloudInitAttrs are the cloud-init facet's attributes.
+func cloudInitAttrs() []facetAttr {
+	return []facetAttr{{
+		name: "cloud_init",
+		md: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
+			"logged (only its size is).",
+		change: "It runs at first boot only, so changing it replaces the VM (or, with `cloud_init_change` = " +
+			"\"restart\", swaps the seed and restarts the VM in place); after " +
+			"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
+			"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
+			"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
+			"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
+			"at plan time, since cloud-init would ignore it.",
+		resource: schema.StringAttribute{
+			Optional:   true,
+			Sensitive:  true,
+			Validators: []validator.String{validators.CloudInitFormat()},
+			// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 		},
+	}, {
+		name: "cloud_init_wo",
+		md: "cloud-init user-data, as `cloud_init`, but write-only (Terraform or OpenTofu 1.11 and later): " +
+			"never stored in the state or among a plan's values (read it from a file: a saved plan keeps a copy of the `.tf` " +
+			"files).",
+		change: "Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
+			"detected through `cloud_init_digest` and replaces the VM (or, with `cloud_init_change = \"restart\"`, swaps the seed and " +
+			"restarts it in place), so the provider needs `cloud_init_digest_key`. " +
+			"An import reads the digest from the VM's mark: with the same text the plan is empty. Prefer it to " +
+			"`cloud_init` whenever the text holds a secret (a proxy password, an upstream credential).",
+		resource: schema.StringAttribute{
+			Optional:  true,
+			WriteOnly: true,
+			Sensitive: true,
+			Validators: []validator.String{
+				stringvalidator.ConflictsWith(path.MatchRoot("cloud_init")),
+				validators.CloudInitFormat(), // as cloud_init: not empty, a cloud-init format
+			},
+		},
+	}, {
+		name: "cloud_init_digest",
+		md: "`hmac-sha256:<hex>`, the keyed digest of the VM's cloud-init (`cloud_init_wo`, or " +
+			"`cloud_init` when the provider has a `cloud_init_digest_key`), also written into the VM's mark. It cannot " +
+			"be reversed without the key. Null when the VM was made without cloud-init or without a key.",
+		change:   "Known at plan time when the VM's `uid` is.",
+		resource: schema.StringAttribute{Computed: true},
+	}, {
+		name: "cloud_init_change",
+		md: "What a change of the seed's content does: `cloud_init`, `cloud_init_wo` (through `cloud_init_digest`), " +
+			"`network_config` or `static_ipv4`.",
+		change: "`\"replace\"` (default) replaces the VM: a new VMID, MAC address and disk. " +
+			"`\"restart\"` updates it in place: a new seed ISO is uploaded whose meta-data carries a new `instance-id`, the VM's " +
+			"CD-ROM is switched to it and the old seed is deleted, then a running VM is restarted as for a `cores` change (a " +
+			"graceful shutdown within `shutdown_timeout`, then a start, announced in the plan; with `reboot_on_change = false` " +
+			"the new seed waits for the VM's next start). The VMID, MAC address, disks and, with a static address or a stable " +
+			"DHCP lease, the address are kept. A new instance-id means: " + newInstanceInGuest + ". Changing this attribute " +
+			"changes nothing on the VM.",
+		resource: schema.StringAttribute{
+			Optional: true, Computed: true,
+			Default:    stringdefault.StaticString(cloudInitChangeReplace),
+			Validators: []validator.String{stringvalidator.OneOf(cloudInitChangeReplace, cloudInitChangeRestart)},
+		},
+	}}
+}
+
+// read is what an import reads of the cloud-init: the text cannot be read back (null), the
+// digest the VM was made with is in its mark, so a matching cloud_init_wo plans nothing. A
+// refresh reads none of it (the VM does not say).
+func (c *vmCloudInit) read(vm proxmox.VM) {
+	c.CloudInit, c.CloudInitWO = types.StringNull(), types.StringNull()
+	c.CloudInitDigest = stringOrNull(vm.MarkExtra.UserDataDigest)
+}
+
+// nullUnknown nulls the values still unknown (the partial state of a create).
+func (c *vmCloudInit) nullUnknown() {
+	for _, s := range []*types.String{&c.CloudInit, &c.CloudInitWO, &c.CloudInitDigest, &c.CloudInitChange} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
 	}
 }
 
-// cloudInitDigestAttribute is the digest of the VM's cloud-init (cloudInitDigest).
-func cloudInitDigestAttribute() schema.StringAttribute {
-	md := "`hmac-sha256:<hex>`, the keyed digest of the VM's cloud-init (`cloud_init_wo`, or " +
-		"`cloud_init` when the provider has a `cloud_init_digest_key`), also written into the VM's mark. It cannot " +
-		"be reversed without the key. Null when the VM was made without cloud-init or without a key. Known at plan " +
-		"time when the VM's `uid` is."
-	return schema.StringAttribute{Computed: true, Description: plain(md), MarkdownDescription: md}
+// spec puts the planned cloud_init into a create; a cloud_init_wo, which only the
+// configuration holds, and the digest, keyed by the uid the create mints, are put by
+// applyCloudInitWO.
+func (c vmCloudInit) spec(s *proxmox.Spec) {
+	if v, ok := knownString(c.CloudInit); ok {
+		s.UserData = []byte(v)
+	}
+}
+
+// changes puts into an update the cloud-init user-data (proxmox.Changes.UserData) the
+// backend needs to rebuild a seed ISO that a failed destroy deleted: the configured
+// cloud_init, else the one in the state; a VM made without cloud_init has empty
+// user-data. It is unknown (UserDataKnown false) only for an imported VM whose cloud_init
+// was never set, since an import cannot read it back (cloudInitUnread). It is no change
+// of the VM: a new text replaces it or swaps its seed (planReseed).
+func (c vmCloudInit) changes(prior vmCloudInit, ch *proxmox.Changes, cloudInitUnread bool) {
+	ch.UserData, ch.UserDataKnown = nil, false
+	switch {
+	case !c.CloudInit.IsNull() && !c.CloudInit.IsUnknown():
+		ch.UserData, ch.UserDataKnown = []byte(c.CloudInit.ValueString()), true
+	case !prior.CloudInit.IsNull() && !prior.CloudInit.IsUnknown():
+		ch.UserData, ch.UserDataKnown = []byte(prior.CloudInit.ValueString()), true
+	case !cloudInitUnread:
+		ch.UserData, ch.UserDataKnown = []byte{}, true
+	}
+}
+
+// importedCloudInitChange fills cloud_init_change of an imported VM (or a state written
+// before the attribute) with its default.
+func importedCloudInitChange(m *proxyVMModel) {
+	if m.CloudInitChange.IsNull() || m.CloudInitChange.IsUnknown() {
+		m.CloudInitChange = types.StringValue(cloudInitChangeReplace)
+	}
 }
 
 // cloudInitText is the configured cloud-init and which attribute holds it: the write-only
 // one first. known is false when the value is unknown (set from something known only at
 // apply); set is false when neither is configured.
-func cloudInitText(config proxyVMModel) (text string, wo, set, known bool) {
+func cloudInitText(config vmCloudInit) (text string, wo, set, known bool) {
 	switch {
 	case config.CloudInitWO.IsUnknown():
 		return "", true, true, false
@@ -117,7 +219,7 @@ func cloudInitText(config proxyVMModel) (text string, wo, set, known bool) {
 // provider's own configuration is unknown: then a cloud_init_wo cannot be compared and a
 // change is assumed. cloudInitUnread says an import left the cloud-init unread.
 func planCloudInitDigest(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, cloudInitUnread bool) (replace []path.Path, diags diag.Diagnostics) {
-	text, wo, set, known := cloudInitText(config)
+	text, wo, set, known := cloudInitText(config.vmCloudInit)
 	key := ""
 	if cfg != nil {
 		key = cfg.DigestKey
@@ -162,7 +264,7 @@ func planCloudInitDigest(cfg *resolvedConfig, config proxyVMModel, plan *proxyVM
 // cloudInitSame says the planned cloud-init is the one the VM was made with, or one that
 // does not replace it (see planCloudInitDigest).
 func cloudInitSame(config proxyVMModel, plan, prior *proxyVMModel, cloudInitUnread bool) bool {
-	text, _, set, known := cloudInitText(config)
+	text, _, set, known := cloudInitText(config.vmCloudInit)
 	priorText, hadText := knownString(prior.CloudInit)
 	priorDigest, hadDigest := knownString(prior.CloudInitDigest)
 	newDigest, haveDigest := knownString(plan.CloudInitDigest)
@@ -191,7 +293,7 @@ func applyCloudInitWO(spec *proxmox.Spec, config proxyVMModel, cfg *resolvedConf
 	if v, ok := knownString(config.CloudInitWO); ok {
 		spec.UserData = []byte(v)
 	}
-	_, _, set, known := cloudInitText(config)
+	_, _, set, known := cloudInitText(config.vmCloudInit)
 	if set && known && cfg != nil && cfg.DigestKey != "" && spec.UID != "" {
 		spec.UserDataDigest = cloudInitDigest(cfg.DigestKey, spec.UID, string(spec.UserData))
 	}

@@ -7,26 +7,48 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
+	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// The guest's network configuration through the NoCloud seed's network-config:
-// network_config (raw, byte for byte) or static_ipv4 (a static address on the first NIC,
-// rendered by the backend for the MAC Proxmox gives the clone, proxmox.NetworkConfig).
-// cloud-init applies network-config when an instance boots for the first time (fact:
-// nocloud-network-config), so a change replaces the VM. The mark keeps static_ipv4 whole
+// vmNetwork is the network facet (vm_facet.go): the VM's first NIC (net0), its bridge
+// and VLAN tag, changed in place, and the guest's network configuration through the
+// NoCloud seed's network-config: network_config (raw, byte for byte) or static_ipv4 (a
+// static address on the first NIC, rendered by the backend for the MAC Proxmox gives the
+// clone, proxmox.NetworkConfig). cloud-init applies network-config when an instance boots
+// for the first time (fact: nocloud-network-config), so a change of it replaces the VM (or
+// swaps the seed, proxy_vm_reseed.go): it has no changes. The mark keeps static_ipv4 whole
 // (proxmox.MarkKeyStaticIPv4), which an import reads back, and the digest of either
 // (proxmox.MarkKeyNetworkDigest), so an import can tell whether a configuration's raw
 // network_config is the one the VM was made with.
+//
+// The proxy_vm data source shows what is read back from a VM (vmNetworkReadable), not
+// network_config; proxy_vms lists none of it.
+type vmNetwork struct {
+	vmNetworkReadable
+	NetworkConfig types.String `tfsdk:"network_config"`
+}
+
+// vmNetworkReadable is the part of the network facet read back from a VM: net0's bridge and
+// VLAN tag from its config, static_ipv4 from its mark.
+type vmNetworkReadable struct {
+	Bridge     types.String `tfsdk:"bridge"`
+	VLANTag    types.Int64  `tfsdk:"vlan_tag"`
+	StaticIPv4 types.Object `tfsdk:"static_ipv4"`
+}
 
 // staticIPv4AttrTypes are static_ipv4's attributes.
 var staticIPv4AttrTypes = map[string]attr.Type{
@@ -56,34 +78,65 @@ const networkReplaces = "cloud-init applies a network configuration when the VM 
 	"the proxy operator or an earlier release) records the first value set without replacing it, unless the addresses " +
 	"the guest agent reported at the import lack a configured static address."
 
-func networkAttributes() map[string]schema.Attribute {
-	ncMD := "A NoCloud `network-config` for the guest, written byte for byte into the seed ISO beside the user-data: " +
-		"version 2 (netplan-style) or version 1 YAML, optionally under a top-level `network:` key. It replaces " +
-		"cloud-init's default (DHCP on the first NIC). Checked at plan time: not empty, a YAML mapping with " +
-		"`version: 1` or `version: 2`; what a guest's renderer makes of it is not checked. Not sensitive (it is in " +
-		"the state and the plan), but only its size is logged. Set this or `static_ipv4`, not both. " + networkReplaces
-	staticMD := "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`: the provider " +
-		"renders a version 2 network-config that matches the NIC by the MAC address Proxmox gives the clone (so it " +
-		"works with every cloud-init renderer, not only netplan) and turns DHCP off. With it, `ip_address` is this " +
-		"address, known at plan time, and the create waits until the guest agent reports it (not any address; unless " +
-		"`wait_for_ip = false`): a guest that reports other addresses only fails the create, naming both. Set this or `network_config`, not " +
-		"both. " + networkReplaces
-	return map[string]schema.Attribute{
-		"network_config": schema.StringAttribute{
-			Optional:            true,
-			MarkdownDescription: ncMD,
-			Description:         plain(ncMD),
-			Validators:          []validator.String{networkConfigValidator{}},
+// networkAttrs are the network facet's attributes.
+func networkAttrs() []facetAttr {
+	return []facetAttr{{
+		name: "bridge",
+		md:   "The Linux bridge of the VM's first NIC (net0).",
+		change: "It overrides the provider's `bridge`. Without " +
+			"either, net0 stays as cloned. Changing it rewrites net0 in place, keeping the NIC model and MAC " +
+			"address. Removing it from the configuration leaves the current bridge. A Proxmox bridge id (pve-bridge-id): " +
+			"1 to 15 letters, digits, '-', '_' or '.', checked at plan time.",
+		resource: schema.StringAttribute{
+			Optional:      true,
+			Computed:      true,
+			Validators:    []validator.String{validators.BridgeID()},
+			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
-		"static_ipv4": schema.SingleNestedAttribute{
-			Optional:            true,
-			MarkdownDescription: staticMD,
-			Description:         plain(staticMD),
+	}, {
+		name: "vlan_tag",
+		md:   "The VLAN tag of net0 (1 to 4094).",
+		change: "It overrides the provider's `vlan_tag`. Without either, net0 " +
+			"stays as cloned. Changing it rewrites net0 in place. Removing it from the configuration leaves " +
+			"the current tag.",
+		read: "Null when net0 is untagged.",
+		resource: schema.Int64Attribute{
+			Optional:      true,
+			Computed:      true,
+			Validators:    []validator.Int64{int64validator.Between(1, 4094)},
+			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+		},
+	}, {
+		name: "network_config",
+		md: "A NoCloud `network-config` for the guest, written byte for byte into the seed ISO beside the user-data: " +
+			"version 2 (netplan-style) or version 1 YAML, optionally under a top-level `network:` key. It replaces " +
+			"cloud-init's default (DHCP on the first NIC).",
+		change: "Checked at plan time: not empty, a YAML mapping with " +
+			"`version: 1` or `version: 2`; what a guest's renderer makes of it is not checked. Not sensitive (it is in " +
+			"the state and the plan), but only its size is logged. Set this or `static_ipv4`, not both. " + networkReplaces,
+		resourceOnly: true, // the seed cannot be read back, only the digest in the mark
+		resource: schema.StringAttribute{
+			Optional:   true,
+			Validators: []validator.String{networkConfigValidator{}},
+		},
+	}, {
+		name: "static_ipv4",
+		md: "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`: the provider " +
+			"renders a version 2 network-config that matches the NIC by the MAC address Proxmox gives the clone (so it " +
+			"works with every cloud-init renderer, not only netplan) and turns DHCP off.",
+		change: "With it, `ip_address` is this " +
+			"address, known at plan time, and the create waits until the guest agent reports it (not any address; unless " +
+			"`wait_for_ip = false`): a guest that reports other addresses only fails the create, naming both. Set this or `network_config`, not " +
+			"both. " + networkReplaces,
+		read: "The one the VM was made with, from its mark; null when it was made without one (DHCP, or a raw " +
+			"`network_config`, which cannot be read back).",
+		resource: schema.SingleNestedAttribute{
+			Optional: true,
 			Validators: []validator.Object{
 				objectvalidator.ConflictsWith(path.MatchRoot("network_config")),
 				staticIPv4Validator{},
 			},
-			Attributes: withPlainAttributes(map[string]schema.Attribute{
+			Attributes: map[string]schema.Attribute{
 				"address": schema.StringAttribute{
 					Required: true,
 					MarkdownDescription: "The address with its prefix length, e.g. `10.0.0.5/24`: an IPv4 prefix of /1 to /32 " +
@@ -104,8 +157,108 @@ func networkAttributes() map[string]schema.Attribute {
 					Optional:            true,
 					MarkdownDescription: "DNS search domains, in order.",
 				},
-			}),
+			},
 		},
+	}}
+}
+
+// read takes net0's bridge and VLAN tag of the VM as the backend read it, and types a zero
+// static_ipv4 (a model built field by field). The network configuration is not read back:
+// an import reads static_ipv4 from the mark (importedModel).
+func (n *vmNetwork) read(vm proxmox.VM) {
+	n.Bridge = stringOrNull(vm.Bridge)
+	n.VLANTag = intOrNull(vm.VLANTag)
+	n.typeStatic()
+}
+
+// typeStatic gives a zero static_ipv4 its type.
+func (n *vmNetwork) typeStatic() {
+	if len(n.StaticIPv4.AttributeTypes(context.Background())) == 0 {
+		n.StaticIPv4 = nullStatic
+	}
+}
+
+// staticIPAddress makes ip_address the static address when the guest agent reported it
+// among the guest's addresses (the first address the agent reports may be another
+// interface's).
+func (n vmNetwork) staticIPAddress(a *vmAddresses, vm proxmox.VM) {
+	c, ok := networkOf(context.Background(), n)
+	if !ok || c == nil || c.Static == nil {
+		return
+	}
+	if want := c.WantIPv4(); slices.Contains(vm.Addresses.IPv4, want) {
+		a.IPAddress = types.StringValue(want)
+	}
+}
+
+// nullUnknown nulls the values still unknown (the partial state of a create), and types a
+// zero static_ipv4.
+func (n *vmNetwork) nullUnknown() {
+	for _, s := range []*types.String{&n.Bridge, &n.NetworkConfig} {
+		if s.IsUnknown() {
+			*s = types.StringNull()
+		}
+	}
+	if n.VLANTag.IsUnknown() {
+		n.VLANTag = types.Int64Null()
+	}
+	if n.StaticIPv4.IsUnknown() {
+		n.StaticIPv4 = nullStatic
+	}
+	n.typeStatic()
+}
+
+// spec puts the planned bridge, VLAN tag and network configuration (with its digest) into
+// a create.
+func (n vmNetwork) spec(s *proxmox.Spec) {
+	if v, ok := knownString(n.Bridge); ok {
+		s.Bridge = v
+	}
+	if v, ok := knownInt(n.VLANTag); ok {
+		s.VLANTag = v
+	}
+	if c, ok := networkOf(context.Background(), n); ok && c != nil {
+		s.Network, s.NetworkDigest = c, proxmox.NetworkDigest(c)
+	}
+}
+
+// changes puts the bridge and VLAN tag that change from prior into an update, and says
+// whether any does (a new network configuration is no change: see planNetwork).
+func (n vmNetwork) changes(prior vmNetwork, c *proxmox.Changes) bool {
+	changed := false
+	if c.VLANTag = intChange(prior.VLANTag, n.VLANTag); c.VLANTag != nil {
+		changed = true
+	}
+	if v, ok := knownString(n.Bridge); ok && !n.Bridge.Equal(prior.Bridge) {
+		c.Bridge = &v
+		changed = true
+	}
+	return changed
+}
+
+// planNetworkDefaults gives bridge and vlan_tag the resource's value, else the provider's,
+// else the VM's as cloned (known after create).
+func planNetworkDefaults(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) {
+	creating := prior == nil
+	if config.Bridge.IsNull() {
+		switch {
+		case cfg.Bridge != "":
+			plan.Bridge = types.StringValue(cfg.Bridge)
+		case creating:
+			plan.Bridge = types.StringUnknown()
+		default:
+			plan.Bridge = prior.Bridge
+		}
+	}
+	if config.VLANTag.IsNull() {
+		switch {
+		case cfg.VLANTag > 0:
+			plan.VLANTag = types.Int64Value(int64(cfg.VLANTag))
+		case creating:
+			plan.VLANTag = types.Int64Unknown()
+		default:
+			plan.VLANTag = prior.VLANTag
+		}
 	}
 }
 
@@ -241,9 +394,9 @@ func listElems(l types.List, complete *bool) []string {
 	return out
 }
 
-// networkOf is the network configuration a model says, and whether it is known (an
-// unknown value is not). nil, true: none.
-func networkOf(ctx context.Context, m proxyVMModel) (*proxmox.NetworkConfig, bool) {
+// networkOf is the network configuration the facet's values say, and whether it is known
+// (an unknown value is not). nil, true: none.
+func networkOf(ctx context.Context, m vmNetwork) (*proxmox.NetworkConfig, bool) {
 	switch {
 	case m.NetworkConfig.IsUnknown() || m.StaticIPv4.IsUnknown():
 		return nil, false
@@ -309,7 +462,7 @@ func readNetworkImport(ctx context.Context, p privateGetter) (networkImport, dia
 // planNetwork plans ip_address for a static address and decides whether the network
 // configuration replaces the VM. prior is nil for a create.
 func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, imp networkImport) []path.Path {
-	cur, known := networkOf(ctx, config)
+	cur, known := networkOf(ctx, config.vmNetwork)
 	// The static address is ip_address, known now, whenever the VM is planned to run: the
 	// create's wait (or, after a start, the check of what the agent reports) confirms it.
 	if !startedFalse(plan.Started) && !plan.Started.IsUnknown() {
@@ -329,7 +482,7 @@ func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, p
 	if !known {
 		return []path.Path{attrPath}
 	}
-	was, _ := networkOf(ctx, *prior)
+	was, _ := networkOf(ctx, prior.vmNetwork)
 	recorded := !prior.NetworkConfig.IsNull() || (!prior.StaticIPv4.IsNull() && len(prior.StaticIPv4.AttributeTypes(ctx)) != 0)
 	newDigest := proxmox.NetworkDigest(cur)
 	switch {
@@ -392,33 +545,10 @@ func knownStrings(l types.List) ([]string, bool) {
 	return out, complete
 }
 
-// applyNetworkSpec puts the planned network configuration and its digest into a create.
-func applyNetworkSpec(s *proxmox.Spec, plan proxyVMModel) {
-	if n, ok := networkOf(context.Background(), plan); ok && n != nil {
-		s.Network, s.NetworkDigest = n, proxmox.NetworkDigest(n)
-	}
-}
-
 // networkBytes is the size of a create's raw network-config, for the logs (the static
 // form's rendering is as long as the address data); 0 without one.
 func networkBytes(s proxmox.Spec) int {
 	return s.Network.Size()
-}
-
-// applyNetwork types a zero static_ipv4 and, when the agent reported the static address
-// among the guest's addresses, makes it ip_address (the first address the agent reports
-// may be another interface's).
-func applyNetwork(m *proxyVMModel, vm proxmox.VM) {
-	if len(m.StaticIPv4.AttributeTypes(context.Background())) == 0 {
-		m.StaticIPv4 = nullStatic
-	}
-	n, ok := networkOf(context.Background(), *m)
-	if !ok || n == nil || n.Static == nil {
-		return
-	}
-	if want := n.WantIPv4(); slices.Contains(vm.Addresses.IPv4, want) {
-		m.IPAddress = types.StringValue(want)
-	}
 }
 
 // networkMismatch says when the agent reported another address than the planned static one.
