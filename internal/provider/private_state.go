@@ -26,7 +26,7 @@ var (
 	privateKeyPower = privateKey[powerRecord]{name: "power", what: "pending changes"}
 	// privateKeyReseed: the plan decided a seed swap in place (proxy_vm_reseed.go).
 	privateKeyReseed = privateKey[bool]{name: "reseed", what: "seed swap"}
-	// privateKeyNetworkDigest: the network digest an import read from the mark (proxy_vm_network.go).
+	// privateKeyNetworkDigest: the network digest an import read from the mark (vm_network.go).
 	privateKeyNetworkDigest = privateKey[string]{name: "network_digest", what: "network digest"}
 )
 

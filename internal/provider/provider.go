@@ -93,7 +93,7 @@ type providerModel struct {
 	VendorData          types.String `tfsdk:"vendor_data"`
 	InstallGuestAgent   types.Bool   `tfsdk:"install_guest_agent"`
 	UIDNamespace        types.String `tfsdk:"uid_namespace"`
-	// The key of the cloud_init_wo digests (proxy_vm_cloudinit.go).
+	// The key of the cloud_init_wo digests (vm_cloud_init.go).
 	CloudInitDigestKey types.String `tfsdk:"cloud_init_digest_key"`
 }
 

@@ -25,7 +25,7 @@ type unreadAttr string
 const (
 	unreadCloudInit unreadAttr = "cloud_init"
 	unreadTemplate  unreadAttr = "template"
-	unreadNetwork   unreadAttr = "network" // network_config and static_ipv4 (proxy_vm_network.go)
+	unreadNetwork   unreadAttr = "network" // network_config and static_ipv4 (vm_network.go)
 )
 
 // importMarker is the value of privateKeyImport.

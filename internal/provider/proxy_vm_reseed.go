@@ -12,11 +12,12 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// cloud_init_change (decision: seed-swap): what a change of the seed's content does.
-// "replace" (the default) replaces the VM, as cloud-init reads its seed at an instance's
-// first boot only; "restart" keeps the VM (VMID, MAC, disks) and swaps its seed for a new
-// one with a new instance-id, then restarts it as a cores change does, so the guest boots
-// as a new instance.
+// The seed swap (decision: seed-swap): what a change of the seed's content does, as
+// cloud_init_change (declared by the cloud-init facet, vm_cloud_init.go) says. "replace"
+// (the default) replaces the VM, as cloud-init reads its seed at an instance's first boot
+// only; "restart" keeps the VM (VMID, MAC, disks) and swaps its seed for a new one with a
+// new instance-id, then restarts it as a cores change does, so the guest boots as a new
+// instance.
 
 const (
 	cloudInitChangeReplace = "replace"

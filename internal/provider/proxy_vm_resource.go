@@ -114,7 +114,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// What changes the seed's content: replaced, or swapped in place (proxy_vm_reseed.go).
 	var seedReplace []path.Path
 	{
-		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (proxy_vm_cloudinit.go).
+		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (vm_cloud_init.go).
 		cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
 		resp.Diagnostics.Append(diags...)
 		ciReplace, diags := planCloudInitDigest(r.cfg(), config, &plan, prior, cloudInitUnread)
@@ -133,7 +133,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// What a cores or memory change does to a running VM (proxy_vm_power.go).
 	resp.Diagnostics.Append(planPower(config, &plan, prior, readPower(ctx, req.Private))...)
 	{
-		// network_config and static_ipv4: ip_address, and the replacement (proxy_vm_network.go).
+		// network_config and static_ipv4: ip_address, and the replacement (vm_network.go).
 		imp, diags := readNetworkImport(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
 		seedReplace = append(seedReplace, planNetwork(ctx, config, &plan, prior, imp)...)

@@ -21,7 +21,7 @@ import (
 // asked (create, a start or restart, import), kept by a refresh (which never asks the
 // agent) while the VM runs, null while it is stopped, and unknown in a plan that starts
 // or restarts it (planAddressesUnknown); with static_ipv4, ip_address is the static
-// address (proxy_vm_network.go).
+// address (vm_network.go).
 //
 // proxy_vms lists ip_address and the two address lists without it: its lists are empty,
 // not null, when there are none, and it has no interface, MAC address or agent flag.

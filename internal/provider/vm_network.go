@@ -145,7 +145,7 @@ func networkAttrs() []facetAttr {
 				"gateway": schema.StringAttribute{
 					Optional: true,
 					MarkdownDescription: "The default gateway, e.g. `10.0.0.1`: an IPv4 address inside `address`'s prefix. " +
-						"Unset: no default route.",
+						"Unset (null): no default route.",
 				},
 				"dns": schema.ListAttribute{
 					ElementType:         types.StringType,

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"maps"
 	"net/netip"
 	"testing"
@@ -28,7 +29,7 @@ func TestVMNetwork_read(t *testing.T) {
 	if n.Bridge.ValueString() != "vmbr1" || n.VLANTag.ValueInt64() != 42 {
 		t.Errorf("read bridge %v vlan_tag %v, want vmbr1 and 42", n.Bridge, n.VLANTag)
 	}
-	if !n.StaticIPv4.IsNull() || !n.StaticIPv4.Equal(nullStatic) {
+	if !n.StaticIPv4.IsNull() || len(n.StaticIPv4.AttributeTypes(context.Background())) != len(staticIPv4AttrTypes) {
 		t.Errorf("a zero static_ipv4 read as %v, want a typed null", n.StaticIPv4)
 	}
 	n = vmNetwork{NetworkConfig: types.StringValue("version: 2\n")}
@@ -78,7 +79,7 @@ func TestVMNetwork_nullUnknown(t *testing.T) {
 	}
 	var zero vmNetwork
 	zero.nullUnknown()
-	if !zero.StaticIPv4.Equal(nullStatic) {
+	if !zero.StaticIPv4.IsNull() || len(zero.StaticIPv4.AttributeTypes(context.Background())) != len(staticIPv4AttrTypes) {
 		t.Errorf("a zero static_ipv4 stays untyped: %v", zero.StaticIPv4)
 	}
 	known := vmNetwork{NetworkConfig: types.StringValue("version: 2\n")}
