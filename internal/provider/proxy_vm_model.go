@@ -293,7 +293,7 @@ func restarts(prior types.String, c proxmox.Changes) bool {
 // as ip_address when the agent reports it (vm_network.go), user tags, note and protection
 // (vm_note_tags.go), started.
 func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
-	m.vmNetwork.staticIPAddress(&m.vmAddresses, vm)
+	m.staticIPAddress(&m.vmAddresses, vm)
 	m.vmNoteTags.read(vm)
 	importedStarted(m, vm)
 }
