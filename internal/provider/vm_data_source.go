@@ -40,15 +40,13 @@ func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
 	vmIdentityFacet              // name and vmid are the lookup's arguments
-	Node            types.String `tfsdk:"node"`
+	vmLocation                   // node and pool
 	MadeBy          types.String `tfsdk:"made_by"`
-	Status          types.String `tfsdk:"status"`
+	vmPowerState                 // status and start_on_boot
 	vmTemplate
 	vmSize
-	Bridge      types.String `tfsdk:"bridge"`
-	VLANTag     types.Int64  `tfsdk:"vlan_tag"`
-	Pool        types.String `tfsdk:"pool"`
-	StartOnBoot types.Bool   `tfsdk:"start_on_boot"`
+	Bridge  types.String `tfsdk:"bridge"`
+	VLANTag types.Int64  `tfsdk:"vlan_tag"`
 	vmAddresses
 	vmNoteTags
 	StaticIPv4 types.Object   `tfsdk:"static_ipv4"`
@@ -74,9 +72,6 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	num := func(md string) schema.Int64Attribute {
 		return schema.Int64Attribute{Computed: true, MarkdownDescription: md}
 	}
-	boolean := func(md string) schema.BoolAttribute {
-		return schema.BoolAttribute{Computed: true, MarkdownDescription: md}
-	}
 	list := func(md string) schema.ListAttribute {
 		return schema.ListAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: md}
 	}
@@ -100,18 +95,11 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 				MarkdownDescription: "The VMID to look up; exactly one of `name` and `vmid` must be set.",
 				Validators:          []validator.Int64{int64validator.Between(100, 999999999)},
 			},
-			"node": str("The node the VM is on."),
 			"made_by": str("`provider` when the mark says this provider made the VM " +
 				"(`proxy-operator-created-by=terraform-provider-proxy`), else `other` (the proxy operator, or an early " +
 				"release of this provider)."),
-			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
-				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
-				"without addresses."),
 			"bridge":   str("The bridge net0 is on."),
 			"vlan_tag": num("net0's VLAN tag; null when untagged."),
-			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
-				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
-			"start_on_boot": boolean("Whether the VM starts with its node (`onboot`)."),
 			"static_ipv4": schema.SingleNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "The static IPv4 configuration the VM was made with (`proxy_vm`'s `static_ipv4`), " +
@@ -139,6 +127,8 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	maps.Copy(resp.Schema.Attributes, dataAttributes(sizeAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(addressesAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(powerStateAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(locationAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -205,10 +195,10 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	}
 	rm, _ := importedModel(vm, cfg, tmpl, rtimeouts.Value{}) // the resource's timeouts are not used here
 	out := vmDataModel{
-		vmIdentityFacet: rm.vmIdentityFacet, Node: rm.Node,
-		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
+		vmIdentityFacet: rm.vmIdentityFacet, vmLocation: rm.vmLocation,
+		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), vmPowerState: rm.vmPowerState,
 		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, Bridge: rm.Bridge, VLANTag: rm.VLANTag,
-		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
+		vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
 		StaticIPv4: rm.StaticIPv4, Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})
