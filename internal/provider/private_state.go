@@ -18,7 +18,7 @@ var (
 	privateKeyGone = privateKey[goneRecord]{name: "gone", what: "deletion"}
 	// privateKeySeed: the seed ISO the VM boots from (proxy_vm_uid.go).
 	privateKeySeed = privateKey[seedRecord]{name: "seed", what: "seed ISO"}
-	// privateKeyNode: the node the configuration asked for at the last apply (proxy_vm_node.go).
+	// privateKeyNode: the node the configuration asked for at the last apply (vm_placement.go).
 	privateKeyNode = privateKey[nodeRecord]{name: "node", what: "node"}
 	// privateKeyImport: the attributes an import left unread (proxy_vm_planmodifiers.go).
 	privateKeyImport = privateKey[importMarker]{name: "import", what: "import"}

@@ -15,24 +15,16 @@ import (
 
 // proxyVMModel is the proxy_vm resource's data.
 type proxyVMModel struct {
-	vmIdentityFacet              // vm_identity_facet.go
-	Node            types.String `tfsdk:"node"`
+	vmIdentityFacet // vm_identity_facet.go
+	vmPlacement     // vm_placement.go
 	vmTemplate
 	vmSize
 	vmCloudInit                // vm_cloud_init.go
 	vmNetwork                  // vm_network.go
-	Pool        types.String   `tfsdk:"pool"` // proxy_vm_pool.go
-	StartOnBoot types.Bool     `tfsdk:"start_on_boot"`
-	WaitForIP   types.Bool     `tfsdk:"wait_for_ip"`
-	MigrateBack types.Bool     `tfsdk:"migrate_back"`
-	Status      types.String   `tfsdk:"status"`
+	vmPower                    // vm_power.go
 	Timeouts    timeouts.Value `tfsdk:"timeouts"`
 	vmAddresses                // vm_addresses.go
 	vmNoteTags                 // vm_note_tags.go
-	Started     types.Bool     `tfsdk:"started"`
-	// Restarts for cores and memory (proxy_vm_power.go).
-	ShutdownTimeout types.String `tfsdk:"shutdown_timeout"`
-	RebootOnChange  types.Bool   `tfsdk:"reboot_on_change"`
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -124,68 +116,35 @@ func formatCreatedAt(t time.Time) types.String {
 	return types.StringValue(t.UTC().Format(time.RFC3339))
 }
 
-// statusOf maps the backend's state onto the status attribute.
-func statusOf(s proxmox.State) types.String {
-	switch s {
-	case proxmox.StateRunning:
-		return types.StringValue(statusRunning)
-	case proxmox.StateProvisioning:
-		return types.StringValue(statusProvisioning)
-	case "":
-		return types.StringNull()
-	default:
-		return types.StringValue(statusStopped)
-	}
-}
-
 // applyVM copies what the backend read into m: identity, placement, the effective sizes
 // and network, and the runtime values. Inputs that cannot be read back (image,
-// template_vmid, machine_type, cloud_init, wait_for_ip, timeouts) are left alone.
+// template_vmid, machine_type, cloud_init, timeouts) are left alone; the power settings
+// that cannot be read get their defaults where they have none (vmPower.read).
 //
 // The addresses are the guest-addresses facet's (vmAddresses.read). A status the backend
-// could not read (StatusUnknown) keeps the prior status.
+// could not read (StatusUnknown) keeps the prior status, and the addresses known before.
 func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.vmIdentityFacet.read(vm)
-	if vm.Node != "" {
-		m.Node = types.StringValue(vm.Node)
-	}
+	m.vmPlacement.read(vm)
 	m.vmSize.read(vm)
 	m.vmNetwork.read(vm)
-	m.Pool = poolValue(vm.Pool, m.Pool)
-	m.StartOnBoot = types.BoolValue(vm.OnBoot)
+	m.vmPower.read(vm)
 	m.vmAddresses.read(vm)
-	defer applyConcepts(m, vm)
-	defer importedPower(m) // an import, or a state written before the attributes
-	if vm.StatusUnknown {
-		// The node did not answer: keep the status (and the addresses, vmAddresses.read)
-		// known before.
-		if m.Status.IsUnknown() {
-			m.Status = types.StringNull()
-		}
-		return
-	}
-	m.Status = statusOf(vm.State)
+	importedCloudInitChange(m) // an import, or a state written before the attribute
+	applyConcepts(m, vm)
 }
 
 // partialState is what Create saves as soon as the VMID is known: the plan with every
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	for _, s := range []*types.String{&m.Node, &m.Status, &m.Pool} {
-		if s.IsUnknown() {
-			*s = types.StringNull()
-		}
-	}
 	m.vmIdentityFacet.nullUnknown()
+	m.vmPlacement.nullUnknown()
 	m.vmTemplate.nullUnknown()
 	m.vmSize.nullUnknown()
 	m.vmCloudInit.nullUnknown()
 	m.vmNetwork.nullUnknown()
-	for _, b := range []*types.Bool{&m.StartOnBoot, &m.WaitForIP, &m.MigrateBack} {
-		if b.IsUnknown() {
-			*b = types.BoolNull()
-		}
-	}
+	m.vmPower.nullUnknown()
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
@@ -202,8 +161,6 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 // attributes it had to leave unread.
 func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTimeouts timeouts.Value) (proxyVMModel, []unreadAttr) {
 	m := proxyVMModel{
-		WaitForIP:   types.BoolValue(true),
-		MigrateBack: types.BoolValue(true),
 		vmAddresses: vmAddresses{IPAddress: types.StringNull()},
 		Timeouts:    nullTimeouts,
 	}
@@ -240,17 +197,13 @@ func templateCandidates(cfg *resolvedConfig) []int {
 // specFor resolves a planned model into a Create request. The plan has passed ModifyPlan,
 // so node, template and sizes are known unless they depend on the template (disk).
 func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
-	s := proxmox.Spec{
-		Node:      plan.Node.ValueString(),
-		OnBoot:    plan.StartOnBoot.IsNull() || plan.StartOnBoot.IsUnknown() || plan.StartOnBoot.ValueBool(),
-		WaitForIP: plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool(),
-		CreatedAt: createdAt,
-	}
+	s := proxmox.Spec{CreatedAt: createdAt}
 	plan.vmIdentityFacet.spec(&s)
+	plan.vmPlacement.spec(&s)
+	plan.vmPower.spec(&s)
 	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
 	plan.vmCloudInit.spec(&s)
 	plan.vmNetwork.spec(&s)
-	s.Pool = plan.Pool.ValueString()
 	applyConceptsSpec(&s, plan)
 	return s
 }
@@ -262,19 +215,10 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 	if plan.vmNetwork.changes(prior.vmNetwork, &c) {
 		changed = true
 	}
-	if !plan.StartOnBoot.IsNull() && !plan.StartOnBoot.IsUnknown() && !plan.StartOnBoot.Equal(prior.StartOnBoot) {
-		v := plan.StartOnBoot.ValueBool()
-		c.OnBoot = &v
+	if plan.vmPower.changes(prior.vmPower, &c) {
 		changed = true
 	}
-	if needsStart(prior.Status) {
-		c.Start = true
-		changed = true
-	}
-	if c.Node = nodeChange(prior, plan); c.Node != nil {
-		changed = true
-	}
-	if c.Pool, c.PriorPool = poolChange(prior, plan); c.Pool != nil {
+	if plan.vmPlacement.changes(prior.vmPlacement, &c) {
 		changed = true
 	}
 	if conceptChanges(&c, prior, plan) {
@@ -291,11 +235,10 @@ func restarts(prior types.String, c proxmox.Changes) bool {
 
 // applyConcepts copies what the backend read beyond applyVM's fields: the static address
 // as ip_address when the agent reports it (vm_network.go), user tags, note and protection
-// (vm_note_tags.go), started.
+// (vm_note_tags.go).
 func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
 	m.staticIPAddress(&m.vmAddresses, vm)
 	m.vmNoteTags.read(vm)
-	importedStarted(m, vm)
 }
 
 // nullUnknownConcepts nulls the values of conceptAttributes still unknown (the partial state
@@ -303,23 +246,15 @@ func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
 func nullUnknownConcepts(m *proxyVMModel) {
 	m.vmAddresses.nullUnknown()
 	m.vmNoteTags.nullUnknown()
-	if m.Started.IsUnknown() {
-		m.Started = types.BoolNull()
-	}
 }
 
 // applyConceptsSpec puts the planned tags, note and protection into a create's spec.
 func applyConceptsSpec(s *proxmox.Spec, plan proxyVMModel) {
 	plan.vmNoteTags.spec(s)
-	startedSpec(s, plan)
 }
 
 // conceptChanges puts the changed tags, note and protection into an update; it reports
 // whether there was any.
 func conceptChanges(c *proxmox.Changes, prior, plan proxyVMModel) bool {
-	changed := startedChanges(c, prior, plan)
-	if plan.vmNoteTags.changes(prior.vmNoteTags, c) {
-		changed = true
-	}
-	return changed
+	return plan.vmNoteTags.changes(prior.vmNoteTags, c)
 }

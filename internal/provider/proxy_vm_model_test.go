@@ -183,7 +183,7 @@ func TestApplyVM_address(t *testing.T) {
 }
 
 func TestApplyVM_statusUnknownKeepsPrior(t *testing.T) {
-	m := proxyVMModel{Status: types.StringValue("running"), vmAddresses: vmAddresses{IPAddress: types.StringValue("192.0.2.10")}}
+	m := proxyVMModel{vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringValue("running")}}, vmAddresses: vmAddresses{IPAddress: types.StringValue("192.0.2.10")}}
 	vm := vmFixture()
 	vm.State, vm.IP, vm.StatusUnknown = proxmox.StateProvisioning, "", true
 	applyVM(&m, vm)
@@ -215,13 +215,12 @@ func TestPartialState_savesIntoNullState(t *testing.T) {
 	plan := proxyVMModel{
 		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), ID: types.StringUnknown(), VMID: types.Int64Unknown(),
 			UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown()},
-		Node:       types.StringValue("pve1"),
-		vmTemplate: vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
+		vmPlacement: vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve1")}},
+		vmTemplate:  vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")}, vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Unknown()},
 		vmCloudInit: vmCloudInit{CloudInit: types.StringValue("#cloud-config\n")},
-		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringUnknown(), VLANTag: types.Int64Unknown()}}, StartOnBoot: types.BoolValue(true),
-		WaitForIP:   types.BoolValue(true),
+		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringUnknown(), VLANTag: types.Int64Unknown()}},
+		vmPower:     vmPower{vmPowerState: vmPowerState{Status: types.StringUnknown(), StartOnBoot: types.BoolValue(true)}, WaitForIP: types.BoolValue(true)},
 		vmAddresses: vmAddresses{IPAddress: types.StringUnknown(), MACAddress: types.StringUnknown(), AgentEnabled: types.BoolUnknown()},
-		Status:      types.StringUnknown(),
 	}
 	var nullTimeouts proxyVMModel
 	if d := st.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts.Timeouts); d.HasError() {
@@ -335,11 +334,11 @@ func TestTemplateCandidates(t *testing.T) {
 
 func TestSpecFor(t *testing.T) {
 	plan := proxyVMModel{
-		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), UID: types.StringValue("u")}, Node: types.StringValue("pve1"),
+		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("proxy-a"), UID: types.StringValue("u")}, vmPlacement: vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve1")}},
 		vmTemplate: vmTemplate{TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("large")}, vmSize: vmSize{Cores: types.Int64Value(4), MemoryMiB: types.Int64Value(4096), DiskGiB: types.Int64Unknown()},
 		vmCloudInit: vmCloudInit{CloudInit: types.StringValue("UD")},
-		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringUnknown(), VLANTag: types.Int64Value(4)}}, StartOnBoot: types.BoolValue(false),
-		WaitForIP: types.BoolValue(false),
+		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringUnknown(), VLANTag: types.Int64Value(4)}},
+		vmPower:     vmPower{vmPowerState: vmPowerState{StartOnBoot: types.BoolValue(false)}, WaitForIP: types.BoolValue(false)},
 	}
 	now := time.Now()
 	s := specFor(plan, testCfg(), now)
@@ -356,8 +355,8 @@ func TestSpecFor(t *testing.T) {
 
 func TestChangesFor(t *testing.T) {
 	prior := proxyVMModel{
-		vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null()}}, StartOnBoot: types.BoolValue(true),
-		Status: types.StringValue("running"),
+		vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null()}},
+		vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringValue("running"), StartOnBoot: types.BoolValue(true)}},
 	}
 	if _, changed := changesFor(prior, prior); changed {
 		t.Error("no change reported as a change")
@@ -406,8 +405,8 @@ func TestSeedUserData(t *testing.T) {
 }
 
 func TestMismatch(t *testing.T) {
-	plan := proxyVMModel{vmSize: vmSize{DiskGiB: types.Int64Value(2), Cores: types.Int64Value(1)}, Status: types.StringUnknown()}
-	got := proxyVMModel{vmSize: vmSize{DiskGiB: types.Int64Value(3), Cores: types.Int64Value(1)}, Status: types.StringValue("running")}
+	plan := proxyVMModel{vmSize: vmSize{DiskGiB: types.Int64Value(2), Cores: types.Int64Value(1)}, vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringUnknown()}}}
+	got := proxyVMModel{vmSize: vmSize{DiskGiB: types.Int64Value(3), Cores: types.Int64Value(1)}, vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringValue("running")}}}
 	msg := mismatch(plan, got)
 	if !strings.Contains(msg, "disk_gib") || !strings.Contains(msg, "at least 3") {
 		t.Errorf("mismatch = %q, want the disk advice", msg)

@@ -13,7 +13,7 @@ import (
 func TestWarnNetworkConfigNoIPv4(t *testing.T) {
 	const empty, dhcp = "version: 2\nethernets: {}\n", "version: 2\nethernets:\n  ens18:\n    dhcp4: true\n"
 	model := func(nc string, wait types.Bool) proxyVMModel {
-		m := proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringValue(nc)}, WaitForIP: wait}
+		m := proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringValue(nc)}, vmPower: vmPower{WaitForIP: wait}}
 		if nc == "" {
 			m.NetworkConfig = types.StringNull()
 		}
@@ -32,7 +32,7 @@ func TestWarnNetworkConfigNoIPv4(t *testing.T) {
 		{"create, wait_for_ip unknown", model(empty, types.BoolUnknown()), nil, false},
 		{"create with DHCP", model(dhcp, types.BoolNull()), nil, false},
 		{"no network_config", model("", types.BoolNull()), nil, false},
-		{"network_config unknown", proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringUnknown()}, WaitForIP: types.BoolNull()}, nil, false},
+		{"network_config unknown", proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringUnknown()}, vmPower: vmPower{WaitForIP: types.BoolNull()}}, nil, false},
 		{"unchanged VM", model(empty, types.BoolNull()), &proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: types.StringValue(empty)}}, false},
 	}
 	for _, tc := range cases {

@@ -466,7 +466,7 @@ func TestPlanNetwork(t *testing.T) {
 		})
 	}
 	model := func(nc types.String, st types.Object, v4 ...string) proxyVMModel {
-		m := proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: nc, vmNetworkReadable: vmNetworkReadable{StaticIPv4: st}}, Started: types.BoolValue(true), vmAddresses: vmAddresses{IPv4Addresses: nullStringList}}
+		m := proxyVMModel{vmNetwork: vmNetwork{NetworkConfig: nc, vmNetworkReadable: vmNetworkReadable{StaticIPv4: st}}, vmPower: vmPower{Started: types.BoolValue(true)}, vmAddresses: vmAddresses{IPv4Addresses: nullStringList}}
 		if v4 != nil {
 			m.IPv4Addresses = stringList(v4)
 		}
@@ -594,7 +594,7 @@ func TestApplyNetwork_staticAddressIsIPAddress(t *testing.T) {
 			"address": types.StringValue("10.0.0.5/24"), "gateway": types.StringNull(),
 			"dns": types.ListNull(types.StringType), "search": types.ListNull(types.StringType),
 		})}},
-		vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}, Started: types.BoolValue(true),
+		vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}, vmPower: vmPower{Started: types.BoolValue(true)},
 	}
 	vm := vmFixture()
 	vm.IP, vm.Addresses = "172.17.0.1", proxmox.Addresses{IPv4: []string{"172.17.0.1", "10.0.0.5"}, Interface: "docker0"}

@@ -24,47 +24,13 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 	}
 	// The uid of a new VM stays unknown: Create mints a random one (newUID).
 	var diags diag.Diagnostics
-	diags.Append(planNode(cfg, config, plan, prior)...)
+	diags.Append(planPlacement(cfg, config, plan, prior)...)
 	replace, d := planTemplate(cfg, config, plan, prior, templateUnread)
 	diags.Append(d...)
 	diags.Append(planSize(cfg, config, plan, prior)...)
 	planNetworkDefaults(cfg, config, plan, prior)
-	planPool(cfg, config, plan, prior)
 	planAddressAfterRestart(plan, prior)
 	return replace, diags
-}
-
-// planNode checks a configured node against the provider's nodes; without one, a new VM
-// of a one-node provider goes to that node, and one of several nodes is placed at create.
-func planNode(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	creating := prior == nil
-	switch {
-	case config.Node.IsUnknown():
-	case config.Node.IsNull():
-		switch {
-		case !creating:
-			// UseStateForUnknown keeps the node the VM is on: an unset node never moves it.
-		case len(cfg.Nodes) > 1:
-			plan.Node = types.StringUnknown() // placed at create among the nodes that answer
-		default:
-			n, err := cfg.NodeFor("")
-			if err != nil {
-				diags.AddAttributeError(path.Root("node"), summaryInvalidConfig,
-					"Cannot choose a node for proxy VM "+plan.Name.String()+": "+err.Error()+".")
-			} else {
-				plan.Node = types.StringValue(n)
-			}
-		}
-	default:
-		if creating || !prior.Node.Equal(config.Node) {
-			if _, err := cfg.NodeFor(config.Node.ValueString()); err != nil {
-				diags.AddAttributeError(path.Root("node"), summaryInvalidConfig,
-					err.Error()+". Set node to one of the provider's nodes, or add the node to the provider's nodes.")
-			}
-		}
-	}
-	return diags
 }
 
 // planAddressAfterRestart makes the addresses unknown when the update starts the VM, or

@@ -14,11 +14,11 @@ import (
 // cfgModel is a configuration with the given fields; everything else null.
 func cfgModel(name string, set func(*proxyVMModel)) proxyVMModel {
 	m := proxyVMModel{
-		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name)}, Node: types.StringNull(),
+		vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name)}, vmPlacement: vmPlacement{vmLocation: vmLocation{Node: types.StringNull()}},
 		vmTemplate: vmTemplate{Image: types.StringNull(), TemplateVMID: types.Int64Null(), MachineType: types.StringNull()}, vmSize: vmSize{Cores: types.Int64Null(), MemoryMiB: types.Int64Null(), DiskGiB: types.Int64Null()},
 		vmCloudInit: vmCloudInit{CloudInit: types.StringNull()},
-		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringNull(), VLANTag: types.Int64Null()}}, StartOnBoot: types.BoolNull(),
-		WaitForIP: types.BoolNull(),
+		vmNetwork:   vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringNull(), VLANTag: types.Int64Null()}},
+		vmPower:     vmPower{vmPowerState: vmPowerState{StartOnBoot: types.BoolNull()}, WaitForIP: types.BoolNull()},
 	}
 	if set != nil {
 		set(&m)
@@ -64,12 +64,11 @@ func priorState() proxyVMModel {
 	return proxyVMModel{
 		vmIdentityFacet: vmIdentityFacet{ID: types.StringValue("vms/105967/proxy-a"), Name: types.StringValue("proxy-a"), VMID: types.Int64Value(105967),
 			UID: types.StringValue("u-1"), CreatedAt: types.StringValue("2026-01-02T03:04:05Z")},
-		Node:       types.StringValue("pve1"),
-		vmTemplate: vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")},
-		vmSize:     vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, vmCloudInit: vmCloudInit{CloudInit: types.StringNull()}, vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null()}},
-		StartOnBoot: types.BoolValue(true), WaitForIP: types.BoolValue(true),
+		vmPlacement: vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve1")}},
+		vmTemplate:  vmTemplate{Image: types.StringValue("debian-13"), TemplateVMID: types.Int64Value(9001), MachineType: types.StringValue("small")},
+		vmSize:      vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, vmCloudInit: vmCloudInit{CloudInit: types.StringNull()}, vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null()}},
+		vmPower:     vmPower{vmPowerState: vmPowerState{Status: types.StringValue("running"), StartOnBoot: types.BoolValue(true)}, WaitForIP: types.BoolValue(true)},
 		vmAddresses: vmAddresses{IPAddress: types.StringValue("192.0.2.10"), MACAddress: types.StringValue("BC:24:11:EE:48:83"), AgentEnabled: types.BoolValue(true)},
-		Status:      types.StringValue("running"),
 	}
 }
 

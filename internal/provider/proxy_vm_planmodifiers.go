@@ -125,49 +125,6 @@ func diskShrinks(prior, planned types.Int64) bool {
 	return planned.ValueInt64() < prior.ValueInt64()
 }
 
-// statusBackToRunning plans a VM found stopped (also paused or hibernated) back to
-// running, which Update does by starting it; a running or provisioning VM keeps its
-// status; a new VM's status is unknown until it is created.
-func statusBackToRunning() planmodifier.String { return statusModifier{} }
-
-type statusModifier struct{}
-
-var _ planmodifier.String = statusModifier{}
-
-func (statusModifier) Description(context.Context) string {
-	return "A VM found stopped, paused or hibernated is planned back to running and started in place."
-}
-
-func (m statusModifier) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
-
-func (statusModifier) PlanModifyString(_ context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
-	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
-		return
-	}
-	resp.PlanValue = plannedStatus(req.StateValue)
-}
-
-// plannedStatus is the status planned from the prior one.
-func plannedStatus(prior types.String) types.String {
-	switch {
-	case prior.IsNull() || prior.IsUnknown():
-		return types.StringUnknown()
-	case needsStart(prior):
-		return types.StringValue(statusRunning)
-	default:
-		return prior
-	}
-}
-
-// needsStart reports whether a prior status means the VM must be started.
-func needsStart(prior types.String) bool {
-	if prior.IsNull() || prior.IsUnknown() {
-		return false
-	}
-	s := prior.ValueString()
-	return s != statusRunning && s != statusProvisioning
-}
-
 // agentOffRequiresReplace plans agent_enabled = true and replaces a VM whose guest agent
 // was switched off outside Terraform: without it the VM can never report an address.
 func agentOffRequiresReplace() planmodifier.Bool { return agentModifier{} }

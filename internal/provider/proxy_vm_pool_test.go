@@ -577,7 +577,7 @@ func TestPoolValueAndChange(t *testing.T) {
 		{types.StringValue("blue"), types.StringValue("green"), true, "green", "blue"},
 		{types.StringValue("blue"), types.StringUnknown(), false, "", ""},
 	} {
-		to, from := poolChange(proxyVMModel{Pool: tc.prior}, proxyVMModel{Pool: tc.plan})
+		to, from := poolChange(tc.prior, tc.plan)
 		if (to != nil) != tc.move || (to != nil && (*to != tc.to || from != tc.from)) {
 			t.Errorf("poolChange(%s, %s) = %v, %q", tc.prior, tc.plan, to, from)
 		}

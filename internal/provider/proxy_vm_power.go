@@ -7,13 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
@@ -22,65 +17,8 @@ import (
 // the guest has shutdown_timeout to finish, then Proxmox stops it), or with
 // reboot_on_change = false leaves the change pending. Memory on a VM with memory hotplug
 // applies at once. Read reports what the VM runs with, so a pending change shows in every
-// plan until the VM restarts.
-
-const defaultShutdownTimeout = "2m"
-
-func powerAttributes() map[string]schema.Attribute {
-	st := "How long the restart that a " + restartAttrsMD("or") + " change needs (and the shutdown of `started = false`) gives the " +
-		"guest to shut down (the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
-		"it. A duration above zero and at most half of `timeouts.update`, since the update also has to hold the start and the " +
-		"address wait: a larger value is refused at plan. Default `" + defaultShutdownTimeout + "`; when `timeouts.update` is " +
-		"below `4m` and `shutdown_timeout` is not set, half of `timeouts.update` is used instead (the state still shows `" +
-		defaultShutdownTimeout + "`). Changing it changes nothing on the VM."
-	rb := "Whether a " + restartAttrsMD("or") + " change restarts a running VM to apply it. Default `true`: the " +
-		"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
-		"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
-		"until the VM's next start: the VM keeps running with its old values, and since the provider reports the " +
-		"`cores` and `memory_mib` the VM runs with, every plan shows such a change again (with a warning that it is pending) until the VM " +
-		"restarts (another option shows its configured value), by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
-		"(a stop and start in Proxmox; a reboot from inside the guest does not apply it). A memory change on a " +
-		"VM with memory hotplug applies without a restart either way. Changing it changes nothing on the VM."
-	return map[string]schema.Attribute{
-		"shutdown_timeout": schema.StringAttribute{Optional: true, Computed: true,
-			Default:             stringdefault.StaticString(defaultShutdownTimeout),
-			Validators:          []validator.String{validators.Duration()},
-			MarkdownDescription: st, Description: plain(st)},
-		"reboot_on_change": schema.BoolAttribute{Optional: true, Computed: true,
-			Default:             booldefault.StaticBool(true),
-			MarkdownDescription: rb, Description: plain(rb)},
-	}
-}
-
-// validatePower checks a configured shutdown_timeout against timeouts.update (when both
-// are known): at most half of it, as the update must also hold the start and the address
-// wait after the shutdown.
-func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
-	var diags diag.Diagnostics
-	s, ok := knownString(config.ShutdownTimeout)
-	if !ok {
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return nil // the attribute's validator says so
-	}
-	if !config.Timeouts.IsNull() && !config.Timeouts.IsUnknown() {
-		if v, ok := config.Timeouts.Attributes()["update"].(types.String); ok && v.IsUnknown() {
-			return nil
-		}
-	}
-	update, tdiags := config.Timeouts.Update(ctx, mustDuration(defaultUpdateTimeout))
-	if tdiags.HasError() {
-		return nil
-	}
-	if d > update/2 {
-		diags.AddAttributeError(path.Root("shutdown_timeout"), summaryInvalidConfig,
-			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), and after the shutdown it still has to "+
-				"start the VM and wait for its address: set shutdown_timeout to at most half of it (%s), or raise timeouts.update.", d, update, update/2))
-	}
-	return diags
-}
+// plan until the VM restarts. shutdown_timeout and reboot_on_change are the power facet's
+// attributes (vm_power.go).
 
 // powerRecord is the value of privateKeyPower: what the last read saw of the VM's sizes,
 // the values its config holds that wait for a restart, and whether memory is hotplugged.
@@ -308,16 +246,5 @@ func keepPending(state *proxyVMModel, plan proxyVMModel, vm proxmox.VM) {
 	}
 	if v, ok := knownInt(plan.MemoryMiB); ok && vm.PendingMemoryMiB == v {
 		state.MemoryMiB = plan.MemoryMiB
-	}
-}
-
-// importedPower fills the restart settings of an imported VM with their defaults.
-func importedPower(m *proxyVMModel) {
-	importedCloudInitChange(m)
-	if m.ShutdownTimeout.IsNull() || m.ShutdownTimeout.IsUnknown() {
-		m.ShutdownTimeout = types.StringValue(defaultShutdownTimeout)
-	}
-	if m.RebootOnChange.IsNull() || m.RebootOnChange.IsUnknown() {
-		m.RebootOnChange = types.BoolValue(true)
 	}
 }

@@ -31,7 +31,7 @@ func TestPlanReseed(t *testing.T) {
 		{"stopped VM", "restart", "stopped", false, true, true, "Proxy VM seed replaced in place"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prior := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("egress")}, Status: types.StringValue(tc.status), vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}}
+			prior := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue("egress")}, vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringValue(tc.status)}}, vmAddresses: vmAddresses{IPAddress: types.StringValue("10.0.0.5")}}
 			plan := prior
 			plan.CloudInitChange = types.StringValue(tc.mode)
 			plan.Started = types.BoolValue(tc.started)
@@ -54,7 +54,7 @@ func TestPlanReseed(t *testing.T) {
 			}
 		})
 	}
-	prior := proxyVMModel{Status: types.StringValue("running")}
+	prior := proxyVMModel{vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringValue("running")}}}
 	if replace, reseed, _ := planReseed(context.Background(), proxyVMModel{}, &proxyVMModel{vmCloudInit: vmCloudInit{CloudInitChange: types.StringValue("restart")}}, nil, ci); reseed || len(replace) != 1 {
 		t.Errorf("a create: reseed %v replace %v", reseed, replace)
 	}

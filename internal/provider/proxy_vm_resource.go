@@ -124,12 +124,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	planNodeDrift(config, &plan, prior, recorded, hasRecord)
-	// A VM found stopped is started; without the IP wait its status after the start is
-	// running or provisioning, whichever the VM reaches first.
-	if prior != nil && needsStart(prior.Status) && !plan.WaitForIP.IsUnknown() && !plan.WaitForIP.ValueBool() {
-		plan.Status = types.StringUnknown()
-	}
-	planStarted(&plan, prior) // started = false (proxy_vm_started.go)
+	planStatus(&plan, prior) // a start, started = false (vm_power.go)
 	// What a cores or memory change does to a running VM (proxy_vm_power.go).
 	resp.Diagnostics.Append(planPower(config, &plan, prior, readPower(ctx, req.Private))...)
 	{

@@ -7,9 +7,6 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
@@ -27,67 +24,11 @@ const (
 	defaultDeleteTimeout = "10m"
 )
 
-// Status values of the status attribute.
-const (
-	statusRunning      = "running"
-	statusProvisioning = "provisioning"
-	statusStopped      = "stopped"
-)
-
 func proxyVMSchema(ctx context.Context) schema.Schema {
 	return withPlainDescriptions(withAttributes(schema.Schema{
 		Version:             0,
 		MarkdownDescription: proxyVMMarkdown(),
-		Attributes: map[string]schema.Attribute{
-			"node": schema.StringAttribute{
-				Optional: true,
-				Computed: true,
-				MarkdownDescription: "The Proxmox VE node the VM runs on: one of the provider's nodes. Without it the VM is placed " +
-					"at create on the node with the fewest proxy VMs among the provider's nodes that answer (ties: the " +
-					"most free memory), known after apply and kept from then on (never moved to rebalance). Changing it " +
-					"migrates the VM in place (online when it runs, with its disks, MAC, VMID and seed ISO), never " +
-					"replaces it. A VM found on another node (an HA or maintenance migration) shows as a change of node " +
-					"and is migrated back, unless `migrate_back` is false.",
-				Validators:    []validator.String{validators.NodeName()},
-				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"migrate_back": schema.BoolAttribute{
-				Optional: true,
-				Computed: true,
-				Default:  booldefault.StaticBool(true),
-				MarkdownDescription: "Whether a VM found on another node than the configured node (moved outside Terraform, say by " +
-					"the HA manager or for node maintenance) is migrated back to it. Default true. With false, the node " +
-					"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
-					"still migrates the VM. Changing it changes nothing on the VM.",
-			},
-			"pool": poolAttribute(),
-			"start_on_boot": schema.BoolAttribute{
-				Optional: true,
-				Computed: true,
-				Default:  booldefault.StaticBool(true),
-				MarkdownDescription: "Whether Proxmox starts the VM when its node boots (onboot), so proxies come back after a " +
-					"host reboot. Default true. Changed in place.",
-			},
-			"wait_for_ip": schema.BoolAttribute{
-				Optional: true,
-				Computed: true,
-				Default:  booldefault.StaticBool(true),
-				MarkdownDescription: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
-					"reports an IPv4 address. Default true. With false, `ip_address` may stay empty (a refresh does not " +
-					"ask the agent for it: the guest may have none); once it is true again, a refresh fills it in. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
-					"after a start that is not a first boot, an agent that has not answered in 3 minutes of running; " +
-					"a restart of a VM whose agent does not answer is refused before anything is changed. " +
-					"Changing it changes nothing on the VM.",
-			},
-			"status": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "running, provisioning (started, network not up yet) or stopped (also paused or " +
-					"hibernated). A VM found stopped is planned back to running and started in place. deleted: the last " +
-					"refresh found the VM gone (deleted outside Terraform, or its VMID now holds another VM); the plan " +
-					"replaces it, deleting the seed ISO it left first.",
-				PlanModifiers: []planmodifier.String{statusBackToRunning()},
-			},
-		},
+		Attributes:          map[string]schema.Attribute{},
 		Blocks: map[string]schema.Block{
 			"timeouts": positiveTimeouts(timeouts.Block(ctx, timeouts.Opts{
 				Create: true, Read: true, Update: true, Delete: true,
@@ -165,22 +106,18 @@ func positiveTimeouts(b schema.Block) schema.Block {
 	return nb
 }
 
-// conceptAttributes are the proxy_vm attributes declared in the files of their concepts:
-// started (proxy_vm_started.go), shutdown_timeout and reboot_on_change
-// (proxy_vm_power.go), and the facets: identity (vm_identity_facet.go), guest addresses
-// (vm_addresses.go), template (vm_template.go), size (vm_size.go), note and tags
-// (vm_note_tags.go), network (vm_network.go), cloud-init (vm_cloud_init.go).
+// conceptAttributes are the proxy_vm attributes, declared in the files of their facets:
+// identity (vm_identity_facet.go), placement (vm_placement.go), template (vm_template.go),
+// size (vm_size.go), cloud-init (vm_cloud_init.go), network (vm_network.go), power
+// (vm_power.go), guest addresses (vm_addresses.go), note and tags (vm_note_tags.go).
 func conceptAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
-	maps.Copy(out, resourceAttributes(identityFacetAttrs()))
-	maps.Copy(out, resourceAttributes(addressesAttrs()))
-	maps.Copy(out, resourceAttributes(noteTagsAttrs()))
-	out["started"] = startedAttribute()
-	maps.Copy(out, resourceAttributes(networkAttrs()))
-	maps.Copy(out, powerAttributes())
-	maps.Copy(out, resourceAttributes(cloudInitAttrs()))
-	maps.Copy(out, resourceAttributes(templateAttrs()))
-	maps.Copy(out, resourceAttributes(sizeAttrs()))
+	for _, attrs := range [][]facetAttr{
+		identityFacetAttrs(), placementAttrs(), templateAttrs(), sizeAttrs(), cloudInitAttrs(),
+		networkAttrs(), powerAttrs(), addressesAttrs(), noteTagsAttrs(),
+	} {
+		maps.Copy(out, resourceAttributes(attrs))
+	}
 	return out
 }
 

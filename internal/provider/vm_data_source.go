@@ -40,14 +40,12 @@ func NewVMDataSource() datasource.DataSource { return &vmDataSource{} }
 
 type vmDataModel struct {
 	vmIdentityFacet              // name and vmid are the lookup's arguments
-	Node            types.String `tfsdk:"node"`
+	vmLocation                   // node and pool
 	MadeBy          types.String `tfsdk:"made_by"`
-	Status          types.String `tfsdk:"status"`
+	vmPowerState                 // status and start_on_boot
 	vmTemplate
 	vmSize
-	vmNetworkReadable              // vm_network.go: not network_config, which cannot be read back
-	Pool              types.String `tfsdk:"pool"`
-	StartOnBoot       types.Bool   `tfsdk:"start_on_boot"`
+	vmNetworkReadable // vm_network.go: not network_config, which cannot be read back
 	vmAddresses
 	vmNoteTags
 	Timeouts timeouts.Value `tfsdk:"timeouts"`
@@ -69,9 +67,6 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	str := func(md string) schema.StringAttribute {
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
-	boolean := func(md string) schema.BoolAttribute {
-		return schema.BoolAttribute{Computed: true, MarkdownDescription: md}
-	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One VM carrying the ownership mark (made by this provider, in any configuration, or by the " +
 			"proxy operator), looked up by `name` or by `vmid`, with the attributes `proxy_vm` would hold after importing " +
@@ -92,16 +87,9 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 				MarkdownDescription: "The VMID to look up; exactly one of `name` and `vmid` must be set.",
 				Validators:          []validator.Int64{int64validator.Between(100, 999999999)},
 			},
-			"node": str("The node the VM is on."),
 			"made_by": str("`provider` when the mark says this provider made the VM " +
 				"(`proxy-operator-created-by=terraform-provider-proxy`), else `other` (the proxy operator, or an early " +
 				"release of this provider)."),
-			"status": str("`running`, `provisioning` (started, the guest not running yet) or `stopped` (also paused " +
-				"or hibernated), from the VM's current status; a guest without a guest agent is `running` too, only " +
-				"without addresses."),
-			"pool": str("The Proxmox pool the VM belongs to; null when it is in none, or when the API token lacks " +
-				"`Pool.Audit` on its pool (Proxmox then leaves it out of the listing)."),
-			"start_on_boot": boolean("Whether the VM starts with its node (`onboot`)."),
 		},
 		Blocks: map[string]schema.Block{
 			"timeouts": markdownDataSourceTimeouts(timeouts.BlockWithOpts(ctx, timeouts.Opts{
@@ -119,6 +107,8 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 	maps.Copy(resp.Schema.Attributes, dataAttributes(noteTagsAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(addressesAttrs()))
 	maps.Copy(resp.Schema.Attributes, dataAttributes(networkAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(powerStateAttrs()))
+	maps.Copy(resp.Schema.Attributes, dataAttributes(locationAttrs()))
 }
 
 func (d *vmDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -185,10 +175,10 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 	}
 	rm, _ := importedModel(vm, cfg, tmpl, rtimeouts.Value{}) // the resource's timeouts are not used here
 	out := vmDataModel{
-		vmIdentityFacet: rm.vmIdentityFacet, Node: rm.Node,
-		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), Status: rm.Status,
+		vmIdentityFacet: rm.vmIdentityFacet, vmLocation: rm.vmLocation,
+		MadeBy: types.StringValue(madeByOf(vm.MarkExtra.CreatedBy)), vmPowerState: rm.vmPowerState,
 		vmTemplate: rm.vmTemplate, vmSize: rm.vmSize, vmNetworkReadable: rm.vmNetworkReadable,
-		Pool: rm.Pool, StartOnBoot: rm.StartOnBoot, vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
+		vmAddresses: rm.vmAddresses, vmNoteTags: rm.vmNoteTags,
 		Timeouts: m.Timeouts,
 	}
 	tflog.Debug(ctx, "proxy_vm data source read", map[string]any{"name": in.ID.Name, "vmid": in.ID.VMID, "node": vm.Node})

@@ -11,7 +11,9 @@ import (
 // A proxy VM is put together from facets, one file each (vm_<facet>.go): a Go struct of
 // the facet's attributes, which the resource's model (proxyVMModel), the proxy_vm data
 // source's (vmDataModel) and, when the list shows the facet, proxy_vms' per-VM model
-// (vmsVMModel) embed, so that the HCL schema stays flat; and the same small set of
+// (vmsVMModel) embed, so that the HCL schema stays flat (a facet of which the data sources
+// show only the values read from the VM embeds those as a struct of their own, which the
+// data sources embed alone: vmPowerState, vmLocation); and the same small set of
 // functions (called through the facet, m.vmSize.read(vm), as several facets share names):
 //
 //   - <facet>Attrs: its attributes, declared and described once (facetAttr), from which

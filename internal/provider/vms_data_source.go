@@ -50,9 +50,8 @@ type vmsModel struct {
 
 type vmsVMModel struct {
 	vmIdentityFacet
-	Node   types.String `tfsdk:"node"`
-	Status types.String `tfsdk:"status"`
-	Pool   types.String `tfsdk:"pool"`
+	vmLocation
+	Status types.String `tfsdk:"status"` // the listing's, not the power facet's
 	// Details beyond identity and status (vms_details.go).
 	MadeBy types.String `tfsdk:"made_by"`
 	vmSize
@@ -117,13 +116,10 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				Computed: true,
 				MarkdownDescription: "The marked VMs, sorted by VMID. A candidate whose configuration cannot be read " +
 					"(its node is down, or it was destroyed meanwhile) is left out with a warning.",
-				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(), withDSAttributes(dataAttributes(identityFacetAttrs()), map[string]schema.Attribute{
-					"node": computed("The node the VM is on."),
+				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(), withDSAttributes(dataAttributes(identityFacetAttrs()), withDSAttributes(dataAttributes(locationAttrs()), map[string]schema.Attribute{
 					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
 						"(its node does not answer, or the VM is seconds old)."),
-					"pool": computed("The Proxmox pool the VM belongs to; null when it is in none, or when the API token " +
-						"lacks `Pool.Audit` on its pool."),
-				}))},
+				})))},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
 				Computed: true,
@@ -280,9 +276,8 @@ func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxm
 		}
 		kept = append(kept, in)
 		o := vmsVMModel{
-			Node:   types.StringValue(in.Node),
-			Status: types.StringValue(in.Status),
-			Pool:   stringOrNull(in.Config.Pool),
+			vmLocation: vmLocation{Node: types.StringValue(in.Node), Pool: stringOrNull(in.Config.Pool)},
+			Status:     types.StringValue(in.Status),
 		}
 		o.identify(in.ID, in.UID, in.CreatedAt)
 		m.VMs = append(m.VMs, o)
