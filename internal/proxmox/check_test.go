@@ -238,6 +238,42 @@ func blockUntilDone[T any](err func(ctx context.Context) error) func(ctx context
 	}
 }
 
+// roundDeadline is a round's context whose deadline passes when a fake calls expire, not
+// at a wall-clock time, so that a loaded machine cannot make it pass at an earlier step.
+// Contexts derived from it (the backend's per-request ones) see its Done and its
+// DeadlineExceeded.
+type roundDeadline struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newRoundDeadline() *roundDeadline {
+	return &roundDeadline{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (c *roundDeadline) Deadline() (time.Time, bool) { return time.Now().Add(time.Hour), true }
+func (c *roundDeadline) Done() <-chan struct{}       { return c.done }
+func (c *roundDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+func (c *roundDeadline) expire() { c.once.Do(func() { close(c.done) }) }
+
+// expireThenBlock is a fake's answer that ends the round's deadline and blocks until its
+// context is done.
+func expireThenBlock[T any](round *roundDeadline, err func(ctx context.Context) error) func(ctx context.Context) (T, error) {
+	block := blockUntilDone[T](err)
+	return func(ctx context.Context) (T, error) {
+		round.expire()
+		return block(ctx)
+	}
+}
+
 func TestCheck_reasonsTable(t *testing.T) {
 	t.Parallel()
 	failNode := func(err error) func(f *checkFake) {
@@ -283,13 +319,15 @@ func TestCheck_reasonsTable(t *testing.T) {
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
 
 	tests := []struct {
-		name      string
-		tokenErr  error
-		round     time.Duration // 0: no deadline
-		mutate    func(f *checkFake)
-		reason    Reason
-		inMessage []string
-		requests  int
+		name     string
+		tokenErr error
+		// roundEnds: the round has a deadline, which mutateRound's fakes end (roundDeadline).
+		roundEnds   bool
+		mutate      func(f *checkFake)
+		mutateRound func(f *checkFake, round *roundDeadline)
+		reason      Reason
+		inMessage   []string
+		requests    int
 		// details reached
 		version, kernel, storage bool
 		templates                string
@@ -320,16 +358,16 @@ func TestCheck_reasonsTable(t *testing.T) {
 		{name: "request ran out of its own time", mutate: failNode(&url.Error{Op: "Get", URL: "https://x/",
 			Err: fmt.Errorf("client timeout: %w", context.DeadlineExceeded)}),
 			reason: ReasonTimeout, requests: 2, version: true},
-		{name: "round deadline while waiting", round: 50 * time.Millisecond,
-			mutate: func(f *checkFake) {
+		{name: "round deadline while waiting", roundEnds: true,
+			mutateRound: func(f *checkFake, round *roundDeadline) {
 				f.storageStatus = func(ctx context.Context, _, _ string) (pveapi.StorageStatus, error) {
-					return blockUntilDone[pveapi.StorageStatus](func(ctx context.Context) error { return ctx.Err() })(ctx)
+					return expireThenBlock[pveapi.StorageStatus](round, func(ctx context.Context) error { return ctx.Err() })(ctx)
 				}
 			},
 			reason: ReasonTimeout, requests: 3, version: true, kernel: true, inMessage: []string{"ran out of time", "storage"}},
-		{name: "dial cut short by the round's deadline", round: 50 * time.Millisecond,
-			mutate: func(f *checkFake) {
-				f.version = blockUntilDone[pveapi.VersionInfo](func(ctx context.Context) error {
+		{name: "dial cut short by the round's deadline", roundEnds: true,
+			mutateRound: func(f *checkFake, round *roundDeadline) {
+				f.version = expireThenBlock[pveapi.VersionInfo](round, func(ctx context.Context) error {
 					return &url.Error{Op: "Get", URL: "https://x/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: ctx.Err()}}
 				})
 			},
@@ -391,10 +429,11 @@ func TestCheck_reasonsTable(t *testing.T) {
 				b.cfg.TokenID = func() (string, error) { return "", tt.tokenErr }
 			}
 			ctx := context.Background()
-			if tt.round > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.round)
-				defer cancel()
+			if tt.roundEnds {
+				round := newRoundDeadline()
+				defer round.expire()
+				tt.mutateRound(f, round)
+				ctx = round
 			}
 			var got []NodeCheck
 			ckWithin(t, 10*time.Second, func() { got = b.CheckDetailed(ctx) })
