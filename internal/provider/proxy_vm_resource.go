@@ -111,6 +111,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(r.planCPUType(r.data.withLogging(ctx), config, &plan, prior)...) // vm_size.go
 	// What changes the seed's content: replaced, or swapped in place (proxy_vm_reseed.go).
 	var seedReplace []path.Path
 	{
