@@ -84,8 +84,12 @@ func sizeAttrs() []facetAttr {
 			"other properties (flags): the config is written, and Proxmox applies it at the VM's next start, so a " +
 			"running VM is restarted gracefully as for cores, and the plan warns about it. With `reboot_on_change` = " +
 			"false the change stays pending until the VM's next start, and the value shown is the configured one. " +
-			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`, checked " +
-			"at plan time; Proxmox refuses a model it does not know when the config is written.",
+			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`; a new " +
+			"value is checked at plan time against the CPU models the VM's node lists (`GET /nodes/{node}/capabilities/qemu/cpu`, " +
+			"read once per node per plan, and only when `cpu_type` is set and changes), so an unknown model fails the plan on " +
+			"`cpu_type`, naming valid ones, before anything is cloned. When the list cannot be read, or names no custom model " +
+			"the API token may not see (`custom-<id>` models are listed to a token with `Sys.Audit` on `/nodes` or `Mapping.Audit` " +
+			"on `/mapping/cpu/<id>`), the plan warns and Proxmox checks the model when the config is written.",
 		read: "The configured value (the VM's config, pending changes included): after a change it may " +
 			"differ from what the VM runs with until the VM restarts. Null when the VM's config has no `cpu` " +
 			"option (Proxmox's default, `kvm64`).",
