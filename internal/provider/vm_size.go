@@ -83,7 +83,9 @@ func sizeAttrs() []facetAttr {
 		change: "Without it the template's stays. Changing it updates the VM in place, keeping the `cpu` option's " +
 			"other properties (flags): the config is written, and Proxmox applies it at the VM's next start, so a " +
 			"running VM is restarted gracefully as for cores, and the plan warns about it. With `reboot_on_change` = " +
-			"false the change stays pending until the VM's next start, and the value shown is the configured one. " +
+			"false the change stays pending until the VM's next start, and the value shown is the configured one: unlike " +
+			"cores, the plan does not see it as pending (it shows no change, and a later `reboot_on_change` = true does not " +
+			"restart the VM for it), so restart the VM to apply it (see Restarts). " +
 			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`; a new " +
 			"value is checked at plan time against the CPU models the VM's node lists (`GET /nodes/{node}/capabilities/qemu/cpu`, " +
 			"read once per node per plan, and only when `cpu_type` is set and changes), so an unknown model fails the plan on " +
