@@ -71,11 +71,6 @@ func markGone(m *proxyVMModel) {
 	m.IPAddress = types.StringNull()
 }
 
-// goneDetail says what happened to the VM and what the plan does about it.
-func goneDetail(name string, vmid int, reason, seed string, replace bool) string {
-	return goneDetailOf(name, vmid, goneRecord{Reason: reason}, seed, replace)
-}
-
 // goneSummary is the warning's summary for r: a VM deleted outside Terraform, or one that
 // is still there but no longer proved this resource's.
 func goneSummary(r goneRecord) string {
@@ -85,7 +80,7 @@ func goneSummary(r goneRecord) string {
 	return "Proxy VM deleted outside Terraform"
 }
 
-// goneDetailOf is goneDetail for a record.
+// goneDetailOf says what happened to the VM (r) and what the plan does about it.
 func goneDetailOf(name string, vmid int, r goneRecord, seed string, replace bool) string {
 	reason := r.Reason
 	if reason == "" {
