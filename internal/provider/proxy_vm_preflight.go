@@ -66,7 +66,11 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing 
 		if fix, conn := r.data.connectionFix(err); conn && verb == "plan" && !r.data.reportOnce("connection\x00"+fix) {
 			return false // the endpoint, TLS or token: reported once per plan (see below)
 		}
-		diags.AddError(summary, r.vmErrorDetail(verb, name, 0, err, nothing))
+		labelOp := verb
+		if replacing {
+			labelOp = "update" // the VM exists: not "no VMID allocated yet"
+		}
+		diags.AddError(summary, r.vmErrorDetail(labelOp, name, 0, err, nothing))
 		return false
 	}
 	msg := r.redact(pe.Err.Err.Error())
