@@ -71,10 +71,10 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		b.WriteString("Two applies of this configuration ran at once (two pipelines or workspaces declaring the same name with the same " +
 			"uid_namespace), and the other one owns the VM now. Applying this workspace again creates a VM of its own beside it: " +
 			"if both were meant to manage one VM, keep one workspace; if each needs its own VMs, give each workspace its own uid_namespace.")
-	case errors.Is(err, proxmox.ErrNotOurs):
-		b.WriteString("The VM at this VMID exists but is not this resource's (the message says why), so it is left alone and " +
-			"retrying will not help. Refresh the proxy_vm (terraform plan): a VM deleted or replaced outside Terraform is " +
-			"found gone and the plan replaces it.")
+	case errors.Is(err, proxmox.ErrNotOurs) && op != "import":
+		b.WriteString("The VM at this VMID exists but is not this resource's any more (the message says why), so nothing was " +
+			"sent to it and retrying will not help. Refresh the proxy_vm (terraform plan): the plan then says why and replaces it, " +
+			"leaving that VM alone.")
 	case errors.Is(err, proxmox.ErrStillCreating):
 		b.WriteString("Retrying helps once that create finishes: wait for the apply creating it to end or, if that apply was " +
 			"interrupted, apply its configuration again to finish it (or destroy the VM in Proxmox)")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -28,20 +29,34 @@ const statusDeleted = "deleted"
 // goneRecord is the value of privateKeyGone: why the last refresh found the VM gone.
 type goneRecord struct {
 	Reason string `json:"reason"`
+	// NotOurs: a VM is at the VMID, with the resource's name, but its mark no longer proves
+	// it this resource's (no mark, another uid, none; proxmox.ErrNotOurs): it was not
+	// deleted, and is left alone.
+	NotOurs bool `json:"not_ours,omitempty"`
 }
 
 // writeGone records (reason set) or clears (reason "") why the VM is gone.
 func writeGone(ctx context.Context, p privateSetter, reason string) diag.Diagnostics {
-	if reason == "" {
+	return writeGoneRecord(ctx, p, goneRecord{Reason: reason})
+}
+
+// writeGoneRecord records (r.Reason set) or clears (r.Reason "") why the VM is gone.
+func writeGoneRecord(ctx context.Context, p privateSetter, r goneRecord) diag.Diagnostics {
+	if r.Reason == "" {
 		return privateKeyGone.clear(ctx, p)
 	}
-	return privateKeyGone.write(ctx, p, goneRecord{Reason: reason})
+	return privateKeyGone.write(ctx, p, r)
 }
 
 // readGone returns the recorded reason, "" when none.
 func readGone(ctx context.Context, p privateGetter) string {
+	return readGoneRecord(ctx, p).Reason
+}
+
+// readGoneRecord returns the record, the zero record when none.
+func readGoneRecord(ctx context.Context, p privateGetter) goneRecord {
 	r, _, _ := privateKeyGone.read(ctx, p)
-	return r.Reason
+	return r
 }
 
 // isGone reports whether a state says the last refresh found the VM gone.
@@ -56,10 +71,33 @@ func markGone(m *proxyVMModel) {
 	m.IPAddress = types.StringNull()
 }
 
-// goneDetail says what happened to the VM and what the plan does about it.
-func goneDetail(name string, vmid int, reason, seed string, replace bool) string {
+// goneSummary is the warning's summary for r: a VM deleted outside Terraform, or one that
+// is still there but no longer proved this resource's.
+func goneSummary(r goneRecord) string {
+	if r.NotOurs {
+		return "Proxy VM no longer proved this resource's"
+	}
+	return "Proxy VM deleted outside Terraform"
+}
+
+// goneDetailOf says what happened to the VM (r) and what the plan does about it.
+func goneDetailOf(name string, vmid int, r goneRecord, seed string, replace bool) string {
+	reason := r.Reason
 	if reason == "" {
 		reason = "the last refresh did not find it"
+	}
+	if r.NotOurs {
+		what := "the destroy leaves the VM at VMID " + strconv.Itoa(vmid) + " as it is and touches no VM but this resource's"
+		if seed != "" {
+			what += "; it deletes the seed ISO recorded for this resource, " + seed + ", unless a VM has it on a drive (that VM, if it still does)"
+		}
+		msg := fmt.Sprintf("The VM with VMID %d exists but is no longer proved this resource's, %q (%s): its mark (the proxy-operator-* lines "+
+			"of its description) was changed or removed outside Terraform, so the provider does not touch it. ", vmid, name, reason)
+		if replace {
+			return msg + "This plan replaces it: first " + what + "; then a new VM is created. If that VM is still meant to be this resource's, " +
+				"restore its mark before applying; to create none, remove the resource from the configuration."
+		}
+		return msg + "This destroy removes only the resource: " + what + "."
 	}
 	what := "the destroy touches no VM but this resource's"
 	if seed != "" {
@@ -78,8 +116,9 @@ func goneDetail(name string, vmid int, reason, seed string, replace bool) string
 func planGone(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, prior, plan *proxyVMModel) {
 	plan.Status = types.StringUnknown()
 	resp.RequiresReplace = append(resp.RequiresReplace, path.Root("status"))
-	resp.Diagnostics.AddWarning("Proxy VM deleted outside Terraform",
-		goneDetail(prior.Name.ValueString(), int(prior.VMID.ValueInt64()), readGone(ctx, req.Private), readSeed(ctx, req.Private), true))
+	rec := readGoneRecord(ctx, req.Private)
+	resp.Diagnostics.AddWarning(goneSummary(rec),
+		goneDetailOf(prior.Name.ValueString(), int(prior.VMID.ValueInt64()), rec, readSeed(ctx, req.Private), true))
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 }
 
@@ -93,8 +132,14 @@ func warnGoneDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *
 	if diags := req.State.Get(ctx, &prior); diags.HasError() || !isGone(&prior) {
 		return
 	}
-	resp.Diagnostics.AddWarning("Proxy VM deleted outside Terraform",
-		goneDetail(prior.Name.ValueString(), int(prior.VMID.ValueInt64()), readGone(ctx, req.Private), readSeed(ctx, req.Private), false))
+	rec := readGoneRecord(ctx, req.Private)
+	resp.Diagnostics.AddWarning(goneSummary(rec),
+		goneDetailOf(prior.Name.ValueString(), int(prior.VMID.ValueInt64()), rec, readSeed(ctx, req.Private), false))
+}
+
+// goneRecordOf is what Read records of err, the backend's NotFound for the VM.
+func goneRecordOf(err error, redact func(string) string) goneRecord {
+	return goneRecord{Reason: goneReason(err, redact), NotOurs: errors.Is(err, proxmox.ErrNotOurs)}
 }
 
 // goneReason is the backend's reason for a VM it did not find, without the operation and

@@ -38,9 +38,11 @@ func preflightFor(plan proxyVMModel) (proxmox.PreflightSpec, bool) {
 
 // preflight runs the backend's Preflight for a create of plan (config is the resource's
 // configuration, telling which attribute holds a value) and reports a mistake on that
-// attribute. verb is "plan" (ModifyPlan) or "create". It reports whether the create may go
-// on: a failure of the check itself that is not Permanent leaves the verdict to Create.
-func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, plan proxyVMModel, diags *diag.Diagnostics) bool {
+// attribute. verb is "plan" (ModifyPlan) or "create". replacing says the create is the
+// replacement of a VM that exists (replacesExisting): the refusal then says the VM was not
+// changed, not that nothing was cloned. It reports whether the create may go on: a failure
+// of the check itself that is not Permanent leaves the verdict to Create.
+func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing bool, config, plan proxyVMModel, diags *diag.Diagnostics) bool {
 	s, ok := preflightFor(plan)
 	if !ok || r.data == nil || r.data.backend == nil {
 		return true
@@ -51,6 +53,10 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, pl
 	}
 	name := plan.Name.ValueString()
 	summary := "Unable to " + verb + " proxy VM"
+	label, nothing := vmLabel(name, 0), nothingTouched
+	if replacing {
+		label, nothing = fmt.Sprintf("Proxy VM %q (the replacement this change needs)", name), nothingChanged
+	}
 	var pe *proxmox.PreflightError
 	if !errors.As(err, &pe) {
 		if proxmox.ClassOf(err) != pveapi.Permanent {
@@ -60,7 +66,11 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, pl
 		if fix, conn := r.data.connectionFix(err); conn && verb == "plan" && !r.data.reportOnce("connection\x00"+fix) {
 			return false // the endpoint, TLS or token: reported once per plan (see below)
 		}
-		diags.AddError(summary, r.vmErrorDetail(verb, name, 0, err, nothingTouched))
+		labelOp := verb
+		if replacing {
+			labelOp = "update" // the VM exists: not "no VMID allocated yet"
+		}
+		diags.AddError(summary, r.vmErrorDetail(labelOp, name, 0, err, nothing))
 		return false
 	}
 	msg := r.redact(pe.Err.Err.Error())
@@ -82,18 +92,30 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, config, pl
 			if verb == "plan" {
 				return false
 			}
-			diags.AddError(summary, fmt.Sprintf("%s: not created: %s (reported in full above). %s", vmLabel(name, 0), trimEnd(msg), nothingTouched))
+			diags.AddError(summary, fmt.Sprintf("%s: not created: %s (reported in full above). %s", label, trimEnd(msg), nothing))
 			return false
 		}
 		diags.AddError(summary, fmt.Sprintf("%s.\n\n%s This stops every proxy_vm of this provider configuration; it is reported once, "+
-			"here, for %q. %s", capitalize(trimEnd(msg)), advice, name, nothingTouched))
+			"here, for %q. %s", capitalize(trimEnd(msg)), advice, name, nothing))
 		return false
 	}
-	diags.AddAttributeError(attr, summary, fmt.Sprintf("%s: %s.\n\n%s %s", vmLabel(name, 0), trimEnd(msg), advice, nothingTouched))
+	diags.AddAttributeError(attr, summary, fmt.Sprintf("%s: %s.\n\n%s %s", label, trimEnd(msg), advice, nothing))
 	return false
 }
 
-const nothingTouched = "Nothing was cloned, uploaded or saved in the state; fix the configuration and run the command again."
+const (
+	nothingTouched = "Nothing was cloned, uploaded or saved in the state; fix the configuration and run the command again."
+	nothingChanged = "The VM was not changed: the plan stopped before anything was touched. Fix the configuration and run the command again."
+)
+
+// replacesExisting says a create's plan is the replacement of a VM that exists: Terraform
+// plans a replacement's create with no prior state but with the private state its update
+// plan returned (PriorPrivate), which holds the node record every read, create and update of
+// the VM writes; a new resource has none.
+func replacesExisting(ctx context.Context, p privateGetter) bool {
+	_, ok, _ := readNodeRecord(ctx, p)
+	return ok
+}
 
 // preflightAttribute maps a preflight subject to the resource attribute that holds the
 // value, or to an empty path and a sentence naming the provider attribute when the value

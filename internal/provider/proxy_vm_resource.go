@@ -111,6 +111,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
 	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(r.planCPUType(r.data.withLogging(ctx), config, &plan, prior)...) // vm_size.go
 	// What changes the seed's content: replaced, or swapped in place (proxy_vm_reseed.go).
 	var seedReplace []path.Path
 	{
@@ -144,7 +145,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// A create: check at plan time what the cluster must provide (node, storages, template,
 	// bridge, disk size), once per provider instance, so that a mistake fails the plan on
 	// its attribute instead of a clone at apply.
-	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", config, plan, &resp.Diagnostics) {
+	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", replacesExisting(ctx, req.Private), config, plan, &resp.Diagnostics) {
 		return
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
@@ -172,7 +173,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	// saved, so nothing is tainted.
 	var config proxyVMModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", config, plan, &resp.Diagnostics) {
+	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", false, config, plan, &resp.Diagnostics) {
 		return
 	}
 
@@ -292,7 +293,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString(), "seed": readSeed(ctx, req.Private)})
 		markGone(&state)
 		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-		resp.Diagnostics.Append(writeGone(ctx, resp.Private, goneReason(err, r.redact))...)
+		resp.Diagnostics.Append(writeGoneRecord(ctx, resp.Private, goneRecordOf(err, r.redact))...)
 		return
 	case err != nil && keepsPriorValues(err):
 		// A task holding the VM (a clone in progress, a lock): report what the last apply

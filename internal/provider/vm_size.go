@@ -1,7 +1,11 @@
 package provider
 
 import (
+	"context"
+	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -79,9 +83,15 @@ func sizeAttrs() []facetAttr {
 		change: "Without it the template's stays. Changing it updates the VM in place, keeping the `cpu` option's " +
 			"other properties (flags): the config is written, and Proxmox applies it at the VM's next start, so a " +
 			"running VM is restarted gracefully as for cores, and the plan warns about it. With `reboot_on_change` = " +
-			"false the change stays pending until the VM's next start, and the value shown is the configured one. " +
-			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`, checked " +
-			"at plan time; Proxmox refuses a model it does not know when the config is written.",
+			"false the change stays pending until the VM's next start, and the value shown is the configured one: unlike " +
+			"cores, the plan does not see it as pending (it shows no change, and a later `reboot_on_change` = true does not " +
+			"restart the VM for it), so restart the VM to apply it (see Restarts). " +
+			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`; a new " +
+			"value is checked at plan time against the CPU models the VM's node lists (`GET /nodes/{node}/capabilities/qemu/cpu`, " +
+			"read once per node per plan, and only when `cpu_type` is set and changes), so an unknown model fails the plan on " +
+			"`cpu_type`, naming valid ones, before anything is cloned. When the list cannot be read, or names no custom model " +
+			"the API token may not see (`custom-<id>` models are listed to a token with `Sys.Audit` on `/nodes` or `Mapping.Audit` " +
+			"on `/mapping/cpu/<id>`), the plan warns and Proxmox checks the model when the config is written.",
 		read: "The configured value (the VM's config, pending changes included): after a change it may " +
 			"differ from what the VM runs with until the VM restarts. Null when the VM's config has no `cpu` " +
 			"option (Proxmox's default, `kvm64`).",
@@ -209,4 +219,90 @@ func planSize(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMMode
 		}
 	}
 	return diags
+}
+
+// planCPUType checks a cpu_type that is set and changes (a create's, or an update's new
+// value) against the CPU models of the VM's node (decision: cpu-type-check): a model the
+// node does not know is an error on cpu_type naming a few it does, before the clone a
+// create would make. Nothing is read when cpu_type is not set or does not change, so a
+// plan with no change sends no request for it; the node's list is read once per provider
+// instance (proxmox.Backend.CheckCPUType). A read that fails, or a custom- model the node
+// does not list to this token, is a warning: the type could not be checked, and Proxmox
+// checks it when the config is written.
+func (r *proxyVMResource) planCPUType(ctx context.Context, config proxyVMModel, plan, prior *proxyVMModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	cputype, ok := knownString(config.CPUType)
+	if !ok || r.data == nil || r.data.backend == nil || (prior != nil && prior.CPUType.Equal(plan.CPUType)) {
+		return diags
+	}
+	node, ok := knownString(plan.Node)
+	if !ok {
+		if nodes := r.data.cfg.Nodes; len(nodes) > 0 {
+			node = nodes[0] // the cluster's nodes share the built-in list and cpu-models.conf
+		} else {
+			return diags
+		}
+	}
+	at := path.Root("cpu_type")
+	v, err := r.data.backend.CheckCPUType(ctx, node, cputype)
+	switch {
+	case err != nil:
+		diags.AddAttributeWarning(at, "CPU type not checked",
+			fmt.Sprintf("cpu_type = %q could not be checked against the CPU models of node %s: %s. Proxmox checks it when the "+
+				"VM's config is written (after the clone, for a new VM).", cputype, node, r.redact(trimEnd(err.Error()))))
+	case v.Hidden:
+		diags.AddAttributeWarning(at, "CPU type not checked",
+			fmt.Sprintf("cpu_type = %q is a custom CPU model that node %s does not list to this API token: Proxmox lists a "+
+				"custom model only to a token with Sys.Audit on /nodes, or Mapping.Audit, Mapping.Use or Mapping.Modify on "+
+				"/mapping/cpu/%s. If the model exists the apply works; if not, Proxmox refuses it when the VM's config is written.",
+				cputype, node, strings.TrimPrefix(cputype, "custom-")))
+	case !v.Known:
+		diags.AddAttributeError(at, summaryInvalidConfig,
+			fmt.Sprintf("cpu_type = %q is not a CPU model node %s knows (GET /nodes/%s/capabilities/qemu/cpu lists %d), so "+
+				"Proxmox would refuse it when the VM's config is written. Use one of them, such as %s.",
+				cputype, node, node, len(v.Models), strings.Join(cpuSuggestions(cputype, v.Models), ", ")))
+	}
+	return diags
+}
+
+// cpuSuggestions names a few of models for a cpu_type that is none of them: the ones that
+// share its first word (case aside), those sharing the longest prefix with it first, then
+// host and the x86-64 profiles, at most six.
+func cpuSuggestions(cputype string, models []string) []string {
+	low := strings.ToLower(cputype)
+	word := ""
+	if f := strings.FieldsFunc(low, func(r rune) bool { return r == '-' || r == '_' }); len(f) > 0 {
+		word = f[0]
+	}
+	common := func(m string) int {
+		m = strings.ToLower(m)
+		n := 0
+		for n < len(m) && n < len(low) && m[n] == low[n] {
+			n++
+		}
+		return n
+	}
+	var near []string
+	for _, m := range models {
+		if word != "" && common(m) >= len(word) {
+			near = append(near, m)
+		}
+	}
+	slices.SortStableFunc(near, func(a, b string) int { return common(b) - common(a) })
+	var out []string
+	add := func(m string) {
+		if len(out) < 6 && slices.Contains(models, m) && !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	for _, m := range near {
+		add(m)
+	}
+	for _, m := range []string{"host", "x86-64-v2-AES", "x86-64-v3", "kvm64"} {
+		add(m)
+	}
+	for _, m := range models {
+		add(m)
+	}
+	return out
 }

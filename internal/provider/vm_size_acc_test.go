@@ -55,6 +55,17 @@ data "proxy_vms" "f" {
 				ExpectError: regexp.MustCompile(`(?s)cpu_type.*must be a CPU model name`),
 			},
 			{
+				// A create with a model the node does not know: refused at plan, before the
+				// clone (the config write after it would refuse it and taint the VM).
+				Config:      cfg("Skylake-Server-v9", ""),
+				ExpectError: regexp.MustCompile(`(?s)cpu_type.*"Skylake-Server-v9" is not a CPU model.*such\s+as\s+Skylake-Server-v4,`),
+			},
+			{
+				PreConfig: func() {
+					if ids, err := c.vmsNamed(name); err != nil || len(ids) != 0 {
+						t.Errorf("after the refused plan: VMs %v, %v; want none cloned", ids, err)
+					}
+				},
 				Config:            cfg("host", ""),
 				ConfigStateChecks: shows("host"),
 				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid),
@@ -105,10 +116,19 @@ data "proxy_vms" "f" {
 					checkPower(env, "running")),
 			},
 			{
-				// A well-formed name Proxmox does not know: the config write's refusal
-				// (CPUConfig.pm validate_vm_cpu_conf) is the error.
+				// A well-formed name the node does not list (GET .../capabilities/qemu/cpu):
+				// refused at plan on cpu_type, naming a few it does, before any write (the
+				// config write would refuse it, CPUConfig.pm validate_vm_cpu_conf).
+				PreConfig:   func() { log.reset() },
 				Config:      cfg("x86-64-v5", ""),
-				ExpectError: regexp.MustCompile(`(?s)x86-64-v5.*is\s+not\s+defined`),
+				ExpectError: regexp.MustCompile(`(?s)cpu_type.*"x86-64-v5" is not a CPU model node\s+\S+\s+knows.*such\s+as\s+x86-64-v2,`),
+			},
+			{
+				// Nothing was written to the VM by the refused plan.
+				Config:            cfg("host", ""),
+				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: shows("host"),
+				Check:             log.check(&vmid),
 			},
 		},
 	})

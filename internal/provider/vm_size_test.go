@@ -2,11 +2,15 @@ package provider
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
@@ -72,5 +76,61 @@ func TestVMSize_cpuTypeAgreesWithSimulator(t *testing.T) {
 		if !slices.Contains(models, m) {
 			t.Errorf("cpu_type's description or check names %q, which Proxmox does not know", m)
 		}
+	}
+}
+
+// TestVMSize_planCPUTypeReadsOnlyAChange: the plan reads the node's CPU models only for a
+// cpu_type that is set and changes (a no-op plan sends no request for it), once per
+// provider instance; an unknown model is an error on cpu_type naming valid ones; a read that
+// fails is a warning on cpu_type (the plan goes on), as is a custom model the node does
+// not list to the token.
+func TestVMSize_planCPUTypeReadsOnlyAChange(t *testing.T) {
+	e := newDirectEnv(t, pvesim.Options{})
+	e.r.data.cfg.Nodes = e.sim.Nodes
+	model := func(cpu string) *proxyVMModel {
+		m := &proxyVMModel{}
+		m.CPUType, m.Node = types.StringNull(), types.StringValue(e.sim.Nodes[0])
+		if cpu != "" {
+			m.CPUType = types.StringValue(cpu)
+		}
+		return m
+	}
+	reads := func() int { return e.sim.Stats()["GET /nodes/{node}/capabilities/qemu/cpu"] }
+	e.sim.ResetStats()
+	// Not set, or unchanged: nothing read.
+	if d := e.r.planCPUType(e.ctx, *model(""), model(""), model("host")); d.HasError() || d.WarningsCount() != 0 {
+		t.Errorf("unset: %v", d)
+	}
+	if d := e.r.planCPUType(e.ctx, *model("host"), model("host"), model("host")); d.HasError() || d.WarningsCount() != 0 {
+		t.Errorf("unchanged: %v", d)
+	}
+	if n := reads(); n != 0 {
+		t.Fatalf("%d reads for no change", n)
+	}
+	// A create or a change: read once for every check of this instance.
+	if d := e.r.planCPUType(e.ctx, *model("x86-64-v3"), model("x86-64-v3"), nil); d.HasError() || d.WarningsCount() != 0 {
+		t.Errorf("known: %v", d)
+	}
+	d := e.r.planCPUType(e.ctx, *model("Haswel"), model("Haswel"), model("host"))
+	if !d.HasError() || !d[0].(interface{ Path() path.Path }).Path().Equal(path.Root("cpu_type")) {
+		t.Fatalf("unknown: %v", d)
+	}
+	assertHas(t, d[0].Detail(), `"Haswel" is not a CPU model node`, "such as Haswell, Haswell-IBRS")
+	if d := e.r.planCPUType(e.ctx, *model("custom-edge"), model("custom-edge"), nil); d.HasError() || d.WarningsCount() != 1 ||
+		!strings.Contains(d[0].Detail(), "Sys.Audit on /nodes") {
+		t.Errorf("custom, not listed: %v", d)
+	}
+	if n := reads(); n != 1 {
+		t.Errorf("%d reads, want 1 per node per instance", n)
+	}
+	// The read fails (the node does not answer): a warning, the plan goes on.
+	dead, err := pveapi.New(pveapi.Options{Endpoint: "https://127.0.0.1:1", Token: e.sim.APIToken, CAPEM: e.sim.CAPEM, RequestTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &proxyVMResource{data: &providerData{backend: proxmox.New(dead, proxmox.Config{Nodes: e.sim.Nodes, ISOStorage: e.sim.ISOStorage})}}
+	d = r.planCPUType(e.ctx, *model("host"), model("host"), nil)
+	if d.HasError() || d.WarningsCount() != 1 || d[0].Summary() != "CPU type not checked" {
+		t.Errorf("read failed: %v", d)
 	}
 }

@@ -422,6 +422,7 @@ type Backend struct {
 	// placements are the nodes automatic placement gave (placement.go).
 	placements placementBook
 	pre        *preflightCache // Preflight's verdicts, per provider instance
+	cpus       *cpuModelCache  // each node's CPU models (CheckCPUType), per provider instance
 	// buildSeed builds the seed ISO; tests replace it.
 	buildSeed func(nocloud.Seed) ([]byte, error)
 	// finished are the uids of the VMs this backend's Creates finished (their answers went
@@ -470,6 +471,7 @@ func New(api pveapi.API, cfg Config) *Backend {
 		listings:  &listingCache{},
 		locks:     &keyedLock{},
 		pre:       &preflightCache{},
+		cpus:      &cpuModelCache{},
 		buildSeed: nocloud.Build,
 	}
 }

@@ -1082,3 +1082,15 @@ func TestFakeAPI_startNeedsEveryISOVolume(t *testing.T) {
 		t.Errorf("with the seed back: %+v", st)
 	}
 }
+
+// CPUModels answers the capabilities_qemu_cpu fixture on every node.
+func (f *fakeAPI) CPUModels(ctx context.Context, node string) ([]pveapi.CPUModel, error) {
+	if err := f.enter(ctx, fakeCall{Method: "CPUModels", Node: node}); err != nil {
+		return nil, err
+	}
+	var out []pveapi.CPUModel
+	if err := fixture.MustLoad("capabilities_qemu_cpu").Data(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -233,8 +233,20 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 }
 
 // notOursErr is the NotFound a read or a write answers for a VM ownedBy refused, logged
-// with why.
+// with why. A VM of the resource's name whose mark does not prove it this resource's (no
+// mark, no uid, another uid, or a state without uid) is also ErrNotOurs: it exists, so a
+// message says it is not this resource's any more rather than gone. A VMID that holds a VM
+// of another name is only NotFound: the resource's VM was removed and the VMID reused.
 func (b *Backend) notOursErr(ctx context.Context, id ID, node string, cfg map[string]string, uid string, mark Mark, why notOurs) error {
+	err := b.notOursFound(ctx, id, node, cfg, uid, mark, why)
+	if why == notOursName {
+		return err
+	}
+	return &Error{Class: err.Class, Op: err.Op, Name: err.Name, VMID: err.VMID, Err: notOursError{err.Err}}
+}
+
+// notOursFound is notOursErr's message, as a NotFound.
+func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[string]string, uid string, mark Mark, why notOurs) *Error {
 	switch why {
 	case notOursName:
 		b.logReused(ctx, id, node, cfg["name"])

@@ -46,7 +46,7 @@ func (e *SkippedNodesError) Error() string {
 // <uid> in its mark (a create between its clone and its config step), which the config of
 // the VMs of that name tells; and when any VM, of whatever name, has it on any drive (a
 // proxy VM renamed, a clone made from one in the UI, a rescue VM with it on ide3 or sata0),
-// which the config of every other listed VM that could have it tells (readOtherDrives: on
+// which the config of every other listed VM that could have it tells (readSeedHolders: on
 // an ISO storage that is not shared, the VMs on the seed's node), read only when a seed is
 // left that no VM of its name uses. Configs are read ListConcurrency at a time. The listing is taken
 // after the contents, so a VM made meanwhile does not make its own seed look orphaned; but
@@ -106,7 +106,7 @@ func (b *Backend) seedsUnused(ctx context.Context, nodes []string) ([]unusedSeed
 			use.names[r.Name] = true
 		}
 	}
-	if err := b.readSeedUse(ctx, named, &use); err != nil {
+	if err := b.readSeedUse(ctx, "list", named, &use); err != nil {
 		return nil, wrap("list", "", 0, err)
 	}
 	var (
@@ -129,11 +129,15 @@ func (b *Backend) seedsUnused(ctx context.Context, nodes []string) ([]unusedSeed
 			}
 		}
 	}
-	shared, err := b.readOtherDrives(ctx, out, others, &use)
+	left := make([]Seed, len(out))
+	for i, s := range out {
+		left[i] = s.Seed
+	}
+	held, err := b.readSeedHolders(ctx, "list", left, others, &use)
 	if err != nil {
 		return nil, wrap("list", "", 0, err)
 	}
-	orphans, err := b.markOrphans(ctx, out, use, shared)
+	orphans, err := b.markOrphans(ctx, out, held)
 	if err != nil {
 		return nil, err
 	}
@@ -174,49 +178,13 @@ func (b *Backend) listSeedVolumes(ctx context.Context, nodes []string) ([][]Seed
 	return perNode, errs
 }
 
-// readOtherDrives reads, when seeds is not empty, the configs of the VMs in others that
-// could have one of them on a drive, and adds their drives to use. A VM has on a drive a
-// volume of a storage as its own node sees it: on a storage that is not shared (a
-// directory per node, as iso_storage is as a rule), a seed on node N is only N's VMs' to
-// use, so only the VMs on the seeds' nodes are read; on a shared one (or one whose status
-// cannot be read) every VM is. shared says, per seed node, which it is.
-func (b *Backend) readOtherDrives(ctx context.Context, seeds []unusedSeed, others []pveapi.Resource, use *seedUse) (map[string]bool, error) {
-	shared := map[string]bool{}
-	if len(seeds) == 0 {
-		return shared, nil
-	}
-	anyShared := false
-	for _, s := range seeds {
-		if _, ok := shared[s.Node]; ok {
-			continue
-		}
-		st, err := b.api.StorageStatus(ctx, s.Node, b.cfg.ISOStorage)
-		if err != nil && ctx.Err() != nil {
-			return nil, apiErrorf("list", err, "reading storage %s on node %s", b.cfg.ISOStorage, s.Node)
-		}
-		shared[s.Node] = err != nil || st.Shared == 1
-		anyShared = anyShared || shared[s.Node]
-	}
-	var read []pveapi.Resource
-	for _, r := range others {
-		if _, seedNode := shared[r.Node]; anyShared || seedNode {
-			read = append(read, r)
-		}
-	}
-	return shared, b.readSeedUse(ctx, read, use)
-}
-
-// markOrphans sets attachedTo on the seeds a VM has on a drive (on the seed's node, or any
-// node for a shared storage), and Unproved on the others (listingIncomplete, asked once
-// when there is such an orphan); it returns how many orphans there are.
-func (b *Backend) markOrphans(ctx context.Context, seeds []unusedSeed, use seedUse, shared map[string]bool) (int, error) {
+// markOrphans sets attachedTo on the seeds a VM has on a drive (seedHolders.of, the rule
+// the destroy of a gone VM follows too), and Unproved on the others (listingIncomplete,
+// asked once when there is such an orphan); it returns how many orphans there are.
+func (b *Backend) markOrphans(ctx context.Context, seeds []unusedSeed, held seedHolders) (int, error) {
 	orphans := 0
 	for i := range seeds {
-		key := seeds[i].Node + "|" + seeds[i].VolID
-		if shared[seeds[i].Node] {
-			key = "|" + seeds[i].VolID
-		}
-		if seeds[i].attachedTo = use.drives[key]; seeds[i].attachedTo == "" {
+		if seeds[i].attachedTo = held.of(seeds[i].Node, seeds[i].VolID); seeds[i].attachedTo == "" {
 			orphans++
 		}
 	}
@@ -333,7 +301,7 @@ func seedReaders(res []pveapi.Resource, perNode [][]Seed) (named, others []pveap
 
 // readSeedUse reads the config of each VM in vms (ListConcurrency at a time) and adds what
 // it says to use. A VM gone meanwhile is passed; any other failed read fails the call.
-func (b *Backend) readSeedUse(ctx context.Context, vms []pveapi.Resource, use *seedUse) error {
+func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resource, use *seedUse) error {
 	var firstErr error
 	err := b.eachConfig(ctx, vms, func(r pveapi.Resource, cfg map[string]string, err error) bool {
 		switch {
@@ -341,7 +309,7 @@ func (b *Backend) readSeedUse(ctx context.Context, vms []pveapi.Resource, use *s
 		case isNotExist(err):
 			return true
 		default:
-			firstErr = apiErrorf("list", err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
+			firstErr = apiErrorf(op, err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
 			return false
 		}
 		if v, ok := vmSeed(r.Name, cfg); ok {
@@ -354,7 +322,7 @@ func (b *Backend) readSeedUse(ctx context.Context, vms []pveapi.Resource, use *s
 		return true
 	})
 	if firstErr == nil && err != nil {
-		firstErr = apiErrorf("list", err, "reading the configs of the VMs that may use a seed ISO")
+		firstErr = apiErrorf(op, err, "reading the configs of the VMs that may use a seed ISO")
 	}
 	return firstErr
 }

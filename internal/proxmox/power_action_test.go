@@ -217,3 +217,42 @@ func TestPlanPower_table(t *testing.T) {
 		}
 	}
 }
+
+// TestNotOurs_readAndUpdateSayTheVMExists: a read or an update that meets a VM of the
+// resource's name whose mark does not prove it this resource's (another uid, no mark, a
+// mark without uid) answers NotFound (a refresh keeps the resource as gone) that is also
+// ErrNotOurs, so the messages say the VM exists but is not this resource's any more; a VMID
+// holding a VM of another name is only NotFound (the resource's VM was removed).
+func TestNotOurs_readAndUpdateSayTheVMExists(t *testing.T) {
+	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		mut     func(v *fakeVM)
+		notOurs bool
+	}{
+		"another uid":  {func(v *fakeVM) { v.Config["description"] = FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", at) }, true},
+		"no mark":      {func(v *fakeVM) { v.Config["description"] = "made by hand" }, true},
+		"mark, no uid": {func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() }, true},
+		"another name": {func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, tc.mut)
+			two := 2
+			for op, err := range map[string]error{
+				"get":    func() error { _, err := h.b.Get(h.ctx, testID, GetOptions{UID: testUID}); return err }(),
+				"update": h.b.Update(h.ctx, testID, withUID(Changes{Cores: &two})),
+			} {
+				if !errors.Is(err, ErrNotFound) || ClassOf(err) != pveapi.NotFound {
+					t.Errorf("%s: %v (class %s), want NotFound", op, err, ClassOf(err))
+				}
+				if errors.Is(err, ErrNotOurs) != tc.notOurs {
+					t.Errorf("%s: errors.Is(ErrNotOurs) = %v, want %v: %v", op, !tc.notOurs, tc.notOurs, err)
+				}
+			}
+			if n := h.f.calls("SetVMConfig"); n != 0 {
+				t.Errorf("%d config writes to a VM not ours", n)
+			}
+		})
+	}
+}

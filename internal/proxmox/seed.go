@@ -505,11 +505,73 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 	return out
 }
 
+// Seeds in use (decision: seed-in-use). One rule keeps a seed from every delete that is not
+// its own VM's destroy: a seed some VM has on a drive (ide, sata, scsi, virtio; CD-ROM or
+// not; the volume as driveVolume reads it, so file= and volume= forms too) is that VM's to
+// use, whatever its name (a proxy VM renamed, a clone made from one in the UI, a rescue VM),
+// and is never deleted: it is reported, naming the VM. On a storage that is not shared a VM
+// uses its own node's copy; on a shared one (or one whose status cannot be read) any VM
+// uses the one volume. The orphan cleanup (seedsUnused) and the destroy of a VM that is gone
+// or not ours (deleteRecordedSeeds) both ask seedHolders.of, after readSeedHolders read the
+// configs of the VMs that could have one.
+
+// seedHolders says which VM has a seed on a drive.
+type seedHolders struct {
+	use    *seedUse
+	shared map[string]bool // "<node>|<storage>": the storage is shared, or its status is not known
+}
+
+// of is the VM that has volid on a drive as node sees it ("VM <vmid> (<name>) as <drive>"),
+// "" when none does.
+func (h seedHolders) of(node, volid string) string {
+	if h.shared[node+"|"+storageOf(volid)] {
+		return h.use.drives["|"+volid]
+	}
+	return h.use.drives[node+"|"+volid]
+}
+
+// readSeedHolders reads, when seeds is not empty, whether each seed's storage is shared on
+// its node, then the configs of the VMs in vms that could have one of the seeds on a drive,
+// and adds their drives to use: on a storage that is not shared (a directory per node, as
+// iso_storage is as a rule) a seed on node N is only N's VMs' to use, so only the VMs on the
+// seeds' nodes are read; on a shared one every VM is. A config that cannot be read fails
+// the call (readSeedUse), so a seed is never deleted unproved; so does ctx ending.
+func (b *Backend) readSeedHolders(ctx context.Context, op string, seeds []Seed, vms []pveapi.Resource, use *seedUse) (seedHolders, error) {
+	held := seedHolders{use: use, shared: map[string]bool{}}
+	if len(seeds) == 0 {
+		return held, nil
+	}
+	anyShared := false
+	nodes := map[string]bool{}
+	for _, s := range seeds {
+		nodes[s.Node] = true
+		key := s.Node + "|" + storageOf(s.VolID)
+		if _, ok := held.shared[key]; ok {
+			continue
+		}
+		st, err := b.api.StorageStatus(ctx, s.Node, storageOf(s.VolID))
+		if err != nil && ctx.Err() != nil {
+			return held, apiErrorf(op, err, "reading storage %s on node %s", storageOf(s.VolID), s.Node)
+		}
+		held.shared[key] = err != nil || st.Shared == 1
+		anyShared = anyShared || held.shared[key]
+	}
+	var read []pveapi.Resource
+	for _, r := range vms {
+		if anyShared || nodes[r.Node] {
+			read = append(read, r)
+		}
+	}
+	return held, b.readSeedUse(ctx, op, read, use)
+}
+
 // deleteRecordedSeeds deletes, for a VM that is gone or not ours, the seed the caller
 // recorded (or, without a record, <name>-<uid>-seed.iso and <name>-seed.iso on
-// iso_storage): never the one the VM now at the VMID boots from, and a <name>-seed.iso
-// (the proxy operator's, shared by every VM of that name it made) only when no VM of that
-// name is listed.
+// iso_storage), on every node deleteSeedEverywhere names: never where a VM has it on a
+// drive (decision: seed-in-use; the VM now at the VMID, whose config settle read, among
+// them), which is noted naming the VM, and a <name>-seed.iso (the proxy operator's, shared
+// by every VM of that name it made) only when no VM of that name is listed. Telling which VM
+// has it costs a storage status read per node and the config reads of the VMs listed there.
 func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, opts DeleteOptions) error {
 	var seeds []seedVol
 	if v, ok := b.recordedSeed(opts.Seed); ok {
@@ -520,43 +582,79 @@ func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, op
 		}
 		seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: operatorSeedFile(id.Name)})
 	}
-	for _, v := range seeds {
-		if cur, ok := vmSeed(id.Name, st.cfg); ok && cur == v {
-			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: the VM at this VMID boots from it", map[string]any{
-				"vmid": id.VMID, "name": id.Name, "seed": v.volid(),
+	seeds = slices.DeleteFunc(seeds, func(v seedVol) bool {
+		if v.file != operatorSeedFile(id.Name) {
+			return false
+		}
+		r, ok := sameNameElsewhere(st.res, id)
+		if ok {
+			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": v.volid(),
 			})
-			continue
 		}
-		if v.file == operatorSeedFile(id.Name) {
-			if r, ok := sameNameElsewhere(st.res, id); ok {
-				tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
-					"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": v.volid(),
-				})
-				continue
-			}
+		return ok
+	})
+	if len(seeds) == 0 {
+		return nil
+	}
+	homes := append([]string{opts.Node}, opts.SeedNodes...)
+	nodes := b.seedDeleteNodes(homes)
+	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
+	atVMID := st.verdict == verdictForeign && st.r.Type == "qemu" && st.cfg != nil
+	if atVMID {
+		use.addDrives(st.r, st.cfg)
+	}
+	var vms []pveapi.Resource
+	for _, r := range st.res {
+		if r.Type == "qemu" && (r.VMID != id.VMID || !atVMID) {
+			vms = append(vms, r)
 		}
-		if err := b.deleteSeedEverywhere(ctx, v, append([]string{opts.Node}, opts.SeedNodes...)); err != nil {
+	}
+	var pairs []Seed
+	for _, v := range seeds {
+		for _, n := range nodes {
+			pairs = append(pairs, Seed{Node: n, VolID: v.volid()})
+		}
+	}
+	held, err := b.readSeedHolders(ctx, "delete", pairs, vms, &use)
+	if err != nil {
+		return err
+	}
+	for _, v := range seeds {
+		if err := b.deleteSeedEverywhere(ctx, v, nodes, homes, held); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// deleteSeedEverywhere deletes a seed whose VM is gone on every configured node and on
-// homes: the node the caller's state last saw the VM on and the nodes it recorded a copy
-// of the seed on (where the seed is). A failure on a home fails the call, naming the
-// volume: the resource then stays in the state and the next destroy tries again, so the
-// seed is never left behind silently. On the other nodes a failed request or task is
-// logged and skipped, unless it is Permanent (a missing privilege every node would give)
-// or ctx ended.
-func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, homes []string) error {
+// seedDeleteNodes are the nodes a seed whose VM is gone is deleted on: every configured
+// node, and homes (the node the caller's state last saw the VM on and the nodes it recorded
+// a copy of the seed on) that are not configured.
+func (b *Backend) seedDeleteNodes(homes []string) []string {
 	nodes := slices.Clone(b.cfg.Nodes)
 	for _, home := range homes {
 		if home != "" && !slices.Contains(nodes, home) {
 			nodes = append(nodes, home)
 		}
 	}
+	return nodes
+}
+
+// deleteSeedEverywhere deletes a seed whose VM is gone on nodes (seedDeleteNodes), except
+// where a VM has it on a drive (held, decision: seed-in-use): that copy is left, with a
+// note naming the VM. A failure on a home fails the call, naming the
+// volume: the resource then stays in the state and the next destroy tries again, so the
+// seed is never left behind silently. On the other nodes a failed request or task is
+// logged and skipped, unless it is Permanent (a missing privilege every node would give)
+// or ctx ended.
+func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, nodes, homes []string, held seedHolders) error {
 	for _, n := range nodes {
+		if by := held.of(n, v.volid()); by != "" {
+			note(ctx, "the seed ISO %s was not deleted on node %s: %s has it on a drive, so it is that VM's to use now; "+
+				"delete it by hand with `pvesm free %s` on node %s once that VM no longer uses it", v.volid(), n, by, v.volid(), n)
+			continue
+		}
 		err := b.deleteSeed(ctx, "delete", n, v)
 		switch {
 		case err == nil:

@@ -18,6 +18,8 @@ type API interface {
 	NodeStatus(ctx context.Context, node string) (NodeStatus, error)
 	// StorageStatus is GET /nodes/{node}/storage/{storage}/status.
 	StorageStatus(ctx context.Context, node, storage string) (StorageStatus, error)
+	// CPUModels is GET /nodes/{node}/capabilities/qemu/cpu.
+	CPUModels(ctx context.Context, node string) ([]CPUModel, error)
 	// StorageContent is GET /nodes/{node}/storage/{storage}/content?content={content}.
 	StorageContent(ctx context.Context, node, storage, content string) ([]StorageVolume, error)
 	// ClusterResources is GET /cluster/resources?type=vm.

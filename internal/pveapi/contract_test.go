@@ -88,6 +88,14 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("got %+v", s)
 				}
 			}},
+		{name: "CPUModels", fixture: "capabilities_qemu_cpu", method: "GET", path: "/nodes/pv1-1/capabilities/qemu/cpu",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.CPUModels(ctx, tNode) },
+			check: func(t *testing.T, got any) {
+				m := got.([]CPUModel)
+				if len(m) < 5 || m[2] != (CPUModel{Name: "host", Vendor: "default"}) || m[5].Abstract != 1 || m[len(m)-1].Custom != 1 {
+					t.Errorf("got %+v", m)
+				}
+			}},
 		{name: "StorageContent", fixture: "storage_content_iso", method: "GET", path: "/nodes/pv1-1/storage/proxy-seeds/content",
 			query: url.Values{"content": {"iso"}},
 			call: func(ctx context.Context, c *Client) (any, error) {
@@ -291,8 +299,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 24 {
-		t.Errorf("API has %d methods, the contract covers 24", api.NumMethod())
+	if api.NumMethod() != 25 {
+		t.Errorf("API has %d methods, the contract covers 25", api.NumMethod())
 	}
 }
 
@@ -333,7 +341,7 @@ func checkOneCallLine(t *testing.T, logs *syncBuffer, tc contractCase) {
 	if _, ok := l["duration_ms"]; !ok {
 		t.Errorf("call line without duration_ms: %v", l)
 	}
-	if strings.Contains(tc.path, "/qemu/") && !strings.Contains(tc.path, "/qemu/9001") && l["vmid"] != float64(tVMID) {
+	if strings.Contains(tc.path, "/qemu/") && !strings.Contains(tc.path, "/qemu/9001") && !strings.Contains(tc.path, "/capabilities/") && l["vmid"] != float64(tVMID) {
 		t.Errorf("call line without vmid: %v", l)
 	}
 	out := logs.String()

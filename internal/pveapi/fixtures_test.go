@@ -170,6 +170,15 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("volumes not sorted by volid")
 			}
 		}
+	case path == "/nodes/{node}/capabilities/qemu/cpu":
+		var v []CPUModel
+		mustData(t, f, &v)
+		for i, m := range v {
+			nonEmpty(t, m.Name, m.Vendor)
+			if (m.Custom != 0) != strings.HasPrefix(m.Name, "custom-") {
+				t.Errorf("model %d: custom %d for %q", i, m.Custom, m.Name)
+			}
+		}
 	case path == "/nodes/{node}/network":
 		var v []NodeInterface
 		mustData(t, f, &v)

@@ -1020,3 +1020,53 @@ func TestConformance_cpuUnknownRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUModels_listIsWhatTheConfigAccepts: GET /nodes/{node}/capabilities/qemu/cpu has the
+// fixture's shape (CPU.pm index), and the simulator serves it from the model list its
+// config writes validate against (CPUConfig.pm validate_vm_cpu_conf): every listed model is
+// accepted as a VM's cpu; a model of another architecture is accepted but listed only with
+// its arch; an unknown one is neither listed nor accepted (err_cpu_unknown).
+func TestCPUModels_listIsWhatTheConfigAccepts(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	var list []map[string]any
+	tg.rawJSON("GET", "/nodes/"+tg.node+"/capabilities/qemu/cpu", nil, &list)
+	var want []map[string]any
+	if err := fixture.MustLoad("capabilities_qemu_cpu").Data(&want); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range list {
+		names[m["name"].(string)] = true
+		w := want[0]
+		if m["abstract"] != nil {
+			w = want[5]
+		}
+		if !slices.Equal(keysOf(m), keysOf(w)) {
+			t.Errorf("entry %v, want the keys of %v", m, w)
+		}
+	}
+	for _, m := range want {
+		if m["custom"] == float64(0) && !names[m["name"].(string)] {
+			t.Errorf("the list lacks %v", m["name"])
+		}
+	}
+	if names["cortex-a53"] || names["x86-64-v5"] {
+		t.Errorf("an aarch64 or unknown model is listed: %v", names)
+	}
+	var arm []map[string]any
+	tg.rawJSON("GET", "/nodes/"+tg.node+"/capabilities/qemu/cpu", url.Values{"arch": {"aarch64"}}, &arm)
+	if len(arm) == 0 || !slices.ContainsFunc(arm, func(m map[string]any) bool { return m["name"] == "cortex-a53" }) {
+		t.Errorf("arch=aarch64: %v", arm)
+	}
+	tg.cloned()
+	for n := range names {
+		if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": n}); err != nil {
+			t.Errorf("cpu %s, listed, refused: %v", n, err)
+		}
+	}
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": "cortex-a53"}); err != nil {
+		t.Errorf("cpu cortex-a53 (another architecture's) refused: %v", err)
+	}
+	tg.wantAPIError(tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": "x86-64-v5"}), "err_cpu_unknown")
+}

@@ -55,6 +55,7 @@ func init() {
 
 	add("GET", "/nodes/{node}/storage", fixed(map[string]pspec{"content": pStr, "enabled": pBool, "format": pBool, "storage": optional(pStorage), "target": pStr}), nil, (*Sim).hStorageList)
 	add("GET", "/nodes/{node}/storage/{storage}/status", nil, storageRead, (*Sim).hStorageStatus)
+	add("GET", "/nodes/{node}/capabilities/qemu/cpu", fixed(map[string]pspec{"arch": {optional: true, enum: []string{"x86_64", "aarch64"}}}), nil, (*Sim).hCPUModels)
 	add("GET", "/nodes/{node}/storage/{storage}/content", fixed(map[string]pspec{"content": pStr, "vmid": optional(pVMID)}), storageRead, (*Sim).hStorageContent)
 	add("POST", uploadTmpl, fixed(map[string]pspec{
 		"content": {}, "filename": {maxLen: 255}, "checksum": pStr, "tmpfilename": pStr,
