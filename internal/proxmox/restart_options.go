@@ -45,24 +45,29 @@ var RestartOptions = []RestartOption{
 	{Key: "cpu", Attr: "cpu_type", Label: "CPU type", read: cpuType, write: withCPUType},
 }
 
-// cpuType is the cputype of a cpu option ("host,flags=+aes" or "cputype=host,...": host).
+// cpuType is the cputype of a cpu option ("host,flags=+aes", "flags=+aes,host" or
+// "cputype=host,...": host). As pve-common JSONSchema.pm parse_property_string reads a
+// property string, a part without '=' is the default key's value wherever it stands, and
+// blank parts are skipped.
 func cpuType(cpu string) string {
-	for i, p := range strings.Split(cpu, ",") {
+	for _, p := range strings.Split(cpu, ",") {
 		if k, v, ok := strings.Cut(p, "="); ok && k == "cputype" {
 			return v
-		} else if !ok && i == 0 {
+		} else if !ok && strings.TrimSpace(p) != "" {
 			return p
 		}
 	}
 	return ""
 }
 
-// withCPUType is the cpu option cur with its cputype set to t, its other properties kept.
+// withCPUType is the cpu option cur with its cputype set to t, its other properties kept:
+// every part that names a cputype (keyless or cputype=) is dropped, since Proxmox refuses
+// a second one ("duplicate key in comma-separated list property: cputype").
 func withCPUType(cur, t string) (string, error) {
 	out := []string{t}
-	for i, p := range strings.Split(cur, ",") {
+	for _, p := range strings.Split(cur, ",") {
 		k, _, ok := strings.Cut(p, "=")
-		if p == "" || (ok && k == "cputype") || (!ok && i == 0) {
+		if strings.TrimSpace(p) == "" || (ok && k == "cputype") || !ok {
 			continue
 		}
 		out = append(out, p)

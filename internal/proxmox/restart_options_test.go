@@ -64,12 +64,15 @@ func TestRestartOptions_generic(t *testing.T) {
 // TestCPUType: the cpu option's cputype is read from its default key or cputype=, and a
 // new type keeps the option's other properties.
 func TestCPUType(t *testing.T) {
-	for cpu, want := range map[string]string{"host": "host", "host,flags=+aes": "host", "cputype=kvm64,flags=+pcid": "kvm64", "flags=+aes": ""} {
+	for cpu, want := range map[string]string{"host": "host", "host,flags=+aes": "host", "cputype=kvm64,flags=+pcid": "kvm64", "flags=+aes": "",
+		// parse_property_string: the keyless part anywhere, blank parts skipped
+		"flags=+aes,host": "host", ",host": "host", "flags=+aes,,kvm64,hidden=1": "kvm64"} {
 		if got := cpuType(cpu); got != want {
 			t.Errorf("cpuType(%q) = %q, want %q", cpu, got, want)
 		}
 	}
-	for cur, want := range map[string]string{"": "host", "kvm64": "host", "kvm64,flags=+aes": "host,flags=+aes", "cputype=kvm64,flags=+pcid": "host,flags=+pcid"} {
+	for cur, want := range map[string]string{"": "host", "kvm64": "host", "kvm64,flags=+aes": "host,flags=+aes", "cputype=kvm64,flags=+pcid": "host,flags=+pcid",
+		"flags=+aes,kvm64": "host,flags=+aes", "flags=+aes,,kvm64,hidden=1": "host,flags=+aes,hidden=1"} {
 		if got, _ := withCPUType(cur, "host"); got != want {
 			t.Errorf("withCPUType(%q, host) = %q, want %q", cur, got, want)
 		}

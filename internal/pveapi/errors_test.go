@@ -62,6 +62,7 @@ var classifyTable = map[string]classRow{
 	"err_bad_param":                 {Permanent, Permanent, ""},
 	"err_hotplug_memory_min":        {Permanent, Permanent, "IsHotplugProblem"},
 	"err_cpu_unknown":               {Permanent, Permanent, ""},
+	"err_cpu_duplicate_type":        {Permanent, Permanent, ""},
 	"err_clone_exists":              {Transient, Transient, "IsAlreadyExists"},
 	"err_config_modified":           {Transient, Transient, "IsConfigModified"},
 	"err_clone_local_storage":       {Transient, Transient, ""},

@@ -987,6 +987,24 @@ func TestDestroy_protectedVMRefusedBeforeTheRunningCheck(t *testing.T) {
 	tg.mustOK(upid, err)
 }
 
+// A cpu option naming its cputype twice (a keyless part anywhere is the default key,
+// pve-common JSONSchema.pm parse_property_string) is refused, and one naming it once after
+// another property is accepted.
+func TestConformance_cpuTypeAnywhereOnce(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	tg.cloned()
+	err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": "host,flags=+aes,host"})
+	tg.wantAPIError(err, "err_cpu_duplicate_type")
+	if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"cpu": "flags=+aes,host"}); err != nil {
+		t.Fatalf("keyless cputype after flags: %v", err)
+	}
+	cfg, err := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	if err != nil || cfg["cpu"] != "flags=+aes,host" {
+		t.Fatalf("cpu = %q (%v)", cfg["cpu"], err)
+	}
+}
+
 // An unknown built-in CPU model is refused by the config write's parameter check, on PUT
 // and POST alike, before anything is written (qemu-server CPUConfig.pm validate_vm_cpu_conf).
 func TestConformance_cpuUnknownRefused(t *testing.T) {

@@ -99,6 +99,33 @@ func CPUModels() []string {
 	return out
 }
 
+// cpuTypeOf reads the cputype of a cpu property string as pve-common JSONSchema.pm
+// parse_property_string does: blank parts skipped; "cputype=<x>" by name; a part without
+// '=' anywhere is the value of the default key (cputype); a second value of it dies
+// "duplicate key in comma-separated list property: cputype"; "<key>=" with an empty value
+// dies "missing key in comma-separated list property". err is that text, "" when none.
+func cpuTypeOf(v string) (cputype, err string) {
+	for _, p := range strings.Split(v, ",") {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(p, "=")
+		switch {
+		case ok && (k == "" || val == ""):
+			return "", "missing key in comma-separated list property"
+		case ok && k != "cputype":
+			continue
+		case !ok:
+			val = p
+		}
+		if cputype != "" {
+			return "", "duplicate key in comma-separated list property: cputype"
+		}
+		cputype = val
+	}
+	return cputype, ""
+}
+
 // fmtVMCPU is the format pve-vm-cpu-conf of a VM's cpu option (qemu-server
 // src/PVE/QemuServer/CPUConfig.pm): the cputype is the property string's default key
 // ($cpu_fmt); validate_cpu_conf dies without one, validate_vm_cpu_conf on a built-in type
@@ -108,13 +135,9 @@ func CPUModels() []string {
 // field error "invalid format - <text>\n" of a 400 Parameter verification failed. The
 // other keys ($cpu_fmt flags, hidden, hv-vendor-id...) are not checked.
 func fmtVMCPU(v string) string {
-	cputype := ""
-	for i, p := range strings.Split(v, ",") {
-		if k, val, ok := strings.Cut(p, "="); ok && k == "cputype" {
-			cputype = val
-		} else if !ok && i == 0 {
-			cputype = p
-		}
+	cputype, err := cpuTypeOf(v)
+	if err != "" {
+		return err
 	}
 	switch {
 	case cputype == "":
