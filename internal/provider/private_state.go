@@ -22,7 +22,7 @@ var (
 	privateKeyNode = privateKey[nodeRecord]{name: "node", what: "node"}
 	// privateKeyImport: the attributes an import left unread (proxy_vm_planmodifiers.go).
 	privateKeyImport = privateKey[importMarker]{name: "import", what: "import"}
-	// privateKeyPower: what the last read saw of the VM's sizes (proxy_vm_power.go).
+	// privateKeyPower: what the last read saw of the VM's sizes (proxy_vm_restart.go).
 	privateKeyPower = privateKey[powerRecord]{name: "power", what: "pending changes"}
 	// privateKeyReseed: the plan decided a seed swap in place (proxy_vm_reseed.go).
 	privateKeyReseed = privateKey[bool]{name: "reseed", what: "seed swap"}

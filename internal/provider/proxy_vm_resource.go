@@ -126,7 +126,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics.Append(diags...)
 	planNodeDrift(config, &plan, prior, recorded, hasRecord)
 	planStatus(&plan, prior) // a start, started = false (vm_power.go)
-	// What a cores or memory change does to a running VM (proxy_vm_power.go).
+	// What a cores or memory change does to a running VM (proxy_vm_restart.go).
 	resp.Diagnostics.Append(planPower(config, &plan, prior, readPower(ctx, req.Private))...)
 	{
 		// network_config and static_ipv4: ip_address, and the replacement (vm_network.go).
@@ -322,7 +322,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	priorNode := state.Node.ValueString()
 	r.fillAddress(ctx, state, &vm)
 	// cores and memory_mib are what the VM runs with (a value pending in its config shows
-	// as a plan warning, proxy_vm_power.go): an update interrupted after its config write
+	// as a plan warning, proxy_vm_restart.go): an update interrupted after its config write
 	// is then planned again, restart included, and converges.
 	applyVM(&state, vm)
 	readSeedDrift(ctx, req.Private, resp.Private, &state, vm, &resp.Diagnostics) // a swap cut off after its write (proxy_vm_reseed.go)
@@ -430,7 +430,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	state := plan
 	applyVM(&state, vm)
-	keepPending(&state, plan, vm) // reboot_on_change = false: the written value (proxy_vm_power.go)
+	keepPending(&state, plan, vm) // reboot_on_change = false: the written value (proxy_vm_restart.go)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}

@@ -26,7 +26,7 @@ import (
 // stops or reboots a VM once.
 //
 // How a change of a restart option restarts a running VM, or stays pending, is planned in
-// proxy_vm_power.go and proxy_vm_restart.go.
+// proxy_vm_restart.go.
 type vmPower struct {
 	vmPowerState
 	Started         types.Bool   `tfsdk:"started"`
