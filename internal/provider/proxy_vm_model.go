@@ -37,8 +37,7 @@ var uidNamespace = [16]byte{
 // namespace is empty, and otherwise of name in the version 5 UUID of namespace in
 // uidNamespace. It picks the VMID probe sequence (the same for every create of this name
 // in this namespace, so an interrupted create is found again). It is not a VM's uid, which
-// is random per VM (newUID); VMs of earlier, unreleased builds carry uidFor(namespace,
-// name) as the uid in their mark, and own nothing more by it than any other uid.
+// is random per VM (newUID).
 func uidFor(namespace, name string) string {
 	ns := uidNamespace
 	if namespace != "" {
@@ -130,7 +129,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.vmNetwork.read(vm)
 	m.vmPower.read(vm)
 	m.vmAddresses.read(vm)
-	importedCloudInitChange(m) // an import, or a state written before the attribute
+	importedCloudInitChange(m) // an import, which cannot read it
 	applyConcepts(m, vm)
 }
 

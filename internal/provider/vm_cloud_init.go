@@ -185,8 +185,8 @@ func (c vmCloudInit) changes(prior vmCloudInit, ch *proxmox.Changes, cloudInitUn
 	}
 }
 
-// importedCloudInitChange fills cloud_init_change of an imported VM (or a state written
-// before the attribute) with its default.
+// importedCloudInitChange fills cloud_init_change of an imported VM, which cannot read
+// it, with its default.
 func importedCloudInitChange(m *proxyVMModel) {
 	if m.CloudInitChange.IsNull() || m.CloudInitChange.IsUnknown() {
 		m.CloudInitChange = types.StringValue(cloudInitChangeReplace)

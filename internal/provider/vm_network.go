@@ -75,7 +75,7 @@ const networkReplaces = "cloud-init applies a network configuration when the VM 
 	"VM's mark keeps what it needs: `static_ipv4` whole (read back by the import: the same value plans nothing, another " +
 	"or none a replacement), and the digest of a `network_config` (the same text is recorded in place, another one " +
 	"replaces the VM, and with neither attribute set the network is left alone). A VM without these mark lines (made by " +
-	"the proxy operator or an earlier release) records the first value set without replacing it, unless the addresses " +
+	"the proxy operator) records the first value set without replacing it, unless the addresses " +
 	"the guest agent reported at the import lack a configured static address."
 
 // networkAttrs are the network facet's attributes.
@@ -431,7 +431,7 @@ const networkDigestNone = "none"
 
 // importedNetworkDigest is the network digest an import keeps for the plan: the mark's,
 // networkDigestNone for a VM this provider made without a network configuration, or ""
-// when nothing tells (the operator's VMs and earlier releases').
+// when nothing tells (the operator's VMs).
 func importedNetworkDigest(m proxmox.MarkExtra) string {
 	if m.NetworkDigest == "" && m.Static == nil && m.CreatedBy == proxmox.CreatedByProvider {
 		return networkDigestNone

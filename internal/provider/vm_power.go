@@ -128,8 +128,8 @@ func powerAttrs() []facetAttr {
 
 // read takes the status and onboot of the VM as the backend read it; a status the backend
 // could not read (StatusUnknown) keeps the prior one. The settings that cannot be read
-// get their defaults where they have no value (an import, or a state written before
-// them); started is whether the VM runs.
+// get their defaults where they have no value (an import); started is whether the VM
+// runs.
 func (p *vmPower) read(vm proxmox.VM) {
 	p.StartOnBoot = types.BoolValue(vm.OnBoot)
 	switch {
