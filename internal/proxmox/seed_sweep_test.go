@@ -136,7 +136,7 @@ func TestSeedSweep_everyDestroyPathDeletesEveryGenerationButOneInUse(t *testing.
 	}
 }
 
-// F3: the proxy operator's <name>-seed.iso is shared by every operator VM of that name; a
+// The proxy operator's <name>-seed.iso is shared by every operator VM of that name; a
 // destroy of one (imported: its ide2 names it) keeps it while another of that name is
 // listed, on the live path as on the gone one, and deletes it otherwise.
 func TestSeedSweep_operatorSeedKeptWhileAnotherVMOfTheNameIsListed(t *testing.T) {
@@ -166,7 +166,7 @@ func TestSeedSweep_operatorSeedKeptWhileAnotherVMOfTheNameIsListed(t *testing.T)
 	}
 }
 
-// F6: a listing of a recorded node's ISO storage refused (403: the token lacks
+// A listing of a recorded node's ISO storage refused (403: the token lacks
 // Datastore.Audit, while deletes work) fails the destroy, naming the privilege, before
 // anything is destroyed: older generations are never left behind silently.
 func TestSeedSweep_listingRefusedFailsTheDestroy(t *testing.T) {
@@ -203,7 +203,7 @@ func TestSeedSweep_listingRefusedFailsTheDestroy(t *testing.T) {
 	}
 }
 
-// F5: a recorded node that is down fails the destroy while it is among the provider's
+// A recorded node that is down fails the destroy while it is among the provider's
 // nodes; once it is removed from them, the destroy goes on with a note naming what may be
 // left there.
 func TestSeedSweep_deadRecordedNode(t *testing.T) {
