@@ -798,12 +798,12 @@ func (b *Backend) seedHolderVMs(ctx context.Context, op string, seeds []Seed, vm
 		if _, ok := held.shared[key]; ok {
 			continue
 		}
-		st, err := b.api.StorageStatus(ctx, s.Node, storageOf(s.VolID))
-		if err != nil && ctx.Err() != nil {
+		shared, err := b.storageShared(ctx, op == "delete", s.Node, storageOf(s.VolID))
+		if err != nil {
 			return held, nil, apiErrorf(op, err, "reading storage %s on node %s", storageOf(s.VolID), s.Node)
 		}
-		held.shared[key] = err != nil || st.Shared == 1
-		anyShared = anyShared || held.shared[key]
+		held.shared[key] = shared
+		anyShared = anyShared || shared
 	}
 	var read []pveapi.Resource
 	for _, r := range vms {

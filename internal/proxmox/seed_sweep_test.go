@@ -314,6 +314,9 @@ func TestSeedSweep_requestCost(t *testing.T) {
 	if n := otherReads(); n != 0 {
 		t.Errorf("a destroy right after read %d other configs again, want 0", n)
 	}
+	if n := h.f.calls("StorageStatus"); n != 0 {
+		t.Errorf("a destroy right after read the storage's status %d times again, want 0", n)
+	}
 	h.clock.advance(h.b.cfg.Budgets.ListingTTL)
 	destroy(ids[2])
 	if n := otherReads(); n != others {

@@ -17,8 +17,47 @@ import (
 // hand to a VM within that time is what the cache can miss, the window a shared listing
 // has too (decision: shared-listing).
 type holderCache struct {
-	mu sync.Mutex
-	m  map[int]*heldConfig
+	mu     sync.Mutex
+	m      map[int]*heldConfig
+	shared map[string]heldShared // "<node>|<storage>"
+}
+
+// heldShared is a storage's shared flag as a status read said it.
+type heldShared struct {
+	shared bool
+	at     time.Time
+}
+
+// storageShared says whether storage is shared on node (StorageStatus), or whether its status
+// cannot be read (then any VM may use its one volume: counted as shared). A destroy's sweep
+// (cached) keeps a read answer for Budgets.ListingTTL, as holderConfig does; only ctx ending
+// is an error.
+func (b *Backend) storageShared(ctx context.Context, cached bool, node, storage string) (bool, error) {
+	c, key := b.holders, node+"|"+storage
+	if cached && c != nil {
+		c.mu.Lock()
+		e, ok := c.shared[key]
+		c.mu.Unlock()
+		if ok && b.clock.Now().Sub(e.at) < b.cfg.Budgets.ListingTTL {
+			return e.shared, nil
+		}
+	}
+	st, err := b.api.StorageStatus(ctx, node, storage)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if cached && c != nil {
+		c.mu.Lock()
+		if c.shared == nil {
+			c.shared = map[string]heldShared{}
+		}
+		c.shared[key] = heldShared{shared: st.Shared == 1, at: b.clock.Now()}
+		c.mu.Unlock()
+	}
+	return st.Shared == 1, nil
 }
 
 // heldConfig is one VM's config read, or the read in flight (done open).
