@@ -682,7 +682,7 @@ func (b *Backend) noteUnconfigured(ctx context.Context, sw seedSweep, failed map
 			files = append(files, v.volid())
 		}
 		if sw.uid != "" {
-			files = append(files, "any other "+seedFileGen(sw.name, sw.uid, 2)+"-style generation ("+sw.name+"-"+sw.uid+"-<n>-seed.iso)")
+			files = append(files, "any other generation of it ("+sw.name+"-"+sw.uid+"-<n>-seed.iso)")
 		}
 		if len(files) == 0 {
 			continue
