@@ -90,9 +90,10 @@ func TestPrivateKeySeed_nodes(t *testing.T) {
 	if got := readSeedNodes(ctx, started); !slices.Equal(got, []string{"pve1", "pve2"}) {
 		t.Errorf("after an apply on the new node: %v", got)
 	}
-	// A migration pve2 -> pve1 deletes its source copy.
-	migrated := step(started, seedWrite{volid: vol, lastSeen: "pve2", put: "pve1", deleted: "pve2"})
-	if got := readSeedNodes(ctx, migrated); !slices.Equal(got, []string{"pve1"}) {
+	// A migration pve2 -> pve1 deletes the generation it moved on pve2, not an earlier one:
+	// pve2 stays recorded (decision: seed-sweep).
+	migrated := step(started, seedWrite{volid: vol, lastSeen: "pve2", put: "pve1"})
+	if got := readSeedNodes(ctx, migrated); !slices.Equal(got, []string{"pve1", "pve2"}) {
 		t.Errorf("after a migration back: %v", got)
 	}
 	// A new seed (a swap on pve2, which deletes generation 1 there only): generation 1's copy

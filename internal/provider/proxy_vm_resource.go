@@ -435,7 +435,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	recordUpdate(ctx, req, resp, prior, vm, changes)
+	recordUpdate(ctx, req, resp, prior, vm)
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
 }
 
@@ -476,13 +476,11 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 // recordUpdate writes what an update leaves beside the state: where the seed is, the
 // pending power record and the configured node.
 func recordUpdate(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse, prior proxyVMModel,
-	vm proxmox.VM, changes proxmox.Changes) {
-	// A migration moved the seed to the VM's node and deleted its source copy; a seed
-	// rebuilt before a start is on the VM's node too.
+	vm proxmox.VM) {
+	// A migration moved the seed to the VM's node; its source stays recorded, since an
+	// earlier generation may be left there (decision: seed-sweep). A seed rebuilt before a
+	// start is on the VM's node too.
 	sw := seedWrite{volid: vm.Seed, lastSeen: prior.Node.ValueString(), put: vm.Node}
-	if changes.Node != nil && vm.Node != prior.Node.ValueString() {
-		sw.deleted = prior.Node.ValueString()
-	}
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, sw)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)

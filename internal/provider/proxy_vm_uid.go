@@ -31,8 +31,10 @@ func newUID() (string, error) {
 type seedRecord struct {
 	// VolID is the seed's volume id, <storage>:iso/<file>.
 	VolID string `json:"volid,omitempty"`
-	// Nodes are the nodes a copy of VolID, or of an earlier generation of it, was put on
-	// and not known deleted since. Empty: the node the state last saw the VM on.
+	// Nodes are every node a copy of VolID, or of an earlier generation of it, was put on.
+	// A migration's source stays: the migration deletes there the generation it moved, not
+	// an earlier one a move outside Terraform left (decision: seed-sweep). Empty: the node
+	// the state last saw the VM on.
 	Nodes []string `json:"nodes,omitempty"`
 }
 
@@ -46,8 +48,6 @@ type seedWrite struct {
 	// put is the node a seed of volid is on after an apply (Create, Update, import); a
 	// refresh puts nothing.
 	put string
-	// deleted is a node whose copy the apply deleted (a migration's source).
-	deleted string
 	// maybe are nodes a copy may be on although no apply put one there: an import's (the
 	// provider's nodes), since nothing tells where the VM's seed was uploaded before an HA
 	// move; the destroy lists each and deletes only what is there.
@@ -55,8 +55,7 @@ type seedWrite struct {
 }
 
 // writeSeed records the VM's seed volume and the nodes a copy of it is on: the ones in's
-// record names for the same volume (or lastSeen, for a record without nodes), with w.put
-// and without w.deleted.
+// record names (or lastSeen, for a record without nodes), with w.put.
 func writeSeed(ctx context.Context, in privateGetter, out privateSetter, w seedWrite) diag.Diagnostics {
 	if w.volid == "" {
 		return nil
@@ -70,9 +69,6 @@ func writeSeed(ctx context.Context, in privateGetter, out privateSetter, w seedW
 		if len(rec.Nodes) == 0 && w.lastSeen != "" {
 			rec.Nodes = []string{w.lastSeen}
 		}
-	}
-	if w.deleted != "" && w.deleted != w.put {
-		rec.Nodes = slices.DeleteFunc(rec.Nodes, func(n string) bool { return n == w.deleted })
 	}
 	for _, n := range append([]string{w.put}, w.maybe...) {
 		if n != "" && !slices.Contains(rec.Nodes, n) {

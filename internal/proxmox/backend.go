@@ -419,6 +419,8 @@ type Backend struct {
 	clock    clock
 	listings *listingCache
 	locks    *keyedLock
+	// holders are the configs the destroys' seed sweeps read (seedholders.go).
+	holders *holderCache
 	// placements are the nodes automatic placement gave (placement.go).
 	placements placementBook
 	pre        *preflightCache // Preflight's verdicts, per provider instance
@@ -470,6 +472,7 @@ func New(api pveapi.API, cfg Config) *Backend {
 		clock:     realClock{},
 		listings:  &listingCache{},
 		locks:     &keyedLock{},
+		holders:   &holderCache{},
 		pre:       &preflightCache{},
 		cpus:      &cpuModelCache{},
 		buildSeed: nocloud.Build,

@@ -99,16 +99,16 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left alone", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "reason": reason, "other_name": st.r.Name,
 		})
-		return false, "", b.deleteRecordedSeeds(ctx, id, st, opts)
+		return false, "", b.sweepSeeds(ctx, b.goneSweep(ctx, id, st, opts), st)
 	}
 	node := st.r.Node
 	if err := refuseProtected(id, st.cfg); err != nil {
 		return false, node, err
 	}
-	seeds := b.ownSeeds(id.Name, st.cfg, opts.Seed, opts.UID, opts.SeedSwaps)
-	// The seed goes before the destroy (decision: seed-before-destroy), deleted while the VM
-	// stops, since it does not depend on the stop. A failure leaves the VM for the next Delete.
-	seed := b.startSeedDelete(ctx, node, seeds, b.seedsLeftElsewhere(id.Name, node, seeds, opts))
+	// The seeds go before the destroy (decision: seed-before-destroy, decision: seed-sweep),
+	// deleted while the VM stops, since they do not depend on the stop. A failure leaves the
+	// VM for the next Delete.
+	seed := b.startSeedDelete(ctx, b.liveSweep(ctx, id, node, st.cfg, opts, st.res), st)
 	// Stop, whatever the listing says (it may lag, fact: listing-lag, and shows a paused VM
 	// as running, fact: paused-listed-running): a VM not running ends the stop at once.
 	if gone, err := b.stopForDelete(ctx, node, id.VMID); gone || err != nil {

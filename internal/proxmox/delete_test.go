@@ -436,11 +436,12 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 		if err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-1"}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := mutating(h.f); !slices.Equal(unorderedBeforeDestroy(got), []string{"DeleteVolume", "DeleteVolume", "Stop", "Destroy"}) {
+		if got := mutating(h.f); !slices.Equal(unorderedBeforeDestroy(got), []string{"DeleteVolume", "Stop", "Destroy"}) {
 			t.Errorf("calls %v", got)
 		}
-		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-2", "pv1-1"}) {
-			t.Errorf("seed deleted on %v, want pv1-2 then pv1-1", got)
+		// Both nodes are listed (decision: seed-sweep); only pv1-1 holds a seed.
+		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1"}) {
+			t.Errorf("seed deleted on %v, want pv1-1 (pv1-2 lists none)", got)
 		}
 		if _, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(testName, testUID)); ok {
 			t.Error("the seed is left on the node it was uploaded to")
@@ -513,7 +514,10 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 			}
 		}
 	})
-	t.Run("gone: a recorded node that is not configured is a home", func(t *testing.T) {
+	// A recorded node that is not among the provider's nodes (decision: seed-sweep) is not
+	// listed: the recorded seed is deleted there by name, and when it does not answer the
+	// destroy goes on with a note naming what may remain there.
+	t.Run("gone: a recorded node that is not configured does not block the destroy", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")
 		h.f.storages["pv1-9/"+fakeISOStorage] = h.f.storages["pv1-1/"+fakeISOStorage]
 		h.f.onCall("DeleteVolume", func(_ context.Context, c fakeCall) error {
@@ -522,12 +526,16 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 			}
 			return nil
 		})
-		err := h.b.DeleteVM(h.ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-9"}})
-		if err == nil {
-			t.Fatal("the delete succeeded with the seed left on the node it was uploaded to")
+		ctx, notes := WithNotes(h.ctx)
+		if err := h.b.DeleteVM(ctx, testID, DeleteOptions{Node: "pv1-2", UID: testUID, Seed: vol, SeedNodes: []string{"pv1-9"}}); err != nil {
+			t.Fatalf("a node no longer configured blocked the destroy: %v", err)
 		}
-		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-2", "pv1-9"}) {
+		if got := seedNodes(h.f); !slices.Equal(got, []string{"pv1-1", "pv1-9"}) { // pv1-2 is listed and holds none
 			t.Errorf("seed deleted on %v", got)
 		}
+		if n := len(h.f.callsOf("StorageContent")); n != 1 || h.f.callsOf("StorageContent")[0].Node != "pv1-2" {
+			t.Errorf("listings %v, want pv1-2's alone", h.f.callsOf("StorageContent"))
+		}
+		assertContains(t, strings.Join(notes.Lines(), "\n"), "node pv1-9", "not among the provider's nodes", vol, "pvesm free")
 	})
 }

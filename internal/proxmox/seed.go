@@ -375,91 +375,14 @@ type seedDelete struct {
 	err  error
 }
 
-// startSeedDelete deletes the seeds on node, then the ones left on other nodes
-// (seedsLeftElsewhere), in a goroutine.
-func (b *Backend) startSeedDelete(ctx context.Context, node string, seeds []seedVol, elsewhere []nodeSeeds) *seedDelete {
+// startSeedDelete runs the destroy's seed sweep (sweepSeeds) in a goroutine.
+func (b *Backend) startSeedDelete(ctx context.Context, sw seedSweep, st settled) *seedDelete {
 	d := &seedDelete{done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		d.err = b.deleteSeeds(ctx, "delete", node, seeds)
-		for _, e := range elsewhere {
-			if d.err != nil {
-				return
-			}
-			if err := b.deleteSeeds(ctx, "delete", e.node, b.ownGenerations(ctx, e)); err != nil {
-				d.err = &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM is on node %s now, but its seed ISO was uploaded on node %s and is deleted there too: %w", node, e.node, err)}
-			}
-		}
+		d.err = b.sweepSeeds(ctx, sw, st)
 	}()
 	return d
-}
-
-// nodeSeeds are seeds to delete on a node: seeds, and every other generation of the VM
-// name's seeds with uid that the node's storage lists (ownGenerations).
-type nodeSeeds struct {
-	node      string
-	seeds     []seedVol
-	name, uid string
-}
-
-// seedsLeftElsewhere are the seeds of a VM of ours on node that a move outside Terraform may
-// have left on the other nodes the caller recorded a copy on (DeleteOptions.SeedNodes): an
-// HA recovery moves the VM's config alone, so a seed on node-local storage stays where it
-// was uploaded. Only seeds whose name carries the resource's uid (opts.UID) are deleted
-// there: nothing another VM may boot from. A VM that did not move gets none, so its delete
-// sends no request more.
-func (b *Backend) seedsLeftElsewhere(name, node string, seeds []seedVol, opts DeleteOptions) []nodeSeeds {
-	if opts.UID == "" {
-		return nil
-	}
-	var own []seedVol
-	for _, v := range seeds {
-		if n, u, ok := parseUIDSeed(v.file); ok && n == name && u == opts.UID {
-			own = append(own, v)
-		}
-	}
-	if len(own) == 0 {
-		return nil
-	}
-	var out []nodeSeeds
-	for _, n := range opts.SeedNodes {
-		if n == "" || n == node || slices.ContainsFunc(out, func(e nodeSeeds) bool { return e.node == n }) {
-			continue
-		}
-		out = append(out, nodeSeeds{node: n, seeds: own, name: name, uid: opts.UID})
-	}
-	return out
-}
-
-// ownGenerations are the seeds of e's VM (its name and uid, any generation: a cloud-init
-// change made after the VM moved swaps the seed on its new node only, so the generation
-// the old node holds may be any earlier one) that the node's ISO storages list. When a
-// listing fails, e.seeds are deleted by name: a node that does not answer then fails that
-// delete, naming it, and the seed is never left behind silently.
-func (b *Backend) ownGenerations(ctx context.Context, e nodeSeeds) []seedVol {
-	var storages []string
-	for _, v := range e.seeds {
-		if !slices.Contains(storages, v.storage) {
-			storages = append(storages, v.storage)
-		}
-	}
-	var out []seedVol
-	for _, st := range storages {
-		vols, err := b.api.StorageContent(ctx, e.node, st, "iso")
-		if err != nil {
-			return e.seeds
-		}
-		for _, vol := range vols {
-			v, ok := parseISOVol(vol.VolID)
-			if !ok || slices.Contains(out, v) {
-				continue
-			}
-			if n, u, _, ok := parseSeedGen(v.file); ok && n == e.name && u == e.uid {
-				out = append(out, v)
-			}
-		}
-	}
-	return out
 }
 
 // join waits for the delete and returns its error.
@@ -468,13 +391,345 @@ func (d *seedDelete) join() error {
 	return d.err
 }
 
-// ownSeeds are the seeds of a VM of ours (its mark carries uid), wherever they are: the one
-// its ide2 names (its own, whoever made the VM: <name>-seed.iso for the proxy operator's
-// VMs), and the one the caller recorded or, when none was recorded, the
-// one this provider would have uploaded for uid, when it differs (ide2 was ejected or
-// removed, or a create stopped before its config step). A <name>-seed.iso is deleted only
-// when ide2 names it.
-func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string, swaps bool) []seedVol {
+// Seed sweep (decision: seed-sweep). One rule says what a destroy deletes, whatever path it
+// takes (a VM of ours, a VM gone, the VMID holding a VM not ours, the replacement of a VM
+// gone): every generation of the VM's seed (<name>-<uid>-seed.iso, <name>-<uid>-<g>-seed.iso,
+// parseSeedGen) on the VM's own node (its node now, or for a VM not there the node the
+// state last saw it on) and on every node the seed record names (DeleteOptions.SeedNodes:
+// an HA recovery moves the config alone and leaves the seed where it was; a cloud-init
+// change made after it swaps the seed on the new node only), except a copy some other VM
+// has on a drive (decision: seed-in-use: kept, with a note naming that VM). Those nodes are
+// the homes: their ISO storages are listed and a failure there fails the destroy, naming
+// what to fix, so a seed is never left behind silently. A recorded node that is not among
+// the provider's nodes is not listed (it may be gone for good): the named seeds are deleted
+// there by name when it answers, and a note names what may remain. The volumes named
+// (ide2's, the recorded one) are deleted by name without a listing when one generation on
+// one node is all that ever existed (sweepNeedsListing). For a VM not there, the named
+// seeds are also deleted by name on the other configured nodes, a failure there logged.
+
+// seedSweep is what a destroy's seed sweep deletes.
+type seedSweep struct {
+	id        ID
+	name, uid string // the generations swept are the seeds of name with uid; no uid: named alone
+	// named are the seeds the state knows by name: the one ide2 names, the one recorded (or,
+	// without a record, the one a Create of uid uploads), for a VM not there the proxy
+	// operator's <name>-seed.iso too. A <name>-seed.iso is deleted only on vmNode (a live VM)
+	// and never when a VM of that name is listed elsewhere (sameNameElsewhere).
+	named []seedVol
+	// vmNode is the node of a VM of ours; "" when the VM is not there.
+	vmNode string
+	// homes are swept (listed, when list) and fail the destroy when they fail.
+	homes []string
+	list  bool
+	// others (a VM not there: the configured nodes outside homes) get named deleted by name,
+	// a failure logged; unconfigured (recorded nodes not among the provider's nodes) too, a
+	// failure noted with what may remain.
+	others, unconfigured []string
+	// skipVMID is the VM whose drives do not keep a seed (the VM destroyed); 0: none.
+	skipVMID int
+}
+
+// seedAt is a seed a sweep deletes on a node.
+type seedAt struct {
+	node string
+	v    seedVol
+	kind sweepKind
+}
+
+type sweepKind int
+
+const (
+	sweepHome sweepKind = iota
+	sweepOther
+	sweepUnconfigured
+)
+
+// liveSweep is the sweep of a VM of ours on node whose config is cfg (ownSeeds named).
+func (b *Backend) liveSweep(ctx context.Context, id ID, node string, cfg map[string]string, opts DeleteOptions, res []pveapi.Resource) seedSweep {
+	sw := seedSweep{id: id, name: id.Name, uid: opts.UID, vmNode: node, skipVMID: id.VMID}
+	sw.named = dropSharedOperatorSeed(ctx, id, res, b.ownSeeds(id.Name, cfg, opts.Seed, opts.UID))
+	sw.homes = []string{node}
+	b.addRecordedNodes(&sw, opts.SeedNodes)
+	sw.list = sweepNeedsListing(sw, opts.SeedSwaps)
+	return sw
+}
+
+// goneSweep is the sweep of a VM that is gone or not ours (st.verdict): the named seeds
+// are the recorded one or, without a record, <name>-<uid>-seed.iso and <name>-seed.iso on
+// iso_storage.
+func (b *Backend) goneSweep(ctx context.Context, id ID, st settled, opts DeleteOptions) seedSweep {
+	sw := seedSweep{id: id, name: id.Name, uid: opts.UID}
+	if v, ok := b.recordedSeed(opts.Seed); ok {
+		sw.named = []seedVol{v}
+		if n, u, ok := parseUIDSeed(v.file); ok && n == id.Name && sw.uid == "" {
+			sw.uid = u // the state records no uid: the recorded seed's name carries it
+		}
+	} else if b.cfg.ISOStorage != "" {
+		if opts.UID != "" {
+			sw.named = append(sw.named, seedVol{storage: b.cfg.ISOStorage, file: seedFile(id.Name, opts.UID)})
+		}
+		sw.named = append(sw.named, seedVol{storage: b.cfg.ISOStorage, file: operatorSeedFile(id.Name)})
+	}
+	sw.named = dropSharedOperatorSeed(ctx, id, st.res, sw.named)
+	b.addRecordedNodes(&sw, append([]string{opts.Node}, opts.SeedNodes...))
+	for _, n := range b.cfg.Nodes {
+		if !slices.Contains(sw.homes, n) {
+			sw.others = append(sw.others, n)
+		}
+	}
+	sw.list = sweepNeedsListing(sw, opts.SeedSwaps)
+	return sw
+}
+
+// addRecordedNodes adds nodes to sw: a configured node (or any, when the provider lists
+// none) as a home, another as unconfigured.
+func (b *Backend) addRecordedNodes(sw *seedSweep, nodes []string) {
+	for _, n := range nodes {
+		switch {
+		case n == "", slices.Contains(sw.homes, n), slices.Contains(sw.unconfigured, n):
+		case len(b.cfg.Nodes) == 0 || slices.Contains(b.cfg.Nodes, n):
+			sw.homes = append(sw.homes, n)
+		default:
+			sw.unconfigured = append(sw.unconfigured, n)
+		}
+	}
+}
+
+// dropSharedOperatorSeed leaves out of seeds the proxy operator's <name>-seed.iso when a VM
+// of that name is listed at another VMID: it may boot from it.
+func dropSharedOperatorSeed(ctx context.Context, id ID, res []pveapi.Resource, seeds []seedVol) []seedVol {
+	return slices.DeleteFunc(seeds, func(v seedVol) bool {
+		if v.file != operatorSeedFile(id.Name) {
+			return false
+		}
+		r, ok := sameNameElsewhere(res, id)
+		if ok {
+			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
+				"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": v.volid(),
+			})
+		}
+		return ok
+	})
+}
+
+// sweepNeedsListing says whether the homes are listed: not when the record proves one
+// generation of the seed on one node is all there ever was (the named seeds are then
+// deleted by name, and the destroy sends no request more than it always did): one home and
+// no unconfigured node recorded, no named seed of a later generation, and a resource that
+// does not swap its seed (SeedSwaps: a swap cut off leaves the next generation whatever ide2
+// names). Without a uid there are no generations to find.
+func sweepNeedsListing(sw seedSweep, swaps bool) bool {
+	if sw.uid == "" {
+		return false
+	}
+	if swaps || len(sw.homes)+len(sw.unconfigured) > 1 {
+		return true
+	}
+	for _, v := range sw.named {
+		if _, _, gen, ok := parseSeedGen(v.file); ok && gen > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// isGeneration says whether v is a generation of the sweep's seed.
+func (sw seedSweep) isGeneration(v seedVol) bool {
+	n, u, _, ok := parseSeedGen(v.file)
+	return ok && sw.uid != "" && n == sw.name && u == sw.uid
+}
+
+// namedOn are the named seeds deleted on node: a <name>-seed.iso only on a live VM's node.
+func (sw seedSweep) namedOn(node string) []seedVol {
+	var out []seedVol
+	for _, v := range sw.named {
+		if v.file == operatorSeedFile(sw.name) && sw.vmNode != "" && node != sw.vmNode {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// sweepStorages are the storages listed on a home: the named seeds' and iso_storage (where
+// every later generation was uploaded).
+func (b *Backend) sweepStorages(sw seedSweep) []string {
+	var out []string
+	for _, v := range sw.named {
+		if !slices.Contains(out, v.storage) {
+			out = append(out, v.storage)
+		}
+	}
+	if b.cfg.ISOStorage != "" && !slices.Contains(out, b.cfg.ISOStorage) {
+		out = append(out, b.cfg.ISOStorage)
+	}
+	return out
+}
+
+// sweepHome lists node's ISO storages for every generation of sw's seed, and the named
+// seeds there. A storage that does not exist there holds none; any other failure fails
+// the destroy, saying what to fix (a 403: the privilege the listing needs).
+func (b *Backend) sweepHome(ctx context.Context, sw seedSweep, node string) ([]seedVol, error) {
+	named := sw.namedOn(node)
+	if !sw.list {
+		return named, nil
+	}
+	var out []seedVol
+	for _, st := range b.sweepStorages(sw) {
+		vols, err := b.api.StorageContent(ctx, node, st, "iso")
+		switch {
+		case err == nil:
+		case pveapi.IsMissingStorage(err):
+			continue
+		case ctx.Err() != nil:
+			return nil, Transientf("listing storage %s on node %s for the VM's seed ISOs: %w", st, node, ctx.Err())
+		case pveapi.IsForbidden(err):
+			return nil, apiErrorf("delete", err, "listing storage %s on node %s for every generation of the VM's seed ISO (%s, %s) was refused: "+
+				"the API token needs Datastore.Audit on /storage/%s to find them; grant it and destroy again, or delete them by hand "+
+				"(`pvesm list %s --content iso` on node %s shows them, `pvesm free` deletes each)",
+				st, node, seedFile(sw.name, sw.uid), seedFileGen(sw.name, sw.uid, 2), st, st, node)
+		default:
+			return nil, apiErrorf("delete", err, "listing storage %s on node %s for the VM's seed ISOs (%s and its later generations); "+
+				"run the same command again once node %s answers", st, node, seedFile(sw.name, sw.uid), node)
+		}
+		for _, vol := range vols {
+			v, ok := parseISOVol(vol.VolID)
+			if ok && !slices.Contains(out, v) && (sw.isGeneration(v) || slices.Contains(named, v)) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// sweepSeeds deletes what sw names (decision: seed-sweep), except a copy a VM has on a
+// drive (decision: seed-in-use), which is noted naming that VM. st is what settle read:
+// its listing says which VMs could have a seed, and the VM now at a gone VM's VMID (st.r,
+// st.cfg) is one of them.
+func (b *Backend) sweepSeeds(ctx context.Context, sw seedSweep, st settled) error {
+	var seeds []seedAt
+	for _, n := range sw.homes {
+		vs, err := b.sweepHome(ctx, sw, n)
+		if err != nil {
+			return sw.onHome(n, err)
+		}
+		for _, v := range vs {
+			seeds = append(seeds, seedAt{node: n, v: v, kind: sweepHome})
+		}
+	}
+	for kind, nodes := range map[sweepKind][]string{sweepOther: sw.others, sweepUnconfigured: sw.unconfigured} {
+		for _, n := range nodes {
+			for _, v := range sw.namedOn(n) {
+				seeds = append(seeds, seedAt{node: n, v: v, kind: kind})
+			}
+		}
+	}
+	slices.SortStableFunc(seeds, func(a, b seedAt) int { return int(a.kind) - int(b.kind) })
+	if len(seeds) == 0 {
+		b.noteUnconfigured(ctx, sw, nil)
+		return nil
+	}
+	held, err := b.sweepHolders(ctx, sw, st, seeds)
+	if err != nil {
+		return err
+	}
+	failed := map[string]bool{}
+	for _, s := range seeds {
+		if by := held.of(s.node, s.v.volid()); by != "" {
+			note(ctx, "the seed ISO %s was not deleted on node %s: %s has it on a drive, so it is that VM's to use now; "+
+				"delete it by hand with `pvesm free %s` on node %s once that VM no longer uses it", s.v.volid(), s.node, by, s.v.volid(), s.node)
+			continue
+		}
+		err := b.deleteSeed(ctx, "delete", s.node, s.v)
+		switch {
+		case err == nil:
+			continue
+		case ctx.Err() != nil:
+			return Transientf("deleting the seed ISO %s: %w; %s", s.v.volid(), ctx.Err(), seedDeleteFix(s.node, s.v))
+		case s.kind == sweepHome:
+			return sw.onHome(s.node, err)
+		case s.kind == sweepUnconfigured:
+			failed[s.node] = true
+		case ClassOf(err) == pveapi.Permanent:
+			return err
+		}
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
+			"seed": s.v.volid(), "node": s.node, "error": err.Error(),
+		})
+	}
+	b.noteUnconfigured(ctx, sw, failed)
+	return nil
+}
+
+// onHome is err of a home, said as the move it comes from when the live VM is elsewhere.
+func (sw seedSweep) onHome(node string, err error) error {
+	if sw.vmNode == "" || node == sw.vmNode {
+		return err
+	}
+	return &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM is on node %s now, but its seed ISO was uploaded on node %s and is deleted there too: %w", sw.vmNode, node, err)}
+}
+
+// noteUnconfigured notes, for each recorded node that is not among the provider's nodes,
+// the seed files that may remain there: all of them where the delete failed (failed),
+// the generations the sweep did not list for where it did not.
+func (b *Backend) noteUnconfigured(ctx context.Context, sw seedSweep, failed map[string]bool) {
+	for _, n := range sw.unconfigured {
+		if !failed[n] && !sw.list {
+			continue
+		}
+		var files []string
+		for _, v := range sw.namedOn(n) {
+			files = append(files, v.volid())
+		}
+		if sw.uid != "" {
+			files = append(files, "any other generation of it ("+sw.name+"-"+sw.uid+"-<n>-seed.iso)")
+		}
+		if len(files) == 0 {
+			continue
+		}
+		why := "its ISO storage was not listed"
+		if failed[n] {
+			why = "it did not answer, and its ISO storage was not listed"
+		}
+		note(ctx, "node %s, where a copy of this VM's seed ISO was put, is not among the provider's nodes, so %s: %s may remain there; "+
+			"delete them by hand with `pvesm free <volid>` on node %s (`pvesm list <storage> --content iso` shows them)",
+			n, why, strings.Join(files, ", "), n)
+	}
+}
+
+// sweepHolders reads which VM has each seed on a drive (readSeedHolders, the configs from
+// holderConfig): the VMs of the listing other than the one destroyed, and the VM now at a
+// gone VM's VMID from the config settle read.
+func (b *Backend) sweepHolders(ctx context.Context, sw seedSweep, st settled, seeds []seedAt) (seedHolders, error) {
+	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
+	atVMID := sw.vmNode == "" && st.verdict == verdictForeign && st.r.Type == "qemu" && st.cfg != nil
+	if atVMID {
+		use.addDrives(st.r, st.cfg)
+	}
+	var vms []pveapi.Resource
+	for _, r := range st.res {
+		if r.Type == "qemu" && r.VMID != sw.skipVMID && (r.VMID != sw.id.VMID || !atVMID) {
+			vms = append(vms, r)
+		}
+	}
+	pairs := make([]Seed, len(seeds))
+	for i, s := range seeds {
+		pairs[i] = Seed{Node: s.node, VolID: s.v.volid()}
+	}
+	held, read, err := b.seedHolderVMs(ctx, "delete", pairs, vms, &use)
+	if err != nil {
+		return held, err
+	}
+	return held, b.readHolderDrives(ctx, read, &use)
+}
+
+// ownSeeds are the seeds a VM of ours names (its mark carries uid): the one its ide2 names
+// (its own, whoever made the VM: <name>-seed.iso for the proxy operator's VMs), and the one
+// the caller recorded or, when none was recorded, the one this provider would have uploaded
+// for uid, when it differs (ide2 was ejected or removed, or a create stopped before its
+// config step). A <name>-seed.iso is deleted only when ide2 names it. Every other
+// generation is the sweep's to find (decision: seed-sweep).
+func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid string) []seedVol {
 	var out []seedVol
 	if v, ok := vmSeed(name, cfg); ok {
 		out = append(out, v)
@@ -486,22 +741,6 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 	if ok && !slices.Contains(out, rec) && isSeedOf(name, rec.file) && rec.file != operatorSeedFile(name) {
 		out = append(out, rec)
 	}
-	// A VM whose seed was swapped in place (generation 2 or later), or whose resource swaps
-	// its seeds (swaps), may have the generation before it left (the old seed's delete
-	// failed) or the one after it (a swap cut off between its upload and its config write):
-	// both are named by the VM's own uid.
-	if len(out) > 0 && uid != "" {
-		if n, u, gen, ok := parseSeedGen(out[0].file); ok && n == name && u == uid && (gen > 1 || swaps) {
-			for _, g := range []int{gen - 1, gen + 1} {
-				if g < 1 {
-					continue
-				}
-				if v := (seedVol{storage: out[0].storage, file: seedFileGen(name, uid, g)}); !slices.Contains(out, v) {
-					out = append(out, v)
-				}
-			}
-		}
-	}
 	return out
 }
 
@@ -511,9 +750,9 @@ func (b *Backend) ownSeeds(name string, cfg map[string]string, recorded, uid str
 // use, whatever its name (a proxy VM renamed, a clone made from one in the UI, a rescue VM),
 // and is never deleted: it is reported, naming the VM. On a storage that is not shared a VM
 // uses its own node's copy; on a shared one (or one whose status cannot be read) any VM
-// uses the one volume. The orphan cleanup (seedsUnused) and the destroy of a VM that is gone
-// or not ours (deleteRecordedSeeds) both ask seedHolders.of, after readSeedHolders read the
-// configs of the VMs that could have one.
+// uses the one volume. The orphan cleanup (seedsUnused) and every destroy (sweepSeeds,
+// decision: seed-sweep) both ask seedHolders.of, after readSeedHolders read the configs of
+// the VMs that could have one.
 
 // seedHolders says which VM has a seed on a drive.
 type seedHolders struct {
@@ -537,9 +776,19 @@ func (h seedHolders) of(node, volid string) string {
 // seeds' nodes are read; on a shared one every VM is. A config that cannot be read fails
 // the call (readSeedUse), so a seed is never deleted unproved; so does ctx ending.
 func (b *Backend) readSeedHolders(ctx context.Context, op string, seeds []Seed, vms []pveapi.Resource, use *seedUse) (seedHolders, error) {
+	held, read, err := b.seedHolderVMs(ctx, op, seeds, vms, use)
+	if err != nil {
+		return held, err
+	}
+	return held, b.readSeedUse(ctx, op, read, use)
+}
+
+// seedHolderVMs is readSeedHolders' first half: whether each seed's storage is shared on its
+// node, and the VMs of vms whose configs tell who has one of the seeds on a drive.
+func (b *Backend) seedHolderVMs(ctx context.Context, op string, seeds []Seed, vms []pveapi.Resource, use *seedUse) (seedHolders, []pveapi.Resource, error) {
 	held := seedHolders{use: use, shared: map[string]bool{}}
 	if len(seeds) == 0 {
-		return held, nil
+		return held, nil, nil
 	}
 	anyShared := false
 	nodes := map[string]bool{}
@@ -549,12 +798,12 @@ func (b *Backend) readSeedHolders(ctx context.Context, op string, seeds []Seed, 
 		if _, ok := held.shared[key]; ok {
 			continue
 		}
-		st, err := b.api.StorageStatus(ctx, s.Node, storageOf(s.VolID))
-		if err != nil && ctx.Err() != nil {
-			return held, apiErrorf(op, err, "reading storage %s on node %s", storageOf(s.VolID), s.Node)
+		shared, err := b.storageShared(ctx, op == "delete", s.Node, storageOf(s.VolID))
+		if err != nil {
+			return held, nil, apiErrorf(op, err, "reading storage %s on node %s", storageOf(s.VolID), s.Node)
 		}
-		held.shared[key] = err != nil || st.Shared == 1
-		anyShared = anyShared || held.shared[key]
+		held.shared[key] = shared
+		anyShared = anyShared || shared
 	}
 	var read []pveapi.Resource
 	for _, r := range vms {
@@ -562,113 +811,7 @@ func (b *Backend) readSeedHolders(ctx context.Context, op string, seeds []Seed, 
 			read = append(read, r)
 		}
 	}
-	return held, b.readSeedUse(ctx, op, read, use)
-}
-
-// deleteRecordedSeeds deletes, for a VM that is gone or not ours, the seed the caller
-// recorded (or, without a record, <name>-<uid>-seed.iso and <name>-seed.iso on
-// iso_storage), on every node deleteSeedEverywhere names: never where a VM has it on a
-// drive (decision: seed-in-use; the VM now at the VMID, whose config settle read, among
-// them), which is noted naming the VM, and a <name>-seed.iso (the proxy operator's, shared
-// by every VM of that name it made) only when no VM of that name is listed. Telling which VM
-// has it costs a storage status read per node and the config reads of the VMs listed there.
-func (b *Backend) deleteRecordedSeeds(ctx context.Context, id ID, st settled, opts DeleteOptions) error {
-	var seeds []seedVol
-	if v, ok := b.recordedSeed(opts.Seed); ok {
-		seeds = []seedVol{v}
-	} else if b.cfg.ISOStorage != "" {
-		if opts.UID != "" {
-			seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: seedFile(id.Name, opts.UID)})
-		}
-		seeds = append(seeds, seedVol{storage: b.cfg.ISOStorage, file: operatorSeedFile(id.Name)})
-	}
-	seeds = slices.DeleteFunc(seeds, func(v seedVol) bool {
-		if v.file != operatorSeedFile(id.Name) {
-			return false
-		}
-		r, ok := sameNameElsewhere(st.res, id)
-		if ok {
-			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left alone: a VM of the same name may boot from it", map[string]any{
-				"vmid": id.VMID, "name": id.Name, "other_vmid": r.VMID, "other_node": r.Node, "seed": v.volid(),
-			})
-		}
-		return ok
-	})
-	if len(seeds) == 0 {
-		return nil
-	}
-	homes := append([]string{opts.Node}, opts.SeedNodes...)
-	nodes := b.seedDeleteNodes(homes)
-	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
-	atVMID := st.verdict == verdictForeign && st.r.Type == "qemu" && st.cfg != nil
-	if atVMID {
-		use.addDrives(st.r, st.cfg)
-	}
-	var vms []pveapi.Resource
-	for _, r := range st.res {
-		if r.Type == "qemu" && (r.VMID != id.VMID || !atVMID) {
-			vms = append(vms, r)
-		}
-	}
-	var pairs []Seed
-	for _, v := range seeds {
-		for _, n := range nodes {
-			pairs = append(pairs, Seed{Node: n, VolID: v.volid()})
-		}
-	}
-	held, err := b.readSeedHolders(ctx, "delete", pairs, vms, &use)
-	if err != nil {
-		return err
-	}
-	for _, v := range seeds {
-		if err := b.deleteSeedEverywhere(ctx, v, nodes, homes, held); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// seedDeleteNodes are the nodes a seed whose VM is gone is deleted on: every configured
-// node, and homes (the node the caller's state last saw the VM on and the nodes it recorded
-// a copy of the seed on) that are not configured.
-func (b *Backend) seedDeleteNodes(homes []string) []string {
-	nodes := slices.Clone(b.cfg.Nodes)
-	for _, home := range homes {
-		if home != "" && !slices.Contains(nodes, home) {
-			nodes = append(nodes, home)
-		}
-	}
-	return nodes
-}
-
-// deleteSeedEverywhere deletes a seed whose VM is gone on nodes (seedDeleteNodes), except
-// where a VM has it on a drive (held, decision: seed-in-use): that copy is left, with a
-// note naming the VM. A failure on a home fails the call, naming the
-// volume: the resource then stays in the state and the next destroy tries again, so the
-// seed is never left behind silently. On the other nodes a failed request or task is
-// logged and skipped, unless it is Permanent (a missing privilege every node would give)
-// or ctx ended.
-func (b *Backend) deleteSeedEverywhere(ctx context.Context, v seedVol, nodes, homes []string, held seedHolders) error {
-	for _, n := range nodes {
-		if by := held.of(n, v.volid()); by != "" {
-			note(ctx, "the seed ISO %s was not deleted on node %s: %s has it on a drive, so it is that VM's to use now; "+
-				"delete it by hand with `pvesm free %s` on node %s once that VM no longer uses it", v.volid(), n, by, v.volid(), n)
-			continue
-		}
-		err := b.deleteSeed(ctx, "delete", n, v)
-		switch {
-		case err == nil:
-			continue
-		case ctx.Err() != nil:
-			return Transientf("deleting the seed ISO %s: %w; %s", v.volid(), ctx.Err(), seedDeleteFix(n, v))
-		case slices.Contains(homes, n), ClassOf(err) == pveapi.Permanent:
-			return err
-		}
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete skipped on node", map[string]any{
-			"seed": v.volid(), "node": n, "error": err.Error(),
-		})
-	}
-	return nil
+	return held, read, nil
 }
 
 // deleteSeedsOfTakenOver deletes, on node, the seeds an interrupted create left that this

@@ -78,6 +78,7 @@ var classifyTable = map[string]classRow{
 	"err_forbidden_agent":           {Permanent, Permanent, "IsForbidden"},
 	"err_forbidden_sdn_vlan":        {Permanent, Permanent, "IsForbidden"},
 	"err_forbidden_volume_delete":   {Permanent, Permanent, "IsForbidden"},
+	"err_forbidden_storage_content": {Permanent, Permanent, "IsForbidden"},
 	"err_locked_clone":              {Transient, Transient, "IsLocked"},
 	"err_node_unknown":              {Permanent, Permanent, "IsUnknownNode"},
 	"err_not_exist":                 {NotFound, Transient, "IsNotExist"},

@@ -372,6 +372,20 @@ func TestConformance_volumeDeleteTask(t *testing.T) {
 	if !pveapi.IsForbidden(err) {
 		t.Error("IsForbidden is false")
 	}
+
+	// The listing needs Datastore.Audit or Datastore.AllocateSpace (pve-storage Content.pm
+	// index, any => 1); without both it is refused, while a delete may still be allowed.
+	sim.Allow("/storage/local", "Datastore.Allocate")
+	sim.Deny("/storage/local", "Datastore.Audit")
+	sim.Deny("/storage/local", "Datastore.AllocateSpace")
+	_, err = tg.api.StorageContent(tg.ctx(), tg.node, "local", "iso")
+	tg.wantAPIError(err, "err_forbidden_storage_content")
+	if !pveapi.IsForbidden(err) {
+		t.Error("IsForbidden is false for the listing")
+	}
+	if _, err := tg.api.DeleteVolume(tg.ctx(), tg.node, "local", "local:iso/other.iso"); err != nil {
+		t.Errorf("a delete with Datastore.Allocate alone was refused: %v", err)
+	}
 }
 
 func TestConformance_pausedListedRunning(t *testing.T) {

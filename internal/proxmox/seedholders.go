@@ -1,0 +1,144 @@
+package proxmox
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// holderCache is the configs of other VMs a destroy's seed sweep read to tell whether one of
+// them has a seed on a drive (decision: seed-sweep, decision: seed-in-use), kept for
+// Budgets.ListingTTL per VMID and node and shared by the destroys of one provider instance
+// (concurrent ones wait for one read of a VM): a destroy of N VMs on one node would
+// otherwise read every other VM's config on each destroy. The listing each destroy takes
+// is fresh: a VM made or moved since a config was kept is read again; a drive attached by
+// hand to a VM within that time is what the cache can miss, the window a shared listing
+// has too (decision: shared-listing).
+type holderCache struct {
+	mu     sync.Mutex
+	m      map[int]*heldConfig
+	shared map[string]heldShared // "<node>|<storage>"
+}
+
+// heldShared is a storage's shared flag as a status read said it.
+type heldShared struct {
+	shared bool
+	at     time.Time
+}
+
+// storageShared says whether storage is shared on node (StorageStatus), or whether its status
+// cannot be read (then any VM may use its one volume: counted as shared). A destroy's sweep
+// (cached) keeps a read answer for Budgets.ListingTTL, as holderConfig does; only ctx ending
+// is an error.
+func (b *Backend) storageShared(ctx context.Context, cached bool, node, storage string) (bool, error) {
+	c, key := b.holders, node+"|"+storage
+	if cached && c != nil {
+		c.mu.Lock()
+		e, ok := c.shared[key]
+		c.mu.Unlock()
+		if ok && b.clock.Now().Sub(e.at) < b.cfg.Budgets.ListingTTL {
+			return e.shared, nil
+		}
+	}
+	st, err := b.api.StorageStatus(ctx, node, storage)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if cached && c != nil {
+		c.mu.Lock()
+		if c.shared == nil {
+			c.shared = map[string]heldShared{}
+		}
+		c.shared[key] = heldShared{shared: st.Shared == 1, at: b.clock.Now()}
+		c.mu.Unlock()
+	}
+	return st.Shared == 1, nil
+}
+
+// heldConfig is one VM's config read, or the read in flight (done open).
+type heldConfig struct {
+	node string
+	at   time.Time
+	done chan struct{}
+	cfg  map[string]string
+	err  error
+}
+
+// holderConfig is r's config, from a read younger than Budgets.ListingTTL on r's node, or
+// read now. A failed read is not kept.
+func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (map[string]string, error) {
+	c := b.holders
+	if c == nil {
+		return b.api.VMConfig(ctx, r.Node, r.VMID)
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[int]*heldConfig{}
+	}
+	e, ok := c.m[r.VMID]
+	fresh := ok && e.node == r.Node
+	if fresh {
+		select {
+		case <-e.done:
+			fresh = e.err == nil && b.clock.Now().Sub(e.at) < b.cfg.Budgets.ListingTTL
+		default: // in flight
+		}
+	}
+	if !fresh {
+		e = &heldConfig{node: r.Node, done: make(chan struct{})}
+		c.m[r.VMID] = e
+		c.mu.Unlock()
+		e.cfg, e.err = b.api.VMConfig(ctx, r.Node, r.VMID)
+		e.at = b.clock.Now()
+		close(e.done)
+		return e.cfg, e.err
+	}
+	c.mu.Unlock()
+	select {
+	case <-e.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if e.err != nil {
+		return b.api.VMConfig(ctx, r.Node, r.VMID) // its reader's failure (its ctx ended) is not ours
+	}
+	return e.cfg, nil
+}
+
+// readHolderDrives adds to use the drives of each VM in vms (addDrives), from holderConfig,
+// ListConcurrency at a time. A VM gone meanwhile is passed; any other failed read fails
+// the call, so a seed is never deleted unproved.
+func (b *Backend) readHolderDrives(ctx context.Context, vms []pveapi.Resource, use *seedUse) error {
+	type result struct {
+		cfg map[string]string
+		err error
+	}
+	out := make([]result, len(vms))
+	sem := make(chan struct{}, max(1, b.listConcurrency()))
+	var wg sync.WaitGroup
+	for i, r := range vms {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i].cfg, out[i].err = b.holderConfig(ctx, r)
+		})
+	}
+	wg.Wait()
+	for i, r := range vms {
+		switch err := out[i].err; {
+		case err == nil:
+			use.addDrives(r, out[i].cfg)
+		case isNotExist(err):
+		case ctx.Err() != nil:
+			return Transientf("reading the configs of the VMs that may use a seed ISO: %w", ctx.Err())
+		default:
+			return apiErrorf("delete", err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
+		}
+	}
+	return nil
+}
