@@ -191,8 +191,8 @@ func TestTaskSchedule_aPollLandsJustAfterTheExpectedEndThenEveryTenth(t *testing
 		at = append(at, elapsed)
 	}
 	i := slices.IndexFunc(at, func(d time.Duration) bool { return d >= time.Second })
-	if i < 0 || at[i] != 1020*time.Millisecond {
-		t.Fatalf("polls at %v: the first at or after the expected 1 s end must be at 1.02 s", at)
+	if i < 0 || at[i] != 1010*time.Millisecond {
+		t.Fatalf("polls at %v: the first at or after the expected 1 s end must be at 1.01 s", at)
 	}
 	if i > 7 {
 		t.Errorf("%d polls before the expected end (%v), want the usual growth (at most 7)", i, at[:i])
@@ -205,6 +205,26 @@ func TestTaskSchedule_aPollLandsJustAfterTheExpectedEndThenEveryTenth(t *testing
 	last := at[len(at)-1] - at[len(at)-2]
 	if last <= 100*time.Millisecond || last > time.Second {
 		t.Errorf("after twice the expected time the polls must grow again up to PollMax: last interval %v", last)
+	}
+}
+
+// A short task (a fleet's stops at a simulator's speed, 0.2 s) that is not over at the
+// expected end is polled every tenth of its time after it, not every PollMin (50 ms).
+func TestTaskSchedule_aShortTaskLateIsPolledEveryTenthNotPollMin(t *testing.T) {
+	ms := time.Millisecond
+	s := newTaskSchedule(200*ms, 50*ms, time.Second)
+	var elapsed time.Duration
+	var at []time.Duration
+	for elapsed < 400*ms {
+		elapsed += s.delay(elapsed)
+		at = append(at, elapsed)
+	}
+	i := slices.IndexFunc(at, func(d time.Duration) bool { return d >= 200*ms })
+	if i < 0 || at[i] != 205*ms {
+		t.Fatalf("polls at %v: the first at or after the expected 0.2 s end must be at 205 ms", at)
+	}
+	if i+1 >= len(at) || at[i+1]-at[i] != 20*ms {
+		t.Errorf("polls at %v: the one after the expected end must follow it by 20 ms (a tenth of 0.2 s)", at)
 	}
 }
 
@@ -229,7 +249,7 @@ func TestWaitTask_pollsJustAfterTheTaskTypesExpectedEnd(t *testing.T) {
 	for _, tc := range []struct {
 		typ  string
 		want time.Duration
-	}{{"qmstart", 1020 * time.Millisecond}, {"qmclone", 2040 * time.Millisecond}} {
+	}{{"qmstart", 1010 * time.Millisecond}, {"qmclone", 2020 * time.Millisecond}} {
 		t.Run(tc.typ, func(t *testing.T) {
 			h := newHarness(t)
 			h.f.taskPolls = 40
@@ -299,9 +319,9 @@ func TestWaitTask_laterTasksPolledAroundTheDurationSeen(t *testing.T) {
 	if err := h.b.waitTask(h.ctx, second, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	// The middle of (237.5, 406.25] is 321.875 ms; the poll lands 10 ms after it.
+	// The middle of (237.5, 406.25] is 321.875 ms; the poll lands 5 ms after it.
 	at := cumulative(h.clock.slept())
-	if want := 331875 * time.Microsecond; !slices.Contains(at, want) {
+	if want := 326875 * time.Microsecond; !slices.Contains(at, want) {
 		t.Errorf("second stop polled at %v, want one at %v (just after the 321.875 ms the first showed)", at, want)
 	}
 }
