@@ -431,6 +431,9 @@ type Backend struct {
 	// finished are the uids of the VMs this backend's Creates finished (their answers went
 	// back to Terraform): a later Create passing one of them does not report it.
 	finished sync.Map
+	// started is, per VMID, the clock time a start task of ours was seen ended
+	// (startAndWait): the address wait after it counts the boot from there (bootStart).
+	started sync.Map
 	// agentSeen is the agent delay the address waits have seen (pollschedule.go), and the
 	// power-off time of clean shutdowns (power.go).
 	agentSeen agentDelays

@@ -325,3 +325,36 @@ func TestWaitTask_laterTasksPolledAroundTheDurationSeen(t *testing.T) {
 		t.Errorf("second stop polled at %v, want one at %v (just after the 321.875 ms the first showed)", at, want)
 	}
 }
+
+// The address wait counts the boot from the start task's end (bootStart), not from its
+// own start: requests between the two (the running check, the read-back) do not shift
+// the schedule, and the delay learnt is the boot's. Here the read-back took 2 s after a
+// start whose guest answers 11 s after it: the delay learnt is about 11 s, not 9 s.
+func TestWaitAddress_countsTheBootFromTheStartTasksEnd(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	boot := h.clock.Now()
+	h.f.onCall("AgentNetworkInterfaces", func(_ context.Context, c fakeCall) error {
+		if !h.clock.Now().Before(boot.Add(bootAgentDelay)) {
+			h.f.mutate(c.VMID, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	h.b.started.Store(testVMID0, boot)
+	h.clock.advance(2 * time.Second)
+	ip, err := h.b.waitAddress(h.ctx, addressWait{op: "update", node: "pv1-1", vmid: testVMID0, expect: agentInstalled, learn: true})
+	if err != nil || ip == "" {
+		t.Fatalf("ip %q, err %v", ip, err)
+	}
+	got := h.b.agentSeen.expected(agentDelayKey(false, 0), 0)
+	if got < bootAgentDelay-bootAgentDelay/30 || got > bootAgentDelay+bootAgentDelay/30 {
+		t.Errorf("learnt an agent delay of %s, want about %s (from the start task's end)", got, bootAgentDelay)
+	}
+	// A start seen longer ago than the delay expected is another boot's: not used.
+	h2 := newHarness(t)
+	h2.b.started.Store(testVMID0, h2.clock.Now())
+	h2.clock.advance(bootAgentDelay)
+	if got := h2.b.bootStart(testVMID0, h2.clock.Now(), bootAgentDelay); !got.Equal(h2.clock.Now()) {
+		t.Errorf("bootStart %s, want now (the start is older than the expected delay)", got)
+	}
+}
