@@ -79,6 +79,9 @@ type OpResult struct {
 	// plan: the refreshes), from terraform's -json events: Wall without terraform's own
 	// start-up, plan and state writing before and after.
 	Span time.Duration
+	// Idle is terraform's own time inside Span (idleSlots): parallelism slots it left
+	// empty between one change's end and the next one's start (apply only).
+	Idle time.Duration
 	// LowerBound is the critical path (Path) times ceil(N/P), at the run's speed; 0 for
 	// the plan.
 	LowerBound time.Duration
@@ -122,6 +125,17 @@ func (o OpResult) SpanRatio() float64 {
 		return 0
 	}
 	return float64(o.Span) / float64(o.LowerBound)
+}
+
+// OwnSpan is Span less Idle: the span without terraform's own time inside it.
+func (o OpResult) OwnSpan() time.Duration { return max(o.Span-o.Idle, 0) }
+
+// OwnSpanRatio is OwnSpan over LowerBound (0 when there is no bound).
+func (o OpResult) OwnSpanRatio() float64 {
+	if o.LowerBound <= 0 {
+		return 0
+	}
+	return float64(o.OwnSpan()) / float64(o.LowerBound)
 }
 
 // TotalRequests sums Requests.
@@ -269,7 +283,9 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 					tasks = append(tasks, t)
 				}
 			}
-			o.Breakdown = breakdown(resourceTimes(stdout), vmids, tasks, agent[op])
+			times := resourceTimes(stdout)
+			o.Breakdown = breakdown(times, vmids, tasks, agent[op])
+			o.Idle = idleSlots(times, sc.P)
 			if op == OpUpdate {
 				o.ShutdownBound = sim.WallTime(d.Shutdown)
 				for _, t := range tasks {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,6 +70,50 @@ func resourceTimes(out string) map[string][2]time.Time {
 		m[name] = v
 	}
 	return m
+}
+
+// idleSlots is terraform's own time inside an apply's span: the parallelism slots it left
+// empty while changes were still to start (between one resource's apply_complete and the
+// next one's apply_start terraform alone works: its graph walk, hooks and state), as wall
+// time of the whole pool, the integral of min(p - running, not yet started) over the
+// span, over p. A saturated walk's span less this is the resources' own time over p
+// (N x their mean over p), what the bound's waves count.
+func idleSlots(times map[string][2]time.Time, p int) time.Duration {
+	if p <= 0 || len(times) == 0 {
+		return 0
+	}
+	type edge struct {
+		at    time.Time
+		start bool
+	}
+	var edges []edge
+	for _, se := range times {
+		if se[0].IsZero() || se[1].IsZero() {
+			continue
+		}
+		edges = append(edges, edge{se[0], true}, edge{se[1], false})
+	}
+	if len(edges) == 0 {
+		return 0
+	}
+	n := len(edges) / 2
+	slices.SortStableFunc(edges, func(a, b edge) int { return a.at.Compare(b.at) })
+	var idle time.Duration
+	running, started := 0, 0
+	for i, e := range edges {
+		if i > 0 {
+			if free := min(p-running, n-started); free > 0 {
+				idle += time.Duration(free) * e.at.Sub(edges[i-1].at)
+			}
+		}
+		if e.start {
+			running++
+			started++
+		} else {
+			running--
+		}
+	}
+	return idle / time.Duration(p)
 }
 
 // breakdown computes the mean Breakdown over the VMs whose start and end terraform

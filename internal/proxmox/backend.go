@@ -59,6 +59,10 @@ type Budgets struct {
 	AgentStart time.Duration
 	// ListingTTL is how long one /cluster/resources listing serves reads.
 	ListingTTL time.Duration
+	// ListingWalk is how long the first listing of a provider instance (its walk's) serves
+	// Get's reads while no write of ours invalidated it (readListing): a plan's reads share
+	// one listing even when they outlast ListingTTL. At most listing-lag's 10 s.
+	ListingWalk time.Duration
 	// StaticAddress is how long an address wait with a static address goes on once the
 	// agent reports other IPv4 addresses only; 0: defaultStaticAddress (network.go).
 	StaticAddress time.Duration
@@ -73,7 +77,7 @@ func DefaultBudgets() Budgets {
 		SeedDelete: time.Minute, Running: 60 * time.Second,
 		PollMin: 50 * time.Millisecond, PollMax: time.Second,
 		NodeGrace: 30 * time.Second, AgentStart: 3 * time.Minute,
-		ListingTTL: 2 * time.Second,
+		ListingTTL: 2 * time.Second, ListingWalk: 10 * time.Second,
 	}
 }
 
@@ -430,6 +434,9 @@ type Backend struct {
 	// finished are the uids of the VMs this backend's Creates finished (their answers went
 	// back to Terraform): a later Create passing one of them does not report it.
 	finished sync.Map
+	// started is, per VMID, the clock time a start task of ours was seen ended
+	// (startAndWait): the address wait after it counts the boot from there (bootStart).
+	started sync.Map
 	// agentSeen is the agent delay the address waits have seen (pollschedule.go), and the
 	// power-off time of clean shutdowns (power.go).
 	agentSeen agentDelays
@@ -455,7 +462,7 @@ func New(api pveapi.API, cfg Config) *Backend {
 		{&bd.Clone, d.Clone}, {&bd.Upload, d.Upload}, {&bd.Resize, d.Resize}, {&bd.Start, d.Start},
 		{&bd.Stop, d.Stop}, {&bd.Destroy, d.Destroy}, {&bd.SeedDelete, d.SeedDelete},
 		{&bd.Running, d.Running}, {&bd.PollMin, d.PollMin}, {&bd.PollMax, d.PollMax},
-		{&bd.ListingTTL, d.ListingTTL}, {&bd.NodeGrace, d.NodeGrace}, {&bd.AgentStart, d.AgentStart},
+		{&bd.ListingTTL, d.ListingTTL}, {&bd.ListingWalk, d.ListingWalk}, {&bd.NodeGrace, d.NodeGrace}, {&bd.AgentStart, d.AgentStart},
 	} {
 		if *p.v <= 0 {
 			*p.v = p.def

@@ -21,7 +21,8 @@ func TestBackend_cancelledContextReturnsPromptly(t *testing.T) {
 		"Update": func(h *harness, ctx context.Context) error {
 			return h.b.Update(ctx, testID, Changes{UID: testUID, Cores: ptr(4)})
 		},
-		"Delete": func(h *harness, ctx context.Context) error { return h.b.DeleteOwned(ctx, testID, "pv1-1", testUID) },
+		// No node in the state: the listing decides (on the state's node the config does).
+		"Delete": func(h *harness, ctx context.Context) error { return h.b.DeleteOwned(ctx, testID, "", testUID) },
 		"FindByName": func(h *harness, ctx context.Context) error {
 			_, err := h.b.FindByName(ctx, testName)
 			return err

@@ -541,6 +541,7 @@ func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int, c
 		}
 		return err
 	}
+	b.started.Store(vmid, b.clock.Now())
 	return b.waitRunning(ctx, op, node, vmid)
 }
 

@@ -80,7 +80,8 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	}
 	defer unlock()
 
-	st, err := b.settle(ctx, "delete", id, opts.UID, b.cfg.Budgets.Destroy)
+	// On the node the state names, when the VM is there and ours; else from a fresh listing.
+	st, err := b.settleOn(ctx, "delete", id, opts.Node, opts.UID, b.cfg.Budgets.Destroy)
 	if err != nil {
 		return false, "", err
 	}

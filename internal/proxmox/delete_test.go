@@ -311,7 +311,11 @@ func TestDelete_cancelledContextReturnsPromptly(t *testing.T) {
 				waitFor(t, func() bool { return h.f.calls(method) > 0 })
 				cancel()
 			}()
-			err := h.del(ctx, "pv1-1")
+			node := "pv1-1"
+			if method == "ClusterResources" {
+				node = "" // the state names no node: the listing decides
+			}
+			err := h.del(ctx, node)
 			assertClass(t, err, pveapi.Transient)
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("err %v does not wrap context.Canceled", err)
@@ -537,5 +541,89 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 			t.Errorf("listings %v, want pv1-2's alone", h.f.callsOf("StorageContent"))
 		}
 		assertContains(t, strings.Join(notes.Lines(), "\n"), "node pv1-9", "not among the provider's nodes", vol, "pvesm free")
+	})
+}
+
+// A delete of our VM on the node the state names decides on the config read there: no
+// listing (settleOn). Anything else takes the listing path as before: a VM that moved to
+// another node is destroyed there, and a VM at the VMID that is not ours (another uid,
+// a lock held by a task, a template) gets no write.
+func TestDelete_onTheStatesNodeOursNeedsNoListing(t *testing.T) {
+	t.Run("ours on the state's node", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		h.ourRunningVM(testVMID0, testName)
+		h.f.calllog = nil
+		if err := h.del(h.ctx, "pv1-1"); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.f.calls("ClusterResources"); n != 0 {
+			t.Errorf("%d listings, want 0: the config on the state's node proves the VM ours", n)
+		}
+		if h.f.vm(testVMID0) != nil {
+			t.Error("the VM is left")
+		}
+	})
+	t.Run("moved to another node", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		h.ourRunningVM(testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Node = "pv1-2" })
+		h.f.putISO("pv1-2", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
+		if err := h.del(h.ctx, "pv1-1"); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.f.calls("ClusterResources"); n != 1 {
+			t.Errorf("%d listings, want 1 (the VM is not on the state's node)", n)
+		}
+		if h.f.vm(testVMID0) != nil {
+			t.Error("the VM that moved is left")
+		}
+	})
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+	}{
+		{"another uid", func(h *harness) { h.f.addOurVM(testVMID0, testName, otherUID) }},
+		{"a template of our name and mark", func(h *harness) {
+			h.f.addOurVM(testVMID0, testName, testUID)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Template, v.Config["template"] = true, "1" })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "pv1-1", "pv1-2")
+			tc.setup(h)
+			h.f.calllog = nil
+			if err := h.del(h.ctx, "pv1-1"); err != nil {
+				t.Fatal(err)
+			}
+			if w := writesTo(h, testVMID0); len(w) != 0 {
+				t.Errorf("writes %v to a VM that is not ours", w)
+			}
+			if h.f.vm(testVMID0) == nil {
+				t.Error("a VM that is not ours was destroyed")
+			}
+			if n := h.f.calls("ClusterResources"); n != 1 {
+				t.Errorf("%d listings, want 1 (settle's, on the listing path)", n)
+			}
+		})
+	}
+	t.Run("a task lock is waited on", func(t *testing.T) {
+		h := newHarness(t, "pv1-1", "pv1-2")
+		h.ourRunningVM(testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock, v.Config["lock"] = "backup", "backup" })
+		h.f.onCall("ClusterResources", func(context.Context, fakeCall) error {
+			if h.f.calls("ClusterResources") >= 2 {
+				h.f.mutate(testVMID0, func(v *fakeVM) { v.Lock = ""; delete(v.Config, "lock") })
+			}
+			return nil
+		})
+		if err := h.del(h.ctx, "pv1-1"); err != nil {
+			t.Fatal(err)
+		}
+		if h.f.vm(testVMID0) != nil {
+			t.Error("the VM is left")
+		}
+		if n := h.f.calls("ClusterResources"); n < 2 {
+			t.Errorf("%d listings, want the lock waited on through settle's", n)
+		}
 	})
 }

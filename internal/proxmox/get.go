@@ -98,12 +98,42 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 // getConfig finds id's VMID in the listing and reads its config: NotFound when the VMID
 // is not listed, holds a container or a template, or was deleted meanwhile; busy when the
 // config has no name yet and a lock (a clone in progress).
+//
+// Without fresh the listing is readListing's: a VMID missing, or a config gone from the
+// node an aged walk listing names, is looked up again in a listing younger than
+// ListingTTL (confirmListing) before it is NotFound.
 func (b *Backend) getConfig(ctx context.Context, id ID, fresh bool) (pveapi.Resource, map[string]string, error) {
-	res, err := b.listing(ctx, fresh)
+	var res []pveapi.Resource
+	var aged bool
+	var err error
+	if fresh {
+		res, err = b.listing(ctx, true)
+	} else {
+		res, aged, err = b.readListing(ctx)
+	}
 	if err != nil {
 		return pveapi.Resource{}, nil, apiErrorf("get", err, "listing the cluster's VMs")
 	}
 	r, ok := findResource(res, id.VMID)
+	if aged && (!ok || r.Type != "qemu" || r.Template == 1) {
+		return b.getConfigConfirmed(ctx, id)
+	}
+	return b.getConfigFrom(ctx, id, r, ok, aged)
+}
+
+// getConfigConfirmed is getConfig on confirmListing's listing.
+func (b *Backend) getConfigConfirmed(ctx context.Context, id ID) (pveapi.Resource, map[string]string, error) {
+	res, err := b.confirmListing(ctx)
+	if err != nil {
+		return pveapi.Resource{}, nil, apiErrorf("get", err, "listing the cluster's VMs")
+	}
+	r, ok := findResource(res, id.VMID)
+	return b.getConfigFrom(ctx, id, r, ok, false)
+}
+
+// getConfigFrom reads the config of the VM listed as r (ok: listed); aged: the listing
+// is an aged walk listing, confirmed before a config gone from r's node is NotFound.
+func (b *Backend) getConfigFrom(ctx context.Context, id ID, r pveapi.Resource, ok, aged bool) (pveapi.Resource, map[string]string, error) {
 	if !ok {
 		// The listing shows only what the token may audit (fact: pool-privileges).
 		if err := b.hiddenVM(ctx, "get", id.VMID, "The VM"); err != nil {
@@ -120,6 +150,9 @@ func (b *Backend) getConfig(ctx context.Context, id ID, fresh bool) (pveapi.Reso
 	// name, or the name of a VM that held the VMID before. The config decides.
 	cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
 	if err != nil {
+		if isNotExist(err) && aged {
+			return b.getConfigConfirmed(ctx, id)
+		}
 		if isNotExist(err) {
 			return r, nil, notFoundf("VMID %d was deleted", id.VMID)
 		}

@@ -14,12 +14,19 @@ import (
 // gen counts invalidations: a listing is stored only if no invalidation happened since it
 // was requested (its answer may predate the change), and an invalidation detaches the
 // request in flight so that later readers ask anew.
+//
+// walk is the clock time of the first listing this cache stored while no invalidation
+// has happened yet: the listing of the walk (Terraform starts a provider instance for
+// each plan, refresh or apply walk), which Get's reads may use for Budgets.ListingWalk
+// (readListing). 0: none yet, or closed by the first invalidation.
 type listingCache struct {
 	mu     sync.Mutex
 	res    []pveapi.Resource
 	at     int64 // clock time (UnixNano) of the cached listing; 0: none
 	gen    uint64
 	flight *listingFlight
+	walk   int64
+	closed bool // an invalidation happened: no walk listing any more
 }
 
 // listingFlight is one request in progress; its waiters share the answer. The request
@@ -44,7 +51,7 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 		if err == nil {
 			c.mu.Lock()
 			if c.gen == gen {
-				c.res, c.at = res, b.clock.Now().UnixNano()
+				c.store(res, b.clock.Now().UnixNano())
 			}
 			c.mu.Unlock()
 		}
@@ -56,6 +63,63 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 		c.mu.Unlock()
 		return res, nil
 	}
+	return b.listingRequest(ctx, c)
+}
+
+// readListing is the listing Get reads a VM's node from (decision: shared-listing): the
+// walk's listing, the first this backend fetched, while no write of ours invalidated it
+// and for at most Budgets.ListingWalk from its fetch (so a plan of a hundred VMs, whose
+// reads outlast ListingTTL on a slow machine, makes one listing); else listing's, younger
+// than ListingTTL. aged reports a listing served older than ListingTTL: a caller that
+// finds its VMID missing or moved in it asks again with confirmListing before it answers
+// NotFound, so an aged listing never makes a VM gone or misplaced.
+func (b *Backend) readListing(ctx context.Context) (res []pveapi.Resource, aged bool, err error) {
+	c := b.listings
+	c.mu.Lock()
+	if c.at != 0 && c.at == c.walk {
+		age := b.clock.Now().UnixNano() - c.at
+		if age < int64(max(b.cfg.Budgets.ListingWalk, b.cfg.Budgets.ListingTTL)) {
+			res := c.res
+			c.mu.Unlock()
+			return res, age >= int64(b.cfg.Budgets.ListingTTL), nil
+		}
+	}
+	c.mu.Unlock()
+	res, err = b.listing(ctx, false)
+	return res, false, err
+}
+
+// confirmListing is the listing a read that found its VMID missing or moved in an aged
+// walk listing (readListing) decides on: one younger than ListingTTL, shared with the
+// other reads (listing), so a walk that finds many VMs gone lists the cluster once more,
+// not once per VM.
+func (b *Backend) confirmListing(ctx context.Context) ([]pveapi.Resource, error) {
+	c := b.listings
+	c.mu.Lock()
+	if c.at != 0 && b.clock.Now().UnixNano()-c.at < int64(b.cfg.Budgets.ListingTTL) {
+		res := c.res
+		c.mu.Unlock()
+		return res, nil
+	}
+	if c.at == c.walk {
+		// The walk's listing is aged: dropped, so that the next read asks anew.
+		c.at = 0
+	}
+	return b.listingRequest(ctx, c)
+}
+
+// store keeps res, answered at at, as the cached listing (c.mu held); the first one while
+// no invalidation happened is the walk's.
+func (c *listingCache) store(res []pveapi.Resource, at int64) {
+	c.res, c.at = res, at
+	if c.walk == 0 && !c.closed {
+		c.walk = at
+	}
+}
+
+// listingRequest joins the listing request in flight, or starts one (c.mu held on entry,
+// released).
+func (b *Backend) listingRequest(ctx context.Context, c *listingCache) ([]pveapi.Resource, error) {
 	f := c.flight
 	if f == nil {
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -70,7 +134,7 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 				c.flight = nil
 			}
 			if err == nil && c.gen == gen {
-				c.res, c.at = res, b.clock.Now().UnixNano()
+				c.store(res, b.clock.Now().UnixNano())
 			}
 			c.mu.Unlock()
 			cancel()
@@ -105,6 +169,7 @@ func (b *Backend) invalidateListing() {
 	c.at = 0
 	c.gen++
 	c.flight = nil
+	c.walk, c.closed = 0, true
 	c.mu.Unlock()
 }
 

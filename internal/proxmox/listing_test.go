@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 func TestListing_concurrentGetsShareOneRequest(t *testing.T) {
@@ -63,6 +65,7 @@ func TestListing_withinTTLServedFromCache(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
 	id := ID{VMID: testVMID0, Name: testName}
+	h.b.invalidateListing() // after a write of ours: no walk listing (TestListing_walk*)
 	for range 5 {
 		if _, err := h.b.Get(h.ctx, id, GetOptions{AnyOwner: true}); err != nil {
 			t.Fatal(err)
@@ -285,5 +288,105 @@ func TestListing_readAfterAnInvalidationDoesNotJoinAnOlderRequest(t *testing.T) 
 	}
 	if n := h.f.calls("ClusterResources"); n != 2 {
 		t.Errorf("%d listings, want 2", n)
+	}
+}
+
+// A plan's reads share the walk's listing (the first of the provider instance) past
+// ListingTTL, up to ListingWalk: a plan of a hundred VMs whose reads outlast 2 s lists
+// the cluster once.
+func TestListing_walkListingServesReadsPastTheTTL(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.ourRunningVM(testVMID0+1, "proxy-b")
+	id := ID{VMID: testVMID0, Name: testName}
+	if _, err := h.b.Get(h.ctx, id, GetOptions{UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.advance(h.b.cfg.Budgets.ListingTTL + time.Second)
+	vm, err := h.b.Get(h.ctx, ID{VMID: testVMID0 + 1, Name: "proxy-b"}, GetOptions{UID: testUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.Node != "pv1-1" {
+		t.Errorf("node %q, want pv1-1", vm.Node)
+	}
+	if got := h.f.calls("ClusterResources"); got != 1 {
+		t.Errorf("%d listings for a walk's reads %s apart, want 1", got, h.b.cfg.Budgets.ListingTTL+time.Second)
+	}
+	// Past ListingWalk the walk's listing is done with.
+	h.clock.advance(h.b.cfg.Budgets.ListingWalk)
+	if _, err := h.b.Get(h.ctx, id, GetOptions{UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.f.calls("ClusterResources"); got != 2 {
+		t.Errorf("%d listings past ListingWalk, want 2", got)
+	}
+}
+
+// A write of ours ends the walk's listing: the reads after it use listings younger than
+// ListingTTL again.
+func TestListing_walkListingEndsAtAnInvalidation(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	id := ID{VMID: testVMID0, Name: testName}
+	if _, err := h.b.Get(h.ctx, id, GetOptions{UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	h.b.invalidateListing()
+	for range 2 {
+		if _, err := h.b.Get(h.ctx, id, GetOptions{UID: testUID}); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.advance(h.b.cfg.Budgets.ListingTTL)
+	}
+	if got := h.f.calls("ClusterResources"); got != 3 {
+		t.Errorf("%d listings, want 3 (the walk's, then one per ListingTTL after the invalidation)", got)
+	}
+}
+
+// An aged walk listing never makes a VM gone or misplaced: a VMID it does not list, or a
+// config gone from the node it names, is looked up in a listing younger than ListingTTL.
+func TestListing_agedWalkListingIsConfirmedBeforeNotFound(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.ourRunningVM(testVMID0, testName)
+	h.ourRunningVM(testVMID0+1, "proxy-b")
+	h.ourRunningVM(testVMID0+2, "proxy-c")
+	if _, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: testName}, GetOptions{UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.advance(h.b.cfg.Budgets.ListingTTL + time.Second)
+	// Migrated outside Terraform after the walk's listing: its config is on pv1-2 now.
+	h.f.mutate(testVMID0+1, func(v *fakeVM) { v.Node = "pv1-2" })
+	vm, err := h.b.Get(h.ctx, ID{VMID: testVMID0 + 1, Name: "proxy-b"}, GetOptions{UID: testUID})
+	if err != nil {
+		t.Fatalf("a VM moved after the walk's listing: %v", err)
+	}
+	if vm.Node != "pv1-2" {
+		t.Errorf("node %q, want pv1-2 (from the confirming listing)", vm.Node)
+	}
+	if got := h.f.calls("ClusterResources"); got != 2 {
+		t.Errorf("%d listings, want 2 (the walk's, then one confirming the move)", got)
+	}
+	// Gone: NotFound, from the confirming listing (younger than ListingTTL: no third one).
+	h.f.remove(testVMID0 + 2)
+	_, err = h.b.Get(h.ctx, ID{VMID: testVMID0 + 2, Name: "proxy-c"}, GetOptions{UID: testUID})
+	assertClass(t, err, pveapi.NotFound)
+	if got := h.f.calls("ClusterResources"); got != 2 {
+		t.Errorf("%d listings, want 2", got)
+	}
+}
+
+// A VM made after the walk's listing (not by us: our writes end the walk) is found once
+// the listing is aged, not reported gone.
+func TestListing_agedWalkListingFindsAVMItDidNotList(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	if _, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: testName}, GetOptions{UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.advance(h.b.cfg.Budgets.ListingTTL)
+	h.ourRunningVM(testVMID0+1, "proxy-b") // restored from a backup, say
+	if _, err := h.b.Get(h.ctx, ID{VMID: testVMID0 + 1, Name: "proxy-b"}, GetOptions{UID: testUID}); err != nil {
+		t.Fatalf("a VM the aged walk listing did not list: %v", err)
 	}
 }

@@ -110,16 +110,25 @@ var taskExpected = map[string]time.Duration{
 	"qmresize": time.Second, "qmdestroy": time.Second, "imgdel": 500 * time.Millisecond,
 }
 
-// minTaskPoll is the shortest wait between two task status polls.
-const minTaskPoll = 5 * time.Millisecond
+const (
+	// minTaskPoll is the shortest wait between two task status polls.
+	minTaskPoll = 5 * time.Millisecond
+	// minTaskMargin is the least a task's expected end is polled after (taskSchedule).
+	minTaskMargin = 5 * time.Millisecond
+	// minTaskNear is the least interval between the polls after a task's expected end.
+	minTaskNear = 10 * time.Millisecond
+)
 
 // taskSchedule is the poll schedule of a task expected to end after about expected: the
 // usual one (pollUntil's: PollMin growing 1.5x up to PollMax), except that a poll lands
-// just after the expected end (expected + expected/50, at least 10 ms: a 1 s task is seen
-// within some 20 ms of its end, not up to 0.4 s later, a 2 s clone not up to 0.9 s), then
-// the polls come every expected/10 (at least PollMin) until twice the expected time has
-// passed (a task a little late on a loaded host costs a tenth of its time, not a
-// doubling), then grow 1.5x from there up to PollMax. expected 0: the usual schedule.
+// just after the expected end (expected + expected/100, at least minTaskMargin: a 1 s task
+// is seen within some 10 ms of its end, not up to 0.4 s later, a 2 s clone not up to
+// 0.9 s; the task began before its POST was answered, which the wait counts from, so the
+// margin covers only the two clocks' jitter), then the polls come every expected/10 (at
+// least minTaskNear, not PollMin: a 0.2 s task a fleet has shown, or a simulator's, that
+// is a little late costs 20 ms, not 50) until twice the expected time has passed (a task a
+// little late on a loaded host costs a tenth of its time, not a doubling), then grow 1.5x
+// from there up to PollMax. expected 0: the usual schedule.
 type taskSchedule struct {
 	expected, pollMin, pollMax, next time.Duration
 }
@@ -131,8 +140,8 @@ func newTaskSchedule(expected, pollMin, pollMax time.Duration) *taskSchedule {
 // delay is the wait before the next poll, elapsed after the first.
 func (s *taskSchedule) delay(elapsed time.Duration) time.Duration {
 	if s.expected > 0 {
-		target := s.expected + max(s.expected/50, 10*time.Millisecond)
-		near := max(s.expected/10, s.pollMin)
+		target := s.expected + max(s.expected/100, minTaskMargin)
+		near := max(s.expected/10, minTaskNear)
 		switch {
 		case elapsed < target:
 			d := min(s.next, target-elapsed)

@@ -191,8 +191,8 @@ func TestTaskSchedule_aPollLandsJustAfterTheExpectedEndThenEveryTenth(t *testing
 		at = append(at, elapsed)
 	}
 	i := slices.IndexFunc(at, func(d time.Duration) bool { return d >= time.Second })
-	if i < 0 || at[i] != 1020*time.Millisecond {
-		t.Fatalf("polls at %v: the first at or after the expected 1 s end must be at 1.02 s", at)
+	if i < 0 || at[i] != 1010*time.Millisecond {
+		t.Fatalf("polls at %v: the first at or after the expected 1 s end must be at 1.01 s", at)
 	}
 	if i > 7 {
 		t.Errorf("%d polls before the expected end (%v), want the usual growth (at most 7)", i, at[:i])
@@ -205,6 +205,26 @@ func TestTaskSchedule_aPollLandsJustAfterTheExpectedEndThenEveryTenth(t *testing
 	last := at[len(at)-1] - at[len(at)-2]
 	if last <= 100*time.Millisecond || last > time.Second {
 		t.Errorf("after twice the expected time the polls must grow again up to PollMax: last interval %v", last)
+	}
+}
+
+// A short task (a fleet's stops at a simulator's speed, 0.2 s) that is not over at the
+// expected end is polled every tenth of its time after it, not every PollMin (50 ms).
+func TestTaskSchedule_aShortTaskLateIsPolledEveryTenthNotPollMin(t *testing.T) {
+	ms := time.Millisecond
+	s := newTaskSchedule(200*ms, 50*ms, time.Second)
+	var elapsed time.Duration
+	var at []time.Duration
+	for elapsed < 400*ms {
+		elapsed += s.delay(elapsed)
+		at = append(at, elapsed)
+	}
+	i := slices.IndexFunc(at, func(d time.Duration) bool { return d >= 200*ms })
+	if i < 0 || at[i] != 205*ms {
+		t.Fatalf("polls at %v: the first at or after the expected 0.2 s end must be at 205 ms", at)
+	}
+	if i+1 >= len(at) || at[i+1]-at[i] != 20*ms {
+		t.Errorf("polls at %v: the one after the expected end must follow it by 20 ms (a tenth of 0.2 s)", at)
 	}
 }
 
@@ -229,7 +249,7 @@ func TestWaitTask_pollsJustAfterTheTaskTypesExpectedEnd(t *testing.T) {
 	for _, tc := range []struct {
 		typ  string
 		want time.Duration
-	}{{"qmstart", 1020 * time.Millisecond}, {"qmclone", 2040 * time.Millisecond}} {
+	}{{"qmstart", 1010 * time.Millisecond}, {"qmclone", 2020 * time.Millisecond}} {
 		t.Run(tc.typ, func(t *testing.T) {
 			h := newHarness(t)
 			h.f.taskPolls = 40
@@ -299,9 +319,42 @@ func TestWaitTask_laterTasksPolledAroundTheDurationSeen(t *testing.T) {
 	if err := h.b.waitTask(h.ctx, second, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	// The middle of (237.5, 406.25] is 321.875 ms; the poll lands 10 ms after it.
+	// The middle of (237.5, 406.25] is 321.875 ms; the poll lands 5 ms after it.
 	at := cumulative(h.clock.slept())
-	if want := 331875 * time.Microsecond; !slices.Contains(at, want) {
+	if want := 326875 * time.Microsecond; !slices.Contains(at, want) {
 		t.Errorf("second stop polled at %v, want one at %v (just after the 321.875 ms the first showed)", at, want)
+	}
+}
+
+// The address wait counts the boot from the start task's end (bootStart), not from its
+// own start: requests between the two (the running check, the read-back) do not shift
+// the schedule, and the delay learnt is the boot's. Here the read-back took 2 s after a
+// start whose guest answers 11 s after it: the delay learnt is about 11 s, not 9 s.
+func TestWaitAddress_countsTheBootFromTheStartTasksEnd(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	boot := h.clock.Now()
+	h.f.onCall("AgentNetworkInterfaces", func(_ context.Context, c fakeCall) error {
+		if !h.clock.Now().Before(boot.Add(bootAgentDelay)) {
+			h.f.mutate(c.VMID, func(v *fakeVM) { v.Agent = capturedIfaces(t) })
+		}
+		return nil
+	})
+	h.b.started.Store(testVMID0, boot)
+	h.clock.advance(2 * time.Second)
+	ip, err := h.b.waitAddress(h.ctx, addressWait{op: "update", node: "pv1-1", vmid: testVMID0, expect: agentInstalled, learn: true})
+	if err != nil || ip == "" {
+		t.Fatalf("ip %q, err %v", ip, err)
+	}
+	got := h.b.agentSeen.expected(agentDelayKey(false, 0), 0)
+	if got < bootAgentDelay-bootAgentDelay/30 || got > bootAgentDelay+bootAgentDelay/30 {
+		t.Errorf("learnt an agent delay of %s, want about %s (from the start task's end)", got, bootAgentDelay)
+	}
+	// A start seen longer ago than the delay expected is another boot's: not used.
+	h2 := newHarness(t)
+	h2.b.started.Store(testVMID0, h2.clock.Now())
+	h2.clock.advance(bootAgentDelay)
+	if got := h2.b.bootStart(testVMID0, h2.clock.Now(), bootAgentDelay); !got.Equal(h2.clock.Now()) {
+		t.Errorf("bootStart %s, want now (the start is older than the expected delay)", got)
 	}
 }

@@ -94,6 +94,26 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 	return out, nil
 }
 
+// settleOn is settle for a caller that knows the VM's node (Delete: the state's): the
+// config is read there first, without a listing, and a VM it proves ours (ownedBy) that no
+// task lock holds and that is no template is settled at once, on that node. A VMID's config
+// lives under one node only (pmxcfs), and a node that answers is up, so the listing would
+// say no more. Anything else (no config there, a config being cloned, not ours, a lock, an
+// error) is settle's, from a fresh listing, as if nothing had been read.
+func (b *Backend) settleOn(ctx context.Context, op string, id ID, node, uid string, budget time.Duration) (settled, error) {
+	if node != "" {
+		cfg, err := b.api.VMConfig(ctx, node, id.VMID)
+		if err == nil && cfg["template"] != "1" {
+			mark, why := ownedBy(cfg, id.Name, uid)
+			if l := cfg["lock"]; why == notOursNone && (l == "" || l == "suspended") {
+				r := pveapi.Resource{ID: fmt.Sprintf("qemu/%d", id.VMID), VMID: id.VMID, Node: node, Type: "qemu", Name: cfg["name"]}
+				return settled{verdict: verdictOurs, r: r, cfg: cfg, mark: mark}, nil
+			}
+		}
+	}
+	return b.settle(ctx, op, id, uid, budget)
+}
+
 // ReadyOptions tune WaitReady.
 type ReadyOptions struct {
 	// UID is the uid the mark must carry (GetOptions.UID).

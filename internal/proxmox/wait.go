@@ -398,13 +398,34 @@ func (b *Backend) waitAddress(ctx context.Context, a addressWait) (string, error
 		key = agentDelayKey(a.expect == agentAtFirstBoot, 0)
 	}
 	expected := b.agentSeen.expected(key, def)
-	spec.delay = func(elapsed time.Duration) time.Duration { return agentPollDelay(elapsed, expected) }
-	p := &addressPoll{b: b, a: a, key: key, start: b.clock.Now()}
-	p.lastOwned = p.start
+	// The guest boots from its start task's end, not from this wait's start: the requests
+	// in between (the running check, the read-back) vary with the load, and a schedule
+	// counted from the wait would poll each VM of a fleet at another point of its boot,
+	// and learn the least of those offsets.
+	now := b.clock.Now()
+	boot := b.bootStart(a.vmid, now, expected)
+	spec.delay = func(elapsed time.Duration) time.Duration { return agentPollDelay(elapsed+now.Sub(boot), expected) }
+	p := &addressPoll{b: b, a: a, key: key, start: boot}
+	p.lastOwned = now
 	if err := b.wait(ctx, spec, p.poll); err != nil {
 		return "", p.endErr(err)
 	}
 	return p.ip, nil
+}
+
+// bootStart is when the guest at vmid began to boot for an address wait beginning at now:
+// the end of the start task this backend saw last for it (startAndWait), when that was
+// within expected of now; else now.
+func (b *Backend) bootStart(vmid int, now time.Time, expected time.Duration) time.Time {
+	v, ok := b.started.Load(vmid)
+	if !ok {
+		return now
+	}
+	t, _ := v.(time.Time)
+	if t.After(now) || now.Sub(t) >= expected {
+		return now
+	}
+	return t
 }
 
 // addressPoll is one address wait's state between its polls (waitAddress).
@@ -412,8 +433,8 @@ type addressPoll struct {
 	b   *Backend
 	a   addressWait
 	key string // the agent delay's key (agentDelayKey)
-	// start is the wait's; missed and prev the last two polls, since start (every poll
-	// before the one that finds the address missed it).
+	// start is the guest's boot's (bootStart); missed and prev the last two polls, since
+	// start (every poll before the one that finds the address missed it).
 	start        time.Time
 	missed, prev time.Duration
 	lastStatus   time.Time // the last uptime read of an agent not running yet

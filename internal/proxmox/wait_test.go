@@ -40,6 +40,8 @@ func TestWait_everyWaitEndsAtOnceWhenItCannotSucceed(t *testing.T) {
 		}
 	}
 	lockWait := func(h *harness) error { return h.b.DeleteOwned(h.ctx, testID, "pv1-1", testUID) }
+	// The state names no node: the listing decides where the VM is (settle, not settleOn).
+	lockWaitListed := func(h *harness) error { return h.b.DeleteOwned(h.ctx, testID, "", testUID) }
 	ready := func(addr bool) func(h *harness) error {
 		return func(h *harness) error {
 			_, err := h.b.WaitReady(h.ctx, testID, ReadyOptions{UID: testUID, Address: addr})
@@ -104,9 +106,9 @@ func TestWait_everyWaitEndsAtOnceWhenItCannotSucceed(t *testing.T) {
 		}, run: address(agentAtFirstBoot), class: pveapi.Transient, msg: []string{"node pv1-1 has not answered for 30s"}, after: grace + 2*time.Second},
 
 		// The lock wait of Update and Delete.
-		{name: "lock/node not answering", setup: vm(func(v *fakeVM) { v.ListedStatus = "unknown" }), run: lockWait,
+		{name: "lock/node not answering", setup: vm(func(v *fakeVM) { v.ListedStatus = "unknown" }), run: lockWaitListed,
 			class: pveapi.Transient, msg: []string{"no task to hold the VM", "has not answered for 30s", "its node pv1-1 is not answering"}, after: grace + 2*time.Second, untouched: true},
-		{name: "lock/listing refused", setup: func(h *harness) { running(h); h.always("ClusterResources", forbidden) }, run: lockWait,
+		{name: "lock/listing refused", setup: func(h *harness) { running(h); h.always("ClusterResources", forbidden) }, run: lockWaitListed,
 			class: pveapi.Permanent, msg: []string{"listing the cluster's VMs", "Permission check failed"}, untouched: true},
 		{name: "lock/config refused", setup: func(h *harness) { running(h); h.always("VMConfig", forbidden) }, run: lockWait,
 			class: pveapi.Permanent, msg: []string{"reading the config on node pv1-1", "Permission check failed"}, untouched: true},
