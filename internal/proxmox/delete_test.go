@@ -545,7 +545,9 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 }
 
 // A delete of our VM on the node the state names decides on the config read there: no
-// listing (settleOn). Anything else takes the listing path as before: a VM that moved to
+// listing of its own (settleOn); the seed sweep's check that no other VM has the seed on a
+// drive takes the shared one (decision: seed-in-use), which concurrent destroys share.
+// Anything else takes the listing path as before: a VM that moved to
 // another node is destroyed there, and a VM at the VMID that is not ours (another uid,
 // a lock held by a task, a template) gets no write.
 func TestDelete_onTheStatesNodeOursNeedsNoListing(t *testing.T) {
@@ -556,8 +558,8 @@ func TestDelete_onTheStatesNodeOursNeedsNoListing(t *testing.T) {
 		if err := h.del(h.ctx, "pv1-1"); err != nil {
 			t.Fatal(err)
 		}
-		if n := h.f.calls("ClusterResources"); n != 0 {
-			t.Errorf("%d listings, want 0: the config on the state's node proves the VM ours", n)
+		if n := h.f.calls("ClusterResources"); n != 1 {
+			t.Errorf("%d listings, want 1, the seed check's: the config on the state's node proves the VM ours", n)
 		}
 		if h.f.vm(testVMID0) != nil {
 			t.Error("the VM is left")

@@ -706,8 +706,18 @@ func (b *Backend) sweepHolders(ctx context.Context, sw seedSweep, st settled, se
 	if atVMID {
 		use.addDrives(st.r, st.cfg)
 	}
+	res := st.res
+	if res == nil {
+		// Settled without a listing (settleOn: the state's node proved the VM ours): the
+		// shared one, younger than ListingTTL like the holder configs (holderCache), says
+		// which other VMs could have a seed.
+		var err error
+		if res, err = b.listing(ctx, false); err != nil {
+			return seedHolders{}, apiErrorf("delete", err, "listing the cluster's VMs to check that no other VM has the VM's seed ISO on a drive")
+		}
+	}
 	var vms []pveapi.Resource
-	for _, r := range st.res {
+	for _, r := range res {
 		if r.Type == "qemu" && r.VMID != sw.skipVMID && (r.VMID != sw.id.VMID || !atVMID) {
 			vms = append(vms, r)
 		}

@@ -1,6 +1,7 @@
 package proxmox
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -177,7 +178,12 @@ func TestSeedInUse_unreadableConfigFailsTheGoneDestroy(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1"})
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
-	h.f.failNext("VMConfig", fixtureErr("err_596"))
+	h.f.onCall("VMConfig", func(_ context.Context, c fakeCall) error {
+		if c.VMID == 100100 {
+			return fixtureErr("err_596")
+		}
+		return nil
+	})
 	err := h.del(h.ctx, "pv1-1")
 	if err == nil {
 		t.Fatal("no error")
