@@ -47,10 +47,11 @@ func TestClone_crossNodeRefusedForLocalStorage(t *testing.T) {
 // offline (no flag needed), holds lock migrate during the task, and ends on the target with
 // its MAC and disks.
 func TestMigrate_offlineMovesTheConfigAndKeepsTheMAC(t *testing.T) {
-	// The migration lasts a clone's duration: long enough (300 simulated seconds, 0.3 s)
-	// that the config write below meets it under load.
+	// The migration lasts a clone's duration: long enough (3000 simulated seconds, 3 s of
+	// wall clock at the default speed) that the lock check and the config write below meet
+	// it on a loaded machine (0.3 s was seen to end first under -race and a load of 15).
 	tg, sim := simTarget(t, pvesim.Options{Nodes: []string{"pv1-1", "pv1-2"}, TemplateAgent: true,
-		Durations: pvesim.Durations{Clone: 300 * time.Second}})
+		Durations: pvesim.Durations{Clone: 3000 * time.Second}})
 	tg.cloned()
 	before, _ := sim.VM(tg.vmid)
 	upid, err := tg.api.Migrate(tg.ctx(), "pv1-1", tg.vmid, pveapi.MigrateParams{Target: "pv1-2", Online: true})
