@@ -67,7 +67,33 @@ func (s *Sim) writeConfig(c *call, v *vm) *response {
 	if v.flock != nil {
 		return retryAfter(holderWait(v, c.now))
 	}
+	resolveCDROMAlias(c.params)
 	return s.applyConfig(c, v)
+}
+
+// resolveCDROMAlias is qemu-server src/PVE/API2/Qemu.pm $resolve_cdrom_alias, run by
+// update_vm_api (PUT and POST .../config) and create_vm before anything else reads the
+// parameters: cdrom is an alias of ide2 (QemuServer.pm $confdesc cdrom, "This is an alias
+// for option -ide2"); its value becomes ide2's, with ",media=cdrom" appended when it names
+// no media=, and cdrom is dropped. A config never holds a cdrom key.
+func resolveCDROMAlias(params map[string]string) {
+	if val := params["cdrom"]; val != "" {
+		if !strings.Contains(val, "media=") {
+			val += ",media=cdrom"
+		}
+		params["ide2"] = val
+		delete(params, "cdrom")
+	}
+}
+
+// configFileKey is the key a config file's line is read under: qemu-server
+// src/PVE/QemuServer.pm parse_vm_config reads a cdrom line as ide2 ("$key = 'ide2' if $key
+// eq 'cdrom'"), its value as written.
+func configFileKey(k string) string {
+	if k == "cdrom" {
+		return "ide2"
+	}
+	return k
 }
 
 func (s *Sim) hConfigPost(c *call) *response {
@@ -145,6 +171,8 @@ func applyConfigDeletes(c *call, v *vm, conf map[string]string) *response {
 		return nil
 	}
 	for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		// update_vm_api: "$opt = 'ide2' if $opt eq 'cdrom'" for each key of delete.
+		k = configFileKey(k)
 		if _, ok := configSchema.lookup(k); !ok {
 			return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
 		}

@@ -105,9 +105,11 @@ func (s *Sim) AddVM(spec VMSpec) error {
 	if typ != "qemu" && typ != "lxc" {
 		return fmt.Errorf("pvesim: type %q is not qemu or lxc", typ)
 	}
-	conf := maps.Clone(spec.Config)
-	if conf == nil {
-		conf = map[string]string{}
+	// The config as a file written by hand or by another tool holds it: a cdrom line reads
+	// as ide2 (configFileKey).
+	conf := map[string]string{}
+	for k, val := range spec.Config {
+		conf[configFileKey(k)] = val
 	}
 	if spec.Name != "" {
 		conf["name"] = spec.Name
@@ -209,6 +211,7 @@ func (s *Sim) SetVMState(vmid int, p VMPatch) error {
 		v.node = p.Node
 	}
 	for k, val := range p.Config {
+		k = configFileKey(k) // a cdrom line reads as ide2
 		if val == "" {
 			delete(v.conf, k)
 		} else {
