@@ -27,6 +27,9 @@ type API interface {
 	// VMConfigCurrent is GET /nodes/{node}/qemu/{vmid}/config?current=1: the values a
 	// running VM runs with, its pending section left out.
 	VMConfigCurrent(ctx context.Context, node string, vmid int) (map[string]string, error)
+	// VMPending is GET /nodes/{node}/qemu/{vmid}/pending: the current values, the pending
+	// values and the pending deletes of a VM's config, in one read.
+	VMPending(ctx context.Context, node string, vmid int) (PendingConfig, error)
 	// SetVMConfig is PUT /nodes/{node}/qemu/{vmid}/config (synchronous), form-encoded.
 	SetVMConfig(ctx context.Context, node string, vmid int, params map[string]string) error
 	// Clone is POST /nodes/{node}/qemu/{vmid}/clone.

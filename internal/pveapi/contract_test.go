@@ -147,6 +147,23 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("cores %q memory %q", cfg["cores"], cfg["memory"])
 				}
 			}},
+		{name: "VMPending", fixture: "vm_pending_ide2_delete", method: "GET", path: "/nodes/pv1-1/qemu/199999/pending",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.VMPending(ctx, tNode, tVMID) },
+			check: func(t *testing.T, got any) {
+				p := got.(PendingConfig)
+				if p.Current["ide2"] == "" || p.Current["cores"] != "2" || p.Current["description"] != mark || p.Current["boot"] != "order=scsi0;ide2" {
+					t.Errorf("current %v", p.Current)
+				}
+				if len(p.Pending) != 1 || p.Pending["boot"] != "order=scsi0" {
+					t.Errorf("pending %v", p.Pending)
+				}
+				if force, ok := p.Delete["ide2"]; len(p.Delete) != 1 || !ok || force {
+					t.Errorf("delete %v, want ide2 (not forced)", p.Delete)
+				}
+				if v := p.WithPending(); v["ide2"] != "" || v["boot"] != "order=scsi0" || v["cores"] != "2" {
+					t.Errorf("with pending %v", v)
+				}
+			}},
 		{name: "SetVMConfig", fixture: "set_config_response", method: "PUT", path: "/nodes/pv1-1/qemu/199999/config",
 			form: url.Values{"cores": {"2"}, "memory": {"2048"}, "agent": {"1"}, "tags": {"proxy_operator"},
 				"ide2": {seedVol + ",media=cdrom"}, "description": {mark}},
@@ -291,8 +308,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 24 {
-		t.Errorf("API has %d methods, the contract covers 24", api.NumMethod())
+	if api.NumMethod() != 25 {
+		t.Errorf("API has %d methods, the contract covers 25", api.NumMethod())
 	}
 }
 

@@ -170,6 +170,16 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("volumes not sorted by volid")
 			}
 		}
+	case strings.HasSuffix(path, "/pending"):
+		var raw json.RawMessage
+		mustData(t, f, &raw)
+		p, err := decodePending(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Current) == 0 || p.Current["digest"] == "" {
+			t.Errorf("pending config has no current values: %+v", p)
+		}
 	case path == "/nodes/{node}/network":
 		var v []NodeInterface
 		mustData(t, f, &v)
