@@ -45,6 +45,68 @@ func (s *Sim) hConfigGet(c *call) *response {
 	return okData(out)
 }
 
+// hPending is GET .../pending (qemu-server src/PVE/API2/Qemu.pm vm_pending, pve-guest-common
+// src/PVE/GuestHelpers.pm config_with_pending_array): one entry per key of the current
+// config (digest and lock among them), with value, its pending value as pending and
+// delete 1 (2 when forced) when the pending section deletes it; then one entry per key
+// only the pending section sets (pending alone), and one per pending delete of a key the
+// config lacks (delete alone). A cipassword shows masked. Perl's hash order is not kept:
+// entries come sorted by key. The snapshot sections are left out.
+func (s *Sim) hPending(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	cur := renderConfig(v.conf, v.lock)
+	if v.cloning() {
+		cur = renderConfig(map[string]string{}, v.lock)
+	} else {
+		cur["digest"] = digest(v.digestConf())
+	}
+	pend := renderConfig(v.pending, "")
+	delete(pend, "digest")
+	var out []map[string]any
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		e := map[string]any{"key": k, "value": cur[k]}
+		if p, ok := pend[k]; ok {
+			e["pending"] = p
+		}
+		if force, ok := v.pendingDelete[k]; ok {
+			e["delete"] = pendingDeleteFlag(force)
+		}
+		out = append(out, e)
+	}
+	for _, k := range slices.Sorted(maps.Keys(pend)) {
+		if _, ok := cur[k]; !ok {
+			out = append(out, map[string]any{"key": k, "pending": pend[k]})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.pendingDelete)) {
+		if _, ok := cur[k]; !ok {
+			out = append(out, map[string]any{"key": k, "delete": pendingDeleteFlag(v.pendingDelete[k])})
+		}
+	}
+	for _, e := range out {
+		if e["key"] == "cipassword" {
+			if _, ok := e["value"]; ok {
+				e["value"] = "**********"
+			}
+			if _, ok := e["pending"]; ok {
+				e["pending"] = "********** "
+			}
+		}
+	}
+	return okData(out)
+}
+
+// pendingDeleteFlag is a pending delete's delete field: 2 when forced, else 1.
+func pendingDeleteFlag(force bool) int {
+	if force {
+		return 2
+	}
+	return 1
+}
+
 func (s *Sim) hConfigPut(c *call) *response {
 	v, r := s.vmOrErr(c)
 	if r != nil {
@@ -136,6 +198,9 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		if r != nil {
 			return r
 		}
+		// A key set leaves the pending delete line (update_vm_api:
+		// remove_from_pending_delete after each key it writes).
+		delete(v.pendingDelete, k)
 		// Only a new CD-ROM drive joins an explicit boot order (update_vm_api, lines
 		// 2438-2451: "append new CD drives to bootorder"; drive_is_cdrom($drive, 1)
 		// excludes the cloud-init drive).
@@ -181,6 +246,30 @@ func applyConfigDeletes(c *call, v *vm, conf map[string]string) *response {
 		}
 		if k == "lock" {
 			v.lock = ""
+		}
+		if _, cur := conf[k]; cur && v.status == "running" && v.pendingDriveDelete(k) {
+			// update_vm_api drops k's pending value, adds k to the pending section's
+			// delete line (add_to_pending_delete, force with force=1) and takes k out of
+			// the boot order there too ($conf->{pending}->{boot}, which a running VM
+			// keeps pending as well); vmconfig_hotplug_pending then skips it, so the
+			// drive stays in the current config until the next start.
+			delete(v.pending, k)
+			if v.pendingDelete == nil {
+				v.pendingDelete = map[string]bool{}
+			}
+			v.pendingDelete[k] = c.params["force"] == "1"
+			boot := conf["boot"]
+			if pb, ok := v.pending["boot"]; ok {
+				boot = pb
+			}
+			if order, ok := strings.CutPrefix(boot, "order="); ok {
+				if v.pending == nil {
+					v.pending = map[string]string{}
+				}
+				devs := slices.DeleteFunc(strings.Split(order, ";"), func(d string) bool { return d == k || d == "" })
+				v.pending["boot"] = "order=" + strings.Join(devs, ";")
+			}
+			continue
 		}
 		delete(conf, k)
 		// A removed device leaves the boot order too.
