@@ -301,9 +301,16 @@ func seedReaders(res []pveapi.Resource, perNode [][]Seed) (named, others []pveap
 
 // readSeedUse reads the config of each VM in vms (ListConcurrency at a time) and adds what
 // it says to use. A VM gone meanwhile is passed; any other failed read fails the call.
+//
+// Each VM is read with GET .../pending, one request as GET .../config is, which answers
+// both its current values and its pending section (pveapi.PendingConfig): a VM uses a
+// volume either names (decision: seed-in-use). GET .../config alone shows the pending
+// values, so a drive whose removal from a running VM waits for its restart (an ide or sata
+// drive, which Proxmox never unplugs live) would look gone while the VM still has the ISO
+// attached and boots from it until then.
 func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resource, use *seedUse) error {
 	var firstErr error
-	err := b.eachConfig(ctx, vms, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+	err := eachRead(ctx, b, vms, b.api.VMPending, func(r pveapi.Resource, p pveapi.PendingConfig, err error) bool {
 		switch {
 		case err == nil:
 		case isNotExist(err):
@@ -312,13 +319,15 @@ func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resou
 			firstErr = apiErrorf(op, err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
 			return false
 		}
-		if v, ok := vmSeed(r.Name, cfg); ok {
-			use.vols[v.volid()] = true
+		for _, cfg := range []map[string]string{p.WithPending(), p.Current} {
+			if v, ok := vmSeed(r.Name, cfg); ok {
+				use.vols[v.volid()] = true
+			}
+			if m, ok := markedAny(cfg); ok && m.UID != "" {
+				use.uids[r.Name+"/"+m.UID] = true
+			}
 		}
-		if m, ok := markedAny(cfg); ok && m.UID != "" {
-			use.uids[r.Name+"/"+m.UID] = true
-		}
-		use.addDrives(r, cfg)
+		use.addPendingDrives(r, p)
 		return true
 	})
 	if firstErr == nil && err != nil {
@@ -327,21 +336,41 @@ func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resou
 	return firstErr
 }
 
+// addPendingDrives records the ISO volumes on the drives of the VM r, as addDrives does,
+// from both its config with the pending values applied and its current one: a drive whose
+// removal or replacement is pending still holds its volume until the VM restarts, and is
+// named so.
+func (u *seedUse) addPendingDrives(r pveapi.Resource, p pveapi.PendingConfig) {
+	cfg := p.WithPending()
+	u.addDrives(r, cfg)
+	for _, k := range slices.Sorted(maps.Keys(p.Current)) {
+		if !isDriveKey(k) || driveVolume(cfg[k]) == driveVolume(p.Current[k]) {
+			continue
+		}
+		u.addDrive(r, cfg["name"], k+" until it restarts (its removal is pending)", p.Current[k])
+	}
+}
+
 // addDrives records the ISO volumes on the drives (ide, sata, scsi, virtio; CD-ROM or not)
 // of the VM r whose config is cfg, unless a VM read before has them.
 func (u *seedUse) addDrives(r pveapi.Resource, cfg map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if !isDriveKey(k) {
-			continue
+		if isDriveKey(k) {
+			u.addDrive(r, cfg["name"], k, cfg[k])
 		}
-		vol := driveVolume(cfg[k])
-		if _, ok := parseISOVol(vol); !ok {
-			continue
-		}
-		for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
-			if u.drives[key] == "" {
-				u.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
-			}
+	}
+}
+
+// addDrive records the ISO volume drive names, on the VM r named name as what, unless a VM
+// read before has it.
+func (u *seedUse) addDrive(r pveapi.Resource, name, what, drive string) {
+	vol := driveVolume(drive)
+	if _, ok := parseISOVol(vol); !ok {
+		return
+	}
+	for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
+		if u.drives[key] == "" {
+			u.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, name, what)
 		}
 	}
 }

@@ -177,7 +177,7 @@ func TestSeedInUse_unreadableConfigFailsTheGoneDestroy(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1"})
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
-	h.f.failNext("VMConfig", fixtureErr("err_596"))
+	h.f.failNext("VMPending", fixtureErr("err_596"))
 	err := h.del(h.ctx, "pv1-1")
 	if err == nil {
 		t.Fatal("no error")
