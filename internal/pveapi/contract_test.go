@@ -164,6 +164,21 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("with pending %v", v)
 				}
 			}},
+		{name: "VMSnapshots", fixture: "vm_snapshot_list", method: "GET", path: "/nodes/pv1-1/qemu/199999/snapshot",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.VMSnapshots(ctx, tNode, tVMID) },
+			check: func(t *testing.T, got any) {
+				if v := got.([]Snapshot); len(v) != 2 || v[0].Name != "before-upgrade" || v[1].Name != "current" || v[1].Parent != "before-upgrade" {
+					t.Errorf("snapshots %+v", v)
+				}
+			}},
+		{name: "VMSnapshotConfig", fixture: "vm_config_snapshot", method: "GET", path: "/nodes/pv1-1/qemu/199999/config",
+			query: url.Values{"snapshot": {"before-upgrade"}},
+			call:  func(ctx context.Context, c *Client) (any, error) { return c.VMSnapshotConfig(ctx, tNode, tVMID, "before-upgrade") },
+			check: func(t *testing.T, got any) {
+				if cfg := got.(map[string]string); cfg["ide2"] == "" || cfg["snaptime"] != "1790150000" {
+					t.Errorf("snapshot config %v", cfg)
+				}
+			}},
 		{name: "SetVMConfig", fixture: "set_config_response", method: "PUT", path: "/nodes/pv1-1/qemu/199999/config",
 			form: url.Values{"cores": {"2"}, "memory": {"2048"}, "agent": {"1"}, "tags": {"proxy_operator"},
 				"ide2": {seedVol + ",media=cdrom"}, "description": {mark}},
@@ -308,8 +323,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 25 {
-		t.Errorf("API has %d methods, the contract covers 25", api.NumMethod())
+	if api.NumMethod() != 27 {
+		t.Errorf("API has %d methods, the contract covers 27", api.NumMethod())
 	}
 }
 

@@ -170,6 +170,12 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("volumes not sorted by volid")
 			}
 		}
+	case strings.HasSuffix(path, "/snapshot"):
+		var v []Snapshot
+		mustData(t, f, &v)
+		if len(v) == 0 || v[len(v)-1].Name != "current" {
+			t.Errorf("snapshot list without current: %+v", v)
+		}
 	case strings.HasSuffix(path, "/pending"):
 		var raw json.RawMessage
 		mustData(t, f, &raw)
