@@ -35,6 +35,20 @@ func (s *Sim) hConfigGet(c *call) *response {
 	if v.cloning() {
 		return okData(renderConfig(map[string]string{}, v.lock))
 	}
+	// snapshot= answers that snapshot section with the file's digest (vm_config,
+	// pve-guest-common src/PVE/AbstractConfig.pm load_snapshot_config); not with current.
+	if name := c.params["snapshot"]; name != "" {
+		if c.params["current"] == "1" {
+			return paramError(map[string]string{"snapshot": "cannot use 'snapshot' parameter with 'current'", "current": "cannot use 'snapshot' parameter with 'current'"})
+		}
+		snap, ok := v.snapshots[name]
+		if !ok {
+			return apiError(500, fmt.Sprintf("snapshot '%s' does not exist", name))
+		}
+		out := renderConfig(snap, "")
+		out["digest"] = digest(v.digestConf())
+		return okData(out)
+	}
 	// Pending values show unless current=1 (qemu-server src/PVE/API2/Qemu.pm vm_config).
 	conf := v.withPending()
 	if c.params["current"] == "1" {
@@ -97,6 +111,39 @@ func (s *Sim) hPending(c *call) *response {
 		}
 	}
 	return okData(out)
+}
+
+// hSnapshots is GET .../snapshot (qemu-server src/PVE/API2/Qemu.pm snapshot_list): one entry
+// per snapshot section (name, snaptime, vmstate, description, parent when set), then
+// current (digest, running, "You are here!", the config's parent when set). Perl's hash
+// order is not kept: the sections come sorted by name.
+func (s *Sim) hSnapshots(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	var out []map[string]any
+	for _, name := range slices.Sorted(maps.Keys(v.snapshots)) {
+		sec := v.snapshots[name]
+		snaptime, _ := strconv.ParseInt(sec["snaptime"], 10, 64)
+		e := map[string]any{"name": name, "snaptime": snaptime, "vmstate": 0, "description": sec["description"]}
+		if sec["vmstate"] != "" {
+			e["vmstate"] = 1
+		}
+		if sec["parent"] != "" {
+			e["parent"] = sec["parent"]
+		}
+		out = append(out, e)
+	}
+	running := 0
+	if v.status == "running" {
+		running = 1
+	}
+	cur := map[string]any{"name": "current", "digest": digest(v.digestConf()), "running": running, "description": "You are here!"}
+	if p := v.conf["parent"]; p != "" {
+		cur["parent"] = p
+	}
+	return okData(append(out, cur))
 }
 
 // pendingDeleteFlag is a pending delete's delete field: 2 when forced, else 1.

@@ -107,3 +107,55 @@ func TestSource_runningDriveDeleteFollowsHotplugDisk(t *testing.T) {
 		t.Errorf("without disk hotplug scsi6 went at once: %+v", p)
 	}
 }
+
+// Snapshot sections (vm_snapshot_list, vm_config_snapshot): GET .../config and GET
+// .../pending leave them out; GET .../snapshot lists them and current (with the config's
+// parent), GET .../config?snapshot=<name> answers one.
+func TestSource_snapshotSections(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{})
+	tg.parallel()
+	sim := tg.simOnly("writes snapshot sections into a config file")
+	tg.seeded("#cloud-config\n")
+	if err := sim.SetVMState(tg.vmid, pvesim.VMPatch{
+		Config:    map[string]string{"parent": "before-upgrade", "ide2": "none,media=cdrom"},
+		Snapshots: map[string]map[string]string{"before-upgrade": {"name": captureName, "ide2": tg.seedVolID() + ",media=cdrom", "snaptime": "1790150000"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tg.started()
+	cfg, _ := tg.api.VMConfig(tg.ctx(), tg.node, tg.vmid)
+	p, _ := tg.api.VMPending(tg.ctx(), tg.node, tg.vmid)
+	if cfg["ide2"] != "none,media=cdrom" || cfg["snaptime"] != "" || p.Current["parent"] != "before-upgrade" || p.Current["snaptime"] != "" {
+		t.Errorf("config %v / pending %v: want the main section only, with parent", cfg, p.Current)
+	}
+	snaps, err := tg.api.VMSnapshots(tg.ctx(), tg.node, tg.vmid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 2 || snaps[0].Name != "before-upgrade" || snaps[1].Name != "current" || snaps[1].Parent != "before-upgrade" {
+		t.Errorf("snapshots %+v", snaps)
+	}
+	var want, got []map[string]any
+	if err := fixture.MustLoad("vm_snapshot_list").Data(&want); err != nil {
+		t.Fatal(err)
+	}
+	tg.rawJSON("GET", "/nodes/"+tg.node+"/qemu/"+strconv.Itoa(tg.vmid)+"/snapshot", nil, &got)
+	if len(got) != len(want) {
+		t.Fatalf("snapshot list %v, want the fixture's shape %v", got, want)
+	}
+	for i := range want {
+		if !slices.Equal(keysOf(got[i]), keysOf(want[i])) {
+			t.Errorf("entry %d keys %v, want %v", i, keysOf(got[i]), keysOf(want[i]))
+		}
+	}
+	sc, err := tg.api.VMSnapshotConfig(tg.ctx(), tg.node, tg.vmid, "before-upgrade")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if driveVol(sc["ide2"]) != tg.seedVolID() || sc["snaptime"] != "1790150000" || sc["digest"] == "" {
+		t.Errorf("snapshot config %v", sc)
+	}
+	if _, err := tg.api.VMSnapshotConfig(tg.ctx(), tg.node, tg.vmid, "nope"); err == nil {
+		t.Error("a missing snapshot answered")
+	}
+}

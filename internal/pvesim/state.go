@@ -69,6 +69,9 @@ type vm struct {
 	// the config until its next start (the pending section's delete line; the value is the
 	// force flag): a drive that cannot be unplugged live (pendingDriveDelete, hotplug.go).
 	pendingDelete map[string]bool
+	// snapshots are the config file's snapshot sections by name (VMPatch.Snapshots); no
+	// config read but GET .../config?snapshot= shows them.
+	snapshots map[string]map[string]string
 }
 
 // withPending is the config as GET .../config shows it without current=1: the pending
@@ -94,6 +97,11 @@ func (v *vm) digestConf() map[string]string {
 	}
 	if len(v.pendingDelete) > 0 {
 		out["[PENDING] delete"] = strings.Join(slices.Sorted(maps.Keys(v.pendingDelete)), ",")
+	}
+	for name, sec := range v.snapshots {
+		for k, val := range sec {
+			out["["+name+"] "+k] = val
+		}
 	}
 	return out
 }
