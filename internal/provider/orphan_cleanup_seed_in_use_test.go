@@ -18,6 +18,8 @@ import (
 //   - pending: the VM runs and its ide2 was deleted through the API; Proxmox keeps an ide
 //     drive until the restart (a pending delete), so GET .../config no longer shows it
 //     while the VM still has the ISO attached.
+//   - snapshot: only a snapshot section names it (the VM's config has a parent); a
+//     rollback makes it the VM's again.
 //   - cdrom: the ISO was attached with cdrom=, the alias Proxmox stores as ide2.
 func TestOrphanCleanup_keepsASeedAVMStillHas(t *testing.T) {
 	for _, tc := range []struct {
@@ -37,6 +39,14 @@ func TestOrphanCleanup_keepsASeedAVMStillHas(t *testing.T) {
 			}
 			if cfg, err := api.VMConfig(e.ctx, e.sim.Nodes[0], vmid); err != nil || cfg["ide2"] != "" {
 				t.Fatalf("GET config shows ide2 %q (err %v): the removal should be pending", cfg["ide2"], err)
+			}
+		}},
+		{name: "snapshot", drive: "ide2 in its snapshot before-upgrade", attach: func(t *testing.T, e *directEnv, _ *pveapi.Client, vmid int, vol string) {
+			if err := e.sim.SetVMState(vmid, pvesim.VMPatch{
+				Config:    map[string]string{"parent": "before-upgrade"},
+				Snapshots: map[string]map[string]string{"before-upgrade": {"name": "rescue", "ide2": vol + ",media=cdrom", "snaptime": "1790150000"}},
+			}); err != nil {
+				t.Fatal(err)
 			}
 		}},
 		{name: "cdrom", drive: "ide2", attach: func(t *testing.T, e *directEnv, api *pveapi.Client, vmid int, vol string) {

@@ -192,6 +192,12 @@ func (f *checkFake) VMPending(ctx context.Context, node string, vmid int) (pveap
 	return pveapi.PendingConfig{Current: cfg}, err
 }
 
+// VMSnapshots answers no snapshot.
+func (f *checkFake) VMSnapshots(_ context.Context, _ string, vmid int) ([]pveapi.Snapshot, error) {
+	f.count(fmt.Sprintf("VMSnapshots %d", vmid))
+	return []pveapi.Snapshot{{Name: "current"}}, nil
+}
+
 // ckData decodes a fixture's data.
 func ckData(t *testing.T, name string, v any) {
 	t.Helper()

@@ -146,6 +146,9 @@ type fakeVM struct {
 	// deleted from the running VM that Proxmox cannot unplug live: ide, sata): the config
 	// read leaves them out, the current and pending reads show them, a start applies it.
 	PendingDelete map[string]bool
+	// Snapshots are the config's snapshot sections by name (Config["parent"] names the
+	// newest); neither config read shows them.
+	Snapshots map[string]map[string]string
 	// IgnoresShutdown: the guest never powers off on a shutdown request.
 	IgnoresShutdown bool
 	// Pool is the pool the VM belongs to (fake_pool_test.go).
@@ -642,6 +645,40 @@ func (f *fakeAPI) VMPending(ctx context.Context, node string, vmid int) (pveapi.
 	}
 	p.Current["digest"] = fakeDigest(p.Current)
 	return p, nil
+}
+
+func (f *fakeAPI) VMSnapshots(ctx context.Context, node string, vmid int) ([]pveapi.Snapshot, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMSnapshots", Node: node, VMID: vmid}); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	var out []pveapi.Snapshot
+	for _, name := range slices.Sorted(maps.Keys(v.Snapshots)) {
+		out = append(out, pveapi.Snapshot{Name: name, Parent: v.Snapshots[name]["parent"]})
+	}
+	return append(out, pveapi.Snapshot{Name: "current", Parent: v.Config["parent"]}), nil
+}
+
+func (f *fakeAPI) VMSnapshotConfig(ctx context.Context, node string, vmid int, name string) (map[string]string, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMSnapshotConfig", Node: node, VMID: vmid}); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	snap, ok := v.Snapshots[name]
+	if !ok {
+		return nil, fmt.Errorf("snapshot '%s' does not exist", name)
+	}
+	return maps.Clone(snap), nil
 }
 
 // fakeDigest stands for the config file's sha1, which PVE returns as digest and checks a

@@ -307,9 +307,13 @@ func seedReaders(res []pveapi.Resource, perNode [][]Seed) (named, others []pveap
 // volume either names (decision: seed-in-use). GET .../config alone shows the pending
 // values, so a drive whose removal from a running VM waits for its restart (an ide or sata
 // drive, which Proxmox never unplugs live) would look gone while the VM still has the ISO
-// attached and boots from it until then.
+// attached and boots from it until then. Neither read shows the snapshot sections: a VM
+// whose config has a parent has its snapshots read too (readSnapshotDrives).
 func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resource, use *seedUse) error {
-	var firstErr error
+	var (
+		firstErr error
+		snapped  []pveapi.Resource // the VMs whose config has a parent: they have snapshots
+	)
 	err := eachRead(ctx, b, vms, b.api.VMPending, func(r pveapi.Resource, p pveapi.PendingConfig, err error) bool {
 		switch {
 		case err == nil:
@@ -328,12 +332,60 @@ func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resou
 			}
 		}
 		use.addPendingDrives(r, p)
+		if p.Current["parent"] != "" || p.Pending["parent"] != "" {
+			snapped = append(snapped, r)
+		}
 		return true
 	})
 	if firstErr == nil && err != nil {
 		firstErr = apiErrorf(op, err, "reading the configs of the VMs that may use a seed ISO")
 	}
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, r := range snapped {
+		if err := b.readSnapshotDrives(ctx, op, r, use); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSnapshotDrives adds to use the ISO volumes on the drives of each snapshot of the VM r
+// (GET .../snapshot, then GET .../config?snapshot=<name> per snapshot): a rollback makes a
+// snapshot's drives the VM's again, so a seed only a snapshot names is in use too. It is
+// asked only of a VM whose config has a parent (the snapshot its current state descends
+// from): what it costs is one list and one read per snapshot of such a VM. A VM gone
+// meanwhile is passed; any other failed read (a snapshot deleted meanwhile among them)
+// fails the call, so a seed is never deleted unproved.
+func (b *Backend) readSnapshotDrives(ctx context.Context, op string, r pveapi.Resource, use *seedUse) error {
+	snaps, err := b.api.VMSnapshots(ctx, r.Node, r.VMID)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return nil
+	default:
+		return apiErrorf(op, err, "listing the snapshots of VMID %d on node %s to tell which seed ISO they use", r.VMID, r.Node)
+	}
+	for _, s := range snaps {
+		if s.Name == "current" {
+			continue
+		}
+		cfg, err := b.api.VMSnapshotConfig(ctx, r.Node, r.VMID, s.Name)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			continue
+		default:
+			return apiErrorf(op, err, "reading snapshot %s of VMID %d on node %s to tell which seed ISO it uses", s.Name, r.VMID, r.Node)
+		}
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			if isDriveKey(k) {
+				use.addDrive(r, cfg["name"], k+" in its snapshot "+s.Name, cfg[k])
+			}
+		}
+	}
+	return nil
 }
 
 // addPendingDrives records the ISO volumes on the drives of the VM r, as addDrives does,

@@ -134,3 +134,39 @@ func TestSeedInUse_goneDestroyKeepsASeedWhoseRemovalIsPending(t *testing.T) {
 		t.Errorf("%d volume deletes", n)
 	}
 }
+
+// TestOrphanSeeds_snapshotSeedIsNoOrphan: a seed only a snapshot section names (the VM's
+// current ide2 moved on) is in use: a rollback makes it the VM's again. A VM whose config has
+// a parent has its snapshots read (one list, one read per snapshot); a VM without one is not.
+func TestOrphanSeeds_snapshotSeedIsNoOrphan(t *testing.T) {
+	h := cleanupHarness(t)
+	used, free := seedFile("proxy-renamed", otherUID), seedFile("proxy-gone", prevUID)
+	h.f.putISO("pv1-1", fakeISOStorage, used, []byte("in a snapshot"))
+	h.f.putISO("pv1-1", fakeISOStorage, free, []byte("orphan"))
+	h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1",
+		Config: map[string]string{"ide2": "none,media=cdrom", "parent": "second"},
+		Snapshots: map[string]map[string]string{
+			"first":  {"name": "rescue", "ide2": "none,media=cdrom"},
+			"second": {"name": "rescue", "parent": "first", "sata0": "file=" + seedVolID(fakeISOStorage, used) + ",media=cdrom"},
+		}})
+	h.f.calllog = nil
+	var events []string
+	if _, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: 0, Seeds: true}, func(e CleanEvent) { events = append(events, e.String()) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, used); !ok {
+		t.Error("the seed snapshot second of VM 100100 names was deleted")
+	}
+	if _, ok := h.f.iso("pv1-1", fakeISOStorage, free); ok {
+		t.Error("the orphan was kept")
+	}
+	assertContains(t, strings.Join(events, "\n"), "attached to VM 100100 (rescue) as sata0 in its snapshot second")
+	for _, c := range h.f.log() {
+		if (c.Method == "VMSnapshots" || c.Method == "VMSnapshotConfig") && c.VMID != 100100 {
+			t.Errorf("%s of VMID %d, which has no parent", c.Method, c.VMID)
+		}
+	}
+	if h.f.calls("VMSnapshots") != 1 || h.f.calls("VMSnapshotConfig") != 2 {
+		t.Errorf("%d snapshot lists and %d snapshot reads, want 1 and 2", h.f.calls("VMSnapshots"), h.f.calls("VMSnapshotConfig"))
+	}
+}
