@@ -173,7 +173,9 @@ func contractCases(t *testing.T) []contractCase {
 			}},
 		{name: "VMSnapshotConfig", fixture: "vm_config_snapshot", method: "GET", path: "/nodes/pv1-1/qemu/199999/config",
 			query: url.Values{"snapshot": {"before-upgrade"}},
-			call:  func(ctx context.Context, c *Client) (any, error) { return c.VMSnapshotConfig(ctx, tNode, tVMID, "before-upgrade") },
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.VMSnapshotConfig(ctx, tNode, tVMID, "before-upgrade")
+			},
 			check: func(t *testing.T, got any) {
 				if cfg := got.(map[string]string); cfg["ide2"] == "" || cfg["snaptime"] != "1790150000" {
 					t.Errorf("snapshot config %v", cfg)
