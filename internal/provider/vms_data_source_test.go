@@ -273,7 +273,8 @@ func TestAccVMsDataSource_nodeDown(t *testing.T) {
 // node one ISO listing and a fresh VM listing; since no VM is named like the orphan seeds
 // (on both nodes), per seed node the ISO storage's status (not shared) and the config of
 // every QEMU VM there (ten: those five, the templates 9000, 9001 and 150007, the foreign VM
-// 100 and the mid-clone) to tell that none
+// 100 and the mid-clone), each with one GET .../pending (current and pending values, decision:
+// seed-in-use; none has a parent, so no snapshot is read), to tell that none
 // has a seed on a drive, and one read of the token's privileges on /vms to prove the orphans
 // unused (decision: orphan-visibility): exact counts of one read through the real client
 // against the simulator.
@@ -297,7 +298,7 @@ func TestVMsList_simulatorRequests(t *testing.T) {
 		t.Fatalf("OrphanSeeds = %v, %v", seeds, err)
 	}
 	want := map[string]int{
-		"GET /cluster/resources": 2, "GET /nodes/{node}/qemu/{vmid}/config": 5 + 10,
+		"GET /cluster/resources": 2, "GET /nodes/{node}/qemu/{vmid}/config": 5, "GET /nodes/{node}/qemu/{vmid}/pending": 10,
 		"GET /nodes/{node}/storage/{storage}/content": 2, "GET /nodes/{node}/storage/{storage}/status": 2,
 		"GET /access/permissions": 1,
 	}

@@ -182,6 +182,22 @@ func (f *checkFake) VMConfig(ctx context.Context, node string, vmid int) (map[st
 	return f.config(ctx, node, vmid)
 }
 
+// VMPending answers the config func's config as the current values, with no pending section.
+func (f *checkFake) VMPending(ctx context.Context, node string, vmid int) (pveapi.PendingConfig, error) {
+	f.count(fmt.Sprintf("VMPending %d", vmid))
+	if err := ctx.Err(); err != nil {
+		return pveapi.PendingConfig{}, err
+	}
+	cfg, err := f.config(ctx, node, vmid)
+	return pveapi.PendingConfig{Current: cfg}, err
+}
+
+// VMSnapshots answers no snapshot.
+func (f *checkFake) VMSnapshots(_ context.Context, _ string, vmid int) ([]pveapi.Snapshot, error) {
+	f.count(fmt.Sprintf("VMSnapshots %d", vmid))
+	return []pveapi.Snapshot{{Name: "current"}}, nil
+}
+
 // ckData decodes a fixture's data.
 func ckData(t *testing.T, name string, v any) {
 	t.Helper()

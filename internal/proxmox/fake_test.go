@@ -142,6 +142,13 @@ type fakeVM struct {
 	// config read shows them, status/current's cpus and maxmem do not, and a start, stop
 	// or shutdown applies them.
 	Pending map[string]string
+	// PendingDelete are keys whose delete stays pending until the next start (a drive
+	// deleted from the running VM that Proxmox cannot unplug live: ide, sata): the config
+	// read leaves them out, the current and pending reads show them, a start applies it.
+	PendingDelete map[string]bool
+	// Snapshots are the config's snapshot sections by name (Config["parent"] names the
+	// newest); neither config read shows them.
+	Snapshots map[string]map[string]string
 	// IgnoresShutdown: the guest never powers off on a shutdown request.
 	IgnoresShutdown bool
 	// Pool is the pool the VM belongs to (fake_pool_test.go).
@@ -579,6 +586,9 @@ func (f *fakeAPI) VMConfig(ctx context.Context, node string, vmid int) (map[stri
 	}
 	cfg := maps.Clone(v.Config)
 	maps.Copy(cfg, v.Pending)
+	for k := range v.PendingDelete {
+		delete(cfg, k)
+	}
 	if v.Lock != "" {
 		cfg["lock"] = v.Lock
 	}
@@ -605,6 +615,70 @@ func (f *fakeAPI) VMConfigCurrent(ctx context.Context, node string, vmid int) (m
 	}
 	cfg["digest"] = fakeDigest(cfg)
 	return cfg, nil
+}
+
+func (f *fakeAPI) VMPending(ctx context.Context, node string, vmid int) (pveapi.PendingConfig, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMPending", Node: node, VMID: vmid}); err != nil {
+		return pveapi.PendingConfig{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hidden[vmid] {
+		return pveapi.PendingConfig{}, errHidden(vmid)
+	}
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return pveapi.PendingConfig{}, err
+	}
+	p := pveapi.PendingConfig{Current: maps.Clone(v.Config), Pending: maps.Clone(v.Pending), Delete: maps.Clone(v.PendingDelete)}
+	if v.cloning {
+		p = pveapi.PendingConfig{Current: map[string]string{}}
+	}
+	if p.Current == nil {
+		p.Current = map[string]string{}
+	}
+	if v.Lock != "" {
+		p.Current["lock"] = v.Lock
+	}
+	if v.Template && !v.cloning {
+		p.Current["template"] = "1"
+	}
+	p.Current["digest"] = fakeDigest(p.Current)
+	return p, nil
+}
+
+func (f *fakeAPI) VMSnapshots(ctx context.Context, node string, vmid int) ([]pveapi.Snapshot, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMSnapshots", Node: node, VMID: vmid}); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	var out []pveapi.Snapshot
+	for _, name := range slices.Sorted(maps.Keys(v.Snapshots)) {
+		out = append(out, pveapi.Snapshot{Name: name, Parent: v.Snapshots[name]["parent"]})
+	}
+	return append(out, pveapi.Snapshot{Name: "current", Parent: v.Config["parent"]}), nil
+}
+
+func (f *fakeAPI) VMSnapshotConfig(ctx context.Context, node string, vmid int, name string) (map[string]string, error) {
+	if err := f.enter(ctx, fakeCall{Method: "VMSnapshotConfig", Node: node, VMID: vmid}); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, err := f.qemu(node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	snap, ok := v.Snapshots[name]
+	if !ok {
+		return nil, fmt.Errorf("snapshot '%s' does not exist", name)
+	}
+	return maps.Clone(snap), nil
 }
 
 // fakeDigest stands for the config file's sha1, which PVE returns as digest and checks a
@@ -865,8 +939,11 @@ func (f *fakeAPI) Shutdown(ctx context.Context, node string, vmid int, p pveapi.
 }
 
 func (v *fakeVM) applyPending() {
+	for k := range v.PendingDelete {
+		delete(v.Config, k)
+	}
 	maps.Copy(v.Config, v.Pending)
-	v.Pending = nil
+	v.Pending, v.PendingDelete = nil, nil
 }
 
 // fakeMemoryHotplug: the config's hotplug has memory and numa is on.

@@ -192,8 +192,14 @@ func (b *Backend) scan(ctx context.Context, o scanOptions) (listSkipped, rangeSk
 // goroutines stay bounded whatever the number of entries. ctx ending stops it with ctx's
 // error; every reader has returned by then.
 func (b *Backend) eachConfig(ctx context.Context, entries []pveapi.Resource, fn func(r pveapi.Resource, cfg map[string]string, err error) bool) error {
+	return eachRead(ctx, b, entries, b.api.VMConfig, fn)
+}
+
+// eachRead is eachConfig with the read of each entry given (GET .../config, GET
+// .../pending).
+func eachRead[T any](ctx context.Context, b *Backend, entries []pveapi.Resource, read func(ctx context.Context, node string, vmid int) (T, error), fn func(r pveapi.Resource, cfg T, err error) bool) error {
 	type slot struct {
-		cfg  map[string]string
+		cfg  T
 		err  error
 		done chan struct{}
 	}
@@ -211,7 +217,7 @@ func (b *Backend) eachConfig(ctx context.Context, entries []pveapi.Resource, fn 
 				s := &slots[i%window]
 				if ctx.Err() == nil {
 					r := entries[i]
-					s.cfg, s.err = b.api.VMConfig(ctx, r.Node, r.VMID)
+					s.cfg, s.err = read(ctx, r.Node, r.VMID)
 				} else {
 					s.err = ctx.Err()
 				}

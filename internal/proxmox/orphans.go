@@ -301,9 +301,20 @@ func seedReaders(res []pveapi.Resource, perNode [][]Seed) (named, others []pveap
 
 // readSeedUse reads the config of each VM in vms (ListConcurrency at a time) and adds what
 // it says to use. A VM gone meanwhile is passed; any other failed read fails the call.
+//
+// Each VM is read with GET .../pending, one request as GET .../config is, which answers
+// both its current values and its pending section (pveapi.PendingConfig): a VM uses a
+// volume either names (decision: seed-in-use). GET .../config alone shows the pending
+// values, so a drive whose removal from a running VM waits for its restart (an ide or sata
+// drive, which Proxmox never unplugs live) would look gone while the VM still has the ISO
+// attached and boots from it until then. Neither read shows the snapshot sections: a VM
+// whose config has a parent has its snapshots read too (readSnapshotDrives).
 func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resource, use *seedUse) error {
-	var firstErr error
-	err := b.eachConfig(ctx, vms, func(r pveapi.Resource, cfg map[string]string, err error) bool {
+	var (
+		firstErr error
+		snapped  []pveapi.Resource // the VMs whose config has a parent: they have snapshots
+	)
+	err := eachRead(ctx, b, vms, b.api.VMPending, func(r pveapi.Resource, p pveapi.PendingConfig, err error) bool {
 		switch {
 		case err == nil:
 		case isNotExist(err):
@@ -312,36 +323,106 @@ func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resou
 			firstErr = apiErrorf(op, err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
 			return false
 		}
-		if v, ok := vmSeed(r.Name, cfg); ok {
-			use.vols[v.volid()] = true
+		for _, cfg := range []map[string]string{p.WithPending(), p.Current} {
+			if v, ok := vmSeed(r.Name, cfg); ok {
+				use.vols[v.volid()] = true
+			}
+			if m, ok := markedAny(cfg); ok && m.UID != "" {
+				use.uids[r.Name+"/"+m.UID] = true
+			}
 		}
-		if m, ok := markedAny(cfg); ok && m.UID != "" {
-			use.uids[r.Name+"/"+m.UID] = true
+		use.addPendingDrives(r, p)
+		if p.Current["parent"] != "" || p.Pending["parent"] != "" {
+			snapped = append(snapped, r)
 		}
-		use.addDrives(r, cfg)
 		return true
 	})
 	if firstErr == nil && err != nil {
 		firstErr = apiErrorf(op, err, "reading the configs of the VMs that may use a seed ISO")
 	}
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	for _, r := range snapped {
+		if err := b.readSnapshotDrives(ctx, op, r, use); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSnapshotDrives adds to use the ISO volumes on the drives of each snapshot of the VM r
+// (GET .../snapshot, then GET .../config?snapshot=<name> per snapshot): a rollback makes a
+// snapshot's drives the VM's again, so a seed only a snapshot names is in use too. It is
+// asked only of a VM whose config has a parent (the snapshot its current state descends
+// from): what it costs is one list and one read per snapshot of such a VM. A VM gone
+// meanwhile is passed; any other failed read (a snapshot deleted meanwhile among them)
+// fails the call, so a seed is never deleted unproved.
+func (b *Backend) readSnapshotDrives(ctx context.Context, op string, r pveapi.Resource, use *seedUse) error {
+	snaps, err := b.api.VMSnapshots(ctx, r.Node, r.VMID)
+	switch {
+	case err == nil:
+	case isNotExist(err):
+		return nil
+	default:
+		return apiErrorf(op, err, "listing the snapshots of VMID %d on node %s to tell which seed ISO they use", r.VMID, r.Node)
+	}
+	for _, s := range snaps {
+		if s.Name == "current" {
+			continue
+		}
+		cfg, err := b.api.VMSnapshotConfig(ctx, r.Node, r.VMID, s.Name)
+		switch {
+		case err == nil:
+		case isNotExist(err):
+			continue
+		default:
+			return apiErrorf(op, err, "reading snapshot %s of VMID %d on node %s to tell which seed ISO it uses", s.Name, r.VMID, r.Node)
+		}
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			if isDriveKey(k) {
+				use.addDrive(r, cfg["name"], k+" in its snapshot "+s.Name, cfg[k])
+			}
+		}
+	}
+	return nil
+}
+
+// addPendingDrives records the ISO volumes on the drives of the VM r, as addDrives does,
+// from both its config with the pending values applied and its current one: a drive whose
+// removal or replacement is pending still holds its volume until the VM restarts, and is
+// named so.
+func (u *seedUse) addPendingDrives(r pveapi.Resource, p pveapi.PendingConfig) {
+	cfg := p.WithPending()
+	u.addDrives(r, cfg)
+	for _, k := range slices.Sorted(maps.Keys(p.Current)) {
+		if !isDriveKey(k) || driveVolume(cfg[k]) == driveVolume(p.Current[k]) {
+			continue
+		}
+		u.addDrive(r, cfg["name"], k+" until it restarts (its removal is pending)", p.Current[k])
+	}
 }
 
 // addDrives records the ISO volumes on the drives (ide, sata, scsi, virtio; CD-ROM or not)
 // of the VM r whose config is cfg, unless a VM read before has them.
 func (u *seedUse) addDrives(r pveapi.Resource, cfg map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
-		if !isDriveKey(k) {
-			continue
+		if isDriveKey(k) {
+			u.addDrive(r, cfg["name"], k, cfg[k])
 		}
-		vol := driveVolume(cfg[k])
-		if _, ok := parseISOVol(vol); !ok {
-			continue
-		}
-		for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
-			if u.drives[key] == "" {
-				u.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, cfg["name"], k)
-			}
+	}
+}
+
+// addDrive records the ISO volume drive names, on the VM r named name as what, unless a VM
+// read before has it.
+func (u *seedUse) addDrive(r pveapi.Resource, name, what, drive string) {
+	vol := driveVolume(drive)
+	if _, ok := parseISOVol(vol); !ok {
+		return
+	}
+	for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
+		if u.drives[key] == "" {
+			u.drives[key] = fmt.Sprintf("VM %d (%s) as %s", r.VMID, name, what)
 		}
 	}
 }

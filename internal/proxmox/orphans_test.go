@@ -285,7 +285,7 @@ func TestOrphanSeeds_noOtherVMReadWithoutAnOrphan(t *testing.T) {
 		t.Fatalf("orphans %+v, err %v; want none", seeds, err)
 	}
 	for _, c := range h.f.log() {
-		if c.Method == "VMConfig" && c.VMID != testVMID0 {
+		if (c.Method == "VMConfig" || c.Method == "VMPending") && c.VMID != testVMID0 {
 			t.Errorf("config of VMID %d read, though every seed is used by a VM of its name", c.VMID)
 		}
 	}

@@ -11,7 +11,7 @@ func writesTo(h *harness, vmid int) []string {
 	var out []string
 	for _, c := range h.f.log() {
 		switch c.Method {
-		case "VMConfig", "VMConfigCurrent", "VMStatus", "ClusterResources", "AgentNetworkInterfaces", "TaskStatus":
+		case "VMConfig", "VMConfigCurrent", "VMPending", "VMSnapshots", "VMSnapshotConfig", "VMStatus", "ClusterResources", "AgentNetworkInterfaces", "TaskStatus":
 			continue
 		}
 		if c.VMID == vmid {

@@ -718,7 +718,9 @@ func (b *Backend) sweepHolders(ctx context.Context, sw seedSweep, st settled, se
 	}
 	var vms []pveapi.Resource
 	for _, r := range res {
-		if r.Type == "qemu" && r.VMID != sw.skipVMID && (r.VMID != sw.id.VMID || !atVMID) {
+		// The VM at a gone VM's VMID is read again with the others (its pending section:
+		// settle's config read shows only the pending values).
+		if r.Type == "qemu" && r.VMID != sw.skipVMID {
 			vms = append(vms, r)
 		}
 	}

@@ -178,7 +178,7 @@ func TestSeedInUse_unreadableConfigFailsTheGoneDestroy(t *testing.T) {
 	h := newHarness(t, "pv1-1", "pv1-2")
 	h.f.addVM(&fakeVM{VMID: 100100, Name: "rescue", Node: "pv1-1"})
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, testUID), []byte("seed"))
-	h.f.onCall("VMConfig", func(_ context.Context, c fakeCall) error {
+	h.f.onCall("VMPending", func(_ context.Context, c fakeCall) error {
 		if c.VMID == 100100 {
 			return fixtureErr("err_596")
 		}

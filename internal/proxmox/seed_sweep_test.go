@@ -283,7 +283,7 @@ func TestSeedSweep_requestCost(t *testing.T) {
 	}
 	otherReads := func() int {
 		n := 0
-		for _, c := range h.f.callsOf("VMConfig") {
+		for _, c := range h.f.callsOf("VMPending") {
 			if c.VMID >= 200000 {
 				n++
 			}

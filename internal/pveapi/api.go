@@ -29,6 +29,15 @@ type API interface {
 	// VMConfigCurrent is GET /nodes/{node}/qemu/{vmid}/config?current=1: the values a
 	// running VM runs with, its pending section left out.
 	VMConfigCurrent(ctx context.Context, node string, vmid int) (map[string]string, error)
+	// VMPending is GET /nodes/{node}/qemu/{vmid}/pending: the current values, the pending
+	// values and the pending deletes of a VM's config, in one read.
+	VMPending(ctx context.Context, node string, vmid int) (PendingConfig, error)
+	// VMSnapshots is GET /nodes/{node}/qemu/{vmid}/snapshot: the VM's snapshots and
+	// "current".
+	VMSnapshots(ctx context.Context, node string, vmid int) ([]Snapshot, error)
+	// VMSnapshotConfig is GET /nodes/{node}/qemu/{vmid}/config?snapshot={name}: the config
+	// of one snapshot section.
+	VMSnapshotConfig(ctx context.Context, node string, vmid int, name string) (map[string]string, error)
 	// SetVMConfig is PUT /nodes/{node}/qemu/{vmid}/config (synchronous), form-encoded.
 	SetVMConfig(ctx context.Context, node string, vmid int, params map[string]string) error
 	// Clone is POST /nodes/{node}/qemu/{vmid}/clone.

@@ -3,6 +3,7 @@ package pveapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -17,36 +18,49 @@ func decodeConfig(data []byte) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(raw))
 	for k, v := range raw {
-		v = bytes.TrimSpace(v)
-		if len(v) == 0 {
-			continue
+		s, ok, err := decodeScalar(v)
+		if err != nil {
+			return nil, fmt.Errorf("decoding VM config key %q: %w", k, err)
 		}
-		switch v[0] {
-		case '"':
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, fmt.Errorf("decoding VM config key %q: %w", k, err)
-			}
+		if ok {
 			out[k] = s
-		case 't', 'f':
-			var b bool
-			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, fmt.Errorf("decoding VM config key %q: %w", k, err)
-			}
-			out[k] = boolString(b)
-		case 'n':
-			// null: treated as absent
-		case '{', '[':
-			return nil, fmt.Errorf("decoding VM config key %q: not a scalar", k)
-		default:
-			var n json.Number
-			if err := json.Unmarshal(v, &n); err != nil {
-				return nil, fmt.Errorf("decoding VM config key %q: %w", k, err)
-			}
-			out[k] = n.String()
 		}
 	}
 	return out, nil
+}
+
+// decodeScalar is one config value as a string: a string as is, a boolean "1"/"0", a
+// number as written; ok is false for null (treated as absent) and an empty value; an
+// object or array is an error.
+func decodeScalar(v json.RawMessage) (string, bool, error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "", false, nil
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return "", false, err
+		}
+		return s, true, nil
+	case 't', 'f':
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return "", false, err
+		}
+		return boolString(b), true, nil
+	case 'n':
+		return "", false, nil
+	case '{', '[':
+		return "", false, errors.New("not a scalar")
+	default:
+		var n json.Number
+		if err := json.Unmarshal(v, &n); err != nil {
+			return "", false, err
+		}
+		return n.String(), true, nil
+	}
 }
 
 func boolString(b bool) string {

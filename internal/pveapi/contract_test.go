@@ -155,6 +155,40 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("cores %q memory %q", cfg["cores"], cfg["memory"])
 				}
 			}},
+		{name: "VMPending", fixture: "vm_pending_ide2_delete", method: "GET", path: "/nodes/pv1-1/qemu/199999/pending",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.VMPending(ctx, tNode, tVMID) },
+			check: func(t *testing.T, got any) {
+				p := got.(PendingConfig)
+				if p.Current["ide2"] == "" || p.Current["cores"] != "2" || p.Current["description"] != mark || p.Current["boot"] != "order=scsi0;ide2" {
+					t.Errorf("current %v", p.Current)
+				}
+				if len(p.Pending) != 1 || p.Pending["boot"] != "order=scsi0" {
+					t.Errorf("pending %v", p.Pending)
+				}
+				if force, ok := p.Delete["ide2"]; len(p.Delete) != 1 || !ok || force {
+					t.Errorf("delete %v, want ide2 (not forced)", p.Delete)
+				}
+				if v := p.WithPending(); v["ide2"] != "" || v["boot"] != "order=scsi0" || v["cores"] != "2" {
+					t.Errorf("with pending %v", v)
+				}
+			}},
+		{name: "VMSnapshots", fixture: "vm_snapshot_list", method: "GET", path: "/nodes/pv1-1/qemu/199999/snapshot",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.VMSnapshots(ctx, tNode, tVMID) },
+			check: func(t *testing.T, got any) {
+				if v := got.([]Snapshot); len(v) != 2 || v[0].Name != "before-upgrade" || v[1].Name != "current" || v[1].Parent != "before-upgrade" {
+					t.Errorf("snapshots %+v", v)
+				}
+			}},
+		{name: "VMSnapshotConfig", fixture: "vm_config_snapshot", method: "GET", path: "/nodes/pv1-1/qemu/199999/config",
+			query: url.Values{"snapshot": {"before-upgrade"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.VMSnapshotConfig(ctx, tNode, tVMID, "before-upgrade")
+			},
+			check: func(t *testing.T, got any) {
+				if cfg := got.(map[string]string); cfg["ide2"] == "" || cfg["snaptime"] != "1790150000" {
+					t.Errorf("snapshot config %v", cfg)
+				}
+			}},
 		{name: "SetVMConfig", fixture: "set_config_response", method: "PUT", path: "/nodes/pv1-1/qemu/199999/config",
 			form: url.Values{"cores": {"2"}, "memory": {"2048"}, "agent": {"1"}, "tags": {"proxy_operator"},
 				"ide2": {seedVol + ",media=cdrom"}, "description": {mark}},
@@ -299,8 +333,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 25 {
-		t.Errorf("API has %d methods, the contract covers 25", api.NumMethod())
+	if api.NumMethod() != 28 {
+		t.Errorf("API has %d methods, the contract covers 28", api.NumMethod())
 	}
 }
 

@@ -179,6 +179,22 @@ func checkData(t *testing.T, f fixture.Fixture) {
 				t.Errorf("model %d: custom %d for %q", i, m.Custom, m.Name)
 			}
 		}
+	case strings.HasSuffix(path, "/snapshot"):
+		var v []Snapshot
+		mustData(t, f, &v)
+		if len(v) == 0 || v[len(v)-1].Name != "current" {
+			t.Errorf("snapshot list without current: %+v", v)
+		}
+	case strings.HasSuffix(path, "/pending"):
+		var raw json.RawMessage
+		mustData(t, f, &raw)
+		p, err := decodePending(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Current) == 0 || p.Current["digest"] == "" {
+			t.Errorf("pending config has no current values: %+v", p)
+		}
 	case path == "/nodes/{node}/network":
 		var v []NodeInterface
 		mustData(t, f, &v)

@@ -35,6 +35,20 @@ func (s *Sim) hConfigGet(c *call) *response {
 	if v.cloning() {
 		return okData(renderConfig(map[string]string{}, v.lock))
 	}
+	// snapshot= answers that snapshot section with the file's digest (vm_config,
+	// pve-guest-common src/PVE/AbstractConfig.pm load_snapshot_config); not with current.
+	if name := c.params["snapshot"]; name != "" {
+		if c.params["current"] == "1" {
+			return paramError(map[string]string{"snapshot": "cannot use 'snapshot' parameter with 'current'", "current": "cannot use 'snapshot' parameter with 'current'"})
+		}
+		snap, ok := v.snapshots[name]
+		if !ok {
+			return apiError(500, fmt.Sprintf("snapshot '%s' does not exist", name))
+		}
+		out := renderConfig(snap, "")
+		out["digest"] = digest(v.digestConf())
+		return okData(out)
+	}
 	// Pending values show unless current=1 (qemu-server src/PVE/API2/Qemu.pm vm_config).
 	conf := v.withPending()
 	if c.params["current"] == "1" {
@@ -43,6 +57,101 @@ func (s *Sim) hConfigGet(c *call) *response {
 	out := renderConfig(conf, v.lock)
 	out["digest"] = digest(v.digestConf())
 	return okData(out)
+}
+
+// hPending is GET .../pending (qemu-server src/PVE/API2/Qemu.pm vm_pending, pve-guest-common
+// src/PVE/GuestHelpers.pm config_with_pending_array): one entry per key of the current
+// config (digest and lock among them), with value, its pending value as pending and
+// delete 1 (2 when forced) when the pending section deletes it; then one entry per key
+// only the pending section sets (pending alone), and one per pending delete of a key the
+// config lacks (delete alone). A cipassword shows masked. Perl's hash order is not kept:
+// entries come sorted by key. The snapshot sections are left out.
+func (s *Sim) hPending(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	cur := renderConfig(v.conf, v.lock)
+	if v.cloning() {
+		cur = renderConfig(map[string]string{}, v.lock)
+	} else {
+		cur["digest"] = digest(v.digestConf())
+	}
+	pend := renderConfig(v.pending, "")
+	delete(pend, "digest")
+	var out []map[string]any
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		e := map[string]any{"key": k, "value": cur[k]}
+		if p, ok := pend[k]; ok {
+			e["pending"] = p
+		}
+		if force, ok := v.pendingDelete[k]; ok {
+			e["delete"] = pendingDeleteFlag(force)
+		}
+		out = append(out, e)
+	}
+	for _, k := range slices.Sorted(maps.Keys(pend)) {
+		if _, ok := cur[k]; !ok {
+			out = append(out, map[string]any{"key": k, "pending": pend[k]})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(v.pendingDelete)) {
+		if _, ok := cur[k]; !ok {
+			out = append(out, map[string]any{"key": k, "delete": pendingDeleteFlag(v.pendingDelete[k])})
+		}
+	}
+	for _, e := range out {
+		if e["key"] == "cipassword" {
+			if _, ok := e["value"]; ok {
+				e["value"] = "**********"
+			}
+			if _, ok := e["pending"]; ok {
+				e["pending"] = "********** "
+			}
+		}
+	}
+	return okData(out)
+}
+
+// hSnapshots is GET .../snapshot (qemu-server src/PVE/API2/Qemu.pm snapshot_list): one entry
+// per snapshot section (name, snaptime, vmstate, description, parent when set), then
+// current (digest, running, "You are here!", the config's parent when set). Perl's hash
+// order is not kept: the sections come sorted by name.
+func (s *Sim) hSnapshots(c *call) *response {
+	v, r := s.vmOrErr(c)
+	if r != nil {
+		return r
+	}
+	var out []map[string]any
+	for _, name := range slices.Sorted(maps.Keys(v.snapshots)) {
+		sec := v.snapshots[name]
+		snaptime, _ := strconv.ParseInt(sec["snaptime"], 10, 64)
+		e := map[string]any{"name": name, "snaptime": snaptime, "vmstate": 0, "description": sec["description"]}
+		if sec["vmstate"] != "" {
+			e["vmstate"] = 1
+		}
+		if sec["parent"] != "" {
+			e["parent"] = sec["parent"]
+		}
+		out = append(out, e)
+	}
+	running := 0
+	if v.status == "running" {
+		running = 1
+	}
+	cur := map[string]any{"name": "current", "digest": digest(v.digestConf()), "running": running, "description": "You are here!"}
+	if p := v.conf["parent"]; p != "" {
+		cur["parent"] = p
+	}
+	return okData(append(out, cur))
+}
+
+// pendingDeleteFlag is a pending delete's delete field: 2 when forced, else 1.
+func pendingDeleteFlag(force bool) int {
+	if force {
+		return 2
+	}
+	return 1
 }
 
 func (s *Sim) hConfigPut(c *call) *response {
@@ -67,7 +176,33 @@ func (s *Sim) writeConfig(c *call, v *vm) *response {
 	if v.flock != nil {
 		return retryAfter(holderWait(v, c.now))
 	}
+	resolveCDROMAlias(c.params)
 	return s.applyConfig(c, v)
+}
+
+// resolveCDROMAlias is qemu-server src/PVE/API2/Qemu.pm $resolve_cdrom_alias, run by
+// update_vm_api (PUT and POST .../config) and create_vm before anything else reads the
+// parameters: cdrom is an alias of ide2 (QemuServer.pm $confdesc cdrom, "This is an alias
+// for option -ide2"); its value becomes ide2's, with ",media=cdrom" appended when it names
+// no media=, and cdrom is dropped. A config never holds a cdrom key.
+func resolveCDROMAlias(params map[string]string) {
+	if val := params["cdrom"]; val != "" {
+		if !strings.Contains(val, "media=") {
+			val += ",media=cdrom"
+		}
+		params["ide2"] = val
+		delete(params, "cdrom")
+	}
+}
+
+// configFileKey is the key a config file's line is read under: qemu-server
+// src/PVE/QemuServer.pm parse_vm_config reads a cdrom line as ide2 ("$key = 'ide2' if $key
+// eq 'cdrom'"), its value as written.
+func configFileKey(k string) string {
+	if k == "cdrom" {
+		return "ide2"
+	}
+	return k
 }
 
 func (s *Sim) hConfigPost(c *call) *response {
@@ -110,6 +245,9 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 		if r != nil {
 			return r
 		}
+		// A key set leaves the pending delete line (update_vm_api:
+		// remove_from_pending_delete after each key it writes).
+		delete(v.pendingDelete, k)
 		// Only a new CD-ROM drive joins an explicit boot order (update_vm_api, lines
 		// 2438-2451: "append new CD drives to bootorder"; drive_is_cdrom($drive, 1)
 		// excludes the cloud-init drive).
@@ -145,6 +283,8 @@ func applyConfigDeletes(c *call, v *vm, conf map[string]string) *response {
 		return nil
 	}
 	for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
+		// update_vm_api: "$opt = 'ide2' if $opt eq 'cdrom'" for each key of delete.
+		k = configFileKey(k)
 		if _, ok := configSchema.lookup(k); !ok {
 			return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
 		}
@@ -153,6 +293,30 @@ func applyConfigDeletes(c *call, v *vm, conf map[string]string) *response {
 		}
 		if k == "lock" {
 			v.lock = ""
+		}
+		if _, cur := conf[k]; cur && v.status == "running" && v.pendingDriveDelete(k) {
+			// update_vm_api drops k's pending value, adds k to the pending section's
+			// delete line (add_to_pending_delete, force with force=1) and takes k out of
+			// the boot order there too ($conf->{pending}->{boot}, which a running VM
+			// keeps pending as well); vmconfig_hotplug_pending then skips it, so the
+			// drive stays in the current config until the next start.
+			delete(v.pending, k)
+			if v.pendingDelete == nil {
+				v.pendingDelete = map[string]bool{}
+			}
+			v.pendingDelete[k] = c.params["force"] == "1"
+			boot := conf["boot"]
+			if pb, ok := v.pending["boot"]; ok {
+				boot = pb
+			}
+			if order, ok := strings.CutPrefix(boot, "order="); ok {
+				if v.pending == nil {
+					v.pending = map[string]string{}
+				}
+				devs := slices.DeleteFunc(strings.Split(order, ";"), func(d string) bool { return d == k || d == "" })
+				v.pending["boot"] = "order=" + strings.Join(devs, ";")
+			}
+			continue
 		}
 		delete(conf, k)
 		// A removed device leaves the boot order too.

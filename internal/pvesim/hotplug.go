@@ -2,6 +2,7 @@ package pvesim
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -46,6 +47,24 @@ func (v *vm) staysPending(k, val string) bool {
 	}
 	return false
 }
+
+// pendingDriveDelete reports whether deleting drive k of the running VM stays pending until
+// its next start: vmconfig_hotplug_pending's pending-delete loop skips a drive ("die
+// "skip\n"") when hotplug lacks disk or the drive is efidisk, ide, sata or tpmstate
+// (is_valid_drivename branch: $opt =~ m/(efidisk|ide|sata|tpmstate)(\d+)/), whatever its
+// media, so an ide2 CD-ROM stays in the running VM's config; scsi and virtio drives are
+// unplugged live (vm_deviceunplug) and go at once. Not modelled: the unplug of a boot disk,
+// which fails ("can't unplug bootdisk") and leaves that delete pending with a hotplug
+// problem.
+func (v *vm) pendingDriveDelete(k string) bool {
+	if !driveKeyRe.MatchString(k) {
+		return false
+	}
+	return !hotplugFeatures(v.conf["hotplug"])["disk"] || noLiveUnplugRe.MatchString(k)
+}
+
+// noLiveUnplugRe is vmconfig_hotplug_pending's m/(efidisk|ide|sata|tpmstate)(\d+)/.
+var noLiveUnplugRe = regexp.MustCompile(`(efidisk|ide|sata|tpmstate)(\d+)`)
 
 // staticMemory and dimmStep are Memory.pm's $STATICMEM (1024 MiB, times the sockets with
 // 1 GiB hugepages) and foreach_dimm's first DIMM size (512 MiB, 1024 with 1 GiB hugepages).

@@ -105,9 +105,11 @@ func (s *Sim) AddVM(spec VMSpec) error {
 	if typ != "qemu" && typ != "lxc" {
 		return fmt.Errorf("pvesim: type %q is not qemu or lxc", typ)
 	}
-	conf := maps.Clone(spec.Config)
-	if conf == nil {
-		conf = map[string]string{}
+	// The config as a file written by hand or by another tool holds it: a cdrom line reads
+	// as ide2 (configFileKey).
+	conf := map[string]string{}
+	for k, val := range spec.Config {
+		conf[configFileKey(k)] = val
 	}
 	if spec.Name != "" {
 		conf["name"] = spec.Name
@@ -190,6 +192,11 @@ type VMPatch struct {
 	Node string `json:"node,omitempty"`
 	// Config sets raw config keys; an empty value deletes the key.
 	Config map[string]string `json:"config,omitempty"`
+	// Snapshots adds (or, with a nil config, removes) snapshot sections of the config
+	// file, by name, as a file written by hand holds them ([<name>] sections, qemu-server
+	// src/PVE/QemuServer.pm parse_vm_config); the caller sets the main section's parent
+	// (and each section's) as Proxmox's snapshot_create would. No snapshot API is modelled.
+	Snapshots map[string]map[string]string `json:"snapshots,omitempty"`
 }
 
 // SetVMState applies p to the guest.
@@ -208,7 +215,22 @@ func (s *Sim) SetVMState(vmid int, p VMPatch) error {
 		}
 		v.node = p.Node
 	}
+	for name, conf := range p.Snapshots {
+		if conf == nil {
+			delete(v.snapshots, name)
+			continue
+		}
+		if v.snapshots == nil {
+			v.snapshots = map[string]map[string]string{}
+		}
+		sec := map[string]string{}
+		for k, val := range conf {
+			sec[configFileKey(k)] = val
+		}
+		v.snapshots[name] = sec
+	}
 	for k, val := range p.Config {
+		k = configFileKey(k) // a cdrom line reads as ide2
 		if val == "" {
 			delete(v.conf, k)
 		} else {

@@ -66,6 +66,8 @@ func init() {
 
 	add("GET", "/nodes/{node}/qemu", fixed(map[string]pspec{"full": pBool}), nil, (*Sim).hQemuList)
 	add("GET", "/nodes/{node}/qemu/{vmid}/config", fixed(map[string]pspec{"current": pBool, "snapshot": pStr}), vmPriv("VM.Audit"), (*Sim).hConfigGet)
+	add("GET", "/nodes/{node}/qemu/{vmid}/pending", nil, vmPriv("VM.Audit"), (*Sim).hPending)
+	add("GET", "/nodes/{node}/qemu/{vmid}/snapshot", nil, vmPriv("VM.Audit"), (*Sim).hSnapshots)
 	add("PUT", "/nodes/{node}/qemu/{vmid}/config", configSchema, perm("/vms/{vmid}", true, vmConfigPrivs...), (*Sim).hConfigPut)
 	withCode(configPerms)
 	add("POST", "/nodes/{node}/qemu/{vmid}/config", configSchema, perm("/vms/{vmid}", true, vmConfigPrivs...), (*Sim).hConfigPost)

@@ -65,15 +65,27 @@ type vm struct {
 	// pending holds config values written while the VM ran that apply at its next start
 	// or at a stop or shutdown through the API (vm.staysPending, hotplug.go).
 	pending map[string]string
+	// pendingDelete holds the keys a config write to the running VM deleted that stay in
+	// the config until its next start (the pending section's delete line; the value is the
+	// force flag): a drive that cannot be unplugged live (pendingDriveDelete, hotplug.go).
+	pendingDelete map[string]bool
+	// snapshots are the config file's snapshot sections by name (VMPatch.Snapshots); no
+	// config read but GET .../config?snapshot= shows them.
+	snapshots map[string]map[string]string
 }
 
-// withPending is the config as GET .../config shows it without current=1.
+// withPending is the config as GET .../config shows it without current=1: the pending
+// values taken in, the pending deletes left out (pve-guest-common src/PVE/AbstractConfig.pm
+// load_current_config).
 func (v *vm) withPending() map[string]string {
-	if len(v.pending) == 0 {
+	if len(v.pending) == 0 && len(v.pendingDelete) == 0 {
 		return v.conf
 	}
 	out := maps.Clone(v.conf)
 	maps.Copy(out, v.pending)
+	for k := range v.pendingDelete {
+		delete(out, k)
+	}
 	return out
 }
 
@@ -83,14 +95,26 @@ func (v *vm) digestConf() map[string]string {
 	for k, val := range v.pending {
 		out["[PENDING] "+k] = val
 	}
+	if len(v.pendingDelete) > 0 {
+		out["[PENDING] delete"] = strings.Join(slices.Sorted(maps.Keys(v.pendingDelete)), ",")
+	}
+	for name, sec := range v.snapshots {
+		for k, val := range sec {
+			out["["+name+"] "+k] = val
+		}
+	}
 	return out
 }
 
-// applyPending applies the pending values: at a start (vm_start_nolock) and at a stop or
-// shutdown through the API (_do_vm_stop calls vm_stop_cleanup with apply_pending_changes).
+// applyPending applies the pending values and deletes: at a start (vm_start_nolock) and at
+// a stop or shutdown through the API (_do_vm_stop calls vm_stop_cleanup with
+// apply_pending_changes; qemu-server src/PVE/QemuServer.pm vmconfig_apply_pending).
 func (v *vm) applyPending() {
+	for k := range v.pendingDelete {
+		delete(v.conf, k)
+	}
 	maps.Copy(v.conf, v.pending)
-	v.pending = nil
+	v.pending, v.pendingDelete = nil, nil
 }
 
 func (v *vm) cloning() bool { return v.midClone }
@@ -409,10 +433,13 @@ type VMState struct {
 	Config      map[string]string `json:"config"`
 	// Pending is the config's pending section: values written while the VM ran that
 	// apply at its next start (Config holds the current ones).
-	Pending        map[string]string `json:"pending,omitempty"`
-	AgentInstalled bool              `json:"agent_installed"`
-	AgentRunning   bool              `json:"agent_running"`
-	IP             string            `json:"ip,omitempty"`
+	Pending map[string]string `json:"pending,omitempty"`
+	// PendingDelete are the keys the pending section deletes at the next start (Config
+	// still holds them).
+	PendingDelete  []string `json:"pending_delete,omitempty"`
+	AgentInstalled bool     `json:"agent_installed"`
+	AgentRunning   bool     `json:"agent_running"`
+	IP             string   `json:"ip,omitempty"`
 	// TaskHolding is the UPID of the task holding the config lock, if any.
 	TaskHolding string `json:"task_holding,omitempty"`
 }
@@ -463,6 +490,7 @@ func (s *Sim) snapshotLocked(now time.Time) State {
 			VMID: id, Node: v.node, Type: v.typ, Name: v.name(), Status: v.status, QMPStatus: v.qmp,
 			Power: s.power(v), Lock: v.lock, Template: v.isTemplate(), Tags: v.conf["tags"],
 			Description: v.conf["description"], Config: maps.Clone(v.conf), Pending: maps.Clone(v.pending),
+			PendingDelete:  slices.Sorted(maps.Keys(v.pendingDelete)),
 			AgentInstalled: v.guest.agentInstalled,
 			AgentRunning:   v.status == "running" && v.qmp == "running" && !v.guest.agentAt.IsZero() && !now.Before(v.guest.agentAt),
 		}
