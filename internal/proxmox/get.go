@@ -118,7 +118,7 @@ func (b *Backend) getConfig(ctx context.Context, id ID, fresh bool) (pveapi.Reso
 	if aged && (!ok || r.Type != "qemu" || r.Template == 1) {
 		return b.getConfigConfirmed(ctx, id)
 	}
-	return b.getConfigFrom(ctx, id, r, ok, aged)
+	return b.getConfigFrom(ctx, id, r, ok, false)
 }
 
 // getConfigConfirmed is getConfig on confirmListing's listing.
@@ -131,9 +131,24 @@ func (b *Backend) getConfigConfirmed(ctx context.Context, id ID) (pveapi.Resourc
 	return b.getConfigFrom(ctx, id, r, ok, false)
 }
 
-// getConfigFrom reads the config of the VM listed as r (ok: listed); aged: the listing
-// is an aged walk listing, confirmed before a config gone from r's node is NotFound.
-func (b *Backend) getConfigFrom(ctx context.Context, id ID, r pveapi.Resource, ok, aged bool) (pveapi.Resource, map[string]string, error) {
+// getConfigAfterMove is getConfig on a fresh listing, asked for after the VM's config was
+// found gone from the node a listing named: a VM migrated (by the HA manager, or by hand)
+// since that listing was answered is read on its new node, not reported deleted, which
+// would plan the replacement of a live VM. One listing more, only on that path.
+func (b *Backend) getConfigAfterMove(ctx context.Context, id ID) (pveapi.Resource, map[string]string, error) {
+	res, err := b.listing(ctx, true)
+	if err != nil {
+		return pveapi.Resource{}, nil, apiErrorf("get", err, "listing the cluster's VMs")
+	}
+	r, ok := findResource(res, id.VMID)
+	return b.getConfigFrom(ctx, id, r, ok, true)
+}
+
+// getConfigFrom reads the config of the VM listed as r (ok: listed). A config gone from
+// r's node is NotFound only once a listing asked for after that answer (confirmed) says
+// so: the VM may have migrated since the listing r comes from was answered, however young
+// it is (getConfigAfterMove).
+func (b *Backend) getConfigFrom(ctx context.Context, id ID, r pveapi.Resource, ok, confirmed bool) (pveapi.Resource, map[string]string, error) {
 	if !ok {
 		// The listing shows only what the token may audit (fact: pool-privileges).
 		if err := b.hiddenVM(ctx, "get", id.VMID, "The VM"); err != nil {
@@ -150,8 +165,8 @@ func (b *Backend) getConfigFrom(ctx context.Context, id ID, r pveapi.Resource, o
 	// name, or the name of a VM that held the VMID before. The config decides.
 	cfg, err := b.api.VMConfig(ctx, r.Node, id.VMID)
 	if err != nil {
-		if isNotExist(err) && aged {
-			return b.getConfigConfirmed(ctx, id)
+		if isNotExist(err) && !confirmed {
+			return b.getConfigAfterMove(ctx, id)
 		}
 		if isNotExist(err) {
 			return r, nil, notFoundf("VMID %d was deleted", id.VMID)

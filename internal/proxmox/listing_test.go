@@ -367,12 +367,36 @@ func TestListing_agedWalkListingIsConfirmedBeforeNotFound(t *testing.T) {
 	if got := h.f.calls("ClusterResources"); got != 2 {
 		t.Errorf("%d listings, want 2 (the walk's, then one confirming the move)", got)
 	}
-	// Gone: NotFound, from the confirming listing (younger than ListingTTL: no third one).
+	// Gone: NotFound, once a listing asked for after its config was found gone says so
+	// (the cached one, younger than ListingTTL, still lists it).
 	h.f.remove(testVMID0 + 2)
 	_, err = h.b.Get(h.ctx, ID{VMID: testVMID0 + 2, Name: "proxy-c"}, GetOptions{UID: testUID})
 	assertClass(t, err, pveapi.NotFound)
+	if got := h.f.calls("ClusterResources"); got != 3 {
+		t.Errorf("%d listings, want 3", got)
+	}
+}
+
+// A VM migrated after a listing younger than ListingTTL was answered (the HA manager, or
+// by hand, during a plan) is read on its new node, not reported deleted: a config gone from
+// the node a listing names is NotFound only once a listing asked for after that says so.
+func TestListing_youngListingIsConfirmedBeforeNotFound(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.ourRunningVM(testVMID0, testName)
+	h.ourRunningVM(testVMID0+1, "proxy-b")
+	if _, err := h.b.Get(h.ctx, ID{VMID: testVMID0, Name: testName}, GetOptions{UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	h.f.mutate(testVMID0+1, func(v *fakeVM) { v.Node = "pv1-2" })
+	vm, err := h.b.Get(h.ctx, ID{VMID: testVMID0 + 1, Name: "proxy-b"}, GetOptions{UID: testUID})
+	if err != nil {
+		t.Fatalf("a VM moved after a young listing: %v", err)
+	}
+	if vm.Node != "pv1-2" {
+		t.Errorf("node %q, want pv1-2", vm.Node)
+	}
 	if got := h.f.calls("ClusterResources"); got != 2 {
-		t.Errorf("%d listings, want 2", got)
+		t.Errorf("%d listings, want 2 (the walk's, then one after the config was found gone)", got)
 	}
 }
 
