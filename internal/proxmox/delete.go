@@ -82,9 +82,35 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 
 	// On the node the state names, when the VM is there and ours; else from a fresh listing.
 	st, err := b.settleOn(ctx, "delete", id, opts.Node, opts.UID, b.cfg.Budgets.Destroy)
-	if err != nil {
-		return false, "", err
+	for attempt := 1; ; attempt++ {
+		if err != nil {
+			return false, "", err
+		}
+		destroyed, node, vanished, err := b.deleteSettled(ctx, id, opts, st)
+		switch {
+		case !vanished:
+			return destroyed, node, err
+		case attempt == deleteSettles:
+			return false, node, Transientf("the VM left node %s again during the delete (a migration, or the HA manager moving it): "+
+				"it may still exist; destroy again once it stays on one node", node)
+		}
+		// The VM was no longer on its node at the stop or the destroy: migrated meanwhile
+		// (the HA manager, or by hand), or deleted. A fresh listing tells which, and a VM
+		// that moved is destroyed where it is now, never reported gone while it lives.
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left its node during the delete, settling again", map[string]any{
+			"vmid": id.VMID, "name": id.Name, "node": node})
+		st, err = b.settle(ctx, "delete", id, opts.UID, b.cfg.Budgets.Destroy)
 	}
+}
+
+// deleteSettles is how many times a delete settles the VM: once, and again each time the
+// VM was gone from its node at the stop or the destroy (a migration meanwhile).
+const deleteSettles = 3
+
+// deleteSettled deletes the VM as st found it: left alone (and its seeds swept) when gone
+// or not ours; else stopped, its seeds swept, destroyed. vanished reports a VM no longer
+// on the node st named at the stop or the destroy: the caller settles again.
+func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, st settled) (destroyed bool, vmNode string, vanished bool, err error) {
 	if st.verdict != verdictOurs {
 		reason := "gone"
 		switch {
@@ -100,11 +126,11 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left alone", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "reason": reason, "other_name": st.r.Name,
 		})
-		return false, "", b.sweepSeeds(ctx, b.goneSweep(ctx, id, st, opts), st)
+		return false, "", false, b.sweepSeeds(ctx, b.goneSweep(ctx, id, st, opts), st)
 	}
 	node := st.r.Node
 	if err := refuseProtected(id, st.cfg); err != nil {
-		return false, node, err
+		return false, node, false, err
 	}
 	// The seeds go before the destroy (decision: seed-before-destroy, decision: seed-sweep),
 	// deleted while the VM stops, since they do not depend on the stop. A failure leaves the
@@ -115,28 +141,28 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	if gone, err := b.stopForDelete(ctx, node, id.VMID); gone || err != nil {
 		serr := seed.join()
 		if gone {
-			return false, node, serr
+			return false, node, serr == nil, serr
 		}
-		return false, node, err
+		return false, node, false, err
 	}
 	if err := seed.join(); err != nil {
-		return false, node, err
+		return false, node, false, err
 	}
 	// Destroy with purge, once the seed is gone.
 	upid, err := b.api.Destroy(ctx, node, id.VMID)
 	switch {
 	case err == nil:
 	case isNotExist(err):
-		return false, node, nil
+		return false, node, true, nil
 	case isRunningDestroyFailed(err):
-		return false, node, Transientf("the VM was started again while being deleted; destroy again")
+		return false, node, false, Transientf("the VM was started again while being deleted; destroy again")
 	default:
-		return false, node, apiErrorf("delete", err, "destroying the VM on node %s", node)
+		return false, node, false, apiErrorf("delete", err, "destroying the VM on node %s", node)
 	}
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Destroy); err != nil {
-		return false, node, err
+		return false, node, false, err
 	}
-	return true, node, nil
+	return true, node, false, nil
 }
 
 // stopForDelete stops the VM; gone reports a VM that vanished meanwhile. The stop is asked

@@ -90,10 +90,12 @@ func TestDelete_stepsTable(t *testing.T) {
 		{"hibernated foreign: left alone", func(h *harness) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Lock: "suspended"})
 		}, []string{"DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-2"}, true, false},
+		// Gone at the stop: settled again from a fresh listing, which finds it gone, so the
+		// gone VM's sweep runs too (the recorded seed by name on every configured node).
 		{"gone at the stop: seed on its node, no destroy", func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
 			h.f.onCall("Stop", func(context.Context, fakeCall) error { h.f.remove(testVMID0); return nil })
-		}, []string{"Stop", "DeleteVolume"}, []string{"pv1-1"}, false, false},
+		}, []string{"Stop", "DeleteVolume", "DeleteVolume", "DeleteVolume"}, []string{"pv1-1", "pv1-1", "pv1-2"}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, "pv1-1", "pv1-2")
@@ -628,4 +630,58 @@ func TestDelete_onTheStatesNodeOursNeedsNoListing(t *testing.T) {
 			t.Errorf("%d listings, want the lock waited on through settle's", n)
 		}
 	})
+}
+
+// A VM migrated between the stop and the destroy (the HA manager, or by hand, while the
+// seeds were swept) is not reported destroyed while it lives: the destroy's "does not
+// exist" on the old node settles the VM again from a fresh listing, and it is stopped and
+// destroyed on its new node.
+func TestDelete_migratedBeforeTheDestroyIsDestroyedWhereItIs(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.ourRunningVM(testVMID0, testName)
+	moved := false
+	h.f.onCall("Destroy", func(_ context.Context, c fakeCall) error {
+		if !moved {
+			moved = true
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Node = "pv1-2" })
+		}
+		return nil
+	})
+	if err := h.del(h.ctx, "pv1-1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.f.vm(testVMID0) != nil {
+		t.Fatal("the VM that moved before the destroy is left, and the destroy said it was done")
+	}
+	var nodes []string
+	for _, c := range h.f.callsOf("Destroy") {
+		nodes = append(nodes, c.Node)
+	}
+	if !slices.Equal(nodes, []string{"pv1-1", "pv1-2"}) {
+		t.Errorf("destroys on %v, want pv1-1 (gone from there), then pv1-2", nodes)
+	}
+}
+
+// A VM that keeps leaving its node fails the destroy after deleteSettles settles, rather
+// than being reported destroyed.
+func TestDelete_aVMThatKeepsMovingFailsTheDestroy(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.ourRunningVM(testVMID0, testName)
+	h.f.onCall("Destroy", func(_ context.Context, c fakeCall) error {
+		h.f.mutate(testVMID0, func(v *fakeVM) {
+			if v.Node == "pv1-1" {
+				v.Node = "pv1-2"
+			} else {
+				v.Node = "pv1-1"
+			}
+		})
+		return nil
+	})
+	err := h.del(h.ctx, "pv1-1")
+	if h.f.vm(testVMID0) == nil {
+		t.Fatal("the VM is gone")
+	}
+	if err == nil {
+		t.Fatal("the destroy of a VM still in the cluster succeeded")
+	}
 }
