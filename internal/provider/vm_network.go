@@ -121,10 +121,10 @@ func networkAttrs() []facetAttr {
 		},
 	}, {
 		name: "static_ipv4",
-		md: "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`: the provider " +
+		md: "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`.",
+		change: "The provider " +
 			"renders a version 2 network-config that matches the NIC by the MAC address Proxmox gives the clone (so it " +
-			"works with every cloud-init renderer, not only netplan) and turns DHCP off.",
-		change: "With it, `ip_address` is this " +
+			"works with every cloud-init renderer, not only netplan) and turns DHCP off. With it, `ip_address` is this " +
 			"address, known at plan time, and the create waits until the guest agent reports it (not any address; unless " +
 			"`wait_for_ip = false`): a guest that reports other addresses only fails the create, naming both. Set this or `network_config`, not " +
 			"both. " + networkReplaces,
