@@ -677,12 +677,16 @@ func (b *Backend) noteUnconfigured(ctx context.Context, sw seedSweep, failed map
 		if !failed[n] && !sw.list {
 			continue
 		}
+		// Which generations that node holds is not known without its listing: the pattern,
+		// and the named seeds where their delete by name failed.
 		var files []string
-		for _, v := range sw.namedOn(n) {
-			files = append(files, v.volid())
+		if failed[n] || sw.uid == "" {
+			for _, v := range sw.namedOn(n) {
+				files = append(files, v.volid())
+			}
 		}
 		if sw.uid != "" {
-			files = append(files, "any other generation of it ("+sw.name+"-"+sw.uid+"-<n>-seed.iso)")
+			files = append(files, "any generation of this VM's seed ISO ("+sw.name+"-"+sw.uid+"-seed.iso, "+sw.name+"-"+sw.uid+"-<n>-seed.iso)")
 		}
 		if len(files) == 0 {
 			continue
