@@ -121,7 +121,7 @@ func networkAttrs() []facetAttr {
 		},
 	}, {
 		name: "static_ipv4",
-		md: "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`.",
+		md:   "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`.",
 		change: "The provider " +
 			"renders a version 2 network-config that matches the NIC by the MAC address Proxmox gives the clone (so it " +
 			"works with every cloud-init renderer, not only netplan) and turns DHCP off. With it, `ip_address` is this " +
