@@ -86,10 +86,10 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		if err != nil {
 			return false, "", err
 		}
-		destroyed, node, vanished, err := b.deleteSettled(ctx, id, opts, st)
+		destroyed, node, vanished, derr := b.deleteSettled(ctx, id, opts, st)
 		switch {
 		case !vanished:
-			return destroyed, node, err
+			return destroyed, node, derr
 		case attempt == deleteSettles:
 			return false, node, Transientf("the VM left node %s again during the delete (a migration, or the HA manager moving it): "+
 				"it may still exist; destroy again once it stays on one node", node)

@@ -685,3 +685,25 @@ func TestDelete_aVMThatKeepsMovingFailsTheDestroy(t *testing.T) {
 		t.Fatal("the destroy of a VM still in the cluster succeeded")
 	}
 }
+
+// A settle after the VM left its node that fails (the fresh listing refused) fails the
+// destroy: the VM may still exist, so it is never reported destroyed.
+func TestDelete_settleAgainThatFailsFailsTheDestroy(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	h.ourRunningVM(testVMID0, testName)
+	first := true
+	h.f.onCall("Destroy", func(_ context.Context, c fakeCall) error {
+		if first {
+			first = false
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Node = "pv1-2" })
+			h.f.failNext("ClusterResources", fixtureErr("err_forbidden_volume_delete")) // a 403: not waited on
+		}
+		return nil
+	})
+	if err := h.del(h.ctx, "pv1-1"); err == nil {
+		t.Fatal("the destroy succeeded though the VM's new node could not be told")
+	}
+	if h.f.vm(testVMID0) == nil {
+		t.Fatal("the VM is gone")
+	}
+}
