@@ -55,7 +55,7 @@ type DeleteOptions struct {
 func (b *Backend) DeleteVM(ctx context.Context, id ID, opts DeleteOptions) error {
 	start := b.clock.Now()
 	destroyed, vmNode, err := b.delete(ctx, id, opts)
-	b.invalidateListing()
+	b.invalidateListingDestroyed()
 	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "destroyed": destroyed, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if vmNode != "" {
 		fields["node"] = vmNode
@@ -162,6 +162,7 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Destroy); err != nil {
 		return false, node, false, err
 	}
+	b.holders.destroyedVM(id.VMID, b.clock.Now().UnixNano())
 	return true, node, false, nil
 }
 

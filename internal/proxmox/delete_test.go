@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -552,6 +553,132 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 // Anything else takes the listing path as before: a VM that moved to
 // another node is destroyed there, and a VM at the VMID that is not ours (another uid,
 // a lock held by a task, a template) gets no write.
+// Sequential destroys of a fleet share the seed-in-use check's listing for ListingTTL: a
+// destroy of ours changes nothing in it but the destroyed VM, whose config read then finds
+// it gone (othersListing). Any other write of ours, or the TTL passing, takes a new one.
+func TestDelete_sequentialDestroysShareTheSeedCheckListing(t *testing.T) {
+	names := []string{"proxy-a", "proxy-b", "proxy-c"}
+	setup := func(t *testing.T) (*harness, func(i int) error) {
+		h := newHarness(t, "pv1-1")
+		for i, n := range names {
+			h.ourRunningVM(testVMID0+i, n)
+		}
+		h.f.calllog = nil
+		return h, func(i int) error {
+			return h.b.DeleteVM(h.ctx, ID{VMID: testVMID0 + i, Name: names[i]},
+				DeleteOptions{Node: "pv1-1", UID: testUID, Seed: seedVolID(fakeISOStorage, seedFile(names[i], testUID))})
+		}
+	}
+	t.Run("destroys alone", func(t *testing.T) {
+		h, del := setup(t)
+		for i := range names {
+			if err := del(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := h.f.calls("ClusterResources"); n != 1 {
+			t.Errorf("%d listings for %d destroys within ListingTTL, want 1", n, len(names))
+		}
+		if left := h.f.seeds(); len(left) != 0 {
+			t.Errorf("seeds left %v: a VM destroyed earlier, still listed, held none", left)
+		}
+		for i := range names {
+			if h.f.vm(testVMID0+i) != nil {
+				t.Errorf("VM %d left", testVMID0+i)
+			}
+		}
+	})
+	t.Run("another write of ours between", func(t *testing.T) {
+		h, del := setup(t)
+		if err := del(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.b.Update(h.ctx, ID{VMID: testVMID0 + 2, Name: names[2]}, Changes{UID: testUID, Cores: ptr(4)}); err != nil {
+			t.Fatal(err)
+		}
+		before := h.f.calls("ClusterResources")
+		if err := del(1); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.f.calls("ClusterResources") - before; n != 1 {
+			t.Errorf("%d listings for the destroy after an update, want 1: the update voids the listing", n)
+		}
+	})
+	pendingReads := func(h *harness, vmid int) int {
+		n := 0
+		for _, c := range h.f.callsOf("VMPending") {
+			if c.VMID == vmid {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("a VM destroyed since the listing is not read", func(t *testing.T) {
+		h, del := setup(t)
+		h.f.onCall("Destroy", func(context.Context, fakeCall) error { h.clock.advance(time.Millisecond); return nil })
+		if err := del(0); err != nil {
+			t.Fatal(err)
+		}
+		before := pendingReads(h, testVMID0)
+		if err := del(1); err != nil {
+			t.Fatal(err)
+		}
+		if n := pendingReads(h, testVMID0) - before; n != 0 {
+			t.Errorf("%d reads of VM %d, which this provider destroyed after the listing, want 0", n, testVMID0)
+		}
+		if n := h.f.calls("ClusterResources"); n != 1 {
+			t.Errorf("%d listings, want 1", n)
+		}
+	})
+	t.Run("other VMs are read once per walk", func(t *testing.T) {
+		h, del := setup(t)
+		if err := del(0); err != nil {
+			t.Fatal(err)
+		}
+		// Past the listing's ListingTTL, within the walk's ListingWalk: a new listing, and
+		// the VM still listed is not read again.
+		h.clock.advance(h.b.cfg.Budgets.ListingTTL)
+		before := pendingReads(h, testVMID0+2)
+		if err := del(1); err != nil {
+			t.Fatal(err)
+		}
+		if n := pendingReads(h, testVMID0+2) - before; n != 0 {
+			t.Errorf("%d reads of VM %d within ListingWalk of the last, want 0", n, testVMID0+2)
+		}
+		if left := h.f.seeds(); len(left) != 1 {
+			t.Errorf("seeds left %v, want the third VM's alone", left)
+		}
+	})
+	t.Run("other VMs are read again after the walk's bound", func(t *testing.T) {
+		h, del := setup(t)
+		if err := del(0); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.advance(h.b.cfg.Budgets.ListingWalk)
+		before := pendingReads(h, testVMID0+2)
+		if err := del(1); err != nil {
+			t.Fatal(err)
+		}
+		if n := pendingReads(h, testVMID0+2) - before; n != 1 {
+			t.Errorf("%d reads of VM %d ListingWalk after the last, want 1", n, testVMID0+2)
+		}
+	})
+	t.Run("the TTL passed", func(t *testing.T) {
+		h, del := setup(t)
+		if err := del(0); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.advance(h.b.cfg.Budgets.ListingTTL)
+		before := h.f.calls("ClusterResources")
+		if err := del(1); err != nil {
+			t.Fatal(err)
+		}
+		if n := h.f.calls("ClusterResources") - before; n != 1 {
+			t.Errorf("%d listings for a destroy ListingTTL after the last one, want 1", n)
+		}
+	})
+}
+
 func TestDelete_onTheStatesNodeOursNeedsNoListing(t *testing.T) {
 	t.Run("ours on the state's node", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")

@@ -264,13 +264,13 @@ func TestSeedSweep_deadRecordedNode(t *testing.T) {
 
 // What the sweep costs a destroy: a VM that never moved, with one generation, is not
 // listed (one delete by name, as before); the other VMs' configs the seed-in-use check reads
-// are shared by the destroys of one provider instance for Budgets.ListingTTL, so a second
-// destroy on the same node reads none of them again, and one after that time reads them
-// anew.
+// are shared by the destroys of one provider instance for the walk's Budgets.ListingWalk
+// (holderTTL), so a second destroy on the same node reads none of them again, nor does one
+// past the listing's ListingTTL, and one after ListingWalk reads them anew.
 func TestSeedSweep_requestCost(t *testing.T) {
 	const others = 20
 	h := newHarness(t, "pv1-1")
-	ids := []ID{{VMID: testVMID0, Name: "proxy-a"}, {VMID: testVMID1, Name: "proxy-b"}, {VMID: testVMID1 + 1, Name: "proxy-c"}}
+	ids := []ID{{VMID: testVMID0, Name: "proxy-a"}, {VMID: testVMID1, Name: "proxy-b"}, {VMID: testVMID1 + 1, Name: "proxy-c"}, {VMID: testVMID1 + 2, Name: "proxy-d"}}
 	for _, id := range ids {
 		h.f.addOurVM(id.VMID, id.Name, testUID)
 		h.f.mutate(id.VMID, func(v *fakeVM) {
@@ -319,7 +319,12 @@ func TestSeedSweep_requestCost(t *testing.T) {
 	}
 	h.clock.advance(h.b.cfg.Budgets.ListingTTL)
 	destroy(ids[2])
+	if n := otherReads(); n != 0 {
+		t.Errorf("a destroy after the listing TTL, within the walk's ListingWalk, read %d other configs again, want 0", n)
+	}
+	h.clock.advance(h.b.cfg.Budgets.ListingWalk)
+	destroy(ids[3])
 	if n := otherReads(); n != others {
-		t.Errorf("a destroy after the listing TTL read %d other configs, want %d", n, others)
+		t.Errorf("a destroy after the walk's ListingWalk read %d other configs, want %d", n, others)
 	}
 }

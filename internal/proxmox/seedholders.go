@@ -10,16 +10,52 @@ import (
 
 // holderCache is the configs of other VMs a destroy's seed sweep read to tell whether one of
 // them has a seed on a drive (decision: seed-sweep, decision: seed-in-use), kept for
-// Budgets.ListingTTL per VMID and node and shared by the destroys of one provider instance
+// holderTTL per VMID and node and shared by the destroys of one provider instance
 // (concurrent ones wait for one read of a VM): a destroy of N VMs on one node would
-// otherwise read every other VM's config on each destroy. The listing each destroy takes
-// is fresh: a VM made or moved since a config was kept is read again; a drive attached by
-// hand to a VM within that time is what the cache can miss, the window a shared listing
-// has too (decision: shared-listing).
+// otherwise read every other VM's config on each destroy. The listing the destroys take is
+// younger than ListingTTL (othersListing): a VM made or moved since a config was kept is
+// read again; a drive attached by hand to a VM within holderTTL is what the cache can miss,
+// the window a walk's listing has too (decision: shared-listing).
 type holderCache struct {
 	mu     sync.Mutex
 	m      map[int]*heldConfig
 	shared map[string]heldShared // "<node>|<storage>"
+	// destroyed is when each VMID's destroy by this provider instance ended (clock
+	// UnixNano): a listing answered before then names a VM that holds nothing now.
+	destroyed map[int]int64
+}
+
+// holderTTL is how long a holder read serves the destroys of one provider instance: the
+// walk's listing's Budgets.ListingWalk (10 s, the listing's own lag, fact: listing-lag),
+// so that a fleet's destroys read each other VM about once per walk, not once per
+// ListingTTL: the reads per destroy then stay flat as the fleet grows.
+func (b *Backend) holderTTL() time.Duration {
+	return max(b.cfg.Budgets.ListingWalk, b.cfg.Budgets.ListingTTL)
+}
+
+// destroyedVM records that this provider instance destroyed vmid now.
+func (c *holderCache) destroyedVM(vmid int, at int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed == nil {
+		c.destroyed = map[int]int64{}
+	}
+	c.destroyed[vmid] = at
+}
+
+// destroyedSince says whether this provider instance destroyed vmid after at (a listing's
+// answer time): the listing's entry for it is a VM that is gone.
+func (c *holderCache) destroyedSince(vmid int, at int64) bool {
+	if c == nil || at == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.destroyed[vmid]
+	return ok && d > at
 }
 
 // heldShared is a storage's shared flag as a status read said it.
@@ -30,7 +66,7 @@ type heldShared struct {
 
 // storageShared says whether storage is shared on node (StorageStatus), or whether its status
 // cannot be read (then any VM may use its one volume: counted as shared). A destroy's sweep
-// (cached) keeps a read answer for Budgets.ListingTTL, as holderConfig does; only ctx ending
+// (cached) keeps a read answer for holderTTL, as holderConfig does; only ctx ending
 // is an error.
 func (b *Backend) storageShared(ctx context.Context, cached bool, node, storage string) (bool, error) {
 	c, key := b.holders, node+"|"+storage
@@ -38,7 +74,7 @@ func (b *Backend) storageShared(ctx context.Context, cached bool, node, storage 
 		c.mu.Lock()
 		e, ok := c.shared[key]
 		c.mu.Unlock()
-		if ok && b.clock.Now().Sub(e.at) < b.cfg.Budgets.ListingTTL {
+		if ok && b.clock.Now().Sub(e.at) < b.holderTTL() {
 			return e.shared, nil
 		}
 	}
@@ -70,8 +106,8 @@ type heldConfig struct {
 	err  error
 }
 
-// holderConfig is r's config with its pending section, from a read younger than
-// Budgets.ListingTTL on r's node, or read now. A failed read is not kept.
+// holderConfig is r's config with its pending section, from a read younger than holderTTL
+// on r's node, or read now. A failed read is not kept.
 func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (pveapi.PendingConfig, error) {
 	c := b.holders
 	if c == nil {
@@ -86,7 +122,7 @@ func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (pveapi.P
 	if fresh {
 		select {
 		case <-e.done:
-			fresh = e.err == nil && b.clock.Now().Sub(e.at) < b.cfg.Budgets.ListingTTL
+			fresh = e.err == nil && b.clock.Now().Sub(e.at) < b.holderTTL()
 		default: // in flight
 		}
 	}
