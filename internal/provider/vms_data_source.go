@@ -225,7 +225,17 @@ func (d *vmsDataSource) Read(ctx context.Context, req datasource.ReadRequest, re
 	tflog.Debug(ctx, "proxy_vms read", map[string]any{
 		"marked": len(fleet.VMs), "vms": len(m.VMs), "orphan_seeds": len(m.OrphanSeeds), "orphan_vms": len(m.OrphanVMs),
 	})
+	// The VMs go in apart (setObjectList): State.Set allocated 1.18 GB and took 2.2 s for
+	// ten thousand VMs, setObjectList 74 MB and 0.13 s (BenchmarkVMsState).
+	vms := m.VMs
+	m.VMs = nil
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := setObjectList(ctx, &resp.State, "vms", vms); err != nil {
+		resp.Diagnostics.AddError("Unable to read proxy_vms", "Building the vms list failed, a bug of the provider: "+err.Error())
+	}
 }
 
 // vmsFilter is the filter of node, name_prefix and name_regex: keep(node, name) says a
