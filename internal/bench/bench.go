@@ -242,6 +242,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 	if err != nil {
 		return res, err
 	}
+	sim.EnableRequestLog() // terraform's hand-off (handoffs); measure resets it per command
 	defer sim.Close()
 	if cfg.Latency > 0 {
 		sim.InjectFault(pvesim.Fault{Latency: sim.WallTime(cfg.Latency)})
@@ -285,7 +286,11 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 			}
 			times := resourceTimes(stdout)
 			o.Breakdown = breakdown(times, vmids, tasks, agent[op])
-			o.Idle = idleSlots(times, sc.P)
+			// Terraform's own time inside the span: the slots it left empty, and those it
+			// held after the provider's last answer for a change (handoffs).
+			own, handoff := handoffs(times, vmids, sim.RequestLog())
+			o.Breakdown.Handoff = min(handoff, o.Breakdown.After)
+			o.Idle = max(o.Span-(spanOf(own)-idleSlots(own, sc.P)), 0)
 			if op == OpUpdate {
 				o.ShutdownBound = sim.WallTime(d.Shutdown)
 				for _, t := range tasks {
@@ -343,6 +348,7 @@ func measure(ctx context.Context, sim *pvesim.Sim, w *tfrun.Workspace, op Op, ar
 	o := OpResult{Op: op, ExitCode: -1}
 	sim.ResetStats()
 	sim.ResetConcurrency()
+	sim.ResetRequestLog()
 	p, err := w.Start(ctx, args...)
 	if err != nil {
 		o.Errors = []string{err.Error()}

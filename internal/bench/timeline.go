@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,10 +27,15 @@ import (
 type Breakdown struct {
 	VMs                                            int
 	Resource, Before, Tasks, Between, Agent, After time.Duration
+	// Handoff is the part of After from the provider's last answer for the VM to
+	// terraform's apply_complete (handoffs): terraform's own time, with nothing of the
+	// provider's in flight for that VM (0 when the request log was not read).
+	Handoff time.Duration
 }
 
-// Overhead is what the provider added: Resource less the tasks and the agent.
-func (b Breakdown) Overhead() time.Duration { return b.Before + b.Between + b.After }
+// Overhead is what the provider added: Resource less the tasks, the agent and terraform's
+// hand-off.
+func (b Breakdown) Overhead() time.Duration { return b.Before + b.Between + b.After - b.Handoff }
 
 type resourceEvent struct {
 	Type      string `json:"type"`
@@ -70,6 +76,71 @@ func resourceTimes(out string) map[string][2]time.Time {
 		m[name] = v
 	}
 	return m
+}
+
+// handoffs returns, per VM of times, its time in the provider's hands: from its
+// apply_start to the last API request for it that the simulator answered before its
+// apply_complete (one naming its VMID, or a status poll of a task on it; its end when
+// there is none), and the mean over those VMs of what follows, from that answer to
+// apply_complete: terraform's hand-off (the plugin protocol's reply, terraform's state
+// update and its hooks), in which nothing of the provider's is in flight for the VM.
+func handoffs(times map[string][2]time.Time, vmids map[string]int, reqs []pvesim.Request) (map[string][2]time.Time, time.Duration) {
+	last := map[int]time.Time{}
+	ends := map[int]time.Time{}
+	for name, se := range times {
+		if vmid, ok := vmids[name]; ok {
+			ends[vmid] = se[1]
+		}
+	}
+	for _, r := range reqs {
+		vmid := r.VMID
+		if vmid == 0 && strings.Contains(r.Path, "/tasks/") {
+			if u := strings.Split(r.Path[strings.Index(r.Path, "/tasks/")+len("/tasks/"):], ":"); len(u) > 6 {
+				vmid, _ = strconv.Atoi(u[6])
+			}
+		}
+		end, ok := ends[vmid]
+		if !ok || r.Answered.After(end) {
+			continue
+		}
+		if r.Answered.After(last[vmid]) {
+			last[vmid] = r.Answered
+		}
+	}
+	out := make(map[string][2]time.Time, len(times))
+	var sum time.Duration
+	n := 0
+	for name, se := range times {
+		out[name] = se
+		at, ok := last[vmids[name]]
+		if se[0].IsZero() || se[1].IsZero() || !ok || at.Before(se[0]) {
+			continue
+		}
+		out[name] = [2]time.Time{se[0], at}
+		sum += se[1].Sub(at)
+		n++
+	}
+	if n == 0 {
+		return out, 0
+	}
+	return out, sum / time.Duration(n)
+}
+
+// spanOf is from the first start to the last end of times.
+func spanOf(times map[string][2]time.Time) time.Duration {
+	var first, last time.Time
+	for _, se := range times {
+		if se[0].IsZero() || se[1].IsZero() {
+			continue
+		}
+		if first.IsZero() || se[0].Before(first) {
+			first = se[0]
+		}
+		if se[1].After(last) {
+			last = se[1]
+		}
+	}
+	return last.Sub(first)
 }
 
 // idleSlots is terraform's own time inside an apply's span: the parallelism slots it left

@@ -61,3 +61,39 @@ func TestBreakdown_averagesOverVMs(t *testing.T) {
 		t.Errorf("%+v; want 2 VMs, resource 400ms = before 200 + tasks 100 + after 100", got)
 	}
 }
+
+// handoffs: each VM's time in the provider's hands ends at its last answered request
+// (its VMID in the path, or a status poll of its task); what follows, to apply_complete,
+// is terraform's hand-off.
+func TestHandoffs(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	req := func(path string, vmid, answered int) pvesim.Request {
+		return pvesim.Request{Method: "GET", Path: path, VMID: vmid, Received: at(answered - 1), Answered: at(answered)}
+	}
+	times := map[string][2]time.Time{
+		"bench-0": {at(0), at(500)},
+		"bench-1": {at(0), at(1000)},
+		"bench-2": {at(0), at(300)}, // no request: its own end
+	}
+	vmids := map[string]int{"bench-0": 100, "bench-1": 101, "bench-2": 102}
+	reqs := []pvesim.Request{
+		req("/nodes/pve1/qemu/100/config", 100, 50),
+		req("/nodes/pve1/tasks/UPID:pve1:0001:0002:6B0FFA5D:qmdestroy:100:root@pam!tf:/status", 0, 400), // 100's last: 100 ms before its end
+		req("/nodes/pve1/qemu/101/config", 101, 700),                                                   // 101's last: 300 ms
+		req("/nodes/pve1/qemu/101/config", 101, 1200),                                                  // after its end: not counted
+		req("/cluster/resources", 0, 900),                                                              // no VM
+	}
+	own, mean := handoffs(times, vmids, reqs)
+	if mean != 200*time.Millisecond {
+		t.Errorf("mean hand-off %s, want 200ms (100 and 300)", mean)
+	}
+	for name, want := range map[string]time.Time{"bench-0": at(400), "bench-1": at(700), "bench-2": at(300)} {
+		if own[name][1] != want || own[name][0] != at(0) {
+			t.Errorf("%s in the provider's hands %v, want to %v", name, own[name], want)
+		}
+	}
+	if got := spanOf(own); got != 700*time.Millisecond {
+		t.Errorf("spanOf = %s, want 700ms", got)
+	}
+}

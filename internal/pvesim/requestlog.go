@@ -42,6 +42,13 @@ func (s *Sim) RequestLog() []Request {
 	return append([]Request(nil), s.reqlog.entries...)
 }
 
+// ResetRequestLog forgets the requests recorded so far (the log stays on).
+func (s *Sim) ResetRequestLog() {
+	s.reqlog.mu.Lock()
+	defer s.reqlog.mu.Unlock()
+	s.reqlog.entries = nil
+}
+
 // logRequest records one answered request when the log is on.
 func (s *Sim) logRequest(req *http.Request, received time.Time, resp *response) {
 	s.reqlog.mu.Lock()
