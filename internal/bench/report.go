@@ -468,7 +468,9 @@ func scen(r Result) string {
 }
 
 // ms is d in whole milliseconds, "14 ms".
-func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds()) }
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds())
+}
 
 func secs(d time.Duration) string {
 	switch {

@@ -80,9 +80,9 @@ func TestHandoffs(t *testing.T) {
 	reqs := []pvesim.Request{
 		req("/nodes/pve1/qemu/100/config", 100, 50),
 		req("/nodes/pve1/tasks/UPID:pve1:0001:0002:6B0FFA5D:qmdestroy:100:root@pam!tf:/status", 0, 400), // 100's last: 100 ms before its end
-		req("/nodes/pve1/qemu/101/config", 101, 700),                                                   // 101's last: 300 ms
-		req("/nodes/pve1/qemu/101/config", 101, 1200),                                                  // after its end: not counted
-		req("/cluster/resources", 0, 900),                                                              // no VM
+		req("/nodes/pve1/qemu/101/config", 101, 700),                                                    // 101's last: 300 ms
+		req("/nodes/pve1/qemu/101/config", 101, 1200),                                                   // after its end: not counted
+		req("/cluster/resources", 0, 900),                                                               // no VM
 	}
 	own, mean := handoffs(times, vmids, reqs)
 	if mean != 200*time.Millisecond {
