@@ -394,7 +394,7 @@ func scaleGrowthTarget(a, z Result) Target {
 		req := reqZ / max(reqA, 1e-9)
 		worst = max(worst, wall/(scaleWallSlack*nGrowth), req/scaleReqSlack)
 		met = met && wall <= scaleWallSlack*nGrowth && req <= scaleReqSlack && oz.ExitCode == 0
-		what := "wall"
+		var what string
 		if judgedOnSpan(op) {
 			what = fmt.Sprintf("span less terraform's own time %.2fx (wall %.2fx, terraform's hand-off %s to %s per VM)",
 				wall, float64(oz.Wall)/float64(max(oa.Wall, 1)), ms(oa.Breakdown.Handoff), ms(oz.Breakdown.Handoff))
