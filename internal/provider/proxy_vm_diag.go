@@ -88,10 +88,16 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 			b.WriteString("Retrying will not help: fix what the message says (the provider configuration, the API " +
 				"token's privileges, the template, or the VM in Proxmox), then " + againFor(op) + ".")
 		case pveapi.NotFound:
-			if op == "import" {
+			switch {
+			case op == "import" && errors.Is(err, proxmox.ErrNotOurs):
+				// A VM of that name is there, but its mark does not prove it (no mark, or not
+				// the one a proxy_vm gives): it exists, so "nothing answers" would mislead.
+				b.WriteString("A VM answers to that ID, but it is not one this provider may import (the message says why), so nothing " +
+					"was imported: check the ID (the proxy_vms data source lists every VM that can be imported), then run the import again.")
+			case op == "import":
 				b.WriteString("Nothing in the cluster answers to that ID: check the VMID or the name (the proxy_vms data source lists " +
 					"every VM that can be imported).")
-			} else {
+			default:
 				b.WriteString("The VM no longer exists in the cluster.")
 			}
 		default:

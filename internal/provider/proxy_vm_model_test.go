@@ -422,6 +422,11 @@ func TestMismatch(t *testing.T) {
 	}
 }
 
+// notOursErr is an error errors.Is takes for proxmox.ErrNotOurs, as the backend's refusals are.
+type notOursErr struct{ error }
+
+func (notOursErr) Is(target error) bool { return target == proxmox.ErrNotOurs }
+
 func TestVMErrorDetail_classes(t *testing.T) {
 	perm := &proxmox.Error{Class: pveapi.Permanent, Op: "create", Name: "proxy-a", VMID: 105967, Err: errors.New("template 9001 carries a cloud-init drive")}
 	d := vmErrorDetail("create", "", 0, perm, "")
@@ -443,6 +448,16 @@ func TestVMErrorDetail_classes(t *testing.T) {
 	}
 	if d := vmErrorDetail("import", "proxy-a", 0, context.DeadlineExceeded, ""); !strings.Contains(d, "timeouts.read") {
 		t.Errorf("import deadline detail = %q", d)
+	}
+	gone := &proxmox.Error{Class: pveapi.NotFound, Err: errors.New("no VM at VMID 105967")}
+	if d := vmErrorDetail("import", "proxy-a", 105967, gone, ""); !strings.Contains(d, "Nothing in the cluster answers to that ID") {
+		t.Errorf("import of nothing: %q", d)
+	}
+	// A VM is there but its mark does not prove it ours: it exists, so not "nothing answers".
+	notOurs := &proxmox.Error{Class: pveapi.NotFound, Err: notOursErr{errors.New("VMID 105967 (proxy-a) carries no mark")}}
+	if d := vmErrorDetail("import", "proxy-a", 105967, notOurs, ""); strings.Contains(d, "Nothing in the cluster") ||
+		!strings.Contains(d, "A VM answers to that ID, but it is not one this provider may import") || !strings.Contains(d, "run the import again") {
+		t.Errorf("import of a VM not ours: %q", d)
 	}
 }
 
