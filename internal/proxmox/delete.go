@@ -82,11 +82,12 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 
 	// On the node the state names, when the VM is there and ours; else from a fresh listing.
 	st, err := b.settleOn(ctx, "delete", id, opts.Node, opts.UID, b.cfg.Budgets.Destroy)
+	swept := map[string]bool{} // the seeds a settle's sweep deleted: the next settle's skips them
 	for attempt := 1; ; attempt++ {
 		if err != nil {
 			return false, "", err
 		}
-		destroyed, node, vanished, derr := b.deleteSettled(ctx, id, opts, st)
+		destroyed, node, vanished, derr := b.deleteSettled(ctx, id, opts, st, swept)
 		switch {
 		case !vanished:
 			return destroyed, node, derr
@@ -109,8 +110,10 @@ const deleteSettles = 3
 
 // deleteSettled deletes the VM as st found it: left alone (and its seeds swept) when gone
 // or not ours; else stopped, its seeds swept, destroyed. vanished reports a VM no longer
-// on the node st named at the stop or the destroy: the caller settles again.
-func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, st settled) (destroyed bool, vmNode string, vanished bool, err error) {
+// on the node st named at the stop or the destroy: the caller settles again. swept holds
+// the seeds (node|volid) an earlier settle's sweep of this delete deleted, which this one's
+// does not delete again, and gets those it deletes.
+func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, st settled, swept map[string]bool) (destroyed bool, vmNode string, vanished bool, err error) {
 	if st.verdict != verdictOurs {
 		reason := "gone"
 		switch {
@@ -126,7 +129,9 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left alone", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "reason": reason, "other_name": st.r.Name,
 		})
-		return false, "", false, b.sweepSeeds(ctx, b.goneSweep(ctx, id, st, opts), st)
+		sw := b.goneSweep(ctx, id, st, opts)
+		sw.swept = swept
+		return false, "", false, b.sweepSeeds(ctx, sw, st)
 	}
 	node := st.r.Node
 	if err := refuseProtected(id, st.cfg); err != nil {
@@ -135,7 +140,9 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 	// The seeds go before the destroy (decision: seed-before-destroy, decision: seed-sweep),
 	// deleted while the VM stops, since they do not depend on the stop. A failure leaves the
 	// VM for the next Delete.
-	seed := b.startSeedDelete(ctx, b.liveSweep(ctx, id, node, st.cfg, opts, st.res), st)
+	sw := b.liveSweep(ctx, id, node, st.cfg, opts, st.res)
+	sw.swept = swept
+	seed := b.startSeedDelete(ctx, sw, st)
 	// Stop, whatever the listing says (it may lag, fact: listing-lag, and shows a paused VM
 	// as running, fact: paused-listed-running): a VM not running ends the stop at once.
 	if gone, err := b.stopForDelete(ctx, node, id.VMID); gone || err != nil {

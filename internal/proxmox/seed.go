@@ -427,6 +427,9 @@ type seedSweep struct {
 	others, unconfigured []string
 	// skipVMID is the VM whose drives do not keep a seed (the VM destroyed); 0: none.
 	skipVMID int
+	// swept are the seeds ("<node>|<volid>") an earlier sweep of the same delete deleted:
+	// not deleted again; the sweep adds those it deletes. nil: none kept.
+	swept map[string]bool
 }
 
 // seedAt is a seed a sweep deletes on a node.
@@ -635,6 +638,9 @@ func (b *Backend) sweepSeeds(ctx context.Context, sw seedSweep, st settled) erro
 	}
 	failed := map[string]bool{}
 	for _, s := range seeds {
+		if sw.swept[s.node+"|"+s.v.volid()] {
+			continue
+		}
 		if by := held.of(s.node, s.v.volid()); by != "" {
 			note(ctx, "the seed ISO %s was not deleted on node %s: %s has it on a drive, so it is that VM's to use now; "+
 				"delete it by hand with `pvesm free %s` on node %s once that VM no longer uses it", s.v.volid(), s.node, by, s.v.volid(), s.node)
@@ -643,6 +649,9 @@ func (b *Backend) sweepSeeds(ctx context.Context, sw seedSweep, st settled) erro
 		err := b.deleteSeed(ctx, "delete", s.node, s.v)
 		switch {
 		case err == nil:
+			if sw.swept != nil {
+				sw.swept[s.node+"|"+s.v.volid()] = true
+			}
 			continue
 		case ctx.Err() != nil:
 			return Transientf("deleting the seed ISO %s: %w; %s", s.v.volid(), ctx.Err(), seedDeleteFix(s.node, s.v))
