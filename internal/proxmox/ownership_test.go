@@ -10,11 +10,7 @@ import (
 func writesTo(h *harness, vmid int) []string {
 	var out []string
 	for _, c := range h.f.log() {
-		switch c.Method {
-		case "VMConfig", "VMConfigCurrent", "VMPending", "VMSnapshots", "VMSnapshotConfig", "VMStatus", "ClusterResources", "AgentNetworkInterfaces", "TaskStatus":
-			continue
-		}
-		if c.VMID == vmid {
+		if c.VMID == vmid && !fakeReads[c.Method] {
 			out = append(out, c.Method)
 		}
 	}

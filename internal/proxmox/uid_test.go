@@ -76,7 +76,7 @@ func TestDelete_markOfAnotherUIDLeftAloneWithItsSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range h.f.log() {
-		if c.VMID == testVMID0 && c.Method != "VMConfig" && c.Method != "VMPending" && c.Method != "VMStatus" {
+		if c.VMID == testVMID0 && !fakeReads[c.Method] {
 			t.Errorf("%s on another resource's VM", c.Method)
 		}
 		if c.Method == "DeleteVolume" && c.Args["volid"] != seedVolID(fakeISOStorage, seedFile(testName, testUID)) {
