@@ -151,7 +151,7 @@ func TestE2E_BadInput_Attributes(t *testing.T) {
 			ok = false
 			t.Errorf("the refused plan made %d request(s) to the cluster: %v", requests, s.sim.Stats())
 		}
-		figures.update(s.cat, func(row *figureRow) {
+		s.figure(func(row *figureRow) {
 			row.Run++
 			row.DiagRun++
 			if ok {
@@ -209,7 +209,7 @@ func TestE2E_BadInput_ImportIDs(t *testing.T) {
 		if !ok {
 			t.Errorf("import %q: want a refusal listing the accepted forms without any request (made %d):\n%s", id, tfrun.TotalRequests(s.sim.Stats()), r)
 		}
-		figures.update(s.cat, func(row *figureRow) {
+		s.figure(func(row *figureRow) {
 			row.Run++
 			row.DiagRun++
 			if ok {
@@ -225,7 +225,7 @@ func TestE2E_BadInput_ImportIDs(t *testing.T) {
 		if !ok {
 			t.Errorf("import %q of a guest that is not ours: want a refusal:\n%s", id, r)
 		}
-		figures.update(s.cat, func(row *figureRow) {
+		s.figure(func(row *figureRow) {
 			row.Run++
 			row.DiagRun++
 			if ok {
@@ -241,7 +241,7 @@ func TestE2E_BadInput_ImportIDs(t *testing.T) {
 
 // envScenario records the outcome of one bad-environment scenario.
 func envOutcome(s *scenario, ok bool) {
-	figures.update(s.cat, func(row *figureRow) {
+	s.figure(func(row *figureRow) {
 		row.Run++
 		if ok {
 			row.Converged++
@@ -340,7 +340,7 @@ func TestE2E_BadInput_TokenRevokedMidApply(t *testing.T) {
 	s.waitTasksIdle()
 	o := s.converge()
 	_ = o
-	figures.update(s.cat, func(row *figureRow) {
+	s.figure(func(row *figureRow) {
 		row.DiagRun++
 		if ok {
 			row.DiagOK++

@@ -138,7 +138,7 @@ func runConcurrent(t *testing.T) {
 		t.Errorf("wrong workspace: %s", w)
 	}
 	ok := len(wrong) == 0 && len(orphans) == 0 && len(live.Violations) == 0 && len(gone.Violations) == 0 && res[0].OK() && res[1].OK()
-	figures.update(s.cat, func(r *figureRow) {
+	s.figure(func(r *figureRow) {
 		r.Run++
 		if ok {
 			r.Converged++
@@ -228,7 +228,7 @@ func TestE2E_SameNameOtherWorkspace(t *testing.T) {
 				t.Errorf("seed ISOs after workspace 1's destroy %v, want only workspace 0's %s", seeds, seedA)
 			}
 			orphans, ok := s.finish()
-			figures.update(s.cat, func(row *figureRow) {
+			s.figure(func(row *figureRow) {
 				row.Run++
 				if ok && wrong == 0 && orphans == 0 {
 					row.Converged++

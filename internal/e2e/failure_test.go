@@ -163,7 +163,7 @@ func TestE2E_BadInput_Preflight(t *testing.T) {
 				t.Errorf("destroy after the refused apply: %v", d)
 			}
 			t.Logf("diagnostic: %s", describeDiags(diags))
-			figures.update(s.cat, func(row *figureRow) {
+			s.figure(func(row *figureRow) {
 				row.Run++
 				row.DiagRun++
 				if ok {
@@ -208,7 +208,7 @@ func TestE2E_BadInput_MissingFiles(t *testing.T) {
 			if !ok {
 				t.Errorf("want a plan error on %s without a request (made %d):\n%s", tc.attr, tfrun.TotalRequests(s.sim.Stats()), describeDiags(diags))
 			}
-			figures.update(s.cat, func(row *figureRow) {
+			s.figure(func(row *figureRow) {
 				row.Run++
 				row.DiagRun++
 				if ok {
@@ -317,7 +317,7 @@ func TestE2E_BadInput_CloudInitFormat(t *testing.T) {
 					t.Errorf("want a plan without a cloud_init warning:\n%s", describeDiags(all))
 				}
 			}
-			figures.update(s.cat, func(row *figureRow) {
+			s.figure(func(row *figureRow) {
 				row.Run++
 				row.DiagRun++
 				if ok {

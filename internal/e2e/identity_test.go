@@ -51,8 +51,8 @@ func seedNameOf(volid string) (name, uid string) {
 }
 
 // identityFigures records one identity scenario.
-func identityFigures(cat string, ok bool, wrong, orphans int) {
-	figures.update(cat, func(row *figureRow) {
+func identityFigures(s *scenario, ok bool, wrong, orphans int) {
+	s.figure(func(row *figureRow) {
 		row.Run++
 		if ok && wrong == 0 && orphans == 0 {
 			row.Converged++
@@ -146,7 +146,7 @@ func TestE2E_Identity_CreateBeforeDestroy(t *testing.T) {
 				t.Errorf("seed ISOs of %s: %v, want only the new VM's %s", vm.Name, seeds, want)
 			}
 			orphans, ok := s.finish()
-			identityFigures(s.cat, ok, wrong, orphans)
+			identityFigures(s, ok, wrong, orphans)
 		})
 	}
 }
@@ -175,7 +175,7 @@ func TestE2E_Identity_SameNameTwiceInOneConfig(t *testing.T) {
 		t.Errorf("%d seed ISOs of %s, want one per VM", n, one.Name)
 	}
 	orphans, ok := s.finish()
-	identityFigures(s.cat, ok, wrong, orphans)
+	identityFigures(s, ok, wrong, orphans)
 }
 
 // TestE2E_Identity_OperatorVMRefusedThenImported: a VM of our name with a mark but none
@@ -257,5 +257,5 @@ func TestE2E_Identity_OperatorVMRefusedThenImported(t *testing.T) {
 	if !gone.OK() {
 		t.Errorf("after destroy: %v", gone.Err())
 	}
-	identityFigures(s.cat, gone.OK(), wrong, len(gone.Orphans))
+	identityFigures(s, gone.OK(), wrong, len(gone.Orphans))
 }

@@ -206,7 +206,7 @@ func TestE2E_InterruptDuringCloneRequest(t *testing.T) {
 			for _, v := range f.Violations {
 				t.Errorf("violation: %s", v)
 			}
-			figures.update(s.cat, func(row *figureRow) {
+			s.figure(func(row *figureRow) {
 				row.Run++
 				if f.OK() && ar.OK() {
 					row.Converged++

@@ -95,7 +95,7 @@ func TestE2E_NodeFailsMidMigration(t *testing.T) {
 		ok = false
 		t.Errorf("after the retry: %v", f.Err())
 	}
-	figures.update(s.cat, func(row *figureRow) {
+	s.figure(func(row *figureRow) {
 		if !ok {
 			row.Notes["retry did not converge"]++
 		}

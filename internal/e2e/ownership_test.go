@@ -80,7 +80,7 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 					t.Errorf("the taken-over VM's mark is not finished: %q", v.Description)
 				}
 				orphans, ok := s.finish()
-				identityFigures(s.cat, ok, 0, orphans)
+				identityFigures(s, ok, 0, orphans)
 				return
 			}
 			wrong := 0
@@ -111,7 +111,7 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 				wrong++
 				t.Errorf("destroy removed the VM left alone")
 			}
-			identityFigures(s.cat, wrong == 0, wrong, 0)
+			identityFigures(s, wrong == 0, wrong, 0)
 		})
 	}
 }

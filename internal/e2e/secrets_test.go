@@ -187,7 +187,7 @@ func runSecrets(t *testing.T, viaFile bool) {
 		}
 	}
 	t.Logf("scanned %d texts (%d log files, %d KiB)", len(scan.texts), len(s.ws.LogFiles()), scanSize(scan)/1024)
-	figures.update(s.cat, func(row *figureRow) {
+	s.figure(func(row *figureRow) {
 		row.Run++
 		if leaks == 0 {
 			row.Converged++

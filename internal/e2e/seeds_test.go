@@ -29,8 +29,8 @@ func (s *scenario) seedVolumes() []string {
 
 // seedsFigures records one seeds scenario: ok, and the seeds it left (also counted in
 // seeds-left when the scenario ends, countSeedsLeft).
-func seedsFigures(cat string, ok bool, left int) {
-	figures.update(cat, func(row *figureRow) {
+func seedsFigures(s *scenario, ok bool, left int) {
+	s.figure(func(row *figureRow) {
 		row.Run++
 		if ok && left == 0 {
 			row.Converged++
@@ -72,7 +72,7 @@ func TestE2E_Seeds_DestroyAfterISOStorageChanged(t *testing.T) {
 				t.Errorf("the state still holds %d proxy_vm", len(st.OfType("proxy_vm")))
 			}
 			t.Logf("iso_storage %s: %d seed ISOs before the destroy, %d after", tc.storage, len(before), len(left))
-			seedsFigures(s.cat, ok, len(left))
+			seedsFigures(s, ok, len(left))
 		})
 	}
 }
@@ -242,7 +242,7 @@ func TestE2E_Seeds_OutOfBandDeleteThenDestroy(t *testing.T) {
 				ok = false
 				t.Errorf("after destroy: %v", g.Err())
 			}
-			seedsFigures(s.cat, ok, len(left))
+			seedsFigures(s, ok, len(left))
 		})
 	}
 }
@@ -268,7 +268,7 @@ func TestE2E_Seeds_OutOfBandDeleteRefreshFalse(t *testing.T) {
 		ok = false
 		t.Errorf("destroy -refresh=false: want success and no seed left, got seeds %v:\n%s", left, d)
 	}
-	seedsFigures(s.cat, ok, len(left))
+	seedsFigures(s, ok, len(left))
 }
 
 // TestE2E_Seeds_DestroyThatCannotDeleteTheSeedFails: when the seed ISO cannot be deleted
@@ -326,7 +326,7 @@ func TestE2E_Seeds_DestroyThatCannotDeleteTheSeedFails(t *testing.T) {
 				ok = false
 				t.Errorf("after the second destroy: %v", g.Err())
 			}
-			seedsFigures(s.cat, ok, len(left))
+			seedsFigures(s, ok, len(left))
 		})
 	}
 }
