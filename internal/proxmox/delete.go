@@ -55,7 +55,7 @@ type DeleteOptions struct {
 func (b *Backend) DeleteVM(ctx context.Context, id ID, opts DeleteOptions) error {
 	start := b.clock.Now()
 	destroyed, vmNode, err := b.delete(ctx, id, opts)
-	b.invalidateListingDestroyed()
+	b.invalidateListing()
 	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "destroyed": destroyed, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if vmNode != "" {
 		fields["node"] = vmNode
@@ -169,7 +169,7 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Destroy); err != nil {
 		return false, node, false, err
 	}
-	b.holders.destroyedVM(id.VMID, b.clock.Now().UnixNano())
+	b.holders.forget(id.VMID) // a VM made at this VMID later is read anew
 	return true, node, false, nil
 }
 

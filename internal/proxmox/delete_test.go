@@ -548,16 +548,11 @@ func TestDelete_seedLeftOnRecordedNode(t *testing.T) {
 	})
 }
 
-// A delete of our VM on the node the state names decides on the config read there: no
-// listing of its own (settleOn); the seed sweep's check that no other VM has the seed on a
-// drive takes the shared one (decision: seed-in-use), which concurrent destroys share.
-// Anything else takes the listing path as before: a VM that moved to
-// another node is destroyed there, and a VM at the VMID that is not ours (another uid,
-// a lock held by a task, a template) gets no write.
-// Sequential destroys of a fleet share the seed-in-use check's listing for ListingTTL: a
-// destroy of ours changes nothing in it but the destroyed VM, whose config read then finds
-// it gone (othersListing). Any other write of ours, or the TTL passing, takes a new one.
-func TestDelete_sequentialDestroysShareTheSeedCheckListing(t *testing.T) {
+// Sequential destroys of a fleet: each destroy's seed-in-use check lists the cluster anew
+// (our previous destroy voided the listing), so a VM made, or deleted, by hand between two
+// destroys counts (or no longer counts) as it is; the other VMs' configs are read once per
+// holderTTL (ListingWalk), not once per destroy, so the reads per destroy stay flat.
+func TestDelete_sequentialDestroysSeeTheClusterAsItIs(t *testing.T) {
 	names := []string{"proxy-a", "proxy-b", "proxy-c"}
 	setup := func(t *testing.T) (*harness, func(i int) error) {
 		h := newHarness(t, "pv1-1")
@@ -565,46 +560,13 @@ func TestDelete_sequentialDestroysShareTheSeedCheckListing(t *testing.T) {
 			h.ourRunningVM(testVMID0+i, n)
 		}
 		h.f.calllog = nil
+		// Time passes while a VM is destroyed, as on a real cluster.
+		h.f.onCall("Destroy", func(context.Context, fakeCall) error { h.clock.advance(time.Millisecond); return nil })
 		return h, func(i int) error {
 			return h.b.DeleteVM(h.ctx, ID{VMID: testVMID0 + i, Name: names[i]},
 				DeleteOptions{Node: "pv1-1", UID: testUID, Seed: seedVolID(fakeISOStorage, seedFile(names[i], testUID))})
 		}
 	}
-	t.Run("destroys alone", func(t *testing.T) {
-		h, del := setup(t)
-		for i := range names {
-			if err := del(i); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if n := h.f.calls("ClusterResources"); n != 1 {
-			t.Errorf("%d listings for %d destroys within ListingTTL, want 1", n, len(names))
-		}
-		if left := h.f.seeds(); len(left) != 0 {
-			t.Errorf("seeds left %v: a VM destroyed earlier, still listed, held none", left)
-		}
-		for i := range names {
-			if h.f.vm(testVMID0+i) != nil {
-				t.Errorf("VM %d left", testVMID0+i)
-			}
-		}
-	})
-	t.Run("another write of ours between", func(t *testing.T) {
-		h, del := setup(t)
-		if err := del(0); err != nil {
-			t.Fatal(err)
-		}
-		if err := h.b.Update(h.ctx, ID{VMID: testVMID0 + 2, Name: names[2]}, Changes{UID: testUID, Cores: ptr(4)}); err != nil {
-			t.Fatal(err)
-		}
-		before := h.f.calls("ClusterResources")
-		if err := del(1); err != nil {
-			t.Fatal(err)
-		}
-		if n := h.f.calls("ClusterResources") - before; n != 1 {
-			t.Errorf("%d listings for the destroy after an update, want 1: the update voids the listing", n)
-		}
-	})
 	pendingReads := func(h *harness, vmid int) int {
 		n := 0
 		for _, c := range h.f.callsOf("VMPending") {
@@ -614,21 +576,88 @@ func TestDelete_sequentialDestroysShareTheSeedCheckListing(t *testing.T) {
 		}
 		return n
 	}
-	t.Run("a VM destroyed since the listing is not read", func(t *testing.T) {
+	seedOf := func(i int) string { return seedVolID(fakeISOStorage, seedFile(names[i], testUID)) }
+	holding := func(i int) map[string]string { return map[string]string{"ide3": seedOf(i) + ",media=cdrom"} }
+	kept := func(h *harness, i int) bool {
+		_, ok := h.f.iso("pv1-1", fakeISOStorage, seedFile(names[i], testUID))
+		return ok
+	}
+	t.Run("destroys alone", func(t *testing.T) {
 		h, del := setup(t)
-		h.f.onCall("Destroy", func(context.Context, fakeCall) error { h.clock.advance(time.Millisecond); return nil })
+		for i := range names {
+			if err := del(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := h.f.calls("ClusterResources"); n != len(names) {
+			t.Errorf("%d listings for %d destroys, want one each", n, len(names))
+		}
+		if n := pendingReads(h, testVMID0+2); n != 1 {
+			t.Errorf("%d reads of VM %d by the two destroys before its own, want 1 (holderTTL)", n, testVMID0+2)
+		}
+		if left := h.f.seeds(); len(left) != 0 {
+			t.Errorf("seeds left %v", left)
+		}
+	})
+	// A VM made between two destroys (a clone of a proxy VM made in the UI) that has the
+	// next VM's seed on a drive keeps it: at a new VMID, at the VMID just destroyed, and
+	// there under the destroyed VM's own name.
+	for _, tc := range []struct {
+		name string
+		vm   func() *fakeVM
+	}{
+		{"a VM made at a new VMID", func() *fakeVM { return &fakeVM{VMID: 200000, Name: "xclone", Node: "pv1-1", Config: holding(1)} }},
+		{"a VM made at the VMID destroyed", func() *fakeVM { return &fakeVM{VMID: testVMID0, Name: "xclone", Node: "pv1-1", Config: holding(1)} }},
+		{"a VM made at the VMID destroyed, of its name", func() *fakeVM {
+			return &fakeVM{VMID: testVMID0, Name: names[0], Node: "pv1-1", Config: holding(1)}
+		}},
+	} {
+		t.Run(tc.name+" between two destroys keeps the seed it has", func(t *testing.T) {
+			h, del := setup(t)
+			if err := del(0); err != nil {
+				t.Fatal(err)
+			}
+			v := h.f.addVM(tc.vm())
+			if err := del(1); err != nil {
+				t.Fatal(err)
+			}
+			if !kept(h, 1) {
+				t.Errorf("the seed %s was deleted while VM %d (%s) has it on a drive", seedOf(1), v.VMID, v.Name)
+			}
+			if w := writesTo(h, v.VMID); len(w) != 0 && v.VMID != testVMID0 {
+				t.Errorf("writes %v to the VM made by hand", w)
+			}
+		})
+	}
+	// The VM at a VMID this provider destroyed was read, as another VM, by an earlier
+	// destroy: a VM made there since, even of the same name, is read anew (forget).
+	t.Run("a VM made at a VMID read before and destroyed since keeps the seed it has", func(t *testing.T) {
+		h, del := setup(t)
+		for i := range 2 {
+			if err := del(i); err != nil { // the first destroy read proxy-b's config
+				t.Fatal(err)
+			}
+		}
+		h.f.addVM(&fakeVM{VMID: testVMID0 + 1, Name: names[1], Node: "pv1-1", Config: holding(2)})
+		if err := del(2); err != nil {
+			t.Fatal(err)
+		}
+		if !kept(h, 2) {
+			t.Errorf("the seed %s was deleted while VM %d (%s) has it on a drive", seedOf(2), testVMID0+1, names[1])
+		}
+	})
+	t.Run("a VM deleted between two destroys no longer keeps the seed", func(t *testing.T) {
+		h, del := setup(t)
+		h.f.addVM(&fakeVM{VMID: 200001, Name: "xclone", Node: "pv1-1", Config: holding(1)})
 		if err := del(0); err != nil {
 			t.Fatal(err)
 		}
-		before := pendingReads(h, testVMID0)
+		h.f.remove(200001)
 		if err := del(1); err != nil {
 			t.Fatal(err)
 		}
-		if n := pendingReads(h, testVMID0) - before; n != 0 {
-			t.Errorf("%d reads of VM %d, which this provider destroyed after the listing, want 0", n, testVMID0)
-		}
-		if n := h.f.calls("ClusterResources"); n != 1 {
-			t.Errorf("%d listings, want 1", n)
+		if kept(h, 1) {
+			t.Errorf("the seed %s is left, kept for a VM deleted before its destroy", seedOf(1))
 		}
 	})
 	t.Run("other VMs are read once per walk", func(t *testing.T) {
@@ -636,8 +665,7 @@ func TestDelete_sequentialDestroysShareTheSeedCheckListing(t *testing.T) {
 		if err := del(0); err != nil {
 			t.Fatal(err)
 		}
-		// Past the listing's ListingTTL, within the walk's ListingWalk: a new listing, and
-		// the VM still listed is not read again.
+		// Past ListingTTL, within the walk's ListingWalk: the VM still listed is not read again.
 		h.clock.advance(h.b.cfg.Budgets.ListingTTL)
 		before := pendingReads(h, testVMID0+2)
 		if err := del(1); err != nil {
@@ -664,22 +692,14 @@ func TestDelete_sequentialDestroysShareTheSeedCheckListing(t *testing.T) {
 			t.Errorf("%d reads of VM %d ListingWalk after the last, want 1", n, testVMID0+2)
 		}
 	})
-	t.Run("the TTL passed", func(t *testing.T) {
-		h, del := setup(t)
-		if err := del(0); err != nil {
-			t.Fatal(err)
-		}
-		h.clock.advance(h.b.cfg.Budgets.ListingTTL)
-		before := h.f.calls("ClusterResources")
-		if err := del(1); err != nil {
-			t.Fatal(err)
-		}
-		if n := h.f.calls("ClusterResources") - before; n != 1 {
-			t.Errorf("%d listings for a destroy ListingTTL after the last one, want 1", n)
-		}
-	})
 }
 
+// A delete of our VM on the node the state names decides on the config read there: no
+// listing of its own (settleOn); the seed sweep's check that no other VM has the seed on a
+// drive takes the shared one (decision: seed-in-use), which concurrent destroys share.
+// Anything else takes the listing path as before: a VM that moved to
+// another node is destroyed there, and a VM at the VMID that is not ours (another uid,
+// a lock held by a task, a template) gets no write.
 func TestDelete_onTheStatesNodeOursNeedsNoListing(t *testing.T) {
 	t.Run("ours on the state's node", func(t *testing.T) {
 		h := newHarness(t, "pv1-1", "pv1-2")

@@ -27,13 +27,6 @@ type listingCache struct {
 	flight *listingFlight
 	walk   int64
 	closed bool // an invalidation happened: no walk listing any more
-	// others is the last listing answered, for the seed-in-use check (othersListing):
-	// it is kept through the invalidations of our own destroys (a destroy changes nothing
-	// in it but the destroyed VM, whose config read then finds it gone, holding nothing);
-	// othersGen counts every other invalidation, which drops it.
-	others    []pveapi.Resource
-	othersAt  int64
-	othersGen uint64
 }
 
 // listingFlight is one request in progress; its waiters share the answer. The request
@@ -52,12 +45,14 @@ func (b *Backend) listing(ctx context.Context, fresh bool) ([]pveapi.Resource, e
 	c := b.listings
 	if fresh {
 		c.mu.Lock()
-		gen, og := c.gen, c.othersGen
+		gen := c.gen
 		c.mu.Unlock()
 		res, err := b.api.ClusterResources(ctx)
 		if err == nil {
 			c.mu.Lock()
-			c.answered(res, b.clock.Now().UnixNano(), gen, og)
+			if c.gen == gen {
+				c.store(res, b.clock.Now().UnixNano())
+			}
 			c.mu.Unlock()
 		}
 		return res, err
@@ -113,38 +108,6 @@ func (b *Backend) confirmListing(ctx context.Context) ([]pveapi.Resource, error)
 	return b.listingRequest(ctx, c)
 }
 
-// othersListing is the listing a destroy's seed-in-use check reads the other VMs from
-// (sweepHolders): the last one answered while younger than ListingTTL, even when our own
-// destroys invalidated it since (invalidateListingDestroyed), else listing's. Sequential
-// destroys of a fleet share one listing per ListingTTL instead of taking one each.
-// at is no earlier than when it was answered (clock UnixNano).
-func (b *Backend) othersListing(ctx context.Context) (res []pveapi.Resource, at int64, err error) {
-	c := b.listings
-	c.mu.Lock()
-	if c.othersAt != 0 && b.clock.Now().UnixNano()-c.othersAt < int64(b.cfg.Budgets.ListingTTL) {
-		res, at = c.others, c.othersAt
-		c.mu.Unlock()
-		return res, at, nil
-	}
-	c.mu.Unlock()
-	res, err = b.listing(ctx, false)
-	// Answered by now: a time no earlier than the answer, so a destroy it counts as after
-	// the listing (holderCache.destroyedSince) was.
-	return res, b.clock.Now().UnixNano(), err
-}
-
-// answered keeps res, answered at at for a request made at invalidation counts gen and
-// og (c.mu held): as the cached listing when no invalidation happened since, as others
-// when none but our destroys' did.
-func (c *listingCache) answered(res []pveapi.Resource, at int64, gen, og uint64) {
-	if c.gen == gen {
-		c.store(res, at)
-	}
-	if c.othersGen == og {
-		c.others, c.othersAt = res, at
-	}
-}
-
 // store keeps res, answered at at, as the cached listing (c.mu held); the first one while
 // no invalidation happened is the walk's.
 func (c *listingCache) store(res []pveapi.Resource, at int64) {
@@ -162,7 +125,7 @@ func (b *Backend) listingRequest(ctx context.Context, c *listingCache) ([]pveapi
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		f = &listingFlight{done: make(chan struct{}), cancel: cancel}
 		c.flight = f
-		gen, og := c.gen, c.othersGen
+		gen := c.gen
 		go func() {
 			res, err := b.api.ClusterResources(fctx)
 			c.mu.Lock()
@@ -170,8 +133,8 @@ func (b *Backend) listingRequest(ctx context.Context, c *listingCache) ([]pveapi
 			if c.flight == f {
 				c.flight = nil
 			}
-			if err == nil {
-				c.answered(res, b.clock.Now().UnixNano(), gen, og)
+			if err == nil && c.gen == gen {
+				c.store(res, b.clock.Now().UnixNano())
 			}
 			c.mu.Unlock()
 			cancel()
@@ -201,26 +164,12 @@ func (b *Backend) listingRequest(ctx context.Context, c *listingCache) ([]pveapi
 // invalidateListing drops the cached listing after a change the next read must see, and
 // keeps any listing requested before now out of the cache and away from later readers.
 func (b *Backend) invalidateListing() {
-	b.invalidate(false)
-}
-
-// invalidateListingDestroyed is invalidateListing after a destroy of ours: the listing
-// for the seed-in-use check (othersListing) is kept.
-func (b *Backend) invalidateListingDestroyed() {
-	b.invalidate(true)
-}
-
-func (b *Backend) invalidate(destroyed bool) {
 	c := b.listings
 	c.mu.Lock()
 	c.at = 0
 	c.gen++
 	c.flight = nil
 	c.walk, c.closed = 0, true
-	if !destroyed {
-		c.others, c.othersAt = nil, 0
-		c.othersGen++
-	}
 	c.mu.Unlock()
 }
 

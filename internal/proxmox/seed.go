@@ -719,13 +719,14 @@ func (b *Backend) sweepHolders(ctx context.Context, sw seedSweep, st settled, se
 	if atVMID {
 		use.addDrives(st.r, st.cfg)
 	}
-	res, listedAt := st.res, int64(0)
+	res := st.res
 	if res == nil {
-		// Settled without a listing (settleOn: the state's node proved the VM ours): one
-		// younger than ListingTTL like the holder configs (holderCache), which our own
-		// destroys since do not void (othersListing), says which other VMs could have a seed.
+		// Settled without a listing (settleOn: the state's node proved the VM ours): the
+		// shared one, younger than ListingTTL, which our own destroys void, says which other
+		// VMs could have a seed (a VM made since the last destroy, at a new VMID or at the one
+		// destroyed, is in it; one deleted since is not).
 		var err error
-		if res, listedAt, err = b.othersListing(ctx); err != nil {
+		if res, err = b.listing(ctx, false); err != nil {
 			return seedHolders{}, apiErrorf("delete", err, "listing the cluster's VMs to check that no other VM has the VM's seed ISO on a drive")
 		}
 	}
@@ -733,8 +734,7 @@ func (b *Backend) sweepHolders(ctx context.Context, sw seedSweep, st settled, se
 	for _, r := range res {
 		// The VM at a gone VM's VMID is read again with the others (its pending section:
 		// settle's config read shows only the pending values).
-		// A VM this provider instance destroyed after the listing was answered holds nothing.
-		if r.Type == "qemu" && r.VMID != sw.skipVMID && !b.holders.destroyedSince(r.VMID, listedAt) {
+		if r.Type == "qemu" && r.VMID != sw.skipVMID {
 			vms = append(vms, r)
 		}
 	}
