@@ -347,9 +347,8 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 	run := func(op Op, args ...string) OpResult {
 		cfg.logf("  %s %s: %s", side.Name, op, strings.Join(args, " "))
 		start := time.Now()
-		logFrom := len(sim.RequestLog())
 		o, stdout := measure(ctx, sim, w, op, args, pids)
-		reqs := sim.RequestLog()[logFrom:]
+		reqs := sim.RequestLog() // this command's: measure resets the log
 		for _, r := range reqs {
 			if r.Status >= 400 || r.Status == 0 {
 				side.Unserved[r.Method+" "+pathShape(r.Path)+" "+strconv.Itoa(r.Status)]++
