@@ -27,7 +27,8 @@ type holderCache struct {
 // Budgets.ListingWalk (10 s, the age Get's reads accept of the walk's listing), not
 // ListingTTL (2 s). A cost traded for that window: a fleet's destroys read each other VM
 // about once per 10 s, and with ListingTTL the reads per destroy grew with the fleet
-// (bench/results.md's scale rows: 1.0 config read per VM destroyed at 100 VMs, 8.2 at 500).
+// (at parallelism 20: 1.03 configs read per VM destroyed at 100 VMs, 8.19 at 500; with
+// ListingWalk 1.08 and 1.83, bench/results.md's scale rows).
 func (b *Backend) holderTTL() time.Duration {
 	return max(b.cfg.Budgets.ListingWalk, b.cfg.Budgets.ListingTTL)
 }
