@@ -14,9 +14,11 @@ import (
 // (concurrent ones wait for one read of a VM): a destroy of N VMs on one node would
 // otherwise read every other VM's config on each destroy. Which VMs to read comes from the
 // destroy's listing, younger than ListingTTL and voided by each of our writes: a VM made
-// since (at a new VMID, or at one we destroyed: forget), moved or renamed is read anew, and
+// since (at a new VMID, or at one we destroyed: forget), or listed on another node or under
+// another name, is read anew (a rename the listing does not show yet is not), and
 // a VM deleted since is not counted. A drive attached by hand to a VM already read, within
-// holderTTL, is what the cache can miss.
+// holderTTL, is what the cache can miss, as is a VM deleted and made again by hand at the same
+// VMID, node and name within it.
 type holderCache struct {
 	mu     sync.Mutex
 	m      map[int]*heldConfig
