@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -82,6 +81,22 @@ func newPowerFixture(t *testing.T, prefix, why string) *powerFixture {
 	return &powerFixture{env: env, c: newCluster(t, env), name: vmName(prefix), base: vmProviderConfig(env, ""), log: &powerLog{env: env}}
 }
 
+// run runs steps as a parallel acceptance test whose destroy must leave no VM of the
+// fixture's name.
+func (f *powerFixture) run(t *testing.T, steps []resource.TestStep) {
+	t.Helper()
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             f.c.checkGone(f.name),
+		Steps:                    steps,
+	})
+}
+
+// sized is the configuration of the fixture's VM with cores, memory and extra lines.
+func (f *powerFixture) sized(cores, mem int, extra string) string {
+	return f.base + vmResource(f.env, f.name, fmt.Sprintf("  cores = %d\n  memory_mib = %d\n%s", cores, mem, extra))
+}
+
 // saveVMID records the VMID of vmAddr for later steps.
 func saveVMID(dst *int) resource.TestCheckFunc {
 	return func(s *terraform.State) error {
@@ -122,68 +137,62 @@ func checkSimConfig(env *testEnv, vmid *int, current, pending map[string]string)
 // the shutdown task logs the kill, and the restart goes on.
 func TestAccProxyVM_gracefulRestart(t *testing.T) {
 	f := newPowerFixture(t, "restart", "reads the simulator's request log")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
-	sized := func(cores int, extra string) string {
-		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n%s", cores, extra))
-	}
+	env, log := f.env, f.log
+	sized := func(cores int, extra string) string { return f.sized(cores, 512, extra) }
 	var vmid int
 	same := statecheck.CompareValue(compare.ValuesSame())
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(name),
-		Steps: []resource.TestStep{
-			{
-				Config:            sized(1, ""),
-				ConfigStateChecks: []statecheck.StateCheck{same.AddStateValue(vmAddr, tfjsonpath.New("vmid"))},
-				Check:             resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+	f.run(t, []resource.TestStep{
+		{
+			Config:            sized(1, ""),
+			ConfigStateChecks: []statecheck.StateCheck{same.AddStateValue(vmAddr, tfjsonpath.New("vmid"))},
+			Check:             resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+		},
+		{
+			Config: sized(2, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 			},
-			{
-				Config: sized(2, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
-				},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config", "shutdown", "start"),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil),
-					checkPower(env, "running")),
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config", "shutdown", "start"),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil),
+				checkPower(env, "running")),
+		},
+		{
+			Config:           sized(2, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+		},
+		{
+			ResourceName:            vmAddr,
+			ImportState:             true,
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: importIgnore,
+		},
+		{
+			// The guest no longer acts on ACPI and its agent stopped answering: the
+			// shutdown times out after 5 s and Proxmox stops the VM in the same task.
+			PreConfig: func() {
+				yes := true
+				if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{IgnoresACPI: &yes, AgentStopped: true}); err != nil {
+					t.Fatal(err)
+				}
+				log.reset()
 			},
-			{
-				Config:           sized(2, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Config: sized(3, "  shutdown_timeout = \"5s\"\n  wait_for_ip = false"),
+			ConfigStateChecks: []statecheck.StateCheck{
+				same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(3)),
 			},
-			{
-				ResourceName:            vmAddr,
-				ImportState:             true,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: importIgnore,
-			},
-			{
-				// The guest no longer acts on ACPI and its agent stopped answering: the
-				// shutdown times out after 5 s and Proxmox stops the VM in the same task.
-				PreConfig: func() {
-					yes := true
-					if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{IgnoresACPI: &yes, AgentStopped: true}); err != nil {
-						t.Fatal(err)
-					}
-					log.reset()
-				},
-				Config: sized(3, "  shutdown_timeout = \"5s\"\n  wait_for_ip = false"),
-				ConfigStateChecks: []statecheck.StateCheck{
-					same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(3)),
-				},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config", "shutdown", "start"),
-					checkForcedShutdown(env, &vmid),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "3"}, nil),
-					checkPower(env, "running")),
-			},
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config", "shutdown", "start"),
+				checkForcedShutdown(env, &vmid),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "3"}, nil),
+				checkPower(env, "running")),
 		},
 	})
 }
@@ -217,66 +226,60 @@ func checkForcedShutdown(env *testEnv, vmid *int) resource.TestCheckFunc {
 // applies it, and the plan is then empty; the import plans nothing; the destroy removes it.
 func TestAccProxyVM_rebootOnChangeFalse(t *testing.T) {
 	f := newPowerFixture(t, "pending", "reads the simulator's request log and pending values")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
-	cfg := func(cores int) string {
-		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n  reboot_on_change = false", cores))
-	}
+	env, log := f.env, f.log
+	cfg := func(cores int) string { return f.sized(cores, 512, "  reboot_on_change = false") }
 	var vmid int
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(name),
-		Steps: []resource.TestStep{
-			{
-				Config: cfg(1),
-				Check:  resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+	f.run(t, []resource.TestStep{
+		{
+			Config: cfg(1),
+			Check:  resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+		},
+		{
+			Config: cfg(2),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
 			},
-			{
-				Config: cfg(2),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
-				},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config"),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
-					checkPower(env, "running")),
-				// The refresh after the apply reads what the VM runs with: cores 1.
-				ExpectNonEmptyPlan: true,
-			},
-			{
-				// The plan shows the pending change again; applying it writes nothing.
-				Config: cfg(2),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
-				}},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"})),
-				ExpectNonEmptyPlan: true,
-			},
-			{
-				// Stopped and started outside Terraform: the pending cores apply.
-				PreConfig: func() {
-					for _, p := range []string{"stopped", "running"} {
-						if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{Power: p}); err != nil {
-							t.Fatal(err)
-						}
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config"),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+				checkPower(env, "running")),
+			// The refresh after the apply reads what the VM runs with: cores 1.
+			ExpectNonEmptyPlan: true,
+		},
+		{
+			// The plan shows the pending change again; applying it writes nothing.
+			Config: cfg(2),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(2)),
+			}},
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"})),
+			ExpectNonEmptyPlan: true,
+		},
+		{
+			// Stopped and started outside Terraform: the pending cores apply.
+			PreConfig: func() {
+				for _, p := range []string{"stopped", "running"} {
+					if err := env.Sim.SetVMState(vmid, pvesim.VMPatch{Power: p}); err != nil {
+						t.Fatal(err)
 					}
-				},
-				Config:           cfg(2),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-				Check:            checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil),
+				}
 			},
-			{
-				ResourceName:            vmAddr,
-				ImportState:             true,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: append(slices.Clone(importIgnore), "reboot_on_change"),
-			},
+			Config:           cfg(2),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			Check:            checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil),
+		},
+		{
+			ResourceName:            vmAddr,
+			ImportState:             true,
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: append(slices.Clone(importIgnore), "reboot_on_change"),
 		},
 	})
 }
@@ -286,55 +289,49 @@ func TestAccProxyVM_rebootOnChangeFalse(t *testing.T) {
 // the address stays known in the plan, and the next plan is empty.
 func TestAccProxyVM_memoryHotplug(t *testing.T) {
 	f := newPowerFixture(t, "hotplug", "sets the simulated VM's hotplug option")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
-	cfg := func(mem int) string {
-		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
-	}
+	env, log := f.env, f.log
+	cfg := func(mem int) string { return f.sized(1, mem, "") }
 	var vmid int
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(name),
-		Steps: []resource.TestStep{
-			{
-				Config: cfg(1024),
-				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
-					// Memory hotplug is set, and the VM restarted outside to run with it.
-					for _, p := range []pvesim.VMPatch{
-						{Config: map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}},
-						{Power: "stopped"}, {Power: "running"},
-					} {
-						if err := env.Sim.SetVMState(vmid, p); err != nil {
-							return err
-						}
+	f.run(t, []resource.TestStep{
+		{
+			Config: cfg(1024),
+			Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
+				// Memory hotplug is set, and the VM restarted outside to run with it.
+				for _, p := range []pvesim.VMPatch{
+					{Config: map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"}},
+					{Power: "stopped"}, {Power: "running"},
+				} {
+					if err := env.Sim.SetVMState(vmid, p); err != nil {
+						return err
 					}
-					log.reset()
-					return nil
-				}),
+				}
+				log.reset()
+				return nil
+			}),
+		},
+		{
+			Config: cfg(2048),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("memory_mib"), knownvalue.Int64Exact(2048)),
 			},
-			{
-				Config: cfg(2048),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("memory_mib"), knownvalue.Int64Exact(2048)),
-				},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config"),
-					checkSimConfig(env, &vmid, map[string]string{"memory": "2048"}, nil),
-					checkPower(env, "running")),
-			},
-			{
-				Config:           cfg(2048),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				ResourceName:            vmAddr,
-				ImportState:             true,
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: importIgnore,
-			},
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config"),
+				checkSimConfig(env, &vmid, map[string]string{"memory": "2048"}, nil),
+				checkPower(env, "running")),
+		},
+		{
+			Config:           cfg(2048),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+		},
+		{
+			ResourceName:            vmAddr,
+			ImportState:             true,
+			ImportStateVerify:       true,
+			ImportStateVerifyIgnore: importIgnore,
 		},
 	})
 }
@@ -363,76 +360,70 @@ func putConfig(t *testing.T, env *testEnv, c *cluster, vmid int, params map[stri
 // configured value.
 func TestAccProxyVM_pendingReverted(t *testing.T) {
 	f := newPowerFixture(t, "revert", "reads the simulator's request log and pending values")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
-	cfg := func(cores, mem int, extra string) string {
-		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = %d\n%s", cores, mem, extra))
-	}
+	env, c, log := f.env, f.c, f.log
+	cfg := f.sized
 	var vmid int
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(name),
-		Steps: []resource.TestStep{
-			{
-				Config: cfg(1, 512, ""),
-				Check:  resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+	f.run(t, []resource.TestStep{
+		{
+			Config: cfg(1, 512, ""),
+			Check:  resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error { log.reset(); return nil }),
+		},
+		{
+			Config:             cfg(2, 512, "  reboot_on_change = false"),
+			Check:              checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+			ExpectNonEmptyPlan: true,
+		},
+		{
+			// Reverted: the VM runs with the configured cores 1, so nothing to change (a
+			// warning names the pending 2); nothing is written.
+			PreConfig: func() { log.reset() },
+			Config:    cfg(1, 512, "  reboot_on_change = false"),
+			Check: resource.ComposeTestCheckFunc(
+				checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
+				log.check(&vmid)),
+		},
+		{
+			PreConfig: func() { log.reset() },
+			Config:    cfg(1, 1024, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
 			},
-			{
-				Config:             cfg(2, 512, "  reboot_on_change = false"),
-				Check:              checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
-				ExpectNonEmptyPlan: true,
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config", "shutdown", "start"),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "1", "memory": "1024"}, nil),
+				checkPower(env, "running")),
+		},
+		{
+			// cores 8 written outside Terraform while the VM runs: pending, and the VM runs
+			// with the configured 1: no change planned, nothing written.
+			PreConfig: func() {
+				putConfig(t, env, c, vmid, map[string]string{"cores": "8"})
+				log.reset()
 			},
-			{
-				// Reverted: the VM runs with the configured cores 1, so nothing to change (a
-				// warning names the pending 2); nothing is written.
-				PreConfig: func() { log.reset() },
-				Config:    cfg(1, 512, "  reboot_on_change = false"),
-				Check: resource.ComposeTestCheckFunc(
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "2"}),
-					log.check(&vmid)),
+			Config: cfg(1, 1024, ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectEmptyPlan(),
+			}},
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "8"})),
+		},
+		{
+			// started = false: the configured cores 1 is written before the shutdown, so
+			// the pending 8 never applies.
+			PreConfig: func() { log.reset() },
+			Config:    cfg(1, 1024, "  started = false"),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
 			},
-			{
-				PreConfig: func() { log.reset() },
-				Config:    cfg(1, 1024, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
-				},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config", "shutdown", "start"),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1", "memory": "1024"}, nil),
-					checkPower(env, "running")),
-			},
-			{
-				// cores 8 written outside Terraform while the VM runs: pending, and the VM runs
-				// with the configured 1: no change planned, nothing written.
-				PreConfig: func() {
-					putConfig(t, env, c, vmid, map[string]string{"cores": "8"})
-					log.reset()
-				},
-				Config: cfg(1, 1024, ""),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectEmptyPlan(),
-				}},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, map[string]string{"cores": "8"})),
-			},
-			{
-				// started = false: the configured cores 1 is written before the shutdown, so
-				// the pending 8 never applies.
-				PreConfig: func() { log.reset() },
-				Config:    cfg(1, 1024, "  started = false"),
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cores"), knownvalue.Int64Exact(1)),
-				},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config", "shutdown"),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, nil),
-					checkPower(env, "stopped")),
-			},
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config", "shutdown"),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "1"}, nil),
+				checkPower(env, "stopped")),
 		},
 	})
 }
@@ -443,34 +434,28 @@ func TestAccProxyVM_pendingReverted(t *testing.T) {
 // and the apply restarts it.
 func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
 	f := newPowerFixture(t, "hotpend", "reads the simulator's request log and pending values")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
-	cfg := func(mem int) string {
-		return base + vmResource(env, name, "  cores = 1\n  memory_mib = "+strconv.Itoa(mem))
-	}
+	env, c, log := f.env, f.c, f.log
+	cfg := func(mem int) string { return f.sized(1, mem, "") }
 	var vmid int
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(name),
-		Steps: []resource.TestStep{
-			{
-				Config: cfg(1024),
-				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
-					putConfig(t, env, c, vmid, map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"})
-					log.reset()
-					return nil
-				}),
-			},
-			{
-				Config: cfg(2048),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
-				}},
-				Check: resource.ComposeTestCheckFunc(
-					checkSimConfig(env, &vmid, map[string]string{"memory": "2048", "hotplug": "network,disk,usb,memory", "numa": "1"}, nil),
-					log.check(&vmid, "config", "shutdown", "start"),
-					checkPower(env, "running")),
-			},
+	f.run(t, []resource.TestStep{
+		{
+			Config: cfg(1024),
+			Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(*terraform.State) error {
+				putConfig(t, env, c, vmid, map[string]string{"hotplug": "network,disk,usb,memory", "numa": "1"})
+				log.reset()
+				return nil
+			}),
+		},
+		{
+			Config: cfg(2048),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+			}},
+			Check: resource.ComposeTestCheckFunc(
+				checkSimConfig(env, &vmid, map[string]string{"memory": "2048", "hotplug": "network,disk,usb,memory", "numa": "1"}, nil),
+				log.check(&vmid, "config", "shutdown", "start"),
+				checkPower(env, "running")),
 		},
 	})
 }
@@ -480,35 +465,29 @@ func TestAccProxyVM_memoryHotplugPending(t *testing.T) {
 // the change again, with its restart, and its apply converges.
 func TestAccProxyVM_interruptedUpdateConverges(t *testing.T) {
 	f := newPowerFixture(t, "interr", "writes the simulator's config directly")
-	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
-	cfg := func(cores int) string {
-		return base + vmResource(env, name, fmt.Sprintf("  cores = %d\n  memory_mib = 512\n", cores))
-	}
+	env, c, log := f.env, f.c, f.log
+	cfg := func(cores int) string { return f.sized(cores, 512, "") }
 	var vmid int
-	resource.ParallelTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             c.checkGone(name),
-		Steps: []resource.TestStep{
-			{Config: cfg(1), Check: saveVMID(&vmid)},
-			{
-				// What the interrupted apply left: cores 2 written, pending, no restart.
-				PreConfig: func() {
-					putConfig(t, env, c, vmid, map[string]string{"cores": "2"})
-					log.reset()
-				},
-				Config: cfg(2),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
-				}},
-				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "shutdown", "start"),
-					checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil)),
+	f.run(t, []resource.TestStep{
+		{Config: cfg(1), Check: saveVMID(&vmid)},
+		{
+			// What the interrupted apply left: cores 2 written, pending, no restart.
+			PreConfig: func() {
+				putConfig(t, env, c, vmid, map[string]string{"cores": "2"})
+				log.reset()
 			},
-			{
-				Config:           cfg(2),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
+			Config: cfg(2),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")),
+			}},
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "shutdown", "start"),
+				checkSimConfig(env, &vmid, map[string]string{"cores": "2"}, nil)),
+		},
+		{
+			Config:           cfg(2),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 		},
 	})
 }
