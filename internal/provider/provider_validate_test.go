@@ -67,7 +67,7 @@ func providerServer(t *testing.T, env map[string]string) (tfprotov6.ProviderServ
 	return srv, resp.Provider.ValueType()
 }
 
-func dynamicValue(t *testing.T, typ tftypes.Type, c cfg) *tfprotov6.DynamicValue {
+func dynamicValue(t testing.TB, typ tftypes.Type, c cfg) *tfprotov6.DynamicValue {
 	t.Helper()
 	v := tfValue(t, typ, map[string]any(c))
 	dv, err := tfprotov6.NewDynamicValue(typ, v)
@@ -78,7 +78,7 @@ func dynamicValue(t *testing.T, typ tftypes.Type, c cfg) *tfprotov6.DynamicValue
 }
 
 // tfValue converts Go test values to a tftypes.Value of typ.
-func tfValue(t *testing.T, typ tftypes.Type, v any) tftypes.Value {
+func tfValue(t testing.TB, typ tftypes.Type, v any) tftypes.Value {
 	t.Helper()
 	switch v := v.(type) {
 	case nil:

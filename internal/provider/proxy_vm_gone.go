@@ -119,7 +119,7 @@ func planGone(ctx context.Context, req resource.ModifyPlanRequest, resp *resourc
 	rec := readGoneRecord(ctx, req.Private)
 	resp.Diagnostics.AddWarning(goneSummary(rec),
 		goneDetailOf(prior.Name.ValueString(), int(prior.VMID.ValueInt64()), rec, readSeed(ctx, req.Private), true))
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
+	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, plan)...)
 }
 
 // warnGoneDestroy says, in a destroy plan, that the VM is already gone and what the
@@ -129,7 +129,7 @@ func warnGoneDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *
 		return
 	}
 	var prior proxyVMModel
-	if diags := req.State.Get(ctx, &prior); diags.HasError() || !isGone(&prior) {
+	if diags := getState(ctx, req.State, &prior); diags.HasError() || !isGone(&prior) {
 		return
 	}
 	rec := readGoneRecord(ctx, req.Private)

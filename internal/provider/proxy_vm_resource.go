@@ -59,7 +59,7 @@ func (r *proxyVMResource) ConfigValidators(context.Context) []resource.ConfigVal
 
 func (r *proxyVMResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var config proxyVMModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	resp.Diagnostics.Append(getConfig(ctx, req.Config, &config)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -92,12 +92,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	var plan, config proxyVMModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	resp.Diagnostics.Append(getPlan(ctx, req.Plan, &plan)...)
+	resp.Diagnostics.Append(getConfig(ctx, req.Config, &config)...)
 	var prior *proxyVMModel
 	if !req.State.Raw.IsNull() {
 		prior = &proxyVMModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, prior)...)
+		resp.Diagnostics.Append(getState(ctx, req.State, prior)...)
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -149,14 +149,14 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
 }
 
 func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	ctx = r.data.withLogging(ctx)
 	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan proxyVMModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getPlan(ctx, req.Plan, &plan)...)
 	if resp.Diagnostics.HasError() || !r.configured("create", &resp.Diagnostics) {
 		return
 	}
@@ -172,7 +172,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	// a configuration mistake fails here, before anything exists and before any state is
 	// saved, so nothing is tainted.
 	var config proxyVMModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	resp.Diagnostics.Append(getConfig(ctx, req.Config, &config)...)
 	if resp.Diagnostics.HasError() || !r.preflight(ctx, "create", false, config, plan, &resp.Diagnostics) {
 		return
 	}
@@ -223,7 +223,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		allocated = &id
 		partial := partialState(plan, id, node, spec.UID, createdAt)
 		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &partial)...)
+		resp.Diagnostics.Append(setState(ctx, &resp.State, &partial)...)
 		resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: r.data.backend.SeedVolID(spec.Name, spec.UID), put: node})...)
 		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
 	}
@@ -248,7 +248,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		resp.Diagnostics.AddError("Unable to create proxy VM", vmLabel(spec.Name, final.ID.VMID)+": "+msg+
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
 	resp.Diagnostics.Append(writeSeed(ctx, resp.Private, resp.Private, seedWrite{volid: final.Seed, put: final.Node})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, final)...)
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
@@ -263,7 +263,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(setIdentity(ctx, req.State, resp.Identity)...)
 	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var state proxyVMModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getState(ctx, req.State, &state)...)
 	if resp.Diagnostics.HasError() || !r.configured("read", &resp.Diagnostics) {
 		return
 	}
@@ -292,7 +292,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		tflog.Warn(ctx, "proxy VM gone or its VMID reused, kept in the state as deleted", map[string]any{
 			"name": id.Name, "vmid": id.VMID, "node": state.Node.ValueString(), "seed": readSeed(ctx, req.Private)})
 		markGone(&state)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
 		resp.Diagnostics.Append(writeGoneRecord(ctx, resp.Private, goneRecordOf(err, r.redact))...)
 		return
 	case err != nil && keepsPriorValues(err):
@@ -328,7 +328,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	readSeedDrift(ctx, req.Private, resp.Private, &state, vm, &resp.Diagnostics) // a swap cut off after its write (proxy_vm_reseed.go)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
 	// A VM found on another node than the state's keeps its seed recorded where it was put
 	// (an HA recovery moves the config alone).
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, seedWrite{volid: vm.Seed, lastSeen: priorNode})...)
@@ -367,8 +367,8 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	ctx = r.data.withLogging(ctx)
 	defer func() { resp.Diagnostics.Append(setIdentity(ctx, resp.State, resp.Identity)...) }()
 	var plan, prior proxyVMModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &prior)...)
+	resp.Diagnostics.Append(getPlan(ctx, req.Plan, &plan)...)
+	resp.Diagnostics.Append(getState(ctx, req.State, &prior)...)
 	if resp.Diagnostics.HasError() || !r.configured("update", &resp.Diagnostics) {
 		return
 	}
@@ -407,7 +407,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: prior.Pool.ValueString()}); gerr == nil {
 				state := prior
 				applyVM(&state, vm)
-				resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+				resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
 			}
 			r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
 			return
@@ -434,7 +434,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
 	recordUpdate(ctx, req, resp, prior, vm)
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
 }
@@ -454,7 +454,7 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 	}
 	plan.vmCloudInit.changes(prior.vmCloudInit, &changes, cloudInitUnread)
 	var config proxyVMModel
-	diagnostics.Append(req.Config.Get(ctx, &config)...)
+	diagnostics.Append(getConfig(ctx, req.Config, &config)...)
 	if v, ok := knownString(config.CloudInitWO); ok {
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
@@ -490,7 +490,7 @@ func recordUpdate(ctx context.Context, req resource.UpdateRequest, resp *resourc
 func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	ctx = r.data.withLogging(ctx)
 	var state proxyVMModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getState(ctx, req.State, &state)...)
 	if resp.Diagnostics.HasError() || !r.configured("delete", &resp.Diagnostics) {
 		return
 	}
@@ -560,7 +560,7 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 	var nullTimeouts timeouts.Value
 	resp.Diagnostics.Append(resp.State.GetAttribute(ctx, path.Root("timeouts"), &nullTimeouts)...)
 	model, unread := importedModel(vm, r.cfg(), tmpl, nullTimeouts)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &model)...)
+	resp.Diagnostics.Append(setState(ctx, &resp.State, &model)...)
 	resp.Diagnostics.Append(writeImportMarker(ctx, resp.Private, unread)...)
 	resp.Diagnostics.Append(writeNetworkDigest(ctx, resp.Private, importedNetworkDigest(vm.MarkExtra))...)
 	if vm.MarkExtra.StaticUnreadable {

@@ -1,0 +1,177 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+)
+
+// randomValue is a value of typ: null, unknown (when unknown is allowed) or known, with
+// known collections and objects holding random values in turn.
+func randomValue(r *rand.Rand, typ tftypes.Type, unknown bool) tftypes.Value {
+	switch n := r.IntN(10); {
+	case n == 0:
+		return tftypes.NewValue(typ, nil)
+	case n == 1 && unknown:
+		return tftypes.NewValue(typ, tftypes.UnknownValue)
+	}
+	switch typ := typ.(type) {
+	case tftypes.Object:
+		vals := map[string]tftypes.Value{}
+		for k, at := range typ.AttributeTypes {
+			vals[k] = randomValue(r, at, unknown)
+		}
+		return tftypes.NewValue(typ, vals)
+	case tftypes.List:
+		return tftypes.NewValue(typ, randomElems(r, typ.ElementType, unknown))
+	case tftypes.Set:
+		// Set elements must differ: strings with their index.
+		elems := randomElems(r, typ.ElementType, unknown)
+		if typ.ElementType.Is(tftypes.String) {
+			for i := range elems {
+				if elems[i].IsKnown() && !elems[i].IsNull() {
+					elems[i] = tftypes.NewValue(tftypes.String, fmt.Sprintf("e%d", i))
+				}
+			}
+		}
+		return tftypes.NewValue(typ, elems)
+	case tftypes.Map:
+		vals := map[string]tftypes.Value{}
+		for i, e := range randomElems(r, typ.ElementType, unknown) {
+			vals[fmt.Sprintf("k%d", i)] = e
+		}
+		return tftypes.NewValue(typ, vals)
+	}
+	switch {
+	case typ.Is(tftypes.String):
+		return tftypes.NewValue(typ, fmt.Sprintf("s%d", r.IntN(1000)))
+	case typ.Is(tftypes.Bool):
+		return tftypes.NewValue(typ, r.IntN(2) == 0)
+	case typ.Is(tftypes.Number):
+		if r.IntN(20) == 0 { // not an integer: an Int64 attribute's type refuses it
+			return tftypes.NewValue(typ, big.NewFloat(1.5))
+		}
+		return tftypes.NewValue(typ, big.NewFloat(float64(r.IntN(100000))))
+	}
+	panic(fmt.Sprintf("randomValue: %s", typ))
+}
+
+func randomElems(r *rand.Rand, typ tftypes.Type, unknown bool) []tftypes.Value {
+	out := make([]tftypes.Value, r.IntN(3))
+	for i := range out {
+		out[i] = randomValue(r, typ, unknown)
+		if out[i].IsNull() { // collections hold no null elements
+			out[i] = randomValue(r, typ, false)
+		}
+		for out[i].IsNull() {
+			out[i] = randomValue(r, typ, false)
+		}
+	}
+	return out
+}
+
+// TestModelCodec_sameAsFramework: the codec reads every value the framework's Get reads
+// into the same model (field by field), refuses what it refuses, and writes every model
+// as the framework's Set does: over random states of proxy_vm's schema (nulls, unknowns,
+// nested objects, sets, non-integer numbers), and models changed after the read.
+func TestModelCodec_sameAsFramework(t *testing.T) {
+	ctx := context.Background()
+	sch := proxyVMSchema(ctx)
+	typ, ok := sch.Type().TerraformType(ctx).(tftypes.Object)
+	if !ok {
+		t.Fatal("the schema is not an object")
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var read, refused int
+	for i := range 400 {
+		raw := randomValue(r, typ, true)
+		if raw.IsNull() || !raw.IsKnown() {
+			continue
+		}
+		st := tfsdk.State{Schema: sch, Raw: raw}
+		var want, got proxyVMModel
+		wantDiags := st.Get(ctx, &want)
+		gotDiags := getState(ctx, st, &got)
+		if wantDiags.HasError() != gotDiags.HasError() {
+			t.Fatalf("value %d: the framework's Get errors %v, the codec's %v", i, wantDiags, gotDiags)
+		}
+		if wantDiags.HasError() {
+			refused++
+			continue
+		}
+		read++
+		sameModel(t, i, want, got)
+		// A model as a resource method leaves it: some values replaced.
+		got.Name = types.StringValue(fmt.Sprintf("vm-%d", i))
+		got.VMID = types.Int64Unknown()
+		for _, m := range []proxyVMModel{want, got} {
+			fw, ours := tfsdk.State{Schema: sch}, tfsdk.State{Schema: sch}
+			fwDiags := fw.Set(ctx, &m)
+			ourDiags := setState(ctx, &ours, &m)
+			if fwDiags.HasError() || ourDiags.HasError() {
+				t.Fatalf("value %d: Set %v, the codec %v", i, fwDiags, ourDiags)
+			}
+			if !fw.Raw.Equal(ours.Raw) {
+				diffs, _ := fw.Raw.Diff(ours.Raw)
+				t.Fatalf("value %d: the codec writes another value than Set: %v", i, diffs)
+			}
+		}
+	}
+	// Both branches ran: models read and values refused.
+	if read < 100 || refused < 10 {
+		t.Fatalf("%d values read, %d refused: the generator does not cover both", read, refused)
+	}
+}
+
+func sameModel(t *testing.T, i int, want, got proxyVMModel) {
+	t.Helper()
+	wv, gv := reflect.ValueOf(want), reflect.ValueOf(got)
+	fields, err := objectFields(reflect.TypeFor[proxyVMModel](), mustObjectType(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		w, _ := wv.FieldByIndex(f.index).Interface().(attr.Value)
+		g, _ := gv.FieldByIndex(f.index).Interface().(attr.Value)
+		if w == nil || g == nil || !w.Equal(g) || reflect.TypeOf(w) != reflect.TypeOf(g) {
+			t.Fatalf("value %d: %s is %v (%T) by Get, %v (%T) by the codec", i, f.name, w, w, g, g)
+		}
+	}
+}
+
+func mustObjectType(t *testing.T) tftypes.Object {
+	t.Helper()
+	ot, ok := proxyVMSchema(context.Background()).Type().TerraformType(context.Background()).(tftypes.Object)
+	if !ok {
+		t.Fatal("the schema is not an object")
+	}
+	return ot
+}
+
+// TestModelCodec_refusesAnotherType: a value of another schema's type is an error, not a
+// read of whatever attributes match.
+func TestModelCodec_refusesAnotherType(t *testing.T) {
+	ctx := context.Background()
+	other := tftypes.Object{AttributeTypes: map[string]tftypes.Type{"name": tftypes.String}}
+	raw := tftypes.NewValue(other, map[string]tftypes.Value{"name": tftypes.NewValue(tftypes.String, "x")})
+	var m proxyVMModel
+	if diags := getState(ctx, tfsdk.State{Schema: proxyVMSchema(ctx), Raw: raw}, &m); !diags.HasError() {
+		t.Fatal("a value of another type was read")
+	}
+	// And a zero model (types.Object without attribute types) cannot be written, as Set refuses it.
+	st := tfsdk.State{Schema: proxyVMSchema(ctx)}
+	if diags := setState(ctx, &st, &proxyVMModel{}); !diags.HasError() {
+		t.Fatal("a zero model was written")
+	}
+	if diags := (&tfsdk.State{Schema: proxyVMSchema(ctx)}).Set(ctx, &proxyVMModel{}); !diags.HasError() {
+		t.Fatal("the framework's Set writes a zero model: the codec should too")
+	}
+}
