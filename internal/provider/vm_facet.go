@@ -35,6 +35,9 @@ type facetAttr struct {
 	// only, what setting and changing it does; read adds, on the data sources only, how
 	// they read it.
 	md, change, read string
+	// nestedRead adds, on the data sources only, how they read a nested attribute's
+	// attributes (by name), as read does for the attribute.
+	nestedRead map[string]string
 	// resourceOnly leaves the attribute out of the data sources (a value that cannot be
 	// read back from a VM).
 	resourceOnly bool
@@ -93,15 +96,16 @@ func dataAttributes(attrs []facetAttr) map[string]dschema.Attribute {
 	out := make(map[string]dschema.Attribute, len(attrs))
 	for _, a := range attrs {
 		if !a.resourceOnly {
-			out[a.name] = dataAttribute(a.name, joinMD(a.md, a.read), a.resource)
+			out[a.name] = dataAttribute(a.name, joinMD(a.md, a.read), a.resource, a.nestedRead)
 		}
 	}
 	return out
 }
 
 // dataAttribute is the data sources' computed attribute of the resource attribute r,
-// described by md; a nested attribute's attributes keep their own description.
-func dataAttribute(name, md string, r rschema.Attribute) dschema.Attribute {
+// described by md; a nested attribute's attributes keep their own description, with
+// nestedRead's sentence for them.
+func dataAttribute(name, md string, r rschema.Attribute, nestedRead map[string]string) dschema.Attribute {
 	switch v := r.(type) {
 	case rschema.StringAttribute:
 		return dschema.StringAttribute{Computed: true, MarkdownDescription: md}
@@ -116,7 +120,7 @@ func dataAttribute(name, md string, r rschema.Attribute) dschema.Attribute {
 	case rschema.SingleNestedAttribute:
 		nested := make(map[string]dschema.Attribute, len(v.Attributes))
 		for k, na := range v.Attributes {
-			nested[k] = dataAttribute(name+"."+k, na.GetMarkdownDescription(), na)
+			nested[k] = dataAttribute(name+"."+k, joinMD(na.GetMarkdownDescription(), nestedRead[k]), na, nil)
 		}
 		return dschema.SingleNestedAttribute{Computed: true, Attributes: nested, MarkdownDescription: md}
 	default:

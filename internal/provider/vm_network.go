@@ -130,6 +130,10 @@ func networkAttrs() []facetAttr {
 			"both. " + networkReplaces,
 		read: "The one the VM was made with, from its mark; null when it was made without one (DHCP, or a raw " +
 			"`network_config`, which cannot be read back).",
+		nestedRead: map[string]string{
+			"dns":    "Null when the VM was made without name servers.",
+			"search": "Null when the VM was made without search domains.",
+		},
 		resource: schema.SingleNestedAttribute{
 			Optional: true,
 			Validators: []validator.Object{

@@ -4,9 +4,13 @@ import (
 	"context"
 	"maps"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
@@ -196,5 +200,26 @@ func TestVMNetwork_attrs(t *testing.T) {
 		if res[a.name].GetMarkdownDescription() != joinMD(a.md, a.change) {
 			t.Errorf("%s: markdown %q", a.name, res[a.name].GetMarkdownDescription())
 		}
+	}
+}
+
+// TestStaticIPv4_dataSourceSaysNull: the proxy_vm data source reads static_ipv4's empty
+// dns and search lists as null (staticValue); its nested attributes say so, where the
+// resource's describe what to set.
+func TestStaticIPv4_dataSourceSaysNull(t *testing.T) {
+	var resp datasource.SchemaResponse
+	(&vmDataSource{}).Schema(context.Background(), datasource.SchemaRequest{}, &resp)
+	static, ok := resp.Schema.Attributes["static_ipv4"].(dschema.SingleNestedAttribute)
+	if !ok {
+		t.Fatalf("static_ipv4 is a %T", resp.Schema.Attributes["static_ipv4"])
+	}
+	for _, k := range []string{"dns", "search"} {
+		if md := static.Attributes[k].GetMarkdownDescription(); !strings.Contains(md, "Null when") {
+			t.Errorf("the data source's static_ipv4.%s does not say when it is null: %q", k, md)
+		}
+	}
+	res := proxyVMSchema(context.Background()).Attributes["static_ipv4"].(schema.SingleNestedAttribute)
+	if md := res.Attributes["dns"].GetMarkdownDescription(); strings.Contains(md, "Null when") {
+		t.Errorf("the resource's static_ipv4.dns says how the data source reads it: %q", md)
 	}
 }
