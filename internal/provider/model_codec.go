@@ -99,12 +99,12 @@ func (c *modelCodec[T]) get(ctx context.Context, s schemaTyper, raw tftypes.Valu
 	if !raw.Type().Equal(c.typ) {
 		return fmt.Errorf("the value is a %s, not the schema's object", raw.Type())
 	}
+	if raw.IsNull() || !raw.IsKnown() {
+		return fmt.Errorf("the value is null or unknown as a whole")
+	}
 	var attrs map[string]tftypes.Value
 	if err := raw.As(&attrs); err != nil {
 		return err
-	}
-	if attrs == nil {
-		return fmt.Errorf("the value is null or unknown")
 	}
 	var m T
 	rv := reflect.ValueOf(&m).Elem()

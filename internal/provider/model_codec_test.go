@@ -9,8 +9,13 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/attr/xattr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
@@ -173,5 +178,108 @@ func TestModelCodec_refusesAnotherType(t *testing.T) {
 	}
 	if diags := (&tfsdk.State{Schema: proxyVMSchema(ctx)}).Set(ctx, &proxyVMModel{}); !diags.HasError() {
 		t.Fatal("the framework's Set writes a zero model: the codec should too")
+	}
+}
+
+// evenType is an Int64 type that validates its values (xattr.TypeWithValidate): only even
+// numbers, as a custom type's own check.
+type evenType struct{ basetypes.Int64Type }
+
+func (evenType) Validate(_ context.Context, v tftypes.Value, p path.Path) diag.Diagnostics {
+	var f big.Float
+	if v.IsKnown() && !v.IsNull() && v.As(&f) == nil {
+		if n, _ := f.Int64(); n%2 != 0 {
+			return diag.Diagnostics{diag.NewAttributeErrorDiagnostic(p, "odd", "the number is odd")}
+		}
+	}
+	return nil
+}
+
+// selfCheckedString validates itself (xattr.ValidateableAttribute).
+type selfCheckedString struct{ basetypes.StringValue }
+
+func (selfCheckedString) ValidateAttribute(context.Context, xattr.ValidateAttributeRequest, *xattr.ValidateAttributeResponse) {
+}
+
+// selfCheckedType is the String type whose values are selfCheckedString.
+type selfCheckedType struct{ basetypes.StringType }
+
+func (selfCheckedType) ValueFromTerraform(ctx context.Context, v tftypes.Value) (attr.Value, error) {
+	sv, err := basetypes.StringType{}.ValueFromTerraform(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return selfCheckedString{StringValue: sv.(basetypes.StringValue)}, nil
+}
+
+// TestModelCodec_generic: the codec on small models of its own, for what proxyVMModel does
+// not exercise: a type's own Validate runs on read and on write, as the framework's Get and
+// Set run it; a field of another Go type than the schema's values, a value that is null as a
+// whole, and fields whose values validate themselves are errors, never a wrong read.
+func TestModelCodec_generic(t *testing.T) {
+	ctx := context.Background()
+	sch := rschema.Schema{Attributes: map[string]rschema.Attribute{
+		"n": rschema.Int64Attribute{Optional: true, CustomType: evenType{}},
+		"s": rschema.StringAttribute{Optional: true},
+	}}
+	typ := sch.Type().TerraformType(ctx)
+	val := func(n int) tftypes.Value {
+		return tftypes.NewValue(typ, map[string]tftypes.Value{
+			"n": tftypes.NewValue(tftypes.Number, big.NewFloat(float64(n))), "s": tftypes.NewValue(tftypes.String, "x")})
+	}
+	type model struct {
+		N types.Int64  `tfsdk:"n"`
+		S types.String `tfsdk:"s"`
+	}
+	var c modelCodec[model]
+	var m model
+	if err := c.get(ctx, sch, val(2), &m); err != nil || m.N.ValueInt64() != 2 || m.S.ValueString() != "x" {
+		t.Fatalf("an even number: %+v, %v", m, err)
+	}
+	for _, st := range []tfsdk.State{{Schema: sch, Raw: val(3)}} {
+		var fw model
+		if diags := st.Get(ctx, &fw); !diags.HasError() {
+			t.Fatal("the framework's Get reads an odd number: the codec's check is not the framework's")
+		}
+		if err := c.get(ctx, sch, st.Raw, &m); err == nil {
+			t.Error("the codec reads an odd number the type's Validate refuses")
+		}
+	}
+	odd := model{N: types.Int64Value(3), S: types.StringValue("x")}
+	if diags := (&tfsdk.State{Schema: sch}).Set(ctx, &odd); !diags.HasError() {
+		t.Fatal("the framework's Set writes an odd number: the codec's check is not the framework's")
+	}
+	if _, err := c.value(ctx, sch, &odd); err == nil {
+		t.Error("the codec writes an odd number the type's Validate refuses")
+	}
+	if err := c.get(ctx, sch, tftypes.NewValue(typ, nil), &m); err == nil {
+		t.Error("a null value was read as a model")
+	}
+	if err := c.get(ctx, sch, tftypes.NewValue(typ, tftypes.UnknownValue), &m); err == nil {
+		t.Error("an unknown value was read as a model")
+	}
+
+	type wrongField struct {
+		N types.String `tfsdk:"n"`
+		S types.String `tfsdk:"s"`
+	}
+	var cw modelCodec[wrongField]
+	var w wrongField
+	if err := cw.get(ctx, sch, val(2), &w); err == nil {
+		t.Error("an Int64 attribute was read into a String field")
+	}
+
+	type selfChecked struct {
+		N types.Int64       `tfsdk:"n"`
+		S selfCheckedString `tfsdk:"s"`
+	}
+	selfSch := rschema.Schema{Attributes: map[string]rschema.Attribute{
+		"n": rschema.Int64Attribute{Optional: true},
+		"s": rschema.StringAttribute{Optional: true, CustomType: selfCheckedType{}},
+	}}
+	var cs modelCodec[selfChecked]
+	var s selfChecked
+	if err := cs.get(ctx, selfSch, val(2), &s); err == nil {
+		t.Error("a model whose values validate themselves was read (the codec does not run ValidateAttribute)")
 	}
 }
