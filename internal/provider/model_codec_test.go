@@ -95,6 +95,11 @@ func TestModelCodec_sameAsFramework(t *testing.T) {
 		t.Fatal("the schema is not an object")
 	}
 	r := rand.New(rand.NewPCG(1, 2))
+	var prior proxyVMModel
+	if diags := (tfsdk.State{Schema: sch, Raw: nullsOf(typ)}).Get(ctx, &prior); diags.HasError() {
+		t.Fatal(diags)
+	}
+	prior.Name = types.StringValue("prior")
 	var read, refused int
 	for i := range 400 {
 		raw := randomValue(r, typ, true)
@@ -102,14 +107,16 @@ func TestModelCodec_sameAsFramework(t *testing.T) {
 			continue
 		}
 		st := tfsdk.State{Schema: sch, Raw: raw}
-		var want, got proxyVMModel
+		// Both targets hold a model already: a refused value leaves it as it was.
+		want, got := prior, prior
 		wantDiags := st.Get(ctx, &want)
 		gotDiags := getState(ctx, st, &got)
-		if wantDiags.HasError() != gotDiags.HasError() {
-			t.Fatalf("value %d: the framework's Get errors %v, the codec's %v", i, wantDiags, gotDiags)
+		if !sameRefusal(ctx, sch, raw, wantDiags, gotDiags) {
+			t.Fatalf("value %d: the framework's Get says %v, the codec %v", i, wantDiags, gotDiags)
 		}
 		if wantDiags.HasError() {
 			refused++
+			sameModel(t, i, want, got)
 			continue
 		}
 		read++
@@ -134,6 +141,48 @@ func TestModelCodec_sameAsFramework(t *testing.T) {
 	if read < 100 || refused < 10 {
 		t.Fatalf("%d values read, %d refused: the generator does not cover both", read, refused)
 	}
+	// The fields are found once, however many calls.
+	if len(vmCodec.fields) != len(typ.AttributeTypes) {
+		t.Fatalf("the codec holds %d fields for %d attributes", len(vmCodec.fields), len(typ.AttributeTypes))
+	}
+}
+
+// sameRefusal reports whether the codec's diagnostics of raw are the framework's: equal,
+// or, where several attributes are refused, the same diagnostic on another of them (the
+// framework's reflection walks the struct's fields in map order, so which one it names
+// varies from call to call).
+func sameRefusal(ctx context.Context, sch rschema.Schema, raw tftypes.Value, want, got diag.Diagnostics) bool {
+	if want.Equal(got) {
+		return true
+	}
+	if len(want) != 1 || len(got) != 1 || want[0].Summary() != got[0].Summary() || want[0].Detail() != got[0].Detail() {
+		return false
+	}
+	wp, ok1 := want[0].(diag.DiagnosticWithPath)
+	gp, ok2 := got[0].(diag.DiagnosticWithPath)
+	if !ok1 || !ok2 {
+		return false
+	}
+	refused := func(p path.Path) bool {
+		at, diags := sch.TypeAtPath(ctx, p)
+		v, err := raw.ApplyTerraform5AttributePathStep(tftypes.AttributeName(p.String()))
+		if diags.HasError() || err != nil {
+			return false
+		}
+		tv, _ := v.(tftypes.Value)
+		_, err = at.ValueFromTerraform(ctx, tv)
+		return err != nil
+	}
+	return refused(wp.Path()) && refused(gp.Path())
+}
+
+// nullsOf is the object of typ with every attribute null.
+func nullsOf(typ tftypes.Object) tftypes.Value {
+	vals := map[string]tftypes.Value{}
+	for k, at := range typ.AttributeTypes {
+		vals[k] = tftypes.NewValue(at, nil)
+	}
+	return tftypes.NewValue(typ, vals)
 }
 
 func sameModel(t *testing.T, i int, want, got proxyVMModel) {
@@ -170,6 +219,18 @@ func TestModelCodec_refusesAnotherType(t *testing.T) {
 	var m proxyVMModel
 	if diags := getState(ctx, tfsdk.State{Schema: proxyVMSchema(ctx), Raw: raw}, &m); !diags.HasError() {
 		t.Fatal("a value of another type was read")
+	}
+	// Nor is a model written into a state of another schema's type (the codec keeps the
+	// type of the first schema it met).
+	var good proxyVMModel
+	if diags := getState(ctx, tfsdk.State{Schema: proxyVMSchema(ctx), Raw: nullsOf(mustObjectType(t))}, &good); diags.HasError() {
+		t.Fatal(diags)
+	}
+	if diags := setState(ctx, &tfsdk.State{Schema: proxyVMSchema(ctx), Raw: raw}, &good); !diags.HasError() {
+		t.Fatal("a model was written into a state of another type")
+	}
+	if diags := setPlan(ctx, &tfsdk.Plan{Schema: proxyVMSchema(ctx), Raw: raw}, &good); !diags.HasError() {
+		t.Fatal("a model was written into a plan of another type")
 	}
 	// And a zero model (types.Object without attribute types) cannot be written, as Set refuses it.
 	st := tfsdk.State{Schema: proxyVMSchema(ctx)}
@@ -233,29 +294,30 @@ func TestModelCodec_generic(t *testing.T) {
 	}
 	var c modelCodec[model]
 	var m model
-	if err := c.get(ctx, sch, val(2), &m); err != nil || m.N.ValueInt64() != 2 || m.S.ValueString() != "x" {
-		t.Fatalf("an even number: %+v, %v", m, err)
+	if diags, err := c.get(ctx, sch, val(2), &m); err != nil || diags.HasError() || m.N.ValueInt64() != 2 || m.S.ValueString() != "x" {
+		t.Fatalf("an even number: %+v, %v %v", m, diags, err)
 	}
 	for _, st := range []tfsdk.State{{Schema: sch, Raw: val(3)}} {
 		var fw model
 		if diags := st.Get(ctx, &fw); !diags.HasError() {
 			t.Fatal("the framework's Get reads an odd number: the codec's check is not the framework's")
 		}
-		if err := c.get(ctx, sch, st.Raw, &m); err == nil {
-			t.Error("the codec reads an odd number the type's Validate refuses")
+		diags, err := c.get(ctx, sch, st.Raw, &m)
+		if want := st.Get(ctx, &fw); err != nil || !diags.Equal(want) {
+			t.Errorf("an odd number: the codec says %v %v, the framework's Get %v", diags, err, want)
 		}
 	}
 	odd := model{N: types.Int64Value(3), S: types.StringValue("x")}
 	if diags := (&tfsdk.State{Schema: sch}).Set(ctx, &odd); !diags.HasError() {
 		t.Fatal("the framework's Set writes an odd number: the codec's check is not the framework's")
 	}
-	if _, err := c.value(ctx, sch, &odd); err == nil {
-		t.Error("the codec writes an odd number the type's Validate refuses")
+	if _, diags, err := c.value(ctx, sch, &odd); err != nil || !diags.Equal((&tfsdk.State{Schema: sch}).Set(ctx, &odd)) {
+		t.Errorf("an odd number: the codec writes it (%v %v), or not as the framework's Set refuses it", diags, err)
 	}
-	if err := c.get(ctx, sch, tftypes.NewValue(typ, nil), &m); err == nil {
+	if _, err := c.get(ctx, sch, tftypes.NewValue(typ, nil), &m); err == nil {
 		t.Error("a null value was read as a model")
 	}
-	if err := c.get(ctx, sch, tftypes.NewValue(typ, tftypes.UnknownValue), &m); err == nil {
+	if _, err := c.get(ctx, sch, tftypes.NewValue(typ, tftypes.UnknownValue), &m); err == nil {
 		t.Error("an unknown value was read as a model")
 	}
 
@@ -265,7 +327,7 @@ func TestModelCodec_generic(t *testing.T) {
 	}
 	var cw modelCodec[wrongField]
 	var w wrongField
-	if err := cw.get(ctx, sch, val(2), &w); err == nil {
+	if _, err := cw.get(ctx, sch, val(2), &w); err == nil {
 		t.Error("an Int64 attribute was read into a String field")
 	}
 
@@ -279,7 +341,7 @@ func TestModelCodec_generic(t *testing.T) {
 	}}
 	var cs modelCodec[selfChecked]
 	var s selfChecked
-	if err := cs.get(ctx, selfSch, val(2), &s); err == nil {
+	if _, err := cs.get(ctx, selfSch, val(2), &s); err == nil {
 		t.Error("a model whose values validate themselves was read (the codec does not run ValidateAttribute)")
 	}
 }
