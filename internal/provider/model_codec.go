@@ -25,8 +25,10 @@ import (
 // proxy_vm made seven such calls, about a third of the provider's CPU in it
 // (BenchmarkNoopPlan, noop_plan_test.go; bench/profile-noop-plan.md).
 //
-// The schema's type is taken from the first call's schema; a value of another type is an
-// error, never a wrong read (TestModelCodec_sameAsFramework).
+// The schema's type is taken from the first call's schema; a value, State or Plan of
+// another type is an error, never a wrong read or write (TestModelCodec_refusesAnotherType);
+// a value an attribute's type refuses gets the framework's diagnostics on that attribute
+// (TestModelCodec_sameAsFramework).
 type modelCodec[T any] struct {
 	once   sync.Once
 	typ    tftypes.Object
