@@ -274,7 +274,7 @@ func TestAccVMsDataSource_nodeDown(t *testing.T) {
 // (on both nodes), per seed node the ISO storage's status (not shared) and the config of
 // every QEMU VM there (ten: those five, the templates 9000, 9001 and 150007, the foreign VM
 // 100 and the mid-clone), each with one GET .../pending (current and pending values, decision:
-// seed-in-use; none has a parent, so no snapshot is read), to tell that none
+// seed-in-use) and one GET .../snapshot (every VM's: no field tells which have any), to tell that none
 // has a seed on a drive, and one read of the token's privileges on /vms to prove the orphans
 // unused (decision: orphan-visibility): exact counts of one read through the real client
 // against the simulator.
@@ -299,6 +299,7 @@ func TestVMsList_simulatorRequests(t *testing.T) {
 	}
 	want := map[string]int{
 		"GET /cluster/resources": 2, "GET /nodes/{node}/qemu/{vmid}/config": 5, "GET /nodes/{node}/qemu/{vmid}/pending": 10,
+		"GET /nodes/{node}/qemu/{vmid}/snapshot":      10,
 		"GET /nodes/{node}/storage/{storage}/content": 2, "GET /nodes/{node}/storage/{storage}/status": 2,
 		"GET /access/permissions": 1,
 	}

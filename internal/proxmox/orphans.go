@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -264,7 +265,7 @@ func (b *Backend) listingIncomplete(ctx context.Context) (string, error) {
 type seedUse struct {
 	names      map[string]bool // every listed QEMU VM's name, from the listing
 	vols, uids map[string]bool
-	drives     map[string]string // "<node>|<volume id>" and "|<volume id>" (any node) -> "VM <vmid> (<name>) as <drive>"
+	drives     map[string]string // "<node>|<volume id or isoPathKey>" and "|<...>" (any node) -> "VM <vmid> (<name>) as <drive>"
 }
 
 // byItsVM says whether a VM of s's name may boot from s: it has s on ide2, or its mark
@@ -299,22 +300,11 @@ func seedReaders(res []pveapi.Resource, perNode [][]Seed) (named, others []pveap
 	return named, others
 }
 
-// readSeedUse reads the config of each VM in vms (ListConcurrency at a time) and adds what
-// it says to use. A VM gone meanwhile is passed; any other failed read fails the call.
-//
-// Each VM is read with GET .../pending, one request as GET .../config is, which answers
-// both its current values and its pending section (pveapi.PendingConfig): a VM uses a
-// volume either names (decision: seed-in-use). GET .../config alone shows the pending
-// values, so a drive whose removal from a running VM waits for its restart (an ide or sata
-// drive, which Proxmox never unplugs live) would look gone while the VM still has the ISO
-// attached and boots from it until then. Neither read shows the snapshot sections: a VM
-// whose config has a parent has its snapshots read too (readSnapshotDrives).
+// readSeedUse reads what each VM in vms uses (readVMUse, ListConcurrency at a time) and
+// adds it to use. A VM gone meanwhile is passed; any other failed read fails the call.
 func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resource, use *seedUse) error {
-	var (
-		firstErr error
-		snapped  []pveapi.Resource // the VMs whose config has a parent: they have snapshots
-	)
-	err := eachRead(ctx, b, vms, b.api.VMPending, func(r pveapi.Resource, p pveapi.PendingConfig, err error) bool {
+	var firstErr error
+	err := eachRead(ctx, b, vms, b.readVMUse, func(r pveapi.Resource, u vmUse, err error) bool {
 		switch {
 		case err == nil:
 		case isNotExist(err):
@@ -323,6 +313,7 @@ func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resou
 			firstErr = apiErrorf(op, err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
 			return false
 		}
+		p := u.cfg
 		for _, cfg := range []map[string]string{p.WithPending(), p.Current} {
 			if v, ok := vmSeed(r.Name, cfg); ok {
 				use.vols[v.volid()] = true
@@ -331,61 +322,79 @@ func (b *Backend) readSeedUse(ctx context.Context, op string, vms []pveapi.Resou
 				use.uids[r.Name+"/"+m.UID] = true
 			}
 		}
-		use.addPendingDrives(r, p)
-		if p.Current["parent"] != "" || p.Pending["parent"] != "" {
-			snapped = append(snapped, r)
-		}
+		use.addVM(r, u)
 		return true
 	})
 	if firstErr == nil && err != nil {
 		firstErr = apiErrorf(op, err, "reading the configs of the VMs that may use a seed ISO")
 	}
-	if firstErr != nil {
-		return firstErr
-	}
-	for _, r := range snapped {
-		if err := b.readSnapshotDrives(ctx, op, r, use); err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstErr
 }
 
-// readSnapshotDrives adds to use the ISO volumes on the drives of each snapshot of the VM r
-// (GET .../snapshot, then GET .../config?snapshot=<name> per snapshot): a rollback makes a
-// snapshot's drives the VM's again, so a seed only a snapshot names is in use too. It is
-// asked only of a VM whose config has a parent (the snapshot its current state descends
-// from): what it costs is one list and one read per snapshot of such a VM. A VM gone
-// meanwhile is passed; any other failed read (a snapshot deleted meanwhile among them)
-// fails the call, so a seed is never deleted unproved.
-func (b *Backend) readSnapshotDrives(ctx context.Context, op string, r pveapi.Resource, use *seedUse) error {
-	snaps, err := b.api.VMSnapshots(ctx, r.Node, r.VMID)
-	switch {
-	case err == nil:
-	case isNotExist(err):
-		return nil
-	default:
-		return apiErrorf(op, err, "listing the snapshots of VMID %d on node %s to tell which seed ISO they use", r.VMID, r.Node)
+// vmUse is what one VM's config file says of the volumes it uses: its current values with
+// its pending section (GET .../pending), and each snapshot section by name.
+type vmUse struct {
+	cfg   pveapi.PendingConfig
+	snaps map[string]map[string]string
+}
+
+// readVMUse reads what the VM at vmid on node uses (decision: seed-in-use): GET .../pending,
+// one request as GET .../config is, answers both its current values and its pending
+// section (pveapi.PendingConfig): GET .../config alone shows the pending values, so a drive
+// whose removal from a running VM waits for its restart (an ide or sata drive, which
+// Proxmox never unplugs live) would look gone while the VM still boots from the ISO. Neither
+// shows the snapshot sections, which a rollback makes the VM's drives again: GET
+// .../snapshot lists them, GET .../config?snapshot=<name> reads each. Every VM's list is
+// read, not only a VM whose config has a parent: deleting the snapshot the VM descends from
+// when it has none leaves the config without parent while its children stay
+// (pve-guest-common src/PVE/AbstractConfig.pm snapshot_delete, lines 949-958 and 1036-1041),
+// and nothing the listing or the config shows says a VM has snapshots. That costs one
+// request per VM read and one per snapshot (TestSeedUse_snapshotRequestCost). A snapshot
+// deleted between the list and its read fails the call (the error says which): the caller
+// retries rather than deleting a seed unproved.
+func (b *Backend) readVMUse(ctx context.Context, node string, vmid int) (vmUse, error) {
+	p, err := b.api.VMPending(ctx, node, vmid)
+	if err != nil {
+		return vmUse{}, err
+	}
+	u := vmUse{cfg: p}
+	snaps, err := b.api.VMSnapshots(ctx, node, vmid)
+	if err != nil {
+		return vmUse{}, wrapMsg("listing its snapshots", err)
 	}
 	for _, s := range snaps {
 		if s.Name == "current" {
 			continue
 		}
-		cfg, err := b.api.VMSnapshotConfig(ctx, r.Node, r.VMID, s.Name)
-		switch {
-		case err == nil:
-		case isNotExist(err):
-			continue
-		default:
-			return apiErrorf(op, err, "reading snapshot %s of VMID %d on node %s to tell which seed ISO it uses", s.Name, r.VMID, r.Node)
+		cfg, err := b.api.VMSnapshotConfig(ctx, node, vmid, s.Name)
+		if err != nil {
+			return vmUse{}, wrapMsg("reading its snapshot "+s.Name, err)
 		}
+		if u.snaps == nil {
+			u.snaps = map[string]map[string]string{}
+		}
+		u.snaps[s.Name] = cfg
+	}
+	return u, nil
+}
+
+// addVM records the ISO volumes on the drives of the VM r that u tells of: current and
+// pending (addPendingDrives), and in each snapshot section, named by the VM's current name
+// (a snapshot section holds the name the VM had when it was taken, or none).
+func (u *seedUse) addVM(r pveapi.Resource, vu vmUse) {
+	u.addPendingDrives(r, vu.cfg)
+	name := vu.cfg.WithPending()["name"]
+	if name == "" {
+		name = r.Name
+	}
+	for _, s := range slices.Sorted(maps.Keys(vu.snaps)) {
+		cfg := vu.snaps[s]
 		for _, k := range slices.Sorted(maps.Keys(cfg)) {
 			if isDriveKey(k) {
-				use.addDrive(r, cfg["name"], k+" in its snapshot "+s.Name, cfg[k])
+				u.addDrive(r, name, k+" in its snapshot "+s, cfg[k])
 			}
 		}
 	}
-	return nil
 }
 
 // addPendingDrives records the ISO volumes on the drives of the VM r, as addDrives does,
@@ -413,11 +422,14 @@ func (u *seedUse) addDrives(r pveapi.Resource, cfg map[string]string) {
 	}
 }
 
-// addDrive records the ISO volume drive names, on the VM r named name as what, unless a VM
-// read before has it.
+// addDrive records the ISO volume drive names, by volume id or by absolute path
+// (isoPathKey), on the VM r named name as what, unless a VM read before has it.
 func (u *seedUse) addDrive(r pveapi.Resource, name, what, drive string) {
 	vol := driveVolume(drive)
-	if _, ok := parseISOVol(vol); !ok {
+	if key, ok := isoPathKey(vol); ok {
+		what += " (by path " + vol + ")"
+		vol = key
+	} else if _, ok := parseISOVol(vol); !ok {
 		return
 	}
 	for _, key := range []string{r.Node + "|" + vol, "|" + vol} {
@@ -445,4 +457,38 @@ func ctimeOf(sec int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(sec, 0).UTC()
+}
+
+// seedsNamedBy lists, sorted, the seed ISOs (this provider's naming, seedName) the VM at
+// vmid on node names on any drive, in its current values, its pending section or any
+// snapshot section (readVMUse): by volume id, or by absolute path as the path itself. The
+// clean-up asks it before deleting a half-made VM with its seed. A failed read is returned
+// as it is (isNotExist: the VM is gone).
+func (b *Backend) seedsNamedBy(ctx context.Context, node string, vmid int) ([]string, error) {
+	u, err := b.readVMUse(ctx, node, vmid)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]bool{}
+	add := func(cfg map[string]string) {
+		for k, v := range cfg {
+			if !isDriveKey(k) {
+				continue
+			}
+			vol := driveVolume(v)
+			if _, ok := isoPathKey(vol); ok {
+				if _, _, ok := seedFileName(path.Base(vol)); ok {
+					found[vol] = true
+				}
+			} else if _, _, ok := seedName(vol); ok {
+				found[vol] = true
+			}
+		}
+	}
+	add(u.cfg.Current)
+	add(u.cfg.WithPending())
+	for _, s := range u.snaps {
+		add(s)
+	}
+	return slices.Sorted(maps.Keys(found)), nil
 }

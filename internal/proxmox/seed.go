@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -137,6 +138,33 @@ func parseISOVol(volid string) (seedVol, bool) {
 	return seedVol{storage: storage, file: file}, true
 }
 
+// isoPathKey is the key a drive attached by absolute path (`ide1: /mnt/pve/nfs/template/iso/
+// x.iso`, which only root@pam may set) is recorded under as a seed holder: "path:" and the
+// path's last element, the file name. An ISO volume <storage>:iso/<file> of a directory
+// storage (dir, NFS, CIFS) is the file <path>/<iso dir>/<file> (pve-storage
+// src/PVE/Storage/Plugin.pm parse_volname, line 812: iso/<file> with no "/" in <file>;
+// filesystem_path and path, lines 876-901: "$dir/$name"), <iso dir> being template/iso
+// unless the storage's content-dirs moves it (get_subdir, lines 839-864); Proxmox maps a
+// path back to a volume the same way (src/PVE/Storage.pm path_to_volume_id, lines 691-737:
+// ^<isodir>/([^/]+\.iso)$ is <sid>:iso/<name>). So a path is matched by its file name
+// alone, to the seed of that file name on every storage (seedHolders.of), with no request
+// and no privilege: a superset of the volume path_to_volume_id names, which may keep a
+// seed that a path on another storage names by the same file name (it is reported, naming
+// the VM and the path) and never deletes one the path names. Reading each storage's path
+// (GET /storage, src/PVE/API2/Storage/Config.pm index, lines 121-168) would narrow it to
+// the one storage. A symbolic link of another name is not seen (path_to_volume_id resolves
+// it with abs_path; the API cannot).
+func isoPathKey(vol string) (string, bool) {
+	if !strings.HasPrefix(vol, "/") {
+		return "", false
+	}
+	file := path.Base(vol)
+	if file == "/" || file == "." || file == ".." {
+		return "", false
+	}
+	return "path:" + file, true
+}
+
 // seedName returns the VM name of a seed ISO's volid: <storage>:iso/<name>-<uid>-seed.iso
 // (uid set) or <storage>:iso/<name>-seed.iso (uid empty).
 func seedName(volid string) (name, uid string, ok bool) {
@@ -144,10 +172,15 @@ func seedName(volid string) (name, uid string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	if n, u, ok := parseUIDSeed(v.file); ok {
+	return seedFileName(v.file)
+}
+
+// seedFileName is seedName of a file name: <name>-<uid>-seed.iso or <name>-seed.iso.
+func seedFileName(file string) (name, uid string, ok bool) {
+	if n, u, ok := parseUIDSeed(file); ok {
 		return n, u, true
 	}
-	name, ok = strings.CutSuffix(v.file, seedSuffix)
+	name, ok = strings.CutSuffix(file, seedSuffix)
 	if !ok || name == "" {
 		return "", "", false
 	}
@@ -787,12 +820,19 @@ type seedHolders struct {
 }
 
 // of is the VM that has volid on a drive as node sees it ("VM <vmid> (<name>) as <drive>"),
-// "" when none does.
+// by volume id or by a path of its file name (isoPathKey), "" when none does.
 func (h seedHolders) of(node, volid string) string {
+	scope := node
 	if h.shared[node+"|"+storageOf(volid)] {
-		return h.use.drives["|"+volid]
+		scope = ""
 	}
-	return h.use.drives[node+"|"+volid]
+	if d := h.use.drives[scope+"|"+volid]; d != "" {
+		return d
+	}
+	if v, ok := parseISOVol(volid); ok {
+		return h.use.drives[scope+"|path:"+v.file] // a drive attached by path (isoPathKey)
+	}
+	return ""
 }
 
 // readSeedHolders reads, when seeds is not empty, whether each seed's storage is shared on

@@ -84,25 +84,24 @@ func (b *Backend) storageShared(ctx context.Context, cached bool, node, storage 
 	return st.Shared == 1, nil
 }
 
-// heldConfig is one VM's config read (GET .../pending: its current values and its pending
-// section, as the orphan scan reads it, readSeedUse), or the read in flight (done open),
-// of the VM the listing named with node and name.
+// heldConfig is what one VM uses as the orphan scan reads it (readVMUse: its current
+// values, its pending section and its snapshot sections), or the read in flight (done
+// open), of the VM the listing named with node and name.
 type heldConfig struct {
 	node string
 	name string
 	at   time.Time
 	done chan struct{}
-	cfg  pveapi.PendingConfig
+	cfg  vmUse
 	err  error
 }
 
-// holderConfig is r's config with its pending section, from a read younger than holderTTL
-// of the VM the listing names as r does (node and name), or read now. A failed read is not
-// kept.
-func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (pveapi.PendingConfig, error) {
+// holderConfig is what r uses (readVMUse), from a read younger than holderTTL of the VM
+// the listing names as r does (node and name), or read now. A failed read is not kept.
+func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (vmUse, error) {
 	c := b.holders
 	if c == nil {
-		return b.api.VMPending(ctx, r.Node, r.VMID)
+		return b.readVMUse(ctx, r.Node, r.VMID)
 	}
 	c.mu.Lock()
 	if c.m == nil {
@@ -121,7 +120,7 @@ func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (pveapi.P
 		e = &heldConfig{node: r.Node, name: r.Name, done: make(chan struct{})}
 		c.m[r.VMID] = e
 		c.mu.Unlock()
-		e.cfg, e.err = b.api.VMPending(ctx, r.Node, r.VMID)
+		e.cfg, e.err = b.readVMUse(ctx, r.Node, r.VMID)
 		e.at = b.clock.Now()
 		close(e.done)
 		return e.cfg, e.err
@@ -130,26 +129,24 @@ func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (pveapi.P
 	select {
 	case <-e.done:
 	case <-ctx.Done():
-		return pveapi.PendingConfig{}, ctx.Err()
+		return vmUse{}, ctx.Err()
 	}
 	if e.err != nil {
-		return b.api.VMPending(ctx, r.Node, r.VMID) // its reader's failure (its ctx ended) is not ours
+		return b.readVMUse(ctx, r.Node, r.VMID) // its reader's failure (its ctx ended) is not ours
 	}
 	return e.cfg, nil
 }
 
-// readHolderDrives adds to use the drives of each VM in vms, current and pending
-// (addPendingDrives), from holderConfig, and of its snapshots when its config has a parent
-// (readSnapshotDrives), as the orphan scan does (readSeedUse),
+// readHolderDrives adds to use the drives of each VM in vms, current, pending and in its
+// snapshots (addVM), from holderConfig, as the orphan scan does (readSeedUse),
 // ListConcurrency at a time. A VM gone meanwhile is passed; any other failed read fails
 // the call, so a seed is never deleted unproved.
 func (b *Backend) readHolderDrives(ctx context.Context, vms []pveapi.Resource, use *seedUse) error {
 	type result struct {
-		cfg pveapi.PendingConfig
+		cfg vmUse
 		err error
 	}
 	out := make([]result, len(vms))
-	var snapped []pveapi.Resource // the VMs whose config has a parent: they have snapshots
 	sem := make(chan struct{}, max(1, b.listConcurrency()))
 	var wg sync.WaitGroup
 	for i, r := range vms {
@@ -163,20 +160,12 @@ func (b *Backend) readHolderDrives(ctx context.Context, vms []pveapi.Resource, u
 	for i, r := range vms {
 		switch err := out[i].err; {
 		case err == nil:
-			use.addPendingDrives(r, out[i].cfg)
-			if out[i].cfg.Current["parent"] != "" || out[i].cfg.Pending["parent"] != "" {
-				snapped = append(snapped, r)
-			}
+			use.addVM(r, out[i].cfg)
 		case isNotExist(err):
 		case ctx.Err() != nil:
 			return Transientf("reading the configs of the VMs that may use a seed ISO: %w", ctx.Err())
 		default:
 			return apiErrorf("delete", err, "reading the config of VMID %d on node %s to tell which seed ISO it uses", r.VMID, r.Node)
-		}
-	}
-	for _, r := range snapped {
-		if err := b.readSnapshotDrives(ctx, "delete", r, use); err != nil {
-			return err
 		}
 	}
 	return nil
