@@ -3,6 +3,7 @@ package pvesim
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -192,11 +193,16 @@ type VMPatch struct {
 	Node string `json:"node,omitempty"`
 	// Config sets raw config keys; an empty value deletes the key.
 	Config map[string]string `json:"config,omitempty"`
-	// Snapshots adds (or, with a nil config, removes) snapshot sections of the config
-	// file, by name, as a file written by hand holds them ([<name>] sections, qemu-server
-	// src/PVE/QemuServer.pm parse_vm_config); the caller sets the main section's parent
-	// (and each section's) as Proxmox's snapshot_create would. No snapshot API is modelled.
+	// Snapshots adds snapshot sections of the config file, by name, as a file written by
+	// hand holds them ([<name>] sections, qemu-server src/PVE/QemuServer.pm
+	// parse_vm_config); the caller sets the main section's parent (and each section's).
+	// A nil config deletes that snapshot as snapshot_delete does (snapshots.go: the
+	// references to it as parent become its parent).
 	Snapshots map[string]map[string]string `json:"snapshots,omitempty"`
+	// SnapshotOps create, delete and roll back snapshots as Proxmox does to the config
+	// file (snapshots.go), in order, after Config and Snapshots. No snapshot API is
+	// modelled.
+	SnapshotOps []SnapshotOp `json:"snapshot_ops,omitempty"`
 }
 
 // SetVMState applies p to the guest.
@@ -215,9 +221,12 @@ func (s *Sim) SetVMState(vmid int, p VMPatch) error {
 		}
 		v.node = p.Node
 	}
-	for name, conf := range p.Snapshots {
+	for _, name := range slices.Sorted(maps.Keys(p.Snapshots)) {
+		conf := p.Snapshots[name]
 		if conf == nil {
-			delete(v.snapshots, name)
+			if err := v.snapshotDelete(name); err != nil {
+				return fmt.Errorf("pvesim: VM %d: %w", vmid, err)
+			}
 			continue
 		}
 		if v.snapshots == nil {
@@ -235,6 +244,11 @@ func (s *Sim) SetVMState(vmid int, p VMPatch) error {
 			delete(v.conf, k)
 		} else {
 			v.conf[k] = val
+		}
+	}
+	for _, op := range p.SnapshotOps {
+		if err := v.snapshotOp(op, now); err != nil {
+			return fmt.Errorf("pvesim: VM %d: %w", vmid, err)
 		}
 	}
 	if p.AgentInstalled != nil {
