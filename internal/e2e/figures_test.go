@@ -22,6 +22,7 @@ type figureRow struct {
 	Converged int // scenarios whose recovery converged with every invariant holding
 	Orphans   int // VMs or seeds no state tracks and the next run did not remove
 	Seeds     int // seed ISOs of the scenario that no VM uses, counted when it ends
+	RefLost   int // seed ISOs a VM referenced (drive, pending value, snapshot, path) that a path deleted
 	WrongWS   int // VMs adopted, changed or destroyed by a workspace that does not own them
 	Leaks     int // places a sentinel secret was found
 	DiagOK    int // failures whose diagnostic named the VM/step and said what to do
@@ -56,23 +57,24 @@ func (f *figureSet) table() string {
 	defer f.mu.Unlock()
 	var b strings.Builder
 	b.WriteString("\n=== reliability figures ===\n")
-	fmt.Fprintf(&b, "%-28s %5s %9s %7s %10s %8s %6s %9s\n", "category", "run", "converged", "orphans", "seeds-left", "wrong-ws", "leaks", "diag-ok")
+	fmt.Fprintf(&b, "%-28s %5s %9s %7s %10s %8s %8s %6s %9s\n", "category", "run", "converged", "orphans", "seeds-left", "ref-lost", "wrong-ws", "leaks", "diag-ok")
 	var tot figureRow
 	cats := append([]string(nil), f.order...)
 	sort.Strings(cats)
 	for _, c := range cats {
 		r := f.rows[c]
-		fmt.Fprintf(&b, "%-28s %5d %9d %7d %10d %8d %6d %5d/%-3d\n", c, r.Run, r.Converged, r.Orphans, r.Seeds, r.WrongWS, r.Leaks, r.DiagOK, r.DiagRun)
+		fmt.Fprintf(&b, "%-28s %5d %9d %7d %10d %8d %8d %6d %5d/%-3d\n", c, r.Run, r.Converged, r.Orphans, r.Seeds, r.RefLost, r.WrongWS, r.Leaks, r.DiagOK, r.DiagRun)
 		tot.Run += r.Run
 		tot.Converged += r.Converged
 		tot.Orphans += r.Orphans
 		tot.Seeds += r.Seeds
+		tot.RefLost += r.RefLost
 		tot.WrongWS += r.WrongWS
 		tot.Leaks += r.Leaks
 		tot.DiagOK += r.DiagOK
 		tot.DiagRun += r.DiagRun
 	}
-	fmt.Fprintf(&b, "%-28s %5d %9d %7d %10d %8d %6d %5d/%-3d\n", "TOTAL", tot.Run, tot.Converged, tot.Orphans, tot.Seeds, tot.WrongWS, tot.Leaks, tot.DiagOK, tot.DiagRun)
+	fmt.Fprintf(&b, "%-28s %5d %9d %7d %10d %8d %8d %6d %5d/%-3d\n", "TOTAL", tot.Run, tot.Converged, tot.Orphans, tot.Seeds, tot.RefLost, tot.WrongWS, tot.Leaks, tot.DiagOK, tot.DiagRun)
 	for _, c := range cats {
 		r := f.rows[c]
 		if len(r.Notes) == 0 {
