@@ -12,7 +12,7 @@ import (
 )
 
 // referenceForm is a way a VM somebody made by hand references a proxy VM's seed that a
-// destroy's sweep and the clean-up once did not see (issue 36 item 4).
+// destroy's sweep and the clean-up once did not see (decision: seed-in-use).
 type referenceForm struct {
 	name string
 	// attach makes VM vmid reference the seed file on storage (volid storage:iso/file).

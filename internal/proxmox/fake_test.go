@@ -606,7 +606,7 @@ func (f *fakeAPI) VMConfig(ctx context.Context, node string, vmid int) (map[stri
 	if v.Template {
 		cfg["template"] = "1"
 	}
-	cfg["digest"] = fakeDigest(cfg)
+	cfg["digest"] = fakeDigest(cfg, v.Snapshots)
 	return cfg, nil
 }
 
@@ -624,7 +624,7 @@ func (f *fakeAPI) VMConfigCurrent(ctx context.Context, node string, vmid int) (m
 	if v.Lock != "" {
 		cfg["lock"] = v.Lock
 	}
-	cfg["digest"] = fakeDigest(cfg)
+	cfg["digest"] = fakeDigest(cfg, v.Snapshots)
 	return cfg, nil
 }
 
@@ -654,7 +654,7 @@ func (f *fakeAPI) VMPending(ctx context.Context, node string, vmid int) (pveapi.
 	if v.Template && !v.cloning {
 		p.Current["template"] = "1"
 	}
-	p.Current["digest"] = fakeDigest(p.Current)
+	p.Current["digest"] = fakeDigest(p.Current, v.Snapshots)
 	return p, nil
 }
 
@@ -693,12 +693,20 @@ func (f *fakeAPI) VMSnapshotConfig(ctx context.Context, node string, vmid int, n
 }
 
 // fakeDigest stands for the config file's sha1, which PVE returns as digest and checks a
-// config write's digest= against (testdata/err_config_modified.json).
-func fakeDigest(cfg map[string]string) string {
+// config write's digest= against (testdata/err_config_modified.json); the file holds the
+// snapshot sections too, so they change it as they do in PVE (qemu-server
+// parse_vm_config hashes the whole file).
+func fakeDigest(cfg map[string]string, snaps map[string]map[string]string) string {
 	h := sha1.New() //nolint:gosec // a test fake's change detector
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		if k != "digest" {
 			fmt.Fprintf(h, "%s: %s\n", k, cfg[k])
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(snaps)) {
+		fmt.Fprintf(h, "[%s]\n", name)
+		for _, k := range slices.Sorted(maps.Keys(snaps[name])) {
+			fmt.Fprintf(h, "%s: %s\n", k, snaps[name][k])
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -724,7 +732,7 @@ func (f *fakeAPI) SetVMConfig(ctx context.Context, node string, vmid int, params
 		if v.Template {
 			cur["template"] = "1"
 		}
-		if d != fakeDigest(cur) {
+		if d != fakeDigest(cur, v.Snapshots) {
 			return fixtureErr("err_config_modified")
 		}
 		params = maps.Clone(params)

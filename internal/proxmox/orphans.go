@@ -349,7 +349,8 @@ type vmUse struct {
 // when it has none leaves the config without parent while its children stay
 // (pve-guest-common src/PVE/AbstractConfig.pm snapshot_delete, lines 949-958 and 1036-1041),
 // and nothing the listing or the config shows says a VM has snapshots. That costs one
-// request per VM read and one per snapshot (TestSeedUse_snapshotRequestCost). A snapshot
+// request per VM read and one per snapshot (TestSeedUse_snapshotRequestCost); a destroy's
+// sweep reads them again only when the config's digest changed (holderUse). A snapshot
 // deleted between the list and its read fails the call (the error says which): the caller
 // retries rather than deleting a seed unproved.
 func (b *Backend) readVMUse(ctx context.Context, node string, vmid int) (vmUse, error) {
@@ -357,25 +358,31 @@ func (b *Backend) readVMUse(ctx context.Context, node string, vmid int) (vmUse, 
 	if err != nil {
 		return vmUse{}, err
 	}
-	u := vmUse{cfg: p}
+	snaps, err := b.readSnapshotSections(ctx, node, vmid)
+	return vmUse{cfg: p, snaps: snaps}, err
+}
+
+// readSnapshotSections reads the VM's snapshot sections by name (nil when it has none).
+func (b *Backend) readSnapshotSections(ctx context.Context, node string, vmid int) (map[string]map[string]string, error) {
 	snaps, err := b.api.VMSnapshots(ctx, node, vmid)
 	if err != nil {
-		return vmUse{}, wrapMsg("listing its snapshots", err)
+		return nil, wrapMsg("listing its snapshots", err)
 	}
+	var out map[string]map[string]string
 	for _, s := range snaps {
 		if s.Name == "current" {
 			continue
 		}
 		cfg, err := b.api.VMSnapshotConfig(ctx, node, vmid, s.Name)
 		if err != nil {
-			return vmUse{}, wrapMsg("reading its snapshot "+s.Name, err)
+			return nil, wrapMsg("reading its snapshot "+s.Name, err)
 		}
-		if u.snaps == nil {
-			u.snaps = map[string]map[string]string{}
+		if out == nil {
+			out = map[string]map[string]string{}
 		}
-		u.snaps[s.Name] = cfg
+		out[s.Name] = cfg
 	}
-	return u, nil
+	return out, nil
 }
 
 // addVM records the ISO volumes on the drives of the VM r that u tells of: current and

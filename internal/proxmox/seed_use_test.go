@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // seedHolderForm is one way a VM may name a seed (decision: seed-in-use), set on a fake VM.
@@ -19,7 +18,7 @@ type seedHolderForm struct {
 // names it (a dir storage mounted under /mnt/pve, pve-storage Plugin.pm get_subdir).
 func isoPath(file string) string { return "/mnt/pve/" + fakeISOStorage + "/template/iso/" + file }
 
-// seedHolderForms are the forms issue 36 found the clean-up deleting a seed of: only a
+// seedHolderForms are the forms the clean-up once deleted a referenced seed in: only a
 // snapshot section names it while the config has no parent (what PVE's snapshot_delete
 // leaves after deleting the snapshot the VM descends from), and an absolute path, on a
 // drive, in a pending value, and in a snapshot; with the volume-id forms as controls.
@@ -59,7 +58,7 @@ func seedHolderForms() []seedHolderForm {
 	}
 }
 
-// TestCleanOrphans_seedAVMNamesInAnyFormIsKept is issue 36 item 4 for the clean-up: a seed a
+// TestCleanOrphans_seedAVMNamesInAnyFormIsKept is decision: seed-in-use for the clean-up: a seed a
 // VM of another name names in any form (seedHolderForms) is reported as attached, naming
 // the VM by its current name (its snapshot section has none), and never deleted; an
 // orphan beside it is deleted; and a VM that names a file of the same name by path on
@@ -97,7 +96,7 @@ func TestCleanOrphans_seedAVMNamesInAnyFormIsKept(t *testing.T) {
 	}
 }
 
-// TestSeedInUse_goneDestroyKeepsASeedAVMNamesInAnyForm is issue 36 item 4 for a destroy's
+// TestSeedInUse_goneDestroyKeepsASeedAVMNamesInAnyForm is decision: seed-in-use for a destroy's
 // seed sweep: the destroy of a gone VM leaves its seed where another VM names it in any
 // form (seedHolderForms), with a note naming that VM, and deletes it where none does.
 func TestSeedInUse_goneDestroyKeepsASeedAVMNamesInAnyForm(t *testing.T) {
@@ -161,14 +160,19 @@ func TestSeedsNamedBy(t *testing.T) {
 
 // TestSeedUse_snapshotRequestCost measures what reading every VM's snapshot list costs (no
 // config field or listing says which VMs have snapshots, readVMUse): one list per VM whose
-// config is read, plus one read per snapshot, for the clean-up's seed scan and for a
-// destroy's sweep (whose reads the destroys of one provider instance share for holderTTL),
-// at 1 and 100 other VMs. The figures are logged (go test -v) for the report.
+// config is read, plus one read per snapshot, for the clean-up's seed scan; for a destroy's
+// sweep the first time a VM is read, then again only when its config's digest changed
+// (holderUse): a destroy within holderTTL reads nothing again, one after it reads the
+// configs again but no snapshot list, and a snapshot taken meanwhile has that VM's list
+// read again. At 1 and 100 other VMs; the figures are logged (go test -v).
 func TestSeedUse_snapshotRequestCost(t *testing.T) {
 	for _, others := range []int{1, 100} {
 		t.Run(fmt.Sprint(others), func(t *testing.T) {
 			h := newHarness(t, "pv1-1")
-			ids := []ID{{VMID: testVMID0, Name: "proxy-a"}, {VMID: testVMID1, Name: "proxy-b"}}
+			var ids []ID
+			for i, name := range []string{"proxy-a", "proxy-b", "proxy-c", "proxy-d"} {
+				ids = append(ids, ID{VMID: testVMID1 + i, Name: name})
+			}
 			for _, id := range ids {
 				h.f.addOurVM(id.VMID, id.Name, testUID)
 				h.f.mutate(id.VMID, func(v *fakeVM) {
@@ -181,30 +185,46 @@ func TestSeedUse_snapshotRequestCost(t *testing.T) {
 			}
 			h.f.mutate(200000, func(v *fakeVM) { v.Snapshots = map[string]map[string]string{"s1": {}, "s2": {"parent": "s1"}} })
 			h.f.putISO("pv1-1", fakeISOStorage, seedFile("proxy-gone", prevUID), []byte("orphan"))
+			counts := func() (read, lists, snaps, all int) {
+				return h.f.calls("VMPending"), h.f.calls("VMSnapshots"), h.f.calls("VMSnapshotConfig"), h.f.calls("")
+			}
 
 			h.f.calllog = nil
 			if _, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: 0, Seeds: true}, nil); err != nil {
 				t.Fatal(err)
 			}
-			read, lists, snaps, all := h.f.calls("VMPending"), h.f.calls("VMSnapshots"), h.f.calls("VMSnapshotConfig"), h.f.calls("")
+			read, lists, snaps, all := counts()
 			t.Logf("clean-up, %d other VMs: %d requests, %d configs read, +%d snapshot lists, +%d snapshot reads", others, all, read, lists, snaps)
 			if lists != read || snaps != 2 {
 				t.Errorf("clean-up: %d snapshot lists for %d configs read, %d snapshot reads; want one list per config, 2 reads", lists, read, snaps)
 			}
-			h.clock.advance(time.Hour)
-			for i, id := range ids {
+			steps := []struct {
+				what                string
+				before              func()
+				wantLists, wantSnap int // -1: one list per config read
+			}{
+				{"first", func() {}, -1, 2},
+				{"within holderTTL", func() {}, 0, 0},
+				{"after holderTTL", func() { h.clock.advance(h.b.holderTTL()) }, 0, 0},
+				{"after holderTTL, a snapshot taken on one VM", func() {
+					h.clock.advance(h.b.holderTTL())
+					h.f.mutate(200000, func(v *fakeVM) { v.Snapshots["s3"] = map[string]string{"parent": "s2"} })
+				}, 1, 3},
+			}
+			for i, st := range steps {
+				st.before()
 				h.f.calllog = nil
-				if err := h.b.DeleteVM(h.ctx, id, DeleteOptions{Node: "pv1-1", UID: testUID, SeedNodes: []string{"pv1-1"}}); err != nil {
+				if err := h.b.DeleteVM(h.ctx, ids[i], DeleteOptions{Node: "pv1-1", UID: testUID, SeedNodes: []string{"pv1-1"}}); err != nil {
 					t.Fatal(err)
 				}
-				read, lists, snaps, all := h.f.calls("VMPending"), h.f.calls("VMSnapshots"), h.f.calls("VMSnapshotConfig"), h.f.calls("")
-				t.Logf("destroy %d, %d other VMs: %d requests, %d configs read, +%d snapshot lists, +%d snapshot reads", i+1, others, all, read, lists, snaps)
-				wantSnaps := 2
-				if i > 0 {
-					wantSnaps = 0 // within holderTTL: the first destroy's reads serve
+				read, lists, snaps, all := counts()
+				t.Logf("destroy %s, %d other VMs: %d requests, %d configs read, +%d snapshot lists, +%d snapshot reads", st.what, others, all, read, lists, snaps)
+				want := st.wantLists
+				if want < 0 {
+					want = read
 				}
-				if lists != read || snaps != wantSnaps {
-					t.Errorf("destroy %d: %d snapshot lists for %d configs read, %d snapshot reads; want one list per config, %d reads", i+1, lists, read, snaps, wantSnaps)
+				if lists != want || snaps != st.wantSnap {
+					t.Errorf("destroy %s: %d snapshot lists (%d configs read), %d snapshot reads; want %d and %d", st.what, lists, read, snaps, want, st.wantSnap)
 				}
 			}
 		})

@@ -23,6 +23,17 @@ type holderCache struct {
 	mu     sync.Mutex
 	m      map[int]*heldConfig
 	shared map[string]heldShared // "<node>|<storage>"
+	snaps  map[int]heldSnaps     // by VMID, kept past holderTTL while the digest stays
+}
+
+// heldSnaps is a VM's snapshot sections as read when its config's digest (GET .../pending)
+// was digest. The digest is the SHA-1 of the whole config file, snapshot sections included
+// (qemu-server src/PVE/QemuServer.pm parse_vm_config, line 1946), so while a later read
+// of the config shows the same digest on the same node the sections are the same: a
+// snapshot taken, deleted or rolled back changes it.
+type heldSnaps struct {
+	node, digest string
+	sections     map[string]map[string]string // read only
 }
 
 // holderTTL is how long a holder read serves the destroys of one provider instance:
@@ -44,6 +55,37 @@ func (c *holderCache) forget(vmid int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, vmid)
+	delete(c.snaps, vmid)
+}
+
+// holderUse is readVMUse with the snapshot sections of c.snaps when the config's digest
+// is the one they were read at (heldSnaps): a VM's snapshot list is read again only when
+// its config file changed, not every holderTTL.
+func (b *Backend) holderUse(ctx context.Context, c *holderCache, r pveapi.Resource) (vmUse, error) {
+	p, err := b.api.VMPending(ctx, r.Node, r.VMID)
+	if err != nil {
+		return vmUse{}, err
+	}
+	digest := p.Current["digest"]
+	c.mu.Lock()
+	h, ok := c.snaps[r.VMID]
+	c.mu.Unlock()
+	if ok && digest != "" && h.node == r.Node && h.digest == digest {
+		return vmUse{cfg: p, snaps: h.sections}, nil
+	}
+	sections, err := b.readSnapshotSections(ctx, r.Node, r.VMID)
+	if err != nil {
+		return vmUse{}, err
+	}
+	if digest != "" {
+		c.mu.Lock()
+		if c.snaps == nil {
+			c.snaps = map[int]heldSnaps{}
+		}
+		c.snaps[r.VMID] = heldSnaps{node: r.Node, digest: digest, sections: sections}
+		c.mu.Unlock()
+	}
+	return vmUse{cfg: p, snaps: sections}, nil
 }
 
 // heldShared is a storage's shared flag as a status read said it.
@@ -120,7 +162,7 @@ func (b *Backend) holderConfig(ctx context.Context, r pveapi.Resource) (vmUse, e
 		e = &heldConfig{node: r.Node, name: r.Name, done: make(chan struct{})}
 		c.m[r.VMID] = e
 		c.mu.Unlock()
-		e.cfg, e.err = b.readVMUse(ctx, r.Node, r.VMID)
+		e.cfg, e.err = b.holderUse(ctx, c, r)
 		e.at = b.clock.Now()
 		close(e.done)
 		return e.cfg, e.err

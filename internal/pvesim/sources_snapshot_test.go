@@ -12,7 +12,7 @@ import (
 // deleting a snapshot hands its parent to whatever named it ($unlink_parent in
 // snapshot_delete), so deleting the config's parent leaves the config on that one's parent,
 // and deleting a root snapshot the config descends from leaves the config with no parent
-// while its other snapshots stay (issue 36: the simulator's config then showed no parent
+// while its other snapshots stay (the simulator's config once showed no parent
 // after deleting the current snapshot, and the seed scan read snapshots only by parent);
 // a rollback makes the snapshot's drives the config's again.
 func TestSource_snapshotDeleteRelinksParents(t *testing.T) {
