@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -116,6 +117,15 @@ func runCrashSeedSwap(t *testing.T, p seedSwapKillPoint) {
 	if p.sign && !strings.Contains(flat, "was interrupted") {
 		t.Errorf("the re-run does not warn that the last apply was interrupted:\n%s", rr)
 	}
+	// The cloud-init texts are sentinels: no diagnostic shows them (terraform's quotes of
+	// the configuration's source lines, "25:   cloud_init = ...", aside).
+	for _, text := range []string{r.Output(), rr.Output()} {
+		for line := range strings.SplitSeq(text, "\n") {
+			if (strings.Contains(line, "the swap the kill cut off") || strings.Contains(line, "before the swap")) && !sourceLine.MatchString(line) {
+				t.Errorf("a cloud-init text is in terraform's output: %q", line)
+			}
+		}
+	}
 	if seed, ok := s.sim.CDROMSeed(vmid); !ok || string(seed.UserData) != ud1 {
 		t.Errorf("the seed on VM %d's CD-ROM holds %q (found %t), want the configured %q", vmid, seed.UserData, ok, ud1)
 	}
@@ -134,6 +144,9 @@ func runCrashSeedSwap(t *testing.T, p seedSwapKillPoint) {
 	o := s.converge()
 	figures.note(s.cat, fmt.Sprintf("swap undone: %t", o.Converged && !t.Failed()))
 }
+
+// sourceLine is a line of the configuration terraform quotes under a diagnostic.
+var sourceLine = regexp.MustCompile(`^\s*[0-9]+:\s`)
 
 // vmidOf restricts a fault on a VM route to the scenario's VM (0, any, for other routes).
 func vmidOf(tmpl string, vmid int) int {
