@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -67,6 +68,7 @@ func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMMo
 			plan.IPAddress = types.StringUnknown()
 		}
 	}
+	plan.SeedGeneration = types.Int64Unknown() // the next generation, whatever ide2 names then
 	return nil, true, diags
 }
 
@@ -86,22 +88,37 @@ func readReseed(ctx context.Context, p privateGetter) bool {
 	return reseed
 }
 
-// readSeedDrift is what a refresh does when the seed the VM's ide2 names is another
-// generation of this VM's seeds than the one the private state recorded at the last apply
-// (decision: seed-swap): a swap whose config write landed although its apply failed (an
-// interrupt, a lost answer). The state's cloud-init is then not what the VM's seed
-// carries, and the guest runs the seed's at its next start; nor is it known whether the
-// guest was restarted on it. The refresh reports the cloud-init as not known (cloud_init
-// and cloud_init_digest null, the import marker's cloud_init dropped so that a text set now
-// is no first value recorded in place), so the plan swaps the seed again for one with the
-// configured cloud-init and restarts the VM on it, or replaces the VM (cloud_init_change =
-// "replace"); a warning says why. Read changes nothing in Proxmox.
-func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, diags *diag.Diagnostics) {
-	recorded := readSeed(ctx, in)
+// readSeedDrift is what a refresh does when a seed swap (decision: seed-swap) was cut off
+// after it changed the VM: a kill -9, an interrupt or a lost answer, so that Terraform kept
+// the prior state (and, after a kill, dropped the private state). The signs, each from
+// state only this provider writes:
+//
+//   - ide2 names another generation of this VM's seeds than the state's seed_generation
+//     (without one, a state saved before it, than the private state's record): the swap's
+//     config write landed;
+//   - the mark says a swap was under way and a seed of this VM's uid that ide2 does not
+//     name is on storage (leftovers, proxmox.Backend.SwapLeftovers): the swap was killed
+//     before its config write;
+//   - with neither generation known, the mark's user-data digest is not the state's.
+//
+// The state's cloud-init is then not known to be what the VM's seed carries, nor whether
+// the guest was restarted on it. The refresh reports the cloud-init as not known
+// (cloud_init and cloud_init_digest null, the import marker's cloud_init dropped so that a
+// text set now is no first value recorded in place), so the plan swaps the seed again for
+// one with the configured cloud-init, which deletes what the cut-off swap left, and
+// restarts the VM on it, or replaces the VM (cloud_init_change = "replace"); a warning says
+// why. seed_generation becomes the one ide2 names. Read changes nothing in Proxmox.
+func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, leftovers []string, diags *diag.Diagnostics) {
 	name, uid := vm.ID.Name, state.UID.ValueString()
-	was, ok := proxmox.SeedGeneration(recorded, name, uid)
 	now, nowOK := proxmox.SeedGeneration(vm.Seed, name, uid)
-	if !ok || !nowOK || was == now {
+	prior := state.SeedGeneration
+	if nowOK {
+		state.SeedGeneration = types.Int64Value(int64(now))
+	} else {
+		state.SeedGeneration = types.Int64Null()
+	}
+	why := seedDrift(ctx, in, *state, prior, vm, now, nowOK, leftovers)
+	if why == "" {
 		return
 	}
 	state.CloudInit = types.StringNull()
@@ -110,10 +127,32 @@ func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, sta
 		diags.Append(writeImportMarker(ctx, out, slices.DeleteFunc(unread, func(a unreadAttr) bool { return a == unreadCloudInit }))...)
 	}
 	diags.AddWarning("Proxy VM seed ISO not the one the last apply recorded",
-		fmt.Sprintf("%s: its CD-ROM names the seed ISO %s, but the last apply recorded %s. An apply that swapped the seed "+
-			"(cloud_init_change = \"restart\") was cut off after its config write landed, so the seed carries a cloud-init the state "+
-			"does not hold, which the guest runs at its next start. This plan swaps the seed for one with the configured cloud-init "+
-			"(with cloud_init_change = \"replace\", it replaces the VM).", vmLabel(name, vm.ID.VMID), vm.Seed, recorded))
+		fmt.Sprintf("%s: %s. The last apply that swapped its seed (cloud_init_change = \"restart\") was interrupted, so the seed may "+
+			"carry a cloud-init the state does not hold, which the guest runs at its next start. This plan swaps the seed for one with "+
+			"the configured cloud-init and deletes what the interrupted apply left (with cloud_init_change = \"replace\", it replaces "+
+			"the VM).", vmLabel(name, vm.ID.VMID), why))
+}
+
+// seedDrift says which sign of a cut-off seed swap the refresh found (readSeedDrift); ""
+// for none. prior is the state's seed_generation before the refresh.
+func seedDrift(ctx context.Context, in privateGetter, state proxyVMModel, prior types.Int64, vm proxmox.VM, now int, nowOK bool, leftovers []string) string {
+	name, uid := vm.ID.Name, state.UID.ValueString()
+	if want, ok := knownInt(prior); ok {
+		if nowOK && now != want {
+			return fmt.Sprintf("its CD-ROM names the seed ISO %s (generation %d), but the state holds generation %d", vm.Seed, now, want)
+		}
+	} else if recorded := readSeed(ctx, in); recorded != "" {
+		if was, ok := proxmox.SeedGeneration(recorded, name, uid); ok && nowOK && was != now {
+			return fmt.Sprintf("its CD-ROM names the seed ISO %s, but the last apply recorded %s", vm.Seed, recorded)
+		}
+	} else if d, ok := knownString(state.CloudInitDigest); ok && vm.MarkExtra.UserDataDigest != "" && vm.MarkExtra.UserDataDigest != d {
+		return "its mark's user-data digest is not the state's cloud_init_digest"
+	}
+	if len(leftovers) > 0 {
+		return fmt.Sprintf("its mark says a seed swap was under way, and the seed ISO %s of this VM, which its CD-ROM does not name, is on "+
+			"storage", strings.Join(leftovers, ", "))
+	}
+	return ""
 }
 
 // reseedChanges asks the backend for the seed swap, with the digest the mark carries after it.

@@ -82,6 +82,7 @@ func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
 					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cloud_init_change"), knownvalue.StringExact("restart")),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("seed_generation"), knownvalue.Int64Exact(1)),
 				},
 				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), checkGuestRan(env, &vmid, name, ud1, name),
 					func(*terraform.State) error { log.reset(); return nil }),
@@ -97,9 +98,10 @@ func TestAccProxyVM_cloudInitRestart(t *testing.T) {
 					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
 					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("seed_generation"), knownvalue.Int64Exact(2)),
 				},
 				Check: resource.ComposeTestCheckFunc(
-					log.check(&vmid, "config", "shutdown", "start"),
+					log.check(&vmid, "config", "config", "shutdown", "start"), // the swap recorded in the mark, then ide2
 					checkGuestRan(env, &vmid, name, ud2, ""),
 					checkOneSeed(c, &vmid, name),
 					checkMarkDigest(c, vmAddr)),
@@ -198,3 +200,69 @@ func TestAccProxyVM_cloudInitRestartCutOffAfterItsWrite(t *testing.T) {
 		},
 	})
 }
+
+// TestAccProxyVM_cloudInitRestartKilledBeforeItsWrite: with cloud_init_change = "restart",
+// an apply of a new cloud_init killed (kill -9: no answer, the private state dropped) after
+// it recorded the swap in the mark and uploaded the next seed generation, before the config
+// write that names it; the configuration is then set back to the old text. The refresh
+// finds the swap's line and the seed ide2 does not name: the plan is an update (with a
+// warning), which swaps the seed again; the seed the killed apply left is deleted, the
+// guest runs the configured text, the line is gone, and the plan after it is empty.
+func TestAccProxyVM_cloudInitRestartKilledBeforeItsWrite(t *testing.T) {
+	f := newPowerFixture(t, "reseedkill", "writes the killed swap's seed and mark line into the simulator")
+	env, c, name := f.env, f.c, f.name
+	ud1, ud2 := cloudInit("v1-"+acctest.RandString(6)), cloudInit("v2-"+acctest.RandString(6))
+	cfg := f.base + vmResource(env, name, "  machine_type = \"small\"\n  cloud_init_change = \"restart\"\n  cloud_init = "+hclString(ud1)+"\n")
+	var vmid int
+	var uid string
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: resource.ComposeTestCheckFunc(saveVMID(&vmid), func(s *terraform.State) error {
+					uid = s.RootModule().Resources[vmAddr].Primary.Attributes["uid"]
+					return nil
+				}),
+			},
+			{
+				// What the killed apply of ud2 left: the mark's swap line, generation 2 uploaded.
+				PreConfig: func() {
+					file := name + "-" + uid + "-2-seed.iso"
+					iso, err := nocloud.Build(nocloud.Seed{Name: name, InstanceID: name + "-" + uid + "-2", UserData: []byte(ud2)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					r, err := c.resource(vmid)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := env.Sim.AddISO(r.Node, env.Sim.ISOStorage, file, iso); err != nil {
+						t.Fatal(err)
+					}
+					c.setConfig(vmid, map[string]string{"description": c.config(vmid)["description"] + "\n" + seedSwapLine + "=2"})
+				},
+				Config: cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: resource.ComposeTestCheckFunc(checkGuestRan(env, &vmid, name, ud1, ""), checkOneSeed(c, &vmid, name),
+					func(*terraform.State) error {
+						if d := c.config(vmid)["description"]; strings.Contains(d, seedSwapLine) {
+							return fmt.Errorf("the mark keeps the swap's line: %q", d)
+						}
+						return nil
+					}),
+			},
+			{
+				Config:           cfg,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// seedSwapLine is the mark key of a seed swap under way (proxmox.MarkKeySeedSwap), spelt
+// out: the mark is an interface the tests pin.
+const seedSwapLine = "proxy-operator-seed-swap"

@@ -63,12 +63,16 @@ func TestPlanReseed(t *testing.T) {
 	}
 }
 
-// TestReadSeedDrift: a refresh that finds ide2 naming another generation of the VM's seeds
-// than the one recorded reports the cloud-init as not known (cloud_init and its digest
-// null), drops the import marker's cloud_init, and warns; then a cloud_init_wo, or a
-// cloud_init, with the old text or with the text the seed carries is planned as a seed
-// change (the swap that restarts the guest on it). The same generation, another storage (a migration),
-// or a seed that is not of this uid (the proxy operator's <name>-seed.iso) is no drift.
+// TestReadSeedDrift: a refresh that finds a sign of a cut-off seed swap reports the
+// cloud-init as not known (cloud_init and its digest null), drops the import marker's
+// cloud_init, and warns; then a cloud_init_wo, or a cloud_init, with the old text or with
+// the text the seed carries is planned as a seed change (the swap that restarts the guest
+// on it). The signs: ide2 naming another generation than the state's seed_generation (with
+// no private record, as after a kill -9), or, without one, than the private record; a seed
+// a killed swap left (leftovers); with neither generation known, a mark digest that is not
+// the state's. The same generation, another storage (a migration), or a seed that is not
+// of this uid (the proxy operator's <name>-seed.iso) is no drift. seed_generation ends as
+// the one ide2 names.
 func TestReadSeedDrift(t *testing.T) {
 	ctx := context.Background()
 	const name, uid = "egress", "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"
@@ -82,35 +86,59 @@ func TestReadSeedDrift(t *testing.T) {
 	oldText, newText := "#cloud-config\n# old\n", "#cloud-config\n# new\n"
 	for _, tc := range []struct {
 		name, recorded, seed string
+		stateGen             int // 0: null (a state saved before seed_generation)
+		markText             string
+		leftovers            []string
 		drift                bool
+		detail               []string // what the warning names
 	}{
-		{"the next generation", gen("isos", 1), gen("isos", 2), true},
-		{"an earlier generation", gen("isos", 3), gen("isos", 2), true},
-		{"the same generation", gen("isos", 2), gen("isos", 2), false},
-		{"moved to another storage", gen("isos", 2), gen("shared", 2), false},
-		{"nothing recorded", "", gen("isos", 2), false},
-		{"the operator's seed", "isos:iso/" + name + "-seed.iso", gen("isos", 2), false},
-		{"another uid's seed", gen("isos", 1), "isos:iso/" + name + "-7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35-2-seed.iso", false},
+		{"the next generation", gen("isos", 1), gen("isos", 2), 0, newText, nil, true, []string{gen("isos", 2), gen("isos", 1)}},
+		{"an earlier generation", gen("isos", 3), gen("isos", 2), 0, oldText, nil, true, []string{gen("isos", 2), gen("isos", 3)}},
+		{"the same generation", gen("isos", 2), gen("isos", 2), 0, oldText, nil, false, nil},
+		{"moved to another storage", gen("isos", 2), gen("shared", 2), 0, oldText, nil, false, nil},
+		{"nothing recorded, the same digest", "", gen("isos", 2), 0, oldText, nil, false, nil},
+		{"the operator's seed", "isos:iso/" + name + "-seed.iso", gen("isos", 2), 0, newText, nil, false, nil},
+		{"another uid's seed", gen("isos", 1), "isos:iso/" + name + "-7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35-2-seed.iso", 0, newText, nil, false, nil},
+		// A kill -9: no answer to Terraform, the private state dropped.
+		{"no record, the state's generation", "", gen("isos", 2), 1, newText, nil, true, []string{gen("isos", 2), "generation 1"}},
+		{"no record, the state's generation named", "", gen("isos", 2), 2, oldText, nil, false, nil},
+		{"the state's generation wins over the record", gen("isos", 2), gen("isos", 2), 1, newText, nil, true, []string{"generation 1"}},
+		{"the state's generation, the record stale", gen("isos", 1), gen("isos", 2), 2, oldText, nil, false, nil},
+		{"no record nor generation, another digest", "", gen("isos", 2), 0, newText, nil, true, []string{"digest"}},
+		{"killed before its config write", "", gen("isos", 1), 1, oldText, []string{gen("isos", 2)}, true, []string{gen("isos", 2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fakePrivate{}
-			writeSeed(ctx, p, p, seedWrite{volid: tc.recorded})
+			if tc.recorded != "" {
+				writeSeed(ctx, p, p, seedWrite{volid: tc.recorded})
+			}
 			writeImportMarker(ctx, p, []unreadAttr{unreadCloudInit, unreadTemplate})
 			state := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name), UID: types.StringValue(uid)}, vmCloudInit: vmCloudInit{CloudInit: types.StringNull(),
-				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText))}}
+				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText)), SeedGeneration: intOrNull(tc.stateGen)}}
 			vm := proxmox.VM{ID: proxmox.ID{VMID: 1003, Name: name}, Seed: tc.seed,
-				MarkExtra: proxmox.MarkExtra{UserDataDigest: cloudInitDigest(testDigestKey, uid, newText)}}
+				MarkExtra: proxmox.MarkExtra{UserDataDigest: cloudInitDigest(testDigestKey, uid, tc.markText)}}
 			var d diag.Diagnostics
-			readSeedDrift(ctx, p, p, &state, vm, &d)
+			readSeedDrift(ctx, p, p, &state, vm, tc.leftovers, &d)
 			unread, _ := readImportMarker(ctx, p)
+			if g, ok := proxmox.SeedGeneration(tc.seed, name, uid); ok != !state.SeedGeneration.IsNull() || int64(g) != state.SeedGeneration.ValueInt64() {
+				t.Errorf("seed_generation %s, want the one ide2 names (%d, %t)", state.SeedGeneration, g, ok)
+			}
 			if !tc.drift {
 				if len(d) != 0 || state.CloudInitDigest.ValueString() != cloudInitDigest(testDigestKey, uid, oldText) || len(unread) != 2 {
 					t.Errorf("no drift, yet %v, digest %s, unread %v", d, state.CloudInitDigest, unread)
 				}
 				return
 			}
-			if len(d) != 1 || d.HasError() || !strings.Contains(d[0].Detail(), tc.seed) || !strings.Contains(d[0].Detail(), tc.recorded) {
-				t.Fatalf("diagnostics %v, want one warning naming both seeds", d)
+			if len(d) != 1 || d.HasError() || !strings.Contains(d[0].Detail(), "was interrupted") {
+				t.Fatalf("diagnostics %v, want one warning saying the last apply was interrupted", d)
+			}
+			for _, w := range tc.detail {
+				if !strings.Contains(d[0].Detail(), w) {
+					t.Errorf("the warning does not name %q: %s", w, d[0].Detail())
+				}
+			}
+			if strings.Contains(d[0].Detail(), "hmac-sha256") {
+				t.Errorf("the warning shows a digest: %s", d[0].Detail())
 			}
 			if !state.CloudInit.IsNull() || !state.CloudInitDigest.IsNull() {
 				t.Errorf("state cloud_init %s, digest %s: want both null", state.CloudInit, state.CloudInitDigest)

@@ -244,6 +244,7 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	state := plan
 	applyVM(&state, final)
 	state.CloudInitDigest = stringOrNull(spec.UserDataDigest)
+	state.SeedGeneration = seedGenerationOf(final, spec.UID)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to create proxy VM", vmLabel(spec.Name, final.ID.VMID)+": "+msg+
 			"\n\nThe VM exists and is saved in the state as tainted: the next apply destroys it and creates it again.")
@@ -325,7 +326,14 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// as a plan warning, proxy_vm_restart.go): an update interrupted after its config write
 	// is then planned again, restart included, and converges.
 	applyVM(&state, vm)
-	readSeedDrift(ctx, req.Private, resp.Private, &state, vm, &resp.Diagnostics) // a swap cut off after its write (proxy_vm_reseed.go)
+	// A seed swap cut off by a kill (proxy_vm_reseed.go): the storage is listed only when
+	// the mark says a swap was under way.
+	leftovers, err := r.data.backend.SwapLeftovers(ctx, vm, state.UID.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddWarning("Unable to check proxy VM seed ISOs",
+			r.vmErrorDetail("refresh", id.Name, id.VMID, err, "Its mark says a seed swap was under way; the next plan checks again."))
+	}
+	readSeedDrift(ctx, req.Private, resp.Private, &state, vm, leftovers, &resp.Diagnostics)
 	tflog.Debug(ctx, "proxy VM read", map[string]any{
 		"name": id.Name, "vmid": id.VMID, "node": vm.Node, "status": string(vm.State)})
 	resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
@@ -430,6 +438,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	state := plan
 	applyVM(&state, vm)
+	state.SeedGeneration = seedGenerationOf(vm, changes.UID)
 	keepPending(&state, plan, vm) // reboot_on_change = false: the written value (proxy_vm_restart.go)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)

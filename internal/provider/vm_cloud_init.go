@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -75,6 +77,7 @@ type vmCloudInit struct {
 	CloudInitWO     types.String `tfsdk:"cloud_init_wo"`
 	CloudInitDigest types.String `tfsdk:"cloud_init_digest"`
 	CloudInitChange types.String `tfsdk:"cloud_init_change"`
+	SeedGeneration  types.Int64  `tfsdk:"seed_generation"`
 }
 
 // cloudInitAttrs are the cloud-init facet's attributes.
@@ -138,7 +141,24 @@ func cloudInitAttrs() []facetAttr {
 			Default:    stringdefault.StaticString(cloudInitChangeReplace),
 			Validators: []validator.String{stringvalidator.OneOf(cloudInitChangeReplace, cloudInitChangeRestart)},
 		},
+	}, {
+		name: "seed_generation",
+		md: "The generation of the seed ISO the VM's CD-ROM names: 1 for the seed made at create, one more per in-place swap " +
+			"(`cloud_init_change = \"restart\"`). Null for a seed this provider did not make.",
+		resource: schema.Int64Attribute{
+			Computed:      true,
+			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+		},
 	}}
+}
+
+// seedGenerationOf is the generation of the seed vm's ide2 names when it is a seed of this
+// VM with uid (decision: seed-swap); null otherwise (none, the proxy operator's seed).
+func seedGenerationOf(vm proxmox.VM, uid string) types.Int64 {
+	if g, ok := proxmox.SeedGeneration(vm.Seed, vm.ID.Name, uid); ok {
+		return types.Int64Value(int64(g))
+	}
+	return types.Int64Null()
 }
 
 // read is what an import reads of the cloud-init: the text cannot be read back (null), the
@@ -147,6 +167,7 @@ func cloudInitAttrs() []facetAttr {
 func (c *vmCloudInit) read(vm proxmox.VM) {
 	c.CloudInit, c.CloudInitWO = types.StringNull(), types.StringNull()
 	c.CloudInitDigest = stringOrNull(vm.MarkExtra.UserDataDigest)
+	c.SeedGeneration = seedGenerationOf(vm, vm.UID)
 }
 
 // nullUnknown nulls the values still unknown (the partial state of a create).
@@ -155,6 +176,9 @@ func (c *vmCloudInit) nullUnknown() {
 		if s.IsUnknown() {
 			*s = types.StringNull()
 		}
+	}
+	if c.SeedGeneration.IsUnknown() {
+		c.SeedGeneration = types.Int64Null()
 	}
 }
 

@@ -106,10 +106,11 @@ func TestVMCloudInit_changes(t *testing.T) {
 
 // TestVMCloudInit_attrs: the resource's cloud-init attributes keep their schema flags
 // (cloud_init sensitive, cloud_init_wo write-only and sensitive, cloud_init_digest
-// computed, cloud_init_change defaulting to replace), described by md and change.
+// computed, cloud_init_change defaulting to replace, seed_generation computed), described by
+// md and change.
 func TestVMCloudInit_attrs(t *testing.T) {
 	res := resourceAttributes(cloudInitAttrs())
-	if len(res) != 4 {
+	if len(res) != 5 {
 		t.Fatalf("%d attributes", len(res))
 	}
 	if !res["cloud_init"].IsSensitive() || !res["cloud_init"].IsOptional() || res["cloud_init"].IsComputed() {
@@ -123,6 +124,9 @@ func TestVMCloudInit_attrs(t *testing.T) {
 	}
 	if !res["cloud_init_change"].IsComputed() || !res["cloud_init_change"].IsOptional() {
 		t.Error("cloud_init_change: want optional and computed")
+	}
+	if !res["seed_generation"].IsComputed() || res["seed_generation"].IsOptional() {
+		t.Error("seed_generation: want computed only")
 	}
 	for _, a := range cloudInitAttrs() {
 		if res[a.name].GetMarkdownDescription() != joinMD(a.md, a.change) || a.md == "" {

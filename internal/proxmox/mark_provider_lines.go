@@ -22,6 +22,11 @@ const (
 	// MarkKeyNetworkDigest carries the digest of the VM's network-config
 	// (Spec.NetworkDigest, NetworkDigest), for the same purpose.
 	MarkKeyNetworkDigest = "proxy-operator-network-digest"
+	// MarkKeySeedSwap says a seed swap is under way: the generation of the seed it uploads
+	// (decision: seed-swap). The swap writes it before it touches the ISO storage and drops
+	// it in the config write that names the new seed, so a swap killed in between leaves a
+	// sign a refresh reads (a seed of this VM on storage that ide2 does not name).
+	MarkKeySeedSwap = "proxy-operator-seed-swap"
 )
 
 // MarkExtra is what ParseMarkExtra reads from a description: the lines beyond Mark.
@@ -35,6 +40,8 @@ type MarkExtra struct {
 	// Static is the static IPv4 configuration of MarkKeyStaticIPv4 (mark_network.go); nil
 	// when the line is missing or unreadable.
 	Static *nocloud.StaticIPv4
+	// SeedSwap is MarkKeySeedSwap's value; empty when the line is missing.
+	SeedSwap string
 	// StaticUnreadable: the MarkKeyStaticIPv4 line is there but does not read as one this
 	// provider writes (edited by hand); Static is nil then.
 	StaticUnreadable bool
@@ -60,7 +67,7 @@ func FormatMarkExtra(s Spec) string {
 // other lines ignored, the first occurrence of a key wins.
 func ParseMarkExtra(desc string) MarkExtra {
 	var m MarkExtra
-	var seenBy, seenDigest, seenNet, seenStatic bool
+	var seenBy, seenDigest, seenNet, seenStatic, seenSwap bool
 	for line := range strings.SplitSeq(desc, "\n") {
 		k, v, ok := parseMarkLine(line)
 		if !ok {
@@ -73,6 +80,8 @@ func ParseMarkExtra(desc string) MarkExtra {
 			m.UserDataDigest, seenDigest = v, true
 		case k == MarkKeyNetworkDigest && !seenNet:
 			m.NetworkDigest, seenNet = v, true
+		case k == MarkKeySeedSwap && !seenSwap:
+			m.SeedSwap, seenSwap = v, true
 		case k == MarkKeyStaticIPv4 && !seenStatic:
 			seenStatic = true
 			if st, ok := ParseStaticIPv4(v); ok {

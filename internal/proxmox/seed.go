@@ -1056,9 +1056,17 @@ type Reseed struct {
 //  3. one config write names it on ide2 and rewrites the mark's digest lines;
 //  4. the old seed is deleted.
 //
+// Before 1, the mark records the swap under way (MarkKeySeedSwap), and the write in 3 drops
+// the line: a swap killed between the two (kill -9, no answer to Terraform, no private
+// state) leaves the line, and a new seed on storage that ide2 does not name, which a
+// refresh finds (SwapLeftovers). A kill after 3 leaves ide2 naming another generation than
+// the state's. Either way the next plan swaps the seed again, and step 1 deletes what the
+// killed swap left.
+//
 // A failure in 2 or 3 deletes the new seed again (unless the config write did land, which a
-// read tells), so the VM keeps booting from its old seed and nothing is left; a failure in 4
-// names the old seed, which step 1 of the next swap, or the VM's Delete, removes.
+// read tells) and drops the line, so the VM keeps booting from its old seed and nothing is
+// left; a failure in 4 names the old seed, which step 1 of the next swap, or the VM's
+// Delete, removes.
 func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, cfg map[string]string, ch Changes) (map[string]string, error) {
 	if !ch.UserDataKnown {
 		return cfg, Permanentf("the VM's cloud-init user-data is not known (it was imported and cloud_init was never set), so its seed ISO cannot be rebuilt; " +
@@ -1079,6 +1087,10 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 	if hasCur {
 		fields["old_seed"] = cur.volid()
 	}
+	cfg, err := b.markSwapStarted(ctx, node, id.VMID, cfg, gen+1)
+	if err != nil {
+		return cfg, err
+	}
 	if err := b.deleteSwapLeftovers(ctx, node, id.Name, uid, cur, next); err != nil {
 		return cfg, err
 	}
@@ -1087,7 +1099,7 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 		return cfg, err
 	}
 	if err := b.putSeed(ctx, "update", node, next, iso, " (the new seed of a cloud-init change)"); err != nil {
-		return cfg, b.dropNewSeed(ctx, node, next, err)
+		return cfg, b.dropNewSeed(ctx, node, id.VMID, cfg, next, err)
 	}
 	desc := withMarkLines(cfg["description"], reseedMarkLines(ch))
 	params := map[string]string{"ide2": ide2Seed(next)}
@@ -1106,7 +1118,7 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 				"which seed the VM names: if it is the new one, the plan swaps it for a seed with the configured cloud-init; if not, "+
 				"the next swap or the destroy deletes %s", werr, next.volid(), next.file)}
 		case got["ide2"] != params["ide2"]:
-			return cfg, b.dropNewSeed(ctx, node, next, werr)
+			return cfg, b.dropNewSeed(ctx, node, id.VMID, got, next, werr)
 		}
 		// The write landed although its answer was lost: carry on.
 	}
@@ -1139,7 +1151,7 @@ func (b *Backend) deleteSwapLeftovers(ctx context.Context, node, name, uid strin
 		if !ok || v == cur || v == next {
 			continue
 		}
-		if n, u, ok := parseUIDSeed(v.file); !ok || n != name || u != uid {
+		if !isSwapLeftover(v, name, uid) {
 			continue
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left by an earlier swap: deleting it", map[string]any{"name": name, "node": node, "seed": v.volid()})
@@ -1150,17 +1162,72 @@ func (b *Backend) deleteSwapLeftovers(ctx context.Context, node, name, uid strin
 	return nil
 }
 
-// dropNewSeed deletes a new seed whose swap failed before the VM named it, and returns
-// cause, with the seed named when it could not be deleted (the next swap's leftovers step
-// deletes it). When ctx has ended nothing more can be sent.
-func (b *Backend) dropNewSeed(ctx context.Context, node string, v seedVol, cause error) error {
+// dropNewSeed deletes a new seed whose swap failed before the VM named it, then drops the
+// swap's line from the mark of the VM whose config is cfg, and returns cause, with the seed
+// named when it could not be deleted (the next swap's leftovers step deletes it). When ctx
+// has ended nothing more can be sent. A line that could not be dropped only costs a
+// refresh one storage listing until the next swap.
+func (b *Backend) dropNewSeed(ctx context.Context, node string, vmid int, cfg map[string]string, v seedVol, cause error) error {
 	if ctx.Err() != nil {
 		return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the new seed ISO %s may be left on node %s: the next apply of this change deletes it", cause, v.volid(), node)}
 	}
 	if err := b.deleteSeed(ctx, "update", node, v); err != nil {
 		return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the new seed ISO %s could not be deleted either (%s): the next apply of this change deletes it", cause, v.volid(), err.Error())}
 	}
+	if desc := withMarkLines(cfg["description"], []markLine{{MarkKeySeedSwap, ""}}); desc != cfg["description"] {
+		if err := b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc}); err != nil {
+			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed swap line not dropped", map[string]any{"vmid": vmid, "node": node, "error": err.Error()})
+		}
+	}
 	return cause
+}
+
+// markSwapStarted writes MarkKeySeedSwap (generation gen) into the mark of the VM whose
+// config is cfg, and returns the config as it is after it; nothing is written when the
+// line is there already (a swap cut off before, swapped again).
+func (b *Backend) markSwapStarted(ctx context.Context, node string, vmid int, cfg map[string]string, gen int) (map[string]string, error) {
+	desc := withMarkLines(cfg["description"], []markLine{{MarkKeySeedSwap, strconv.Itoa(gen)}})
+	if desc == cfg["description"] {
+		return cfg, nil
+	}
+	if err := b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc}); err != nil {
+		return cfg, apiErrorf("update", err, "recording the seed swap in the VM's description on node %s", node)
+	}
+	out := maps.Clone(cfg)
+	out["description"] = desc
+	return out, nil
+}
+
+// SwapLeftovers returns the seeds of vm (by its name and uid) on its node's iso_storage
+// that its ide2 does not name, when its mark says a seed swap was under way
+// (MarkKeySeedSwap): what a swap killed before its config write left (decision:
+// seed-swap). One listing request, made only when the line is there; a refresh reads it,
+// and nothing is written.
+func (b *Backend) SwapLeftovers(ctx context.Context, vm VM, uid string) ([]string, error) {
+	if vm.MarkExtra.SeedSwap == "" || uid == "" || b.cfg.ISOStorage == "" {
+		return nil, nil
+	}
+	vols, err := b.api.StorageContent(ctx, vm.Node, b.cfg.ISOStorage, "iso")
+	if err != nil {
+		if pveapi.IsMissingStorage(err) {
+			return nil, nil
+		}
+		return nil, apiErrorf("read", err, "listing storage %s on node %s for seed ISOs a cut-off cloud-init change left", b.cfg.ISOStorage, vm.Node)
+	}
+	cur, _ := parseISOVol(vm.Seed)
+	var out []string
+	for _, got := range vols {
+		if v, ok := parseISOVol(got.VolID); ok && v != cur && isSwapLeftover(v, vm.ID.Name, uid) {
+			out = append(out, v.volid())
+		}
+	}
+	return out, nil
+}
+
+// isSwapLeftover says v is a seed of VM name with uid (any generation).
+func isSwapLeftover(v seedVol, name, uid string) bool {
+	n, u, ok := parseUIDSeed(v.file)
+	return ok && n == name && u == uid
 }
 
 // reseedMarkLines are the mark lines that describe a swapped seed: the user-data digest,
@@ -1174,5 +1241,6 @@ func reseedMarkLines(ch Changes) []markLine {
 		{MarkKeyUserDataDigest, ch.Reseed.UserDataDigest},
 		{MarkKeyNetworkDigest, NetworkDigest(ch.Network)},
 		{MarkKeyStaticIPv4, static},
+		{MarkKeySeedSwap, ""},
 	}
 }

@@ -26,6 +26,17 @@ func seedVolOf(gen int) string {
 	return "pv1-1/" + seedVolID(fakeISOStorage, seedFileGen(testName, testUID, gen))
 }
 
+// onSwapWrite hooks the swap's config write (the one that names a seed on ide2), not the
+// mark write that records the swap before it.
+func onSwapWrite(h *harness, fn func(context.Context, fakeCall) error) {
+	h.f.onCall("SetVMConfig", func(ctx context.Context, c fakeCall) error {
+		if _, ok := c.Args["ide2"]; !ok {
+			return nil
+		}
+		return fn(ctx, c)
+	})
+}
+
 // readSeed reads generation gen of testName's seed back.
 func (h *harness) readSeed(gen int) nocloud.Files {
 	h.t.Helper()
@@ -49,8 +60,8 @@ func TestReseed_swapsTheSeedKeepsTheVMAndRestarts(t *testing.T) {
 	if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\nruncmd: [v2]\n")); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := mutating(h.f), []string{"UploadISO", "SetVMConfig", "DeleteVolume", "Shutdown", "Start"}; !slices.Equal(got, want) {
-		t.Errorf("calls %v, want %v (upload, swap, old seed deleted, graceful restart)", got, want)
+	if got, want := mutating(h.f), []string{"SetVMConfig", "UploadISO", "SetVMConfig", "DeleteVolume", "Shutdown", "Start"}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v (swap recorded, upload, swap, old seed deleted, graceful restart)", got, want)
 	}
 	if got := h.f.seeds(); !slices.Equal(got, []string{seedVolOf(2)}) {
 		t.Errorf("seeds %v, want only the new one %s", got, seedVolOf(2))
@@ -112,7 +123,7 @@ func TestReseed_deferredAndStopped(t *testing.T) {
 			if err := h.b.Update(h.ctx, testID, ch); err != nil {
 				t.Fatal(err)
 			}
-			if got, want := mutating(h.f), []string{"UploadISO", "SetVMConfig", "DeleteVolume"}; !slices.Equal(got, want) {
+			if got, want := mutating(h.f), []string{"SetVMConfig", "UploadISO", "SetVMConfig", "DeleteVolume"}; !slices.Equal(got, want) {
 				t.Errorf("calls %v, want %v (no power call)", got, want)
 			}
 			if got := h.f.seeds(); !slices.Equal(got, []string{seedVolOf(2)}) {
@@ -137,10 +148,12 @@ func TestReseed_failureInTheMiddleLeavesNoSeed(t *testing.T) {
 	}{
 		{"upload task fails", func(h *harness, _ context.CancelFunc) { h.f.failTask("imgcopy", "storage full") },
 			[]string{seedVolOf(1)}, 1},
-		{"config write refused", func(h *harness, _ context.CancelFunc) { h.f.failNext("SetVMConfig", fixtureErr("err_596")) },
+		{"config write refused", func(h *harness, _ context.CancelFunc) {
+			onSwapWrite(h, func(context.Context, fakeCall) error { return fixtureErr("err_596") })
+		},
 			[]string{seedVolOf(1)}, 1},
 		{"interrupted at the config write", func(h *harness, cancel context.CancelFunc) {
-			h.f.onCall("SetVMConfig", func(ctx context.Context, _ fakeCall) error { cancel(); return ctx.Err() })
+			onSwapWrite(h, func(ctx context.Context, _ fakeCall) error { cancel(); return ctx.Err() })
 		}, []string{seedVolOf(1), seedVolOf(2)}, 1},
 		{"old seed's delete fails", func(h *harness, _ context.CancelFunc) { h.f.failNext("DeleteVolume", fixtureErr("err_596")) },
 			[]string{seedVolOf(1), seedVolOf(2)}, 2},
@@ -378,7 +391,7 @@ func TestReseed_destroyAfterAnInterruptedFirstSwap(t *testing.T) {
 	h.ourRunningVM(testVMID0, testName)
 	ctx, cancel := context.WithCancel(h.ctx)
 	defer cancel()
-	h.f.onCall("SetVMConfig", func(ctx context.Context, _ fakeCall) error { cancel(); return ctx.Err() })
+	onSwapWrite(h, func(ctx context.Context, _ fakeCall) error { cancel(); return ctx.Err() })
 	if err := h.b.Update(ctx, testID, reseed("#cloud-config\n")); err == nil {
 		t.Fatal("the interrupted update succeeded")
 	}
@@ -404,14 +417,14 @@ func TestReseed_configWriteLandedButItsAnswerLost(t *testing.T) {
 		fail func(h *harness, cancel context.CancelFunc)
 	}{
 		{"interrupted", func(h *harness, cancel context.CancelFunc) {
-			h.f.onCall("SetVMConfig", func(ctx context.Context, c fakeCall) error {
+			onSwapWrite(h, func(ctx context.Context, c fakeCall) error {
 				h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = c.Args["ide2"] })
 				cancel()
 				return ctx.Err()
 			})
 		}},
 		{"answer lost, read back fails", func(h *harness, _ context.CancelFunc) {
-			h.f.onCall("SetVMConfig", func(_ context.Context, c fakeCall) error {
+			onSwapWrite(h, func(_ context.Context, c fakeCall) error {
 				h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["ide2"] = c.Args["ide2"] })
 				h.f.failNext("VMConfig", fixtureErr("err_596"))
 				return fixtureErr("err_596")
@@ -445,5 +458,62 @@ func TestReseed_configWriteLandedButItsAnswerLost(t *testing.T) {
 				t.Errorf("seeds %v after the next swap, want only %s", got, seedVolOf(3))
 			}
 		})
+	}
+}
+
+// TestReseed_killedSwapLeavesASign: the swap records itself in the mark before it touches
+// the storage (MarkKeySeedSwap) and drops the line in the write that names the new seed. A
+// swap cut off in between (a kill: nothing runs after it) leaves the line, and SwapLeftovers
+// finds the new seed that ide2 does not name; a swap that ran through, or failed and
+// cleaned up, leaves neither. The next swap deletes what the killed one left.
+func TestReseed_killedSwapLeavesASign(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	onSwapWrite(h, func(ctx context.Context, _ fakeCall) error { cancel(); return ctx.Err() })
+	if err := h.b.Update(ctx, testID, reseed("#cloud-config\n")); err == nil {
+		t.Fatal("the cut-off update succeeded")
+	}
+	h.f.hooks = map[string][]func(context.Context, fakeCall) error{}
+	vm, err := h.b.Get(h.ctx, testID, GetOptions{UID: testUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.MarkExtra.SeedSwap != "2" {
+		t.Errorf("mark %q: want the swap to generation 2 recorded", h.f.vm(testVMID0).Config["description"])
+	}
+	left, err := h.b.SwapLeftovers(h.ctx, vm, testUID)
+	if want := seedVolID(fakeISOStorage, seedFileGen(testName, testUID, 2)); err != nil || !slices.Equal(left, []string{want}) {
+		t.Errorf("SwapLeftovers %v (%v), want [%s]", left, err, want)
+	}
+	if left, _ := h.b.SwapLeftovers(h.ctx, vm, "7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35"); len(left) != 0 {
+		t.Errorf("another uid's leftovers: %v", left)
+	}
+	if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\n")); err != nil {
+		t.Fatal(err)
+	}
+	vm, err = h.b.Get(h.ctx, testID, GetOptions{UID: testUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vm.MarkExtra.SeedSwap != "" || vm.MarkExtra.UserDataDigest != swapDigest {
+		t.Errorf("mark %q after the swap: want no swap line and the new digest", h.f.vm(testVMID0).Config["description"])
+	}
+	if got := h.f.seeds(); !slices.Equal(got, []string{seedVolOf(2)}) {
+		t.Errorf("seeds %v, want generation 2 alone", got)
+	}
+	h.f.calllog = nil
+	if left, err := h.b.SwapLeftovers(h.ctx, vm, testUID); err != nil || len(left) != 0 || len(h.f.calllog) != 0 {
+		t.Errorf("no swap line: SwapLeftovers %v (%v) with calls %v, want nothing and no request", left, err, h.f.calllog)
+	}
+
+	// A swap whose config write is refused deletes its new seed and drops the line.
+	onSwapWrite(h, func(context.Context, fakeCall) error { return fixtureErr("err_596") })
+	if err := h.b.Update(h.ctx, testID, reseed("#cloud-config\n# v3\n")); err == nil {
+		t.Fatal("the refused update succeeded")
+	}
+	if d := h.f.vm(testVMID0).Config["description"]; strings.Contains(d, MarkKeySeedSwap) {
+		t.Errorf("mark %q after a failed swap that cleaned up: the swap line is left", d)
 	}
 }
