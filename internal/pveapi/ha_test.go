@@ -41,6 +41,8 @@ func init() {
 		"err_ha_groups_migrated":         {Permanent, Permanent, "IsHAGroupsMigrated"},
 		"err_forbidden_ha_console":       {Permanent, Permanent, "IsForbidden"},
 		"err_forbidden_ha_audit":         {Permanent, Permanent, "IsForbidden"},
+		// The product's Destroy always sends purge=1; a 500 no predicate names is Transient.
+		"err_ha_destroy_managed": {Transient, Transient, ""},
 	} {
 		classifyTable[k] = v
 	}
