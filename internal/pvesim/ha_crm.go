@@ -51,6 +51,20 @@ func (s *Sim) haManaged(vmid int) *haResource {
 	return r
 }
 
+func (r *haResource) maxRestartOr1() int {
+	if r.maxRestart != nil {
+		return *r.maxRestart
+	}
+	return 1 // src/PVE/HA/Resources.pm:74-82, Config.pm:121
+}
+
+func (r *haResource) maxRelocateOr1() int {
+	if r.maxRelocate != nil {
+		return *r.maxRelocate
+	}
+	return 1 // src/PVE/HA/Resources.pm:83-90, Config.pm:122
+}
+
 // haRequest makes the CRM and LRM act on r one round from now.
 func (s *Sim) haRequest(r *haResource, now time.Time) {
 	r.dueAt = now.Add(s.real(s.dur.HARound))
@@ -242,21 +256,20 @@ func (s *Sim) haStart(r *haResource, v *vm, at time.Time) {
 		return
 	}
 	if vol := s.missingVolume(v); vol != "" || v.isTemplate() {
-		s.haLog(at, "err", "unable to start service %s on node '%s': volume '%s' does not exist", r.sid, v.node, vol)
+		// LRM.pm:879-891 after max_restart tries on the node (folded into one), then
+		// Manager.pm:1468-1497: relocate while the failed nodes are at most max_relocate.
+		s.haLog(at, "err", "unable to start service %s on local node after %d retries", r.sid, r.maxRestartOr1())
 		r.failedNodes = append(r.failedNodes, v.node)
-		maxRelocate := 1
-		if r.maxRelocate != nil {
-			maxRelocate = *r.maxRelocate
-		}
-		if len(r.failedNodes) <= maxRelocate {
-			if target := s.haSelectNode(r, v.node, r.failedNodes); target != "" {
-				s.haLog(at, "info", "relocate service '%s' to node '%s'", r.sid, target)
+		if len(r.failedNodes) <= r.maxRelocateOr1() {
+			s.haLog(at, "warning", "starting service %s on node '%s' failed, relocating service.", r.sid, v.node)
+			if target := s.haSelectNode(r, v.node, r.failedNodes); target != "" && target != v.node {
+				// Manager.pm:1534-1540: a VM is migrated (offline here: it is not running).
+				s.haLog(at, "info", "migrate service '%s' to node '%s' (running)", r.sid, target)
 				v.node = target
-				r.dueAt = at.Add(s.real(s.dur.HARound))
-				return
 			}
+			r.dueAt = at.Add(s.real(s.dur.HARound))
+			return
 		}
-		// Manager.pm:1488-1494.
 		s.haLog(at, "err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", r.sid, strings.Join(r.failedNodes, ", "))
 		s.haSetState(r, "error", at)
 		return

@@ -450,3 +450,45 @@ func haLogText(s *pvesim.Sim) string {
 	}
 	return b.String()
 }
+
+// TestSource_haRecoverySeedLeftBehind: a VM whose seed ISO sits on the dead node's own ISO
+// storage cannot start where it is recovered to (vm_start activates every drive volume:
+// "volume ... does not exist"); the LRM gives up after max_restart (LRM.pm:879-891), the
+// CRM relocates while the failed nodes number at most max_relocate, then puts the service
+// in error (Manager.pm:1468-1497), which takes no new request but disabled
+// (Resources.pm:37-51).
+func TestSource_haRecoverySeedLeftBehind(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{Nodes: haNodes})
+	s := tg.simOnly("moves a node down")
+	tg.parallel()
+	tg.seeded("#cloud-config\n")
+	sid := haSID(tg.vmid)
+	if err := tg.api.CreateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: sid}); err != nil {
+		t.Fatal(err)
+	}
+	tg.eventually("started by HA", func() bool { r, _ := s.HAResourceOf(tg.vmid); return r.CRMState == "started" })
+	if err := s.SetNodeDown(captureNode, true); err != nil {
+		t.Fatal(err)
+	}
+	tg.eventually("the error state", func() bool { r, _ := s.HAResourceOf(tg.vmid); return r.CRMState == "error" })
+	log := haLogText(s)
+	for _, want := range []string{
+		"recover service '" + sid + "' from fenced node '" + captureNode + "' to node 'pv1-2'",
+		"starting service " + sid + " on node 'pv1-2' failed, relocating service.",
+		"recovery policy for service " + sid + " failed, entering error state. Failed nodes: pv1-2, pv1-3",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("CRM log lacks %q:\n%s", want, log)
+		}
+	}
+	if v, _ := s.VM(tg.vmid); v.Status == "running" {
+		t.Errorf("the VM runs without its seed: %+v", v)
+	}
+	err := tg.api.UpdateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: sid, State: "started"})
+	if ae, ok := err.(*pveapi.APIError); !ok || ae.Message != "service '"+sid+"' in error state, must be disabled and fixed first" {
+		t.Errorf("a request to a service in error: %v", err)
+	}
+	if err := tg.api.UpdateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: sid, State: "disabled"}); err != nil {
+		t.Errorf("disabling a service in error: %v", err)
+	}
+}
