@@ -41,6 +41,8 @@ type haResource struct {
 	failedNodes []string
 	// noNodeLogged: the "no recovery node found" line was logged for this recovery.
 	noNodeLogged bool
+	// migrateTo is a queued migrate command's target (qm migrate of an HA-managed VM).
+	migrateTo string
 }
 
 func (r *haResource) reqState() string {

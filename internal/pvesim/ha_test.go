@@ -492,3 +492,85 @@ func TestSource_haRecoverySeedLeftBehind(t *testing.T) {
 		t.Errorf("disabling a service in error: %v", err)
 	}
 }
+
+// TestSource_haFailbackAndMigrate: with a node-affinity rule of two priorities, a service
+// recovered to the lower one goes back when the higher node returns, failback being on by
+// default (Resources.pm:65-73; Manager.pm select_service_node lines 334-359, 1508-1540),
+// and stays with failback off. qm migrate of an HA-managed VM is an hamigrate task
+// (Qemu.pm:5639-5651) the CRM refuses towards a negative partner's node
+// (Manager.pm:588-601) and carries out otherwise.
+func TestSource_haFailbackAndMigrate(t *testing.T) {
+	tg, s := haTarget(t)
+	ctx := tg.ctx()
+	a, b := haSID(tg.vmid), haSID(tg.vmid-1)
+	for _, sid := range []string{a, b} {
+		if err := tg.api.CreateHAResource(ctx, pveapi.HAResourceParams{SID: sid}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tg.api.UpdateHAResource(ctx, pveapi.HAResourceParams{SID: b, Failback: pveapi.BoolPtr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ rule, sid, nodes string }{{"pin-a", a, "pv1-1:2,pv1-3:1"}, {"pin-b", b, "pv1-2:2,pv1-3:1"}} {
+		if err := tg.api.CreateHARule(ctx, pveapi.HARuleParams{Rule: p.rule, Type: "node-affinity", Resources: p.sid, Nodes: p.nodes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg.eventually("both started", func() bool {
+		x, _ := s.HAResourceOf(tg.vmid)
+		y, _ := s.HAResourceOf(tg.vmid - 1)
+		return x.CRMState == "started" && y.CRMState == "started"
+	})
+	for _, n := range []string{captureNode, "pv1-2"} {
+		if err := s.SetNodeDown(n, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two of three down: no quorum, nothing happens; bring pv1-2 back at once, so that only
+	// pv1-1 stays down.
+	if err := s.SetNodeDown("pv1-2", false); err != nil {
+		t.Fatal(err)
+	}
+	tg.eventually("a recovered to pv1-3", func() bool { r, _ := s.HAResourceOf(tg.vmid); return r.Node == "pv1-3" && r.CRMState == "started" })
+	if err := s.SetNodeDown(captureNode, false); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Log(haLogText(s))
+		}
+	}()
+	tg.eventually("a back on pv1-1 (failback)", func() bool {
+		r, _ := s.HAResourceOf(tg.vmid)
+		v, _ := s.VM(tg.vmid)
+		return r.Node == captureNode && v.Status == "running"
+	})
+	// b has failback off: moved to pv1-3 by hand, it stays there.
+	upid, err := tg.api.Migrate(ctx, "pv1-2", tg.vmid-1, pveapi.MigrateParams{Target: "pv1-3", Online: true})
+	tg.mustOK(upid, err)
+	if u, _ := pveapi.ParseUPID(upid); u.Type != "hamigrate" {
+		t.Errorf("migrate of an HA-managed VM ran %q", u.Type)
+	}
+	tg.eventually("b on pv1-3", func() bool { r, _ := s.HAResourceOf(tg.vmid - 1); return r.Node == "pv1-3" })
+	time.Sleep(s.WallTime(3 * s.Durations().HARound))
+	if r, _ := s.HAResourceOf(tg.vmid - 1); r.Node != "pv1-3" {
+		t.Errorf("b with failback off moved back to %s", r.Node)
+	}
+	// A negative rule between them: a's move to b's node is refused by the CRM.
+	if err := tg.api.DeleteHARule(ctx, "pin-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.api.DeleteHARule(ctx, "pin-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.api.CreateHARule(ctx, pveapi.HARuleParams{Rule: "proxy-pair", Type: "resource-affinity", Affinity: "negative", Resources: a + "," + b}); err != nil {
+		t.Fatal(err)
+	}
+	upid, err = tg.api.Migrate(ctx, captureNode, tg.vmid, pveapi.MigrateParams{Target: "pv1-3", Online: true})
+	tg.mustOK(upid, err)
+	want := "crm command 'migrate " + a + " pv1-3' error - service '" + b + "' on node 'pv1-3' in negative affinity with service '" + a + "'"
+	tg.eventually("the refused migrate", func() bool { return strings.Contains(haLogText(s), want) })
+	if r, _ := s.HAResourceOf(tg.vmid); r.Node != captureNode {
+		t.Errorf("a moved to %s despite the negative rule", r.Node)
+	}
+}
