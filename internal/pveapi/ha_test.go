@@ -45,6 +45,9 @@ func init() {
 		"err_forbidden_ha_audit":         {Permanent, Permanent, "IsForbidden"},
 		// The product's Destroy always sends purge=1; a 500 no predicate names is Transient.
 		"err_ha_destroy_managed": {Transient, Transient, ""},
+		// Quorum comes back by itself; a service in error needs an admin.
+		"err_ha_no_quorum":     {Transient, Transient, ""},
+		"err_ha_service_error": {Transient, Transient, ""},
 	} {
 		classifyTable[k] = v
 	}

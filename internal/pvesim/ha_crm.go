@@ -405,67 +405,11 @@ func (s *Sim) haSelectNode(r *haResource, current string, tried []string, stay .
 		}
 	}
 	rules := s.haCompiledRules()
-	// get_node_affinity (Rules/NodeAffinity.pm:268-290, plugin_compile 158-190).
-	allowed, pri := map[string]bool{}, map[string]bool{}
-	var nodeRule *haRule
-	for _, rule := range rules {
-		if rule.typ == "node-affinity" && slices.Contains(rule.resources, r.sid) {
-			nodeRule = rule
-			break
-		}
-	}
-	if nodeRule == nil {
-		maps.Copy(allowed, online)
-		maps.Copy(pri, online)
-	} else {
-		eff := maps.Clone(nodeRule.nodes)
-		if nodeRule.strict == nil || !*nodeRule.strict {
-			for n := range online {
-				if _, ok := eff[n]; !ok {
-					eff[n] = -1
-				}
-			}
-		}
-		best, found := 0, false
-		for n, p := range eff {
-			if online[n] {
-				allowed[n] = true
-				if !found || p > best {
-					best, found = p, true
-				}
-			}
-		}
-		for n, p := range eff {
-			if online[n] && p == best {
-				pri[n] = true
-			}
-		}
-	}
+	allowed, pri := haNodeAffinity(rules, r.sid, online)
 	if len(pri) == 0 {
 		return ""
 	}
-	// get_resource_affinity (Rules/ResourceAffinity.pm:503-534).
-	together, separate := map[string]int{}, map[string]bool{}
-	for _, rule := range rules {
-		if rule.typ != "resource-affinity" || !slices.Contains(rule.resources, r.sid) {
-			continue
-		}
-		for _, other := range rule.resources {
-			o := s.ha.resources[other]
-			if other == r.sid || o == nil || o.reqState() == "ignored" {
-				continue
-			}
-			n := s.haNodeOf(o)
-			if n == "" || !online[n] {
-				continue
-			}
-			if rule.affinity == "negative" {
-				separate[n] = true
-			} else {
-				together[n]++
-			}
-		}
-	}
+	together, separate := s.haResourceAffinity(rules, r.sid, online)
 	none := len(stay) > 0 && stay[0]
 	failback := r.failback == nil || *r.failback
 	// Lines 334-344: stay on the current node if possible (is_allowed_on_node, 544-548).
@@ -479,28 +423,108 @@ func (s *Sim) haSelectNode(r *haResource, current string, tried []string, stay .
 	for n := range separate {
 		delete(pri, n)
 	}
+	if majority := mostTogether(together, pri); majority != "" {
+		pri = map[string]bool{majority: true}
+	}
+	if none && pri[current] {
+		return current // line 359
+	}
+	return s.haLeastUsed(r, pri)
+}
+
+// haNodeAffinity is get_node_affinity (Rules/NodeAffinity.pm:268-290 over plugin_compile,
+// 158-190): the online nodes the resource may run on, and those of the highest priority.
+func haNodeAffinity(rules []*haRule, sid string, online map[string]bool) (allowed, pri map[string]bool) {
+	allowed, pri = map[string]bool{}, map[string]bool{}
+	var nodeRule *haRule
+	for _, rule := range rules {
+		if rule.typ == "node-affinity" && slices.Contains(rule.resources, sid) {
+			nodeRule = rule
+			break
+		}
+	}
+	if nodeRule == nil {
+		maps.Copy(allowed, online)
+		maps.Copy(pri, online)
+		return allowed, pri
+	}
+	eff := maps.Clone(nodeRule.nodes)
+	if nodeRule.strict == nil || !*nodeRule.strict {
+		for n := range online {
+			if _, ok := eff[n]; !ok {
+				eff[n] = -1
+			}
+		}
+	}
+	best, found := 0, false
+	for n, p := range eff {
+		if online[n] {
+			allowed[n] = true
+			if !found || p > best {
+				best, found = p, true
+			}
+		}
+	}
+	for n, p := range eff {
+		if online[n] && p == best {
+			pri[n] = true
+		}
+	}
+	return allowed, pri
+}
+
+// haResourceAffinity is get_resource_affinity (Rules/ResourceAffinity.pm:503-534): the
+// online nodes of the positive partners (with their count) and of the negative ones.
+func (s *Sim) haResourceAffinity(rules []*haRule, sid string, online map[string]bool) (together map[string]int, separate map[string]bool) {
+	together, separate = map[string]int{}, map[string]bool{}
+	for _, rule := range rules {
+		if rule.typ != "resource-affinity" || !slices.Contains(rule.resources, sid) {
+			continue
+		}
+		for _, other := range rule.resources {
+			o := s.ha.resources[other]
+			if other == sid || o == nil || o.reqState() == "ignored" {
+				continue
+			}
+			n := s.haNodeOf(o)
+			switch {
+			case n == "" || !online[n]:
+			case rule.affinity == "negative":
+				separate[n] = true
+			default:
+				together[n]++
+			}
+		}
+	}
+	return together, separate
+}
+
+// mostTogether is apply_positive_resource_affinity's majority node among pri, or "".
+func mostTogether(together map[string]int, pri map[string]bool) string {
 	var cands []string
 	for n := range together {
 		if pri[n] {
 			cands = append(cands, n)
 		}
 	}
-	if len(cands) > 0 {
-		sort.Slice(cands, func(i, j int) bool {
-			if together[cands[i]] != together[cands[j]] {
-				return together[cands[i]] > together[cands[j]]
-			}
-			return cands[i] < cands[j]
-		})
-		pri = map[string]bool{cands[0]: true}
+	if len(cands) == 0 {
+		return ""
 	}
-	if none && pri[current] {
-		return current // line 359
-	}
+	sort.Slice(cands, func(i, j int) bool {
+		if together[cands[i]] != together[cands[j]] {
+			return together[cands[i]] > together[cands[j]]
+		}
+		return cands[i] < cands[j]
+	})
+	return cands[0]
+}
+
+// haLeastUsed is the scoring of Usage/Basic.pm: the node with the fewest HA services
+// first, then by name; "" for none.
+func (s *Sim) haLeastUsed(r *haResource, pri map[string]bool) string {
 	if len(pri) == 0 {
 		return ""
 	}
-	// Usage/Basic.pm: the node with the fewest HA services first, then by name.
 	count := map[string]int{}
 	for _, o := range s.ha.resources {
 		if o != r {
@@ -531,9 +555,10 @@ func (s *Sim) haVerboseState(r *haResource) string {
 	state := r.crm
 	switch r.crm {
 	case "stopped":
-		if req == "started" {
+		switch req {
+		case "started":
 			state = "starting"
-		} else if req == "disabled" {
+		case "disabled":
 			state = "disabled"
 		}
 	case "started":
