@@ -159,7 +159,9 @@ func (s *Sim) nextHAEvent(now time.Time) (time.Time, func(time.Time)) {
 				consider(fenceAt, func(at time.Time) { s.haSetState(r, "fence", at) })
 			}
 		}
-		if !s.ha.fenced[n] {
+		// Only a node with services to fence is fenced (Manager.pm:1158-1172): a node
+		// without HA services has no armed watchdog and its guests are left alone.
+		if !s.ha.fenced[n] && s.haHasFenced(n) {
 			node := n
 			consider(down.Add(s.real(s.dur.HALockTimeout)), func(at time.Time) { s.haFence(node, at) })
 		}
@@ -191,6 +193,15 @@ func (s *Sim) haSetState(r *haResource, state string, at time.Time) {
 	}
 	// Manager.pm $change_service_state, lines 518-522.
 	s.haLog(at, "info", "service '%s': state changed from '%s' to '%s'", r.sid, old, state)
+}
+
+func (s *Sim) haHasFenced(nodeName string) bool {
+	for _, r := range s.ha.resources {
+		if r.crm == "fence" && s.haNodeOf(r) == nodeName {
+			return true
+		}
+	}
+	return false
 }
 
 // haFence is the fencing of node acknowledged (NodeStatus.pm:267-274): its guests are off

@@ -572,3 +572,33 @@ func TestSource_haFailbackAndMigrate(t *testing.T) {
 		t.Errorf("a moved to %s despite the negative rule", r.Node)
 	}
 }
+
+// TestSource_haNoFenceWithoutServices: a node without HA services is never fenced
+// (Manager.pm:1158-1172 fences the nodes of services in fence), so its guests are left as
+// they were; the admin API shows the HA state (GET /pvesim/ha).
+func TestSource_haNoFenceWithoutServices(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{Nodes: haNodes})
+	s := tg.simOnly("moves a node down")
+	tg.parallel()
+	tg.cloned()
+	tg.started()
+	if err := s.SetNodeDown(captureNode, true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(s.WallTime(s.Durations().HALockTimeout + 3*s.Durations().HARound))
+	if v, _ := s.VM(tg.vmid); v.Status != "running" || v.Node != captureNode {
+		t.Errorf("a guest outside HA on a node down: %s on %s", v.Status, v.Node)
+	}
+	if log := haLogText(s); log != "" {
+		t.Errorf("the CRM acted without HA services:\n%s", log)
+	}
+	var got struct {
+		Resources []pvesim.HAResourceState `json:"resources"`
+		Rules     []pvesim.HARuleState     `json:"rules"`
+		Log       []pvesim.HAEvent         `json:"log"`
+	}
+	tg.admin("GET", "/ha", nil, &got)
+	if got.Resources == nil || got.Rules == nil || len(got.Resources) != 0 {
+		t.Errorf("admin HA state %+v", got)
+	}
+}
