@@ -210,6 +210,22 @@ func TestSource_haGroupsAndPermissions(t *testing.T) {
 		t.Errorf("with PVEAuditor on /: %v", err)
 	}
 	tg.wantAPIError(pool.CreateHARule(tg.ctx(), pveapi.HARuleParams{Rule: "proxy-pair", Type: "resource-affinity", Affinity: "negative", Resources: "vm:1,vm:2"}), "err_forbidden_ha_console")
+	// A role with Sys.Audit and Sys.Console on / alone (propagate=0) is enough for HA, and
+	// gives no console below / (pve-access-control: an unpropagated ACL holds on its path only).
+	tg.adminOK("POST", "/access/roles", url.Values{"roleid": {"ProxyHA"}, "privs": {"Sys.Audit,Sys.Console"}}, nil)
+	for _, who := range []url.Values{{"users": {"proxy@pve"}}, {"tokens": {"proxy@pve!tf"}}} {
+		form := url.Values{"path": {"/"}, "roles": {"ProxyHA"}, "propagate": {"0"}}
+		for k, v := range who {
+			form[k] = v
+		}
+		tg.adminOK("PUT", "/access/acl", form, nil)
+	}
+	if err := pool.CreateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: haSID(tg.vmid)}); err != nil {
+		t.Errorf("with ProxyHA on /: %v", err)
+	}
+	if privs, err := pool.Permissions(tg.ctx(), "/nodes/"+captureNode); err != nil || privs["Sys.Console"] {
+		t.Errorf("Sys.Console reached /nodes/%s: %v %v", captureNode, privs, err)
+	}
 }
 
 func messageOf(t *testing.T, body []byte) string {
