@@ -136,6 +136,10 @@ func TestHA_decode(t *testing.T) {
 	if bare.MaxRestart != nil || bare.Failback != nil || bare.State != "" {
 		t.Errorf("unset properties must stay unset: %+v", bare)
 	}
+	var st VMStatus
+	if err := json.Unmarshal([]byte(`{"status":"running","ha":{"managed":1,"state":"recovery"}}`), &st); err != nil || !bool(st.HA.Managed) || st.HA.State != "recovery" {
+		t.Errorf("status/current ha: %+v, %v", st.HA, err)
+	}
 	nodes, err := ParseHANodes("pv1-1:2,pv1-2")
 	if err != nil || !reflect.DeepEqual(nodes, []HANode{{"pv1-1", 2}, {"pv1-2", 0}}) {
 		t.Errorf("ParseHANodes = %v, %v", nodes, err)

@@ -728,3 +728,19 @@ func (s *Sim) haMigrateTask(c *call, r *haResource, target string) *response {
 	s.submitTask(t, c.now)
 	return okData(t.upid)
 }
+
+// haServiceStatus is the "ha" object of GET .../status/current (qemu-server
+// src/PVE/API2/Qemu.pm:3478, pve-ha-manager src/PVE/HA/Config.pm get_service_status lines
+// 492-507): managed 1 and the CRM's state for an HA-managed VM (not ignored), managed 0
+// otherwise. It needs only VM.Audit on the VM, so a pool-scoped token sees it.
+func (s *Sim) haServiceStatus(vmid int) map[string]any {
+	r := s.haManaged(vmid)
+	if r == nil {
+		return map[string]any{"managed": 0}
+	}
+	out := map[string]any{"managed": 1}
+	if r.crm != "" {
+		out["state"] = r.crm
+	}
+	return out
+}

@@ -418,6 +418,10 @@ func TestSource_haPowerAndDestroy(t *testing.T) {
 		t.Errorf("requested state after the start: %+v", r)
 	}
 	tg.eventually("HA starting the VM", func() bool { v, _ := s.VM(tg.vmid); return v.Status == "running" })
+	// status/current carries get_service_status (Qemu.pm:3478, Config.pm:492-507).
+	if st, err := tg.api.VMStatus(ctx, tg.node, tg.vmid); err != nil || !bool(st.HA.Managed) || st.HA.State != "started" {
+		t.Errorf("status/current ha: %+v, %v", st.HA, err)
+	}
 
 	upid, err = tg.api.Shutdown(ctx, tg.node, tg.vmid, pveapi.ShutdownParams{TimeoutSeconds: 30})
 	tg.mustOK(upid, err)
@@ -452,6 +456,9 @@ func TestSource_haPowerAndDestroy(t *testing.T) {
 	// An ignored resource is not HA-managed: the start is a plain qmstart.
 	if err := tg.api.UpdateHAResource(ctx, pveapi.HAResourceParams{SID: haSID(tg.vmid - 1), State: "ignored"}); err != nil {
 		t.Fatal(err)
+	}
+	if st, err := tg.api.VMStatus(ctx, "pv1-2", tg.vmid-1); err != nil || bool(st.HA.Managed) {
+		t.Errorf("an ignored resource reads managed: %+v, %v", st.HA, err)
 	}
 	var up string
 	tg.rawJSON("POST", "/nodes/pv1-2/qemu/"+strconv.Itoa(tg.vmid-1)+"/status/start", url.Values{}, &up)
