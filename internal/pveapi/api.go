@@ -73,6 +73,28 @@ type API interface {
 	UpdatePool(ctx context.Context, p PoolUpdate) error
 	// VMIDFree is GET /cluster/nextid?vmid={vmid} (access.go).
 	VMIDFree(ctx context.Context, vmid int) (bool, error)
+	// HAResources is GET /cluster/ha/resources (ha.go).
+	HAResources(ctx context.Context) ([]HAResource, error)
+	// HAResource is GET /cluster/ha/resources/{sid} (ha.go).
+	HAResource(ctx context.Context, sid string) (HAResource, error)
+	// CreateHAResource is POST /cluster/ha/resources (ha.go).
+	CreateHAResource(ctx context.Context, p HAResourceParams) error
+	// UpdateHAResource is PUT /cluster/ha/resources/{sid} (ha.go).
+	UpdateHAResource(ctx context.Context, p HAResourceParams) error
+	// DeleteHAResource is DELETE /cluster/ha/resources/{sid}?purge= (ha.go).
+	DeleteHAResource(ctx context.Context, sid string, purge bool) error
+	// HARules is GET /cluster/ha/rules (ha.go).
+	HARules(ctx context.Context) ([]HARule, error)
+	// HARule is GET /cluster/ha/rules/{rule} (ha.go).
+	HARule(ctx context.Context, id string) (HARule, error)
+	// CreateHARule is POST /cluster/ha/rules (ha.go).
+	CreateHARule(ctx context.Context, p HARuleParams) error
+	// UpdateHARule is PUT /cluster/ha/rules/{rule} (ha.go).
+	UpdateHARule(ctx context.Context, p HARuleParams) error
+	// DeleteHARule is DELETE /cluster/ha/rules/{rule} (ha.go).
+	DeleteHARule(ctx context.Context, id string) error
+	// HAStatus is GET /cluster/ha/status/current (ha.go).
+	HAStatus(ctx context.Context) ([]HAStatusEntry, error)
 }
 
 // VersionInfo is the answer of GET /version.
@@ -165,6 +187,9 @@ type VMStatus struct {
 	// and memory): for a running VM they are what it runs with.
 	CPUs   int   `json:"cpus"`
 	MaxMem int64 `json:"maxmem"`
+	// HA is whether the VM is an HA resource Proxmox manages (not ignored) and the HA
+	// manager's state of it (ha.go); only VM.Audit on the VM is needed to read it.
+	HA VMStatusHA `json:"ha"`
 }
 
 // ShutdownParams are the form fields of a shutdown. TimeoutSeconds is how long Proxmox

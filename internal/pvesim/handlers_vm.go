@@ -784,7 +784,7 @@ func (s *Sim) hStatusCurrent(c *call) *response {
 		"vmid": v.vmid, "name": name, "status": v.status, "qmpstatus": v.qmp,
 		"cpus": cpuCount(v.conf), "maxmem": memoryMiB(v.conf) << 20, "maxdisk": bootDiskSize(v.conf),
 		"uptime": 0, "cpu": 0, "mem": 0, "disk": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
-		"ha": map[string]any{"managed": 0},
+		"ha": s.haServiceStatus(v.vmid),
 	}
 	if agentEnabled(v.conf) {
 		out["agent"] = 1
@@ -837,6 +837,9 @@ func (s *Sim) hDestroy(c *call) *response {
 	if v.conf["protection"] == "1" {
 		return apiError(500, fmt.Sprintf("can't remove VM %d - protection mode enabled", v.vmid))
 	}
+	if r := s.haDestroyRefusal(c, v.vmid); r != nil {
+		return r
+	}
 	if v.status == "running" {
 		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
 	}
@@ -865,6 +868,7 @@ func (s *Sim) hDestroy(c *call) *response {
 		// qemu-server src/PVE/API2/Qemu.pm destroy_vm: PVE::AccessControl::remove_vm_access
 		// drops the VM's ACL entries and its pool membership.
 		s.removeVMAccess(v.vmid)
+		s.haDestroyPurge(v.vmid, c.params["purge"] == "1", at)
 		return ""
 	}
 	s.submitTask(t, c.now)
