@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 )
 
-// The limits on what the generated pages show of the schemas (issue 39): an attribute's
+// The limits on what the generated pages show of the schemas: an attribute's
 // description is one to three sentences, the mechanics live in the page's sections.
 const (
 	// maxDescription is the longest attribute description any page may carry.

@@ -13,7 +13,7 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// The facts of the documentation that can drift from the code (issue 39): the seed ISO's
+// The facts of the documentation that can drift from the code: the seed ISO's
 // name, the mark's lines and the VMID rule are checked here against internal/proxmox; the
 // tested CLI range against the GNUmakefile by internal/reporefs (TestDocs_testedCLIs).
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Limits of the CHANGELOG (issue 39): a release note a user reads, not a build log.
+// Limits of the CHANGELOG: a release note a user reads, not a build log.
 const (
 	maxReleaseBullets = 30
 	maxEntryChars     = 200
