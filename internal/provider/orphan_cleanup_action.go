@@ -157,10 +157,10 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 // cleanSummary is the last progress line of a cleanup.
 func cleanSummary(rep proxmox.CleanReport, opts proxmox.CleanOptions) string {
 	if opts.DryRun {
-		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed not proved unused), %d could not be looked at; "+
+		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed that may be in use), %d could not be looked at; "+
 			"set dry_run = false to delete them", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
 	}
-	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed not proved unused), %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
+	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed that may be in use), %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
 }
 
 func (a *orphanCleanupAction) redact(s string) string { return redact(s, a.data.secrets()) }
