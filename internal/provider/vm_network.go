@@ -69,15 +69,6 @@ type staticIPv4Model struct {
 	Search  types.List   `tfsdk:"search"`
 }
 
-const networkReplaces = "cloud-init applies a network configuration when the VM boots for the first time (per instance, " +
-	"like the user-data), so changing it (or removing it) replaces the VM, or with `cloud_init_change = \"restart\"` swaps " +
-	"the seed for one with a new instance-id and restarts the VM in place. An import cannot read the seed back, so the " +
-	"VM's mark keeps what it needs: `static_ipv4` whole (read back by the import: the same value plans nothing, another " +
-	"or none a replacement), and the digest of a `network_config` (the same text is recorded in place, another one " +
-	"replaces the VM, and with neither attribute set the network is left alone). A VM without these mark lines (made by " +
-	"the proxy operator) records the first value set without replacing it, unless the addresses " +
-	"the guest agent reported at the import lack a configured static address."
-
 // networkAttrs are the network facet's attributes.
 func networkAttrs() []facetAttr {
 	return []facetAttr{{
