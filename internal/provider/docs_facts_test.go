@@ -155,3 +155,35 @@ func TestDocs_vmidRule(t *testing.T) {
 		t.Error("docs/index.md says the VMID derives from the uid: it derives from the name and uid_namespace")
 	}
 }
+
+// TestDocs_restartRow: the row of proxy_vm's "What a change does" table that restarts the VM
+// names exactly the attributes of proxmox.RestartOptions, as the descriptions derived from
+// them do.
+func TestDocs_restartRow(t *testing.T) {
+	page := docsPage(t, "resources/vm.md")
+	var row string
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "| `") && strings.Contains(l, "**restarted** gracefully") {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatal("docs/resources/vm.md has no row of the VM restarted gracefully in What a change does")
+	}
+	cell := strings.Split(row, "|")[1]
+	var got []string
+	for _, m := range regexp.MustCompile("`([a-z_0-9]+)`").FindAllStringSubmatch(cell, -1) {
+		if m[1] != "machine_type" {
+			got = append(got, m[1])
+		}
+	}
+	var want []string
+	for _, o := range proxmox.RestartOptions {
+		want = append(want, o.Attr)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the restart row names %v, the restart options are %v (edit templates/resources/vm.md.tmpl)", got, want)
+	}
+}
