@@ -14,7 +14,7 @@ import (
 )
 
 // cleanupAction is the configuration of the proxy_orphan_cleanup action the tests invoke:
-// the documented example (dry_run = false, grace_period = "2h") for a real run, the same
+// the documented example (grace_period = "2h") with dry_run = false for a real run, the same
 // action with an empty config (a dry run, grace_period 1h) otherwise.
 func cleanupAction(t *testing.T, deleting bool) string {
 	t.Helper()
@@ -25,10 +25,12 @@ func cleanupAction(t *testing.T, deleting bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(example), "dry_run      = false") || !strings.Contains(string(example), `grace_period = "2h"`) {
-		t.Fatalf("the action example is not the real run with a 2h grace period this test expects:\n%s", example)
+	// The example runs dry as written (a copy-paste deletes nothing); its comment says to set
+	// dry_run = false for the real run, which is what this test does.
+	if !strings.Contains(string(example), "dry_run      = true") || !strings.Contains(string(example), `grace_period = "2h"`) {
+		t.Fatalf("the action example is not the dry run with a 2h grace period this test expects:\n%s", example)
 	}
-	return "\n" + string(example)
+	return "\n" + strings.Replace(string(example), "dry_run      = true", "dry_run      = false", 1)
 }
 
 // leftover is an orphan the test plants: a seed ISO no VM uses, or a half-made VM with its

@@ -88,7 +88,7 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 				wrong++
 				t.Errorf("the forged creating mark at VMID %d was taken over", vmid)
 			}
-			for _, want := range []string{"Warning: Proxy VM with an unproved creating mark left alone", fmt.Sprintf("VMID %d", vmid), proxmox.MarkKeyProof} {
+			for _, want := range []string{"Warning: Half-made proxy VM left alone", fmt.Sprintf("VMID %d", vmid), proxmox.MarkKeyProof} {
 				if !strings.Contains(flat, want) {
 					t.Errorf("the apply does not say %q:\n%s", want, r)
 				}

@@ -58,15 +58,7 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md, Description: plain(md)}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "One readiness verdict per node of the provider's `nodes`: the node answers, " +
-			"`iso_storage` is usable there, the API token has every privilege the provider needs, and every catalogue " +
-			"template exists. The privileges are read from `GET /access/permissions` (for a privilege-separated token, its " +
-			"effective ones) on each path the provider's defaults use: `VM.Audit` and `VM.Clone` on each template, the VM " +
-			"privileges on `/pool/<pool>` (with `Pool.Audit`) or, without a `pool`, propagated on `/vms`, " +
-			"`Datastore.AllocateTemplate` and `Datastore.Allocate` on `iso_storage`, `Datastore.AllocateSpace` on the clone " +
-			"storage (`storage`, else the templates' disks' storages), and `SDN.Use` on the bridges (`bridge`, with `vlan_tag`, " +
-			"and the templates'). A resource's own `pool` or `bridge` is not checked here. Reading it never fails because " +
-			"a node is unhealthy; gate applies on `ready` with a `check` block or a `precondition`.",
+		MarkdownDescription: "One readiness verdict per node of the provider's `nodes`: the node answers, `iso_storage` is usable, the API token has every privilege the provider needs, and every catalogue template exists. It never fails on an unhealthy node: gate applies on `ready`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "The provider's `endpoint`.",
@@ -85,16 +77,8 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 						Computed:            true,
 						MarkdownDescription: "`true` when `reason` is `Reachable`: the node answers, the ISO storage is usable and every catalogue template exists.",
 					},
-					"reason": detail("Why the node is or is not ready, one of: `Reachable` (ready); " +
-						"`Timeout` (the check ran out of `timeouts.read`, or a request of its own `request_timeout`); " +
-						"`Unreachable` (the connection failed, or Proxmox answered 595/596 for the node); " +
-						"`Unauthorized` (the API token is wrong: fix the token); " +
-						"`Forbidden` (the token lacks a privilege: `message` names each with its path and what it is for, `missing_privileges` lists them); " +
-						"`CertificateInvalid` (TLS verification failed: fix `endpoint`, `ca_file` or `ca_pem`); " +
-						"`CredentialsUnavailable` (the token file is missing or malformed: fix `api_token_file`, no request was made); " +
-						"`StorageNotFound` (the ISO storage is missing, inactive or has no `iso` content on the node); " +
-						"`TemplateNotFound` (a catalogue template VMID does not exist, is not a template, or fails the create's template checks, such as a Proxmox cloud-init drive); " +
-						"`APIError` (any other failure, in `message`)."),
+					"reason": detail("Why the node is or is not ready: `Reachable` (ready), `Timeout`, `Unreachable`, `Unauthorized`, `Forbidden`, " +
+						"`CertificateInvalid`, `CredentialsUnavailable`, `StorageNotFound`, `TemplateNotFound` or `APIError`; see [Reasons](#reasons)."),
 					"message":     detail("What the check found, in words; for a failure, what failed and Proxmox's answer."),
 					"pve_version": detail("The Proxmox VE version, e.g. `9.2.20`."),
 					"kernel":      detail("The node's kernel release, e.g. `7.0.14-17-pve`."),

@@ -58,36 +58,24 @@ func (a *orphanCleanupAction) Metadata(_ context.Context, req action.MetadataReq
 
 func (a *orphanCleanupAction) Schema(_ context.Context, _ action.SchemaRequest, resp *action.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Deletes what the provider left behind with no resource to own it, once it is older than " +
-			"`grace_period`: seed ISOs that no VM uses (on `iso_storage` of the provider's nodes), and half-made VMs of this " +
-			"configuration's `uid_namespace` (a create abandoned before its last step that no later apply took over), each " +
-			"with its seed. A seed is deleted only when the API token sees every VM (`VM.Audit` on `/vms`, propagated): " +
-			"otherwise, as with a token scoped to a pool, it may belong to a VM the token cannot see, and every seed is kept " +
-			"and reported so. The [`proxy_vms`](../data-sources/vms.md) data source lists the same objects with their age. " +
-			"Run it with `terraform apply -invoke=action.proxy_orphan_cleanup.<name>` (Terraform 1.14 and later); each object " +
-			"is reported as it is handled. By default it is a dry run that deletes nothing.",
+		MarkdownDescription: "Deletes the [orphans](../index.md#glossary) older than `grace_period`: seed ISOs no VM uses, and half-made VMs of this configuration's `uid_namespace` with their seeds. A dry run unless `dry_run = false`. Run it with `terraform apply -invoke` (Terraform 1.14+).",
 		Attributes: map[string]schema.Attribute{
 			"dry_run": schema.BoolAttribute{
 				Optional:            true,
 				MarkdownDescription: "Report what would be deleted and delete nothing. Default `true`: set `false` to delete.",
 			},
 			"grace_period": schema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "Only objects at least this old are deleted, as a duration (`\"90m\"`, `\"24h\"`); default `\"1h\"`, " +
-					"at least `\"1m\"`. The age is the seed volume's creation time, or the creation time in the VM's mark. A create " +
-					"running in another workspace looks like an orphan while it runs (its seed is uploaded while its VM is still " +
-					"being cloned, and its VM is marked as being created until its last step), so keep it longer than the longest " +
-					"create timeout of every configuration that uses the cluster (`20m` by default).",
-				Validators: []validator.String{graceValidator()},
+				Optional:            true,
+				MarkdownDescription: "Only objects at least this old are deleted (`\"90m\"`, `\"24h\"`); default `\"1h\"`, at least `\"1m\"`. Keep it above the longest create timeout of every configuration on the cluster: a create in progress looks like an orphan.",
+				Validators:          []validator.String{graceValidator()},
 			},
 			"seeds": schema.BoolAttribute{
 				Optional:            true,
 				MarkdownDescription: "Look at seed ISOs that no VM uses. Default `true`.",
 			},
 			"vms": schema.BoolAttribute{
-				Optional: true,
-				MarkdownDescription: "Look at half-made VMs of this configuration's `uid_namespace` in the provider's VMID range. " +
-					"Default `true`.",
+				Optional:            true,
+				MarkdownDescription: "Look at half-made VMs of this configuration's `uid_namespace` in the provider's VMID range. Default `true`.",
 			},
 		},
 	}
@@ -169,10 +157,10 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 // cleanSummary is the last progress line of a cleanup.
 func cleanSummary(rep proxmox.CleanReport, opts proxmox.CleanOptions) string {
 	if opts.DryRun {
-		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed not proved unused), %d could not be looked at; "+
+		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed that may be in use), %d could not be looked at; "+
 			"set dry_run = false to delete them", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
 	}
-	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed not proved unused), %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
+	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed that may be in use), %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
 }
 
 func (a *orphanCleanupAction) redact(s string) string { return redact(s, a.data.secrets()) }

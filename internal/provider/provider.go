@@ -124,34 +124,27 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 		Description: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
 			"Configuring the provider makes no request: problems with the endpoint, token or TLS show when a resource or data source first calls the API.",
 		MarkdownDescription: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
-			"Configuring the provider makes no request (it reads `ca_file` and `api_token_file`): problems with the endpoint, token or TLS show when a resource or data source first calls the API, " +
-			"which is at plan time for a refresh or a create (the `proxy_health` data source reports them per node).",
+			"Configuring it makes no request: problems with the endpoint, token or TLS show at the first API call (`proxy_health` reports them per node).",
 		Attributes: map[string]schema.Attribute{
-			"endpoint": str("Proxmox VE API URL, `https://<host>:8006` (a trailing `/` or `/api2/json` is accepted). Without a port, `8006` (where Proxmox VE's API listens) is used, not https's 443; write `:443` for a reverse proxy on that port. "+
-				"The host must be a name or address in the node certificate. Falls back to the `"+envEndpoint+"` environment variable; one of the two is required.",
+			"endpoint": str("Proxmox VE API URL, `https://<host>:8006`; without a port, `8006` is used. The host must be named in the node certificate. Falls back to `"+envEndpoint+"`; one of the two is required.",
 				false, false, validators.HTTPSURL()),
-			"api_token": str("API token `<user>@<realm>!<tokenid>=<secret>`, sent as `Authorization: PVEAPIToken=...`. "+
-				"Falls back to the `"+envAPIToken+"` environment variable when neither `api_token` nor `api_token_file` is set. "+
-				"Exactly one of `api_token` and `api_token_file` (or the environment variable) must provide the token.",
+			"api_token": str("API token `<user>@<realm>!<tokenid>=<secret>`. Falls back to `"+envAPIToken+"` when neither `api_token` nor `api_token_file` is set. Sensitive.",
 				false, true, validators.APIToken()),
-			"api_token_file": str("Path of a file holding the API token on one line. The file is read on every request, so a rotated token "+
-				"takes effect without restarting Terraform; a missing or unreadable file, or one that does not hold a token, is a configuration error on this attribute when the provider is configured (at plan time). "+
-				"Conflicts with `api_token`.",
+			"api_token_file": str("Path of a file holding the API token on one line, read on every request (a rotated token needs no restart). Conflicts with `api_token`.",
 				false, false, stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(path.MatchRoot("api_token"))),
-			"ca_file": str("Path of a PEM bundle to verify the server certificate with, typically a copy of the node's `/etc/pve/pve-root-ca.pem`. "+
-				"Read when the provider is configured (a missing or unreadable file, or one without a certificate, is an error on this attribute at plan time) and cached. Without `ca_file` and `ca_pem` the system roots are used. Conflicts with `ca_pem`.",
+			"ca_file": str("Path of a PEM bundle to verify the server certificate with, e.g. a copy of `/etc/pve/pve-root-ca.pem`. Without `ca_file` and `ca_pem`, the system roots. Conflicts with `ca_pem`.",
 				false, false, stringvalidator.LengthAtLeast(1)),
 			"ca_pem": str("PEM-encoded CA certificates to verify the server certificate with (the content of `pve-root-ca.pem`). "+
 				"Conflicts with `ca_file`.",
 				false, false, validators.PEMCertificates(), stringvalidator.ConflictsWith(path.MatchRoot("ca_file"))),
 			"insecure": schema.BoolAttribute{
-				Description:         "Skip TLS certificate verification (a warning is logged and shown). Default false. Falls back to the " + envInsecure + " environment variable (true/false/1/0), which is ignored when ca_file or ca_pem is set. Cannot be true together with ca_file or ca_pem.",
-				MarkdownDescription: "Skip TLS certificate verification (a warning is logged and shown). Default `false`. Falls back to the `" + envInsecure + "` environment variable (`true`/`false`/`1`/`0`), which is ignored when `ca_file` or `ca_pem` is set. Cannot be `true` together with `ca_file` or `ca_pem`.",
+				Description:         plain("Skip TLS certificate verification (logged as a warning). Default `false`. Falls back to `" + envInsecure + "`, ignored when a CA is set."),
+				MarkdownDescription: "Skip TLS certificate verification (logged as a warning). Default `false`. Falls back to `" + envInsecure + "`, ignored when a CA is set.",
 				Optional:            true,
 			},
 			"nodes": schema.ListAttribute{
-				Description:         "Names of the Proxmox nodes VMs may be placed on, as Proxmox knows them (e.g. pve1), not addresses. At least one, unique, lowercase letters, digits and '-'. A VM without node goes to the only node, or with several is placed at create on the one with the fewest proxy VMs among those that answer (ties: the most free memory, then this order).",
-				MarkdownDescription: "Names of the Proxmox nodes VMs may be placed on, as Proxmox knows them (e.g. `pve1`), not addresses. At least one, unique, each matching `^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`. With a single node, a `proxy_vm` without `node` goes there; with several, it is placed at create on the node with the fewest proxy VMs among those that answer (ties: the most free memory, then this order). See the multi-node guide.",
+				Description:         plain("Names of the Proxmox nodes VMs may be placed on, as `pvecm nodes` shows them (e.g. `pve1`), not addresses. A VM without `node` is placed on one of them: see the [multi-node guide](guides/multi-node.md)."),
+				MarkdownDescription: "Names of the Proxmox nodes VMs may be placed on, as `pvecm nodes` shows them (e.g. `pve1`), not addresses. A VM without `node` is placed on one of them: see the [multi-node guide](guides/multi-node.md).",
 				ElementType:         types.StringType,
 				Required:            true,
 				Validators: []validator.List{
@@ -160,20 +153,13 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					listvalidator.ValueStringsAre(validators.NodeName()),
 				},
 			},
-			"iso_storage": str("Storage id that receives each VM's NoCloud seed ISO (`<name>-seed.iso`), on every node. Required, no default: "+
-				"the token needs `Datastore.Allocate` there to delete seeds, so a dedicated ISO-only storage is recommended. A Proxmox storage id "+
-				"(`pve-storage-id`: a letter, then letters, digits, `-`, `_` or `.`, ending with a letter or digit).",
+			"iso_storage": str("Storage id (ISO content) that receives each VM's [seed ISO](#glossary), on every node. No default: the token needs `Datastore.Allocate` there, so use a storage of its own.",
 				true, false, validators.StorageID()),
 			"storage": str("Storage id the clones' disks go to. Default: the template's own storage. A Proxmox storage id (`pve-storage-id`).",
 				false, false, validators.StorageID()),
-			"bridge": str("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template. A Proxmox bridge id "+
-				"(`pve-bridge-id`): 1 to 15 letters, digits, `-`, `_` or `.`.",
+			"bridge": str("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template.",
 				false, false, validators.BridgeID()),
-			"pool": str("Default Proxmox pool for new VMs (a `proxy_vm`'s `pool` overrides it): each clone is made into it, so a "+
-				"privilege-separated API token granted on `/pool/<pool>` (plus the template, the storages and the bridge) can do "+
-				"everything the provider needs and nothing outside the pool; see the [setup guide](guides/proxmox-setup.md). "+
-				"`proxy_health` checks the token's privileges there. A Proxmox pool id: letters, digits, `.`, `-` and `_`, each level "+
-				"starting with a letter, up to three levels joined by `/`. Default: no pool.",
+			"pool": str("Default Proxmox pool new VMs are cloned into, so a token granted on `/pool/<pool>` suffices (see the [setup guide](guides/proxmox-setup.md)). Default: no pool.",
 				false, false, validators.PoolID(false)),
 			"vlan_tag": schema.Int64Attribute{
 				Description:         "Default VLAN tag for the VMs' net0, 1 to 4094. Default: as cloned from the template.",
@@ -182,8 +168,8 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Validators:          []validator.Int64{int64validator.Between(1, 4094)},
 			},
 			"vmid_range": schema.SingleNestedAttribute{
-				Description:         fmt.Sprintf("VMIDs new VMs are allocated from (probed in an order derived from each VM's name and the uid_namespace, so a retried create finds its VM again). Default %d to %d. min at least %d, max at most %d, min below max.", defaultVMIDMin, defaultVMIDMax, minVMID, maxVMID),
-				MarkdownDescription: fmt.Sprintf("VMIDs new VMs are allocated from (probed in an order derived from each VM's name and the uid_namespace, so a retried create finds its VM again). Default `%d` to `%d`. `min` at least `%d`, `max` at most `%d`, `min` below `max`.", defaultVMIDMin, defaultVMIDMax, minVMID, maxVMID),
+				Description:         plain(fmt.Sprintf("VMIDs new VMs are allocated from; see [VMIDs](#vmids). Default `%d` to `%d`, `min` at least `%d`.", defaultVMIDMin, defaultVMIDMax, minVMID)),
+				MarkdownDescription: fmt.Sprintf("VMIDs new VMs are allocated from; see [VMIDs](#vmids). Default `%d` to `%d`, `min` at least `%d`.", defaultVMIDMin, defaultVMIDMax, minVMID),
 				Optional:            true,
 				Attributes: map[string]schema.Attribute{
 					"min": schema.Int64Attribute{
@@ -235,8 +221,7 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 					},
 				},
 			},
-			"request_timeout": str("Time limit of one API request, response included, as a Go duration above zero (`30s`, `2m`). Default `"+defaultRequestTimeout+"`. "+
-				"It also bounds a seed upload, so a large `vendor_data` may need more.",
+			"request_timeout": str("Time limit of one API request, response included (`30s`, `2m`), also of a seed upload. Default `"+defaultRequestTimeout+"`.",
 				false, false, validators.Duration()),
 			"max_requests_in_flight": schema.Int64Attribute{
 				Description:         fmt.Sprintf("Most API requests this provider instance runs at once, 1 to 64. Default %d.", defaultMaxInFlight),
@@ -244,24 +229,15 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 				Optional:            true,
 				Validators:          []validator.Int64{int64validator.Between(1, 64)},
 			},
-			"vendor_data": str("cloud-init vendor-data added to every VM's seed ISO (a `#cloud-config` document, a `#!` script, or anything cloud-init reads). "+
-				"With `install_guest_agent` it is joined with the agent install script as a MIME multipart. Sensitive; only its size is logged. "+
-				"Changing it affects VMs created afterwards only.",
+			"vendor_data": str("cloud-init vendor-data added to every new VM's seed ISO, joined with the agent install script when `install_guest_agent` is on. Sensitive. A change affects only VMs created afterwards.",
 				false, true),
 			"install_guest_agent": schema.BoolAttribute{
-				Description:         "Add a vendor-data script that installs and starts qemu-guest-agent (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With false, a create that waits for the address needs a template with the agent baked in and its agent option on (qm set <template> --agent 1), or a cloud-init that installs qemu-guest-agent; otherwise it is refused before the clone. Default true.",
-				MarkdownDescription: "Add a vendor-data script that installs and starts `qemu-guest-agent` (apt, dnf, yum, zypper or apk; needs a package mirror). The provider reads VM addresses through the agent. With `false`, a create that waits for the address needs a template with the agent baked in and its agent option on (`qm set <template> --agent 1`), or a cloud-init that installs `qemu-guest-agent`; otherwise it is refused before the clone. Default `true`.",
+				Description:         plain("Install and start `qemu-guest-agent` at first boot through vendor-data (needs a package mirror); the provider reads addresses through the agent. Default `true`; with `false` the template must ship the agent."),
+				MarkdownDescription: "Install and start `qemu-guest-agent` at first boot through vendor-data (needs a package mirror); the provider reads addresses through the agent. Default `true`; with `false` the template must ship the agent.",
 				Optional:            true,
 			},
 			"cloud_init_digest_key": cloudInitDigestKeyAttribute(),
-			"uid_namespace": str(fmt.Sprintf("The scope within which an interrupted create is resumed. Each new `proxy_vm` gets a random `uid` of its own, "+
-				"and a resource only ever manages the VM it created or was given by `terraform import`, so configurations (workspaces, repositories) "+
-				"that share a cluster and reuse a VM name each get VMs of their own whatever this says. What it does decide: where a create looks for a "+
-				"VMID (derived from the name and this value, so a create killed before Terraform saved any state is found again by the next apply), and "+
-				"which half-made VMs a create may take over: one left by an interrupted create of the same name with the same `uid_namespace`. "+
-				"Set a value of its own per configuration when two of them might create the same name at the same moment (then neither can take over the "+
-				"other's VM in progress). Up to %d letters, digits, `_`, `.` or `-`. Default `\"\"`. Changing it "+
-				"does not touch existing VMs.", maxUIDNamespace),
+			"uid_namespace": str(fmt.Sprintf("Where a create looks for its VMID: the VMIDs derive from the VM's name and this value, so an interrupted create is resumed by the next apply in the same namespace. VMs are not shared either way: each gets a random `uid`. Up to %d letters, digits, `_`, `.` or `-`; default `\"\"`.", maxUIDNamespace),
 				false, false,
 				stringvalidator.LengthAtMost(maxUIDNamespace),
 				stringvalidator.RegexMatches(uidNSRE, "must be letters, digits, '_', '.' or '-'")),

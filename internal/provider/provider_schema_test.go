@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,10 +32,27 @@ func TestProviderSchema_descriptionsNameRealThings(t *testing.T) {
 	}
 	ns := attrs["uid_namespace"]
 	for _, d := range []string{ns.GetDescription(), ns.GetMarkdownDescription()} {
-		for _, want := range []string{"VMID", "random", "interrupted create", "terraform import"} {
+		for _, want := range []string{"VMID", "name", "random", "interrupted create"} {
 			if !strings.Contains(d, want) {
 				t.Errorf("uid_namespace description %q: want what it decides, including %q", d, want)
 			}
+		}
+	}
+	// That a resource owns only the VM it created or was given by import is said once, in
+	// the index's section on uid_namespace, which the description no longer repeats.
+	tmplIndex, err := os.ReadFile(filepath.Join("..", "..", "templates", "index.md.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(tmplIndex)
+	if i := strings.Index(section, "## Several configurations on one cluster: `uid_namespace`"); i >= 0 {
+		section = section[i:]
+	} else {
+		t.Fatal("templates/index.md.tmpl has no section on uid_namespace")
+	}
+	for _, want := range []string{"VMID", "random", "terraform import", "killed before Terraform saved"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the index's uid_namespace section does not say %q", want)
 		}
 	}
 }

@@ -97,8 +97,13 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 			case op == "import":
 				b.WriteString("Nothing in the cluster answers to that ID: check the VMID or the name (the proxy_vms data source lists " +
 					"every VM that can be imported).")
+			case isPowerOp(op):
+				// The power action's refusal: the VM may well exist, only not as this resource's.
+				b.WriteString("No VM at this VMID carries this resource's mark, so nothing was sent to it. The next plan of the " +
+					"proxy_vm (terraform plan) says what became of the VM and, if it is gone or no longer this resource's, replaces it.")
 			default:
-				b.WriteString("The VM no longer exists in the cluster.")
+				b.WriteString("The VM no longer exists in the cluster. The next plan (terraform plan) shows it as deleted and " +
+					"replaces it; a destroy removes it from the state and deletes the seed ISO it left.")
 			}
 		default:
 			b.WriteString("This may succeed if retried: run the same command again.")
@@ -329,4 +334,13 @@ func (r *proxyVMResource) refreshFailed(diags *diag.Diagnostics, id proxmox.ID, 
 		note += " The same failure stops the refresh of every proxy_vm of this provider configuration; it is reported once, here."
 	}
 	r.addVMError(diags, "read", id.Name, id.VMID, err, note)
+}
+
+// isPowerOp reports whether op is one of proxy_vm_power's operations (proxmox.PowerOp).
+func isPowerOp(op string) bool {
+	switch proxmox.PowerOp(op) {
+	case proxmox.PowerStart, proxmox.PowerShutdown, proxmox.PowerReboot, proxmox.PowerStop:
+		return true
+	}
+	return false
 }

@@ -72,10 +72,10 @@ func markGone(m *proxyVMModel) {
 }
 
 // goneSummary is the warning's summary for r: a VM deleted outside Terraform, or one that
-// is still there but no longer proved this resource's.
+// is still there but no longer shown to be this resource's.
 func goneSummary(r goneRecord) string {
 	if r.NotOurs {
-		return "Proxy VM no longer proved this resource's"
+		return "Proxy VM no longer shown to be this resource's"
 	}
 	return "Proxy VM deleted outside Terraform"
 }
@@ -91,7 +91,7 @@ func goneDetailOf(name string, vmid int, r goneRecord, seed string, replace bool
 		if seed != "" {
 			what += "; it deletes the seed ISO recorded for this resource, " + seed + ", unless a VM has it on a drive (that VM, if it still does)"
 		}
-		msg := fmt.Sprintf("The VM with VMID %d exists but is no longer proved this resource's, %q (%s): its mark (the proxy-operator-* lines "+
+		msg := fmt.Sprintf("The VM with VMID %d exists but is no longer shown to be this resource's, %q (%s): its mark (the proxy-operator-* lines "+
 			"of its description) was changed or removed outside Terraform, so the provider does not touch it. ", vmid, name, reason)
 		if replace {
 			return msg + "This plan replaces it: first " + what + "; then a new VM is created. If that VM is still meant to be this resource's, " +

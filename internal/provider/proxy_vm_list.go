@@ -61,10 +61,7 @@ func (l *proxyVMListResource) Configure(_ context.Context, req resource.Configur
 
 func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
 	resp.Schema = listschema.Schema{
-		MarkdownDescription: "Every VM in the cluster that carries the ownership mark (made by this provider or by the " +
-			"proxy operator), for `terraform query` (Terraform 1.14 and later). Each result is the VM's identity " +
-			"(`vmid`, `name`); `terraform query -generate-config-out=<file>` also writes an `import` block and a " +
-			"`proxy_vm` configuration for every VM found, the bulk import of a fleet.",
+		MarkdownDescription: "Every VM carrying the [mark](../index.md#glossary), for `terraform query` (Terraform 1.14+): its identity (`vmid`, `name`). `-generate-config-out=<file>` also writes an `import` block and a configuration for each.",
 		Attributes: map[string]listschema.Attribute{
 			"name_prefix": listschema.StringAttribute{
 				Optional:            true,
@@ -76,11 +73,9 @@ func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"made_by": listschema.StringAttribute{
-				Optional: true,
-				MarkdownDescription: "`provider`: only VMs this provider made (their mark names it, " +
-					"`proxy-operator-created-by=terraform-provider-proxy`); `other`: only VMs whose mark does not (made by " +
-					"the proxy operator, or by a release of this provider before the line existed). Unset: both.",
-				Validators: []validator.String{stringvalidator.OneOf(madeByProvider, madeByOther)},
+				Optional:            true,
+				MarkdownDescription: "`provider`: only VMs whose mark says this provider made them; `other`: only the others (the proxy operator's, or this provider's early releases). Unset: both.",
+				Validators:          []validator.String{stringvalidator.OneOf(madeByProvider, madeByOther)},
 			},
 		},
 	}

@@ -35,13 +35,13 @@ func warnCreateReport(diags *diag.Diagnostics, name string, rep *proxmox.CreateR
 		}
 		diags.AddWarning("Proxy VM create took over an interrupted create",
 			fmt.Sprintf("%s: VMID %d on node %s held a create of %q in this uid_namespace that was interrupted before Terraform saved it "+
-				"(its create%s uid %s, was killed or lost its state), proved by its mark's %s line, made with this provider's API token for "+
+				"(its create%s uid %s, was killed or lost its state), shown to be this provider's by its mark's %s line, made with this provider's API token for "+
 				"that VMID. This create took it over: %s. If no apply of this configuration was interrupted recently, check who else "+
 				"applies it with the same token and uid_namespace.",
 				vmLabel(name, t.VMID), t.VMID, t.Node, name, started, t.PreviousUID, proxmox.MarkKeyProof, how))
 	}
 	for _, u := range rep.Unproved {
-		diags.AddWarning("Proxy VM with an unproved creating mark left alone",
+		diags.AddWarning("Half-made proxy VM left alone",
 			fmt.Sprintf("VMID %d on node %s holds a VM named %q whose description says it is an interrupted create of this name in this "+
 				"uid_namespace (uid %s), but %s. This create left it alone: it never stops, destroys, reconfigures or boots a VM it "+
 				"cannot prove it made. If it is the remains of an apply made before the API token was rotated, destroy it in Proxmox "+

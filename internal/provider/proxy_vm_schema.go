@@ -43,47 +43,8 @@ func proxyVMSchema(ctx context.Context) schema.Schema {
 
 // proxyVMMarkdown is the resource's description.
 func proxyVMMarkdown() string {
-	return `A proxy VM: a full clone of a template on a Proxmox VE node, booted with a NoCloud seed ISO
-that carries ` + "`cloud_init`" + `, and marked as managed by this provider (the same mark as the proxy
-operator's, so VMs made by either can be imported by the other).
-
-Create blocks until the VM runs and, unless ` + "`wait_for_ip = false`" + `, until its guest agent reports an
-IPv4 address. As soon as the VMID is known it is saved in the state, so a failed or interrupted
-create leaves a tainted resource that the next apply replaces, never an untracked VM.
-
-**In place:** ` + restartAttrsMD("and") + ` (config write, then a graceful restart of a running VM, which
-the plan warns about: see "Restarts" below), a larger
-` + "`disk_gib`" + ` (resize), ` + "`bridge` and `vlan_tag`" + ` (net0 rewrite keeping model and MAC),
-` + "`start_on_boot`" + `, ` + "`pool`" + ` (a move between pools, which needs ` + "`Pool.Allocate`" + ` on both), and a VM found stopped,
-paused or hibernated is started again. A ` + "`node`" + ` change
-migrates the VM (online when it runs: its address, MAC, VMID and disks stay), and so does a VM found on another
-node than the configured one, unless ` + "`migrate_back = false`" + `. Without ` + "`node`" + ` the VM is placed automatically
-at create and stays where it is.
-
-**Restarts.** Proxmox applies a ` + restartAttrsMD("or") + ` change to a running VM at its next start. The
-apply shuts the guest down (the guest agent's shutdown when the agent answers, else ACPI), gives it
-` + "`shutdown_timeout`" + ` (default 2m), lets Proxmox stop it if it is still up, and starts it again. With
-` + "`reboot_on_change = false`" + ` the change is written and left pending instead: the state reports what the VM
-runs with, so every plan shows the change (and warns that it is pending) until the VM restarts, by
-` + "`started`" + ` going ` + "`false`" + ` then ` + "`true`" + `, or a stop and start in Proxmox (a reboot inside the guest does not
-apply it). Memory on a VM with memory hotplug (` + "`hotplug`" + ` naming ` + "`memory`" + `, ` + "`numa: 1`" + `) applies
-without a restart, in DIMM steps; cores always need the restart (Proxmox hotplugs only ` + "`vcpus`" + `, which this
-provider does not manage).
-
-**Replacement:** ` + "`name`" + `, the template (` + "`image`/`template_vmid`" + `), ` + "`cloud_init`" + `,
-` + "`network_config` and `static_ipv4`" + ` (cloud-init applies them at first boot only; with
-` + "`cloud_init_change = \"restart\"`" + ` they swap the seed for one with a new instance-id and restart the VM in place), a smaller ` + "`disk_gib`" + `,
-and a VM whose guest agent was switched off.
-
-**Import** accepts ` + "`vms/<vmid>/<name>`, `<vmid>` or `<name>`" + ` (or, Terraform 1.12+ or OpenTofu 1.12+, the identity
-` + "`{ vmid, name }`" + `) and only VMs carrying the mark. ` + "`cloud_init`" + ` cannot be read back; the digest of
-` + "`cloud_init_wo`" + ` is, so the same text plans nothing. The template is identified among the catalogue's templates by
-the creation time a full clone copies from its template (` + "`meta`" + `), which costs one config read per
-catalogue template at import and nothing in a plan; when no single template matches (a template outside the
-catalogue, several templates sharing that time, an edited ` + "`meta`" + `), it is left unset. For values left unset
-the first value you set after the import is recorded without replacing the VM (later changes replace it as
-usual).
-`
+	return "A proxy VM: a full clone of a template on a Proxmox VE node, booted with a seed ISO that carries " +
+		"its cloud-init. A change of " + restartAttrsMD("or") + " restarts it; see [What a change does](#what-a-change-does)."
 }
 
 // positiveTimeouts adds a duration-above-zero check to every timeouts attribute: the

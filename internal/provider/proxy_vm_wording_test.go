@@ -18,7 +18,7 @@ import (
 // TestProxyVM_handEditedMarkIsNotOursNotDeleted: a VM whose mark was edited by hand (its uid
 // changed, or the mark removed) still exists at the VMID. What Read records of the backend's
 // answer says so, and the plan's warning says the VM with that VMID exists but is no longer
-// proved this resource's, not that it was deleted outside Terraform; an update meeting it
+// shown to be this resource's, not that it was deleted outside Terraform; an update meeting it
 // says it is not this resource's any more, not that it no longer exists. A VMID reused by a
 // VM of another name is still "deleted outside Terraform".
 func TestProxyVM_handEditedMarkIsNotOursNotDeleted(t *testing.T) {
@@ -49,11 +49,11 @@ func TestProxyVM_handEditedMarkIsNotOursNotDeleted(t *testing.T) {
 			destroy := goneDetailOf(vm.ID.Name, vm.ID.VMID, rec, "local:iso/x-seed.iso", false)
 			upd := vmErrorDetail("update", vm.ID.Name, vm.ID.VMID, e.b.Update(e.ctx, vm.ID, proxmox.Changes{Cores: ptrInt(2), UID: directUID}), "")
 			if tc.notOurs {
-				if summary != "Proxy VM no longer proved this resource's" {
+				if summary != "Proxy VM no longer shown to be this resource's" {
 					t.Errorf("summary %q", summary)
 				}
 				for _, d := range []string{plan, destroy} {
-					assertHas(t, d, fmt.Sprintf("The VM with VMID %d exists but is no longer proved this resource's", vm.ID.VMID), "leaves the VM at VMID")
+					assertHas(t, d, fmt.Sprintf("The VM with VMID %d exists but is no longer shown to be this resource's", vm.ID.VMID), "leaves the VM at VMID")
 					assertHasNot(t, d, "deleted outside Terraform")
 				}
 				assertHas(t, plan, "restore its mark")

@@ -34,35 +34,26 @@ type vmAddresses struct {
 	AgentEnabled     types.Bool   `tfsdk:"agent_enabled"`
 }
 
-const addressesFilter = "Every address that is not loopback, link-local (169.254.0.0/16, fe80::/10) or unspecified, " +
-	"in the order the guest agent reports them (interface by interface)."
+const addressesFilter = "Loopback, link-local and unspecified addresses left out, in the order the guest agent reports them."
 
-const addressesRule = "Read when the agent is asked: at create, " +
-	"after a start or restart, and at import; a refresh never waits for the agent and keeps the last known value while " +
-	"the VM runs. Null while the VM is stopped or before the agent reported an address; unknown in a plan that starts " +
-	"or restarts the VM."
+const addressesRule = "Null while the VM is stopped (see [Addresses](#addresses))."
 
 const addressesRead = "Null when the VM is stopped or its agent does not answer."
 
 // addressesAttrs are the guest-addresses facet's attributes.
 func addressesAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "ip_address",
-		md: "The first routable IPv4 address of the first non-loopback interface, as the guest agent " +
-			"reports it.",
-		change: "Refreshing never waits for the agent: the last known address is kept while the " +
-			"VM runs (a running VM without one while `wait_for_ip` is true, say after a restart applied with " +
-			"`wait_for_ip` = false, has its agent asked once per refresh, so the address appears once the agent answers), and unknown in a plan that starts " +
-			"or restarts the VM. With `static_ipv4` it is that " +
-			"address, known at plan time (unless started is false) and confirmed from the agent by the create (unless `wait_for_ip` is false).",
-		read: addressesRead,
+		name:   "ip_address",
+		md:     "The first routable IPv4 address the guest agent reports.",
+		change: "With `static_ipv4`, that address, known at plan time. Unknown in a plan that starts or restarts the VM (see [Addresses](#addresses)).",
+		read:   addressesRead,
 		resource: schema.StringAttribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 	}, {
 		name:   "ipv4_addresses",
-		md:     "The guest's IPv4 addresses. " + addressesFilter + " `ip_address` is the first of them.",
+		md:     "The guest's IPv4 addresses. " + addressesFilter,
 		change: addressesRule,
 		read:   addressesRead,
 		resource: schema.ListAttribute{
@@ -81,9 +72,8 @@ func addressesAttrs() []facetAttr {
 			PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "network_interface",
-		md: "The guest's name of the interface `ip_address` comes from (e.g. `ens18`), or, without an IPv4, " +
-			"the one carrying the first IPv6 address.",
+		name:   "network_interface",
+		md:     "The guest's interface `ip_address` comes from (e.g. `ens18`), or, without an IPv4 address, the one with the first IPv6 address.",
 		change: "Read and kept like the address lists.",
 		read:   addressesRead,
 		resource: schema.StringAttribute{
@@ -100,7 +90,7 @@ func addressesAttrs() []facetAttr {
 	}, {
 		name:   "agent_enabled",
 		md:     "Whether the VM's QEMU guest agent option is on.",
-		change: "It is needed to report the IP address: a VM whose agent was switched off outside Terraform is replaced.",
+		change: "Needed to report the address: a VM whose agent was switched off outside Terraform is replaced.",
 		resource: schema.BoolAttribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},

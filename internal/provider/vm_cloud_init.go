@@ -50,12 +50,8 @@ func cloudInitDigest(key, uid, text string) string {
 
 // cloudInitDigestKeyAttribute is the provider's cloud_init_digest_key.
 func cloudInitDigestKeyAttribute() providerschema.StringAttribute {
-	md := "The secret key of the digests that let `proxy_vm` detect a change of `cloud_init_wo` without keeping " +
-		"the text: HMAC-SHA256 of the cloud-init under this key (and the VM's `uid`), kept in the state and in the " +
-		"VM's mark, so an import reads it back. At least " + "16" + " characters; keep it with the API token, and keep it: a new " +
-		"key plans the replacement of every VM made with `cloud_init_wo` (the digests no longer match). Required " +
-		"for `cloud_init_wo`; with `cloud_init` the digest is recorded too when a key is set. Falls back to the `" +
-		envDigestKey + "` environment variable. Sensitive."
+	md := "The secret key (at least " + "16" + " characters) of the digests that detect a change of `cloud_init_wo`; " +
+		"required for it. Falls back to `" + envDigestKey + "`. Sensitive. Keep it: a new key replaces every VM made with `cloud_init_wo`."
 	return providerschema.StringAttribute{
 		Optional: true, Sensitive: true,
 		Description: plain(md), MarkdownDescription: md,
@@ -83,16 +79,9 @@ type vmCloudInit struct {
 // cloudInitAttrs are the cloud-init facet's attributes.
 func cloudInitAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "cloud_init",
-		md: "cloud-init user-data, delivered byte for byte as the seed ISO's user-data. Sensitive: never " +
-			"logged (only its size is).",
-		change: "It runs at first boot only, so changing it replaces the VM (or, with `cloud_init_change` = " +
-			"\"restart\", swaps the seed and restarts the VM in place); after " +
-			"an import (the text cannot be read back) the first value set is recorded without replacing it. " +
-			"An empty string is refused (leave the attribute out for no user-data); a text that does not start " +
-			"with a cloud-init format marker (#cloud-config, #! for a script, a MIME multipart, #include, " +
-			"#cloud-boothook, #part-handler, #cloud-config-archive, ## template: jinja, or gzip) gets a warning " +
-			"at plan time, since cloud-init would ignore it.",
+		name:   "cloud_init",
+		md:     "cloud-init user-data, written byte for byte into the seed ISO. Sensitive.",
+		change: "Set this or `cloud_init_wo`. A change replaces the VM (see [Cloud-init changes](#cloud-init-changes)).",
 		resource: schema.StringAttribute{
 			Optional:   true,
 			Sensitive:  true,
@@ -100,15 +89,9 @@ func cloudInitAttrs() []facetAttr {
 			// Replacement is decided in ModifyPlan with cloud_init_wo (planCloudInitDigest).
 		},
 	}, {
-		name: "cloud_init_wo",
-		md: "cloud-init user-data, as `cloud_init`, but write-only (Terraform or OpenTofu 1.11 and later): " +
-			"never stored in the state or among a plan's values (read it from a file: a saved plan keeps a copy of the `.tf` " +
-			"files).",
-		change: "Set `cloud_init` or `cloud_init_wo`, not both. A change is " +
-			"detected through `cloud_init_digest` and replaces the VM (or, with `cloud_init_change = \"restart\"`, swaps the seed and " +
-			"restarts it in place), so the provider needs `cloud_init_digest_key`. " +
-			"An import reads the digest from the VM's mark: with the same text the plan is empty. Prefer it to " +
-			"`cloud_init` whenever the text holds a secret (a proxy password, an upstream credential).",
+		name:   "cloud_init_wo",
+		md:     "cloud-init user-data as `cloud_init`, but write-only (Terraform 1.11+): for text that holds a secret.",
+		change: "Needs the provider's `cloud_init_digest_key`. A change replaces the VM (see [Write-only cloud-init](#write-only-cloud-init)).",
 		resource: schema.StringAttribute{
 			Optional:  true,
 			WriteOnly: true,
@@ -119,23 +102,14 @@ func cloudInitAttrs() []facetAttr {
 			},
 		},
 	}, {
-		name: "cloud_init_digest",
-		md: "`hmac-sha256:<hex>`, the keyed digest of the VM's cloud-init (`cloud_init_wo`, or " +
-			"`cloud_init` when the provider has a `cloud_init_digest_key`), also written into the VM's mark. It cannot " +
-			"be reversed without the key. Null when the VM was made without cloud-init or without a key.",
-		change:   "Known at plan time when the VM's `uid` is.",
+		name:     "cloud_init_digest",
+		md:       "`hmac-sha256:<hex>`, the keyed digest of the VM's cloud-init, also kept in its mark. Null without cloud-init or without `cloud_init_digest_key`.",
+		change:   "Known at plan time when `uid` is.",
 		resource: schema.StringAttribute{Computed: true},
 	}, {
-		name: "cloud_init_change",
-		md: "What a change of the seed's content does: `cloud_init`, `cloud_init_wo` (through `cloud_init_digest`), " +
-			"`network_config` or `static_ipv4`.",
-		change: "`\"replace\"` (default) replaces the VM: a new VMID, MAC address and disk. " +
-			"`\"restart\"` updates it in place: a new seed ISO is uploaded whose meta-data carries a new `instance-id`, the VM's " +
-			"CD-ROM is switched to it and the old seed is deleted, then a running VM is restarted as for a `cores` change (a " +
-			"graceful shutdown within `shutdown_timeout`, then a start, announced in the plan; with `reboot_on_change = false` " +
-			"the new seed waits for the VM's next start). The VMID, MAC address, disks and, with a static address or a stable " +
-			"DHCP lease, the address are kept. A new instance-id means: " + newInstanceInGuest + ". Changing this attribute " +
-			"changes nothing on the VM.",
+		name:   "cloud_init_change",
+		md:     "What a change of `cloud_init`, `cloud_init_wo`, `network_config` or `static_ipv4` does: `\"replace\"` (default) or `\"restart\"` (a new seed ISO, then a restart).",
+		change: "See [Cloud-init changes](#cloud-init-changes).",
 		resource: schema.StringAttribute{
 			Optional: true, Computed: true,
 			Default:    stringdefault.StaticString(cloudInitChangeReplace),

@@ -68,11 +68,7 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "One VM carrying the ownership mark (made by this provider, in any configuration, or by the " +
-			"proxy operator), looked up by `name` or by `vmid`, with the attributes `proxy_vm` would hold after importing " +
-			"it. The guest agent is asked for the addresses when the VM runs. A VM without the mark is not found: " +
-			"use `proxy_vms` to see what carries it. `cores` and `memory_mib` of a running VM are what it runs with; a change " +
-			"written to its config that waits for a restart (pending in Proxmox) is not shown, while `proxy_vms` shows it.",
+		MarkdownDescription: "One VM carrying the [mark](../index.md#glossary), looked up by `name` or by `vmid`, with the attributes `proxy_vm` would hold after importing it. A VM without the mark is not found.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Optional: true, Computed: true,

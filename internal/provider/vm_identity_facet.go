@@ -41,12 +41,9 @@ func identityFacetAttrs() []facetAttr {
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "name",
-		md:   "The VM's name and the guest's hostname.",
-		change: "A DNS label (lowercase letters, digits and " +
-			"hyphens, 1 to 63 characters, starting and ending with a letter or digit). " +
-			"Changing it replaces the VM. VMs of the same name may coexist (a create_before_destroy " +
-			"replacement and the VM it replaces, or another workspace's VM): each has its own uid, VMID and seed ISO.",
+		name:   "name",
+		md:     "The VM's name and the guest's hostname.",
+		change: "A DNS label: lowercase letters, digits and hyphens, 1 to 63 characters. A change replaces the VM. Same-name VMs coexist, each with its own `uid`.",
 		resource: schema.StringAttribute{
 			Required: true,
 			Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,
@@ -56,19 +53,16 @@ func identityFacetAttrs() []facetAttr {
 	}, {
 		name:   "vmid",
 		md:     "The VM's numeric Proxmox ID.",
-		change: "Allocated from the provider's `vmid_range`.",
+		change: "Derived from `name` and the provider's `uid_namespace`, within `vmid_range` (see [VMIDs](../index.md#vmids)).",
 		resource: schema.Int64Attribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "uid",
-		md:   "The VM's own UID: a random UUID (version 4) minted when the VM is created, written into its description mark and its seed ISO's name.",
-		change: "Known after apply, and kept in the state. Refresh, update and destroy " +
-			"act on the VM at vmid only while its mark carries this UID: a VM with another UID, or none, is not this resource's and is " +
-			"never changed or destroyed, and the UID in the state is never replaced by the one a refresh finds. An imported VM " +
-			"keeps the UID of its mark; a mark without a UID line cannot be imported until it is given one.",
-		read: "Empty when the mark has none (VMs of early operator releases).",
+		name:   "uid",
+		md:     "The VM's own random UUID, minted at create, kept in its [mark](../index.md#glossary) and its seed ISO's name.",
+		change: "The resource acts on the VM only while its mark carries this `uid`.",
+		read:   "Empty when the mark has none (VMs of early operator releases).",
 		resource: schema.StringAttribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},

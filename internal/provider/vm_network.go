@@ -69,24 +69,12 @@ type staticIPv4Model struct {
 	Search  types.List   `tfsdk:"search"`
 }
 
-const networkReplaces = "cloud-init applies a network configuration when the VM boots for the first time (per instance, " +
-	"like the user-data), so changing it (or removing it) replaces the VM, or with `cloud_init_change = \"restart\"` swaps " +
-	"the seed for one with a new instance-id and restarts the VM in place. An import cannot read the seed back, so the " +
-	"VM's mark keeps what it needs: `static_ipv4` whole (read back by the import: the same value plans nothing, another " +
-	"or none a replacement), and the digest of a `network_config` (the same text is recorded in place, another one " +
-	"replaces the VM, and with neither attribute set the network is left alone). A VM without these mark lines (made by " +
-	"the proxy operator) records the first value set without replacing it, unless the addresses " +
-	"the guest agent reported at the import lack a configured static address."
-
 // networkAttrs are the network facet's attributes.
 func networkAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "bridge",
-		md:   "The Linux bridge of the VM's first NIC (net0).",
-		change: "It overrides the provider's `bridge`. Without " +
-			"either, net0 stays as cloned. Changing it rewrites net0 in place, keeping the NIC model and MAC " +
-			"address. Removing it from the configuration leaves the current bridge. A Proxmox bridge id (pve-bridge-id): " +
-			"1 to 15 letters, digits, '-', '_' or '.', checked at plan time.",
+		name:   "bridge",
+		md:     "The Linux bridge of the VM's first NIC (net0).",
+		change: "Overrides the provider's `bridge`. A change rewrites net0 in place, keeping its MAC.",
 		resource: schema.StringAttribute{
 			Optional:      true,
 			Computed:      true,
@@ -94,12 +82,10 @@ func networkAttrs() []facetAttr {
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "vlan_tag",
-		md:   "The VLAN tag of net0 (1 to 4094).",
-		change: "It overrides the provider's `vlan_tag`. Without either, net0 " +
-			"stays as cloned. Changing it rewrites net0 in place. Removing it from the configuration leaves " +
-			"the current tag.",
-		read: "Null when net0 is untagged.",
+		name:   "vlan_tag",
+		md:     "The VLAN tag of net0 (1 to 4094).",
+		change: "Overrides the provider's `vlan_tag`. A change rewrites net0 in place.",
+		read:   "Null when net0 is untagged.",
 		resource: schema.Int64Attribute{
 			Optional:      true,
 			Computed:      true,
@@ -107,27 +93,18 @@ func networkAttrs() []facetAttr {
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "network_config",
-		md: "A NoCloud `network-config` for the guest, written byte for byte into the seed ISO beside the user-data: " +
-			"version 2 (netplan-style) or version 1 YAML, optionally under a top-level `network:` key. It replaces " +
-			"cloud-init's default (DHCP on the first NIC).",
-		change: "Checked at plan time: not empty, a YAML mapping with " +
-			"`version: 1` or `version: 2`; what a guest's renderer makes of it is not checked. Not sensitive (it is in " +
-			"the state and the plan), but only its size is logged. Set this or `static_ipv4`, not both. " + networkReplaces,
+		name:         "network_config",
+		md:           "A NoCloud `network-config` (YAML, version 1 or 2) for the seed ISO, in place of DHCP on the first NIC.",
+		change:       "Set this or `static_ipv4`. A change replaces the VM (see [Cloud-init changes](#cloud-init-changes)).",
 		resourceOnly: true, // the seed cannot be read back, only the digest in the mark
 		resource: schema.StringAttribute{
 			Optional:   true,
 			Validators: []validator.String{networkConfigValidator{}},
 		},
 	}, {
-		name: "static_ipv4",
-		md:   "A static IPv4 address on the VM's first NIC (net0), the common case of `network_config`.",
-		change: "The provider " +
-			"renders a version 2 network-config that matches the NIC by the MAC address Proxmox gives the clone (so it " +
-			"works with every cloud-init renderer, not only netplan) and turns DHCP off. With it, `ip_address` is this " +
-			"address, known at plan time, and the create waits until the guest agent reports it (not any address; unless " +
-			"`wait_for_ip = false`): a guest that reports other addresses only fails the create, naming both. Set this or `network_config`, not " +
-			"both. " + networkReplaces,
+		name:   "static_ipv4",
+		md:     "A static IPv4 address on net0, the common case of `network_config`.",
+		change: "Set this or `network_config`; `ip_address` is then known at plan. A change replaces the VM (see [Static addresses](#static-addresses)).",
 		read: "The one the VM was made with, from its mark; null when it was made without one (DHCP, or a raw " +
 			"`network_config`, which cannot be read back).",
 		nestedRead: map[string]string{

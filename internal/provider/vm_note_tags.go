@@ -36,14 +36,9 @@ const maxNoteBytes = 7168
 // noteTagsAttrs are the note-and-tags facet's attributes.
 func noteTagsAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "tags",
-		md:   "Proxmox tags of the VM besides `proxy_operator`.",
-		change: "The provider always sets and keeps `proxy_operator`. " +
-			"Each tag is what Proxmox stores: lowercase letters, digits and `_`, then also `-`, `+` and `.` " +
-			"(`^[a-z0-9_][a-z0-9_\\-+.]*$`); uppercase is refused rather than folded, so the plan never differs from " +
-			"what Proxmox keeps. A set: Proxmox sorts tags, so order does not matter. Unset: the tags the VM has (the " +
-			"template's, or an operator's) are left as they are and shown here; set (even to `[]`): exactly these, " +
-			"changed in place without a restart.",
+		name:   "tags",
+		md:     "Proxmox tags besides `proxy_operator`: lowercase letters, digits, `_`, `-`, `+`, `.`.",
+		change: "Unset: left alone; set (even `[]`): exactly these, changed in place.",
 		resource: schema.SetAttribute{
 			ElementType:   types.StringType,
 			Optional:      true,
@@ -55,14 +50,10 @@ func noteTagsAttrs() []facetAttr {
 			)},
 		},
 	}, {
-		name: "description",
-		md:   "A human note in the VM's Proxmox description (its *Notes*), kept apart from the ownership mark.",
-		change: "The mark lines (`proxy-operator-...=...`) stay first and are never changed by this attribute; the note " +
-			"follows them after a blank line, and is read back as every description line that is not a mark line. A " +
-			"note may not contain a mark line, nor end with whitespace or a newline (Proxmox strips it, which would show " +
-			"as a change on every plan: use `chomp()` on a heredoc). Up to 7168 bytes. Unset: whatever note the VM has " +
-			"is left alone and shown here; `\"\"` removes it. Changed in place without a restart.",
-		read: "Read as every line of the description that is not a mark line; empty when there is none.",
+		name:   "description",
+		md:     "A human note in the VM's Proxmox description (its *Notes*), after the [mark](../index.md#glossary) lines.",
+		change: "Up to 7168 bytes, no trailing newline. Unset: left alone; `\"\"` removes it. Changed in place.",
+		read:   "Read as every line of the description that is not a mark line; empty when there is none.",
 		resource: schema.StringAttribute{
 			Optional:      true,
 			Computed:      true,
@@ -70,15 +61,10 @@ func noteTagsAttrs() []facetAttr {
 			Validators:    []validator.String{stringvalidator.LengthAtMost(maxNoteBytes), noteValidator()},
 		},
 	}, {
-		name: "protection",
-		md:   "Proxmox's protection flag.",
-		change: "With `true`, Proxmox refuses to remove the VM or its disks, and " +
-			"so does this provider's destroy, before anything is touched (no stop, no seed delete), saying how to " +
-			"proceed. The provider never clears the flag during a destroy: to destroy a protected VM, set " +
-			"`protection = false` and apply (that clears it in place), then destroy or replace. A create sets the flag " +
-			"as its last step, so a create that fails leaves a VM its destroy can remove. Default `false` (the " +
-			"configuration manages the flag: a flag set outside Terraform shows as a change back to `false`).",
-		read: "`true` when it is set.",
+		name:   "protection",
+		md:     "Proxmox's protection flag.",
+		change: "With `true`, Proxmox and this provider refuse to destroy the VM. Default `false` (see [Protection](#protection)).",
+		read:   "`true` when it is set.",
 		resource: schema.BoolAttribute{
 			Optional: true,
 			Computed: true,

@@ -38,30 +38,18 @@ type vmLocation struct {
 // locationAttrs are the attributes of vmLocation.
 func locationAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "node",
-		md:   "The Proxmox VE node the VM is on.",
-		change: "Set, it must be one of the provider's nodes. Without it the VM is placed " +
-			"at create on the node with the fewest proxy VMs among the provider's nodes that answer (ties: the " +
-			"most free memory), known after apply and kept from then on (never moved to rebalance). Changing it " +
-			"migrates the VM in place (online when it runs, with its disks, MAC, VMID and seed ISO), never " +
-			"replaces it. A VM found on another node (an HA or maintenance migration) shows as a change of node " +
-			"and is migrated back, unless `migrate_back` is false.",
+		name:   "node",
+		md:     "The Proxmox VE node the VM is on.",
+		change: "Set, one of the provider's `nodes`; without it the VM is placed at create and stays there. A change migrates the VM in place, online when it runs.",
 		resource: schema.StringAttribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.String{validators.NodeName()},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "pool",
-		md:   "The Proxmox pool the VM belongs to.",
-		change: "Set, it overrides the provider's `pool`; `\"\"` for none. The clone is made " +
-			"into it (the clone's `pool` parameter), so an API token granted on `/pool/<pool>` can create and manage the VM " +
-			"(see the [setup guide](../guides/proxmox-setup.md)). Changing it moves the VM in place (`PUT /pools`), which Proxmox " +
-			"allows only with `Pool.Allocate` on both pools and `VM.Allocate` on the VM: a token scoped to one pool usually " +
-			"lacks that, so replace the VM instead (`terraform apply -replace`). Without it and without the provider's `pool`, " +
-			"a new VM goes into no pool and an existing VM stays in the pool it is in. Read back from the cluster listing, " +
-			"which shows a VM's pool only to a token with `Pool.Audit` on it. A Proxmox pool id: letters, digits, `.`, `-` " +
-			"and `_`, each level starting with a letter, up to three levels joined by `/`.",
+		name:   "pool",
+		md:     "The Proxmox pool the VM belongs to.",
+		change: "Overrides the provider's `pool`; `\"\"` for none. The clone is made into it; a change moves the VM in place, which needs `Pool.Allocate` on both pools.",
 		read: "Null when it is in none, or when the API token lacks `Pool.Audit` on its pool (Proxmox then leaves it " +
 			"out of the listing).",
 		resource: schema.StringAttribute{
@@ -75,12 +63,9 @@ func locationAttrs() []facetAttr {
 // placementAttrs are the placement facet's attributes.
 func placementAttrs() []facetAttr {
 	return append(locationAttrs(), facetAttr{
-		name: "migrate_back",
-		md: "Whether a VM found on another node than the configured node (moved outside Terraform, say by " +
-			"the HA manager or for node maintenance) is migrated back to it.",
-		change: "Default true. With false, the node " +
-			"the VM is on is accepted and the plan shows no change for it; changing node in the configuration " +
-			"still migrates the VM. Changing it changes nothing on the VM.",
+		name:     "migrate_back",
+		md:       "Whether a VM found on another node than `node` (moved by the HA manager or for maintenance) is migrated back.",
+		change:   "Default `true`.",
 		resource: schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true)},
 	})
 }

@@ -54,12 +54,10 @@ const defaultShutdownTimeout = "2m"
 // powerStateAttrs are the attributes of vmPowerState.
 func powerStateAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "status",
-		md:   "`running`, `provisioning` (started, the guest's network not up yet) or `stopped` (also paused or hibernated).",
-		change: "A VM found stopped is planned back to running and started in place. `deleted`: the last " +
-			"refresh found the VM gone (deleted outside Terraform, or its VMID now holds another VM); the plan " +
-			"replaces it, deleting the seed ISO it left first.",
-		read: "From the VM's current status; a guest without a guest agent is `running` too, only without addresses.",
+		name:   "status",
+		md:     "`running`, `provisioning` (started, the guest's network not up yet) or `stopped` (also paused or hibernated).",
+		change: "`deleted`: the VM is gone; the plan replaces it.",
+		read:   "From the VM's current status; a guest without a guest agent is `running` too, only without addresses.",
 		resource: schema.StringAttribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.String{statusBackToRunning()},
@@ -78,50 +76,27 @@ func powerStateAttrs() []facetAttr {
 // powerAttrs are the power facet's attributes.
 func powerAttrs() []facetAttr {
 	return append(powerStateAttrs(), facetAttr{
-		name: "started",
-		md:   "Whether the VM runs.",
-		change: "Default `true`: a create starts it (and waits for its address unless " +
-			"`wait_for_ip = false`), and a VM found stopped, paused or hibernated is started again in place. With " +
-			"`false`, a create makes the VM without starting it (no address wait; its first boot, which runs " +
-			"cloud-init, happens when `started` is set to `true`), an update shuts a running VM down as a restart " +
-			"does (the guest has `shutdown_timeout`, then Proxmox stops it; a paused VM is stopped), and a VM found " +
-			"stopped stays stopped. Changing it starts or stops the VM in place. " +
-			"`status` is `stopped` and the addresses are null while it is `false`. An import sets it from the VM's " +
-			"status (`false` for a stopped VM).",
+		name:     "started",
+		md:       "Whether the VM runs.",
+		change:   "Default `true`; a VM found stopped is started again. `false` creates the VM without starting it (cloud-init runs at its first start), or shuts a running one down.",
 		resource: schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true)},
 	}, facetAttr{
-		name: "shutdown_timeout",
-		md: "How long the restart that a " + restartAttrsMD("or") + " change needs (and the shutdown of `started = false`) gives the " +
-			"guest to shut down (the guest agent's shutdown when the agent answers, else the ACPI power button) before Proxmox stops " +
-			"it.",
-		change: "A duration above zero and at most half of `timeouts.update`, since the update also has to hold the start and the " +
-			"address wait: a larger value is refused at plan. Default `" + defaultShutdownTimeout + "`; when `timeouts.update` is " +
-			"below `4m` and `shutdown_timeout` is not set, half of `timeouts.update` is used instead (the state still shows `" +
-			defaultShutdownTimeout + "`). Changing it changes nothing on the VM.",
+		name:   "shutdown_timeout",
+		md:     "How long a restart for a " + restartAttrsMD("or") + " change, or `started = false`, gives the guest to shut down before Proxmox stops it.",
+		change: "Default `2m`, at most half of `timeouts.update`.",
 		resource: schema.StringAttribute{Optional: true, Computed: true,
 			Default:    stringdefault.StaticString(defaultShutdownTimeout),
 			Validators: []validator.String{validators.Duration()}},
 	}, facetAttr{
-		name: "reboot_on_change",
-		md:   "Whether a " + restartAttrsMD("or") + " change restarts a running VM to apply it.",
-		change: "Default `true`: the " +
-			"plan warns that the VM will be restarted, and the apply shuts it down (see `shutdown_timeout`) and starts " +
-			"it again. With `false` the change is written to the VM's config and left pending, as Proxmox keeps it " +
-			"until the VM's next start: the VM keeps running with its old values, and since the provider reports the " +
-			"`cores` and `memory_mib` the VM runs with, every plan shows such a change again (with a warning that it is pending) until the VM " +
-			"restarts (another option shows its configured value), by `started` going `false` then `true`, by `reboot_on_change = true`, or outside Terraform " +
-			"(a stop and start in Proxmox; a reboot from inside the guest does not apply it). A memory change on a " +
-			"VM with memory hotplug applies without a restart either way. Changing it changes nothing on the VM.",
+		name:     "reboot_on_change",
+		md:       "Whether a " + restartAttrsMD("or") + " change restarts a running VM to apply it.",
+		change:   "Default `true`. With `false` the change waits for the VM's next start (see [Restarts](#restarts)).",
 		resource: schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true)},
 	}, facetAttr{
 		name: "wait_for_ip",
 		md: "Whether create (and an update that starts or restarts the VM) waits until the guest agent " +
 			"reports an IPv4 address.",
-		change: "Default true. With false, `ip_address` may stay empty (a refresh does not " +
-			"ask the agent for it: the guest may have none); once it is true again, a refresh fills it in. A wait that cannot succeed ends at once: the VM stopped or gone, its agent option off, or, " +
-			"after a start that is not a first boot, an agent that has not answered in 3 minutes of running; " +
-			"a restart of a VM whose agent does not answer is refused before anything is changed. " +
-			"Changing it changes nothing on the VM.",
+		change:   "Default `true`.",
 		resource: schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true)},
 	})
 }

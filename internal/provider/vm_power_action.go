@@ -52,35 +52,22 @@ func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 		ops[i] = string(o)
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Starts, shuts down, reboots or stops the VM of a `proxy_vm`, with " +
-			"`terraform apply -invoke=action.proxy_vm_power.<name>` or from a resource's `lifecycle { action_trigger { ... } }` " +
-			"(Terraform 1.14 and later). Each step is reported as it happens. The VM must be proved the resource's, as for every " +
-			"write of the provider: its configuration names it and its mark carries the resource's `uid`; any other VM at that " +
-			"VMID (another workspace's VM of the same name, a reused VMID, a VM without the mark) is refused and nothing is sent to it. " +
-			"Afterwards a plan of the `proxy_vm` is empty, unless the VM's power state contradicts its `started` (a VM shut down " +
-			"while `started = true` is planned to start again).",
+		MarkdownDescription: "Starts, shuts down, reboots or stops a `proxy_vm`'s VM, with `terraform apply -invoke` or an `action_trigger` (Terraform 1.14+). Only a VM whose [mark](../index.md#glossary) carries the resource's `uid` is touched.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "The `proxy_vm`'s `id` (`proxy_vm.<name>.id`, `vms/<vmid>/<name>`): where the VM is. " +
-					"It does not prove whose the VM is; `uid` does.",
-				Validators: []validator.String{vmIDValidator()},
+				Required:            true,
+				MarkdownDescription: "The `proxy_vm`'s `id` (`proxy_vm.<name>.id`): where the VM is.",
+				Validators:          []validator.String{vmIDValidator()},
 			},
 			"uid": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "The `proxy_vm`'s `uid` (`proxy_vm.<name>.uid`). The VM's mark must carry it: a VMID and a " +
-					"name can belong to another VM (a VMID reused after a delete, another workspace's VM of the same name), the uid " +
-					"cannot.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Required:            true,
+				MarkdownDescription: "The `proxy_vm`'s `uid` (`proxy_vm.<name>.uid`): the VM's mark must carry it, or nothing is sent to the VM.",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"power": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "`\"start\"` starts a stopped VM (a hibernated one resumes, a paused one is stopped and started); " +
-					"`\"shutdown\"` shuts a running VM down gracefully: the guest has `shutdown_timeout` (through the guest agent " +
-					"when it answers, else the ACPI power button), then Proxmox stops it; `\"reboot\"` is that shutdown then a start " +
-					"(a stopped VM is started); `\"stop\"` stops the VM at once, like pulling the plug. A VM already where the " +
-					"operation leaves it gets no request. A start waits until the VM runs, not for its address.",
-				Validators: []validator.String{stringvalidator.OneOf(ops...)},
+				Required:            true,
+				MarkdownDescription: "`\"start\"`, `\"shutdown\"` (graceful within `shutdown_timeout`, then Proxmox stops it), `\"reboot\"` (that shutdown, then a start) or `\"stop\"` (at once, like pulling the plug). See [What each power value does](#what-each-power-value-does).",
+				Validators:          []validator.String{stringvalidator.OneOf(ops...)},
 			},
 			"shutdown_timeout": schema.StringAttribute{
 				Optional: true,

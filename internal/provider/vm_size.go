@@ -39,59 +39,37 @@ var cpuTypeRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // sizeAttrs are the size facet's attributes.
 func sizeAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "cores",
-		md:   "Virtual CPU cores.",
-		change: "Defaults to the machine type's. Changing it updates the VM in place: the " +
-			"config is written, and Proxmox applies it at the VM's next start, so a running VM is restarted " +
-			"gracefully (a shutdown within `shutdown_timeout`, then a stop if the guest is still up, then a start; its IP " +
-			"address may change), and the plan warns about it. Cores are never hotplugged (Proxmox hotplugs only vcpus). " +
-			"With `reboot_on_change` = false the change stays pending, and the value shown is what the VM runs with.",
+		name:   "cores",
+		md:     "Virtual CPU cores.",
+		change: "Default: the machine type's. A change restarts a running VM gracefully, announced in the plan (see [Restarts](#restarts)).",
 		resource: schema.Int64Attribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.Int64{int64validator.Between(1, 512)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "memory_mib",
-		md:   "Memory in MiB.",
-		change: "Defaults to the machine type's. Changing it updates the VM in place: the " +
-			"config is written, then a running VM is restarted gracefully as for cores, unless the VM has memory " +
-			"hotplug (its Proxmox hotplug option names memory, with numa on): then it applies at once, without a " +
-			"restart, and must be a DIMM step (1024, then multiples of 512 up to 17408, then of 1024...). With " +
-			"`reboot_on_change` = false a change that needs a restart stays pending.",
+		name:   "memory_mib",
+		md:     "Memory in MiB.",
+		change: "Default: the machine type's. A change restarts a running VM gracefully, or applies at once in DIMM steps on a VM with memory hotplug (see [Restarts](#restarts)).",
 		resource: schema.Int64Attribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.Int64{int64validator.AtLeast(16)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name: "disk_gib",
-		md:   "Size of the boot disk in GiB.",
-		change: "Without it the disk is the larger of the template's and the " +
-			"machine type's `disk_gib`. An explicit value must not be below the template's disk (a disk is " +
-			"never shrunk). Growing it resizes the disk in place; shrinking it replaces the VM.",
-		read: "Null when the VM's config names no boot disk size.",
+		name:   "disk_gib",
+		md:     "Size of the boot disk in GiB.",
+		change: "Default: the larger of the template's disk and the machine type's `disk_gib`; never below the template's. Growing it resizes in place; shrinking it replaces the VM.",
+		read:   "Null when the VM's config names no boot disk size.",
 		resource: schema.Int64Attribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.Int64{int64validator.Between(1, 65536)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), diskShrinkRequiresReplace()},
 		},
 	}, {
-		name: "cpu_type",
-		md: "The emulated CPU type: the `cputype` of Proxmox's `cpu` option, such as `host` (the node's CPU, with " +
-			"AES-NI for TLS), `x86-64-v2-AES` or `kvm64`.",
-		change: "Without it the template's stays. Changing it updates the VM in place, keeping the `cpu` option's " +
-			"other properties (flags): the config is written, and Proxmox applies it at the VM's next start, so a " +
-			"running VM is restarted gracefully as for cores, and the plan warns about it. With `reboot_on_change` = " +
-			"false the change stays pending until the VM's next start, and the value shown is the configured one: unlike " +
-			"cores, the plan does not see it as pending (it shows no change, and a later `reboot_on_change` = true does not " +
-			"restart the VM for it), so restart the VM to apply it (see Restarts). " +
-			"Removing it from the configuration leaves the current type. Letters, digits, `-`, `_` and `.`; a new " +
-			"value is checked at plan time against the CPU models the VM's node lists (`GET /nodes/{node}/capabilities/qemu/cpu`, " +
-			"read once per node per plan, and only when `cpu_type` is set and changes), so an unknown model fails the plan on " +
-			"`cpu_type`, naming valid ones, before anything is cloned. When the list cannot be read, or names no custom model " +
-			"the API token may not see (`custom-<id>` models are listed to a token with `Sys.Audit` on `/nodes` or `Mapping.Audit` " +
-			"on `/mapping/cpu/<id>`), the plan warns and Proxmox checks the model when the config is written.",
+		name:   "cpu_type",
+		md:     "The emulated CPU type (Proxmox's `cpu` option), such as `host`, `x86-64-v2-AES` or `kvm64`.",
+		change: "Checked at plan against the node's CPU models. A change restarts a running VM (see [Restarts](#restarts)).",
 		read: "The configured value (the VM's config, pending changes included): after a change it may " +
 			"differ from what the VM runs with until the VM restarts. Null when the VM's config has no `cpu` " +
 			"option (Proxmox's default, `kvm64`).",

@@ -30,26 +30,19 @@ type vmTemplate struct {
 // templateAttrs are the template facet's attributes.
 func templateAttrs() []facetAttr {
 	return []facetAttr{{
-		name: "image",
-		md:   "A key of the provider's templates catalogue: the template the VM is cloned from.",
-		change: "Set image or " +
-			"`template_vmid`; both only when they name the same template (as a generated configuration does). Renaming the key to another key of the same template VMID changes " +
-			"nothing; a key that resolves to another template (also after a catalogue edit) replaces the " +
-			"VM. An import sets it when it identifies the template among the catalogue's (a full clone " +
-			"keeps its template's creation time) and exactly one key names it; otherwise the first value " +
-			"set after the import is recorded without replacing the VM.",
-		read: "Null unless the template was identified and exactly one key names it.",
+		name:   "image",
+		md:     "A key of the provider's templates catalogue: the template the VM is cloned from.",
+		change: "Set this or `template_vmid`. Resolving to another template replaces the VM.",
+		read:   "Null unless the template was identified and exactly one key names it.",
 		resource: schema.StringAttribute{
 			Optional:   true,
 			Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 		},
 	}, {
-		name: "template_vmid",
-		md:   "The VMID of the template the VM is cloned from.",
-		change: "Set it when the template is not in the catalogue; computed from image " +
-			"otherwise. Set image or `template_vmid`; both only when they name the same template. Changing the effective template " +
-			"replaces the VM, except for the first value set after an import that could not read it back.",
-		read: "Null when the template could not be identified.",
+		name:   "template_vmid",
+		md:     "The VMID of the template the VM is cloned from.",
+		change: "For a template outside the catalogue; otherwise computed from `image`. Another template replaces the VM.",
+		read:   "Null when the template could not be identified.",
 		resource: schema.Int64Attribute{
 			Optional: true, Computed: true,
 			Validators: []validator.Int64{int64validator.Between(100, 999999999)},
@@ -59,12 +52,10 @@ func templateAttrs() []facetAttr {
 			},
 		},
 	}, {
-		name: "machine_type",
-		md: "A key of the provider's `machine_types` catalogue, giving cores, `memory_mib` and, when the " +
-			"entry sets it, a minimum `disk_gib`.",
-		change: "Explicit cores, `memory_mib` or `disk_gib` override it. " +
-			"Changing it (or the catalogue entry) updates the VM in place as those values change.",
-		read: "The key whose sizes the VM has, when exactly one matches; null otherwise.",
+		name:   "machine_type",
+		md:     "A key of the provider's `machine_types` catalogue: cores, `memory_mib` and an optional minimum `disk_gib`.",
+		change: "Explicit `cores`, `memory_mib` or `disk_gib` override it.",
+		read:   "The key whose sizes the VM has, when exactly one matches; null otherwise.",
 		resource: schema.StringAttribute{
 			Optional:   true,
 			Validators: []validator.String{stringvalidator.LengthAtLeast(1)},

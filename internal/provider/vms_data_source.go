@@ -90,12 +90,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Every VM in the cluster that carries the provider's ownership mark, whoever made it, " +
-			"among those the API token may see (`VM.Audit`: for a token scoped to a pool, its pool's), " +
-			"and what the provider left behind with no resource to own it, with its age: the seed ISOs that no VM uses " +
-			"(`orphan_seeds`) and the half-made VMs of this configuration's `uid_namespace` (`orphan_vms`). The " +
-			"[`proxy_orphan_cleanup`](../actions/orphan_cleanup.md) action deletes those older than a grace period. `cores` and `memory_mib` are the VM's config values, a change pending " +
-			"until a running VM's restart included, so they may differ from what it runs with (which the `proxy_vm` data source reports).",
+		MarkdownDescription: "Every VM carrying the provider's [mark](../index.md#glossary) that the API token may see, and the [orphans](../index.md#glossary) with their age: seed ISOs no VM uses (`orphan_seeds`) and half-made VMs of this configuration's `uid_namespace` (`orphan_vms`).",
 		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
 			"node": schema.StringAttribute{
@@ -122,18 +117,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				})))},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
-				Computed: true,
-				MarkdownDescription: "Seed ISOs this provider names, `<name>-<uid>-seed.iso` (one per VM; an ISO named otherwise, such as the " +
-					"operator's `<name>-seed.iso` or another tool's, is never listed), on `iso_storage` of the provider's nodes " +
-					"that no VM uses, in node order then by volume. A destroy, a " +
-					"replacement and a migration delete the seeds they leave, so these are what is left otherwise: the seed of a VM " +
-					"deleted outside Terraform whose state is gone too, or of a failed create whose seed delete failed. The seed of a " +
-					"create still cloning its VM shows here too while the clone runs (Proxmox lists that VM without a name), which " +
-					"its age tells: `proxy_orphan_cleanup` deletes only those older than its grace period. On a shared ISO storage " +
-					"each orphan shows once per node. A node whose storage cannot be listed is left out with a warning. \"No VM\" means none " +
-					"the API token may see: with a token that lacks `VM.Audit` on `/vms` (propagated), such as one scoped to a pool, the " +
-					"seed of a VM it cannot see (outside the pool) is listed too, with `proved = false` and a warning, and " +
-					"`proxy_orphan_cleanup` keeps it.",
+				Computed:            true,
+				MarkdownDescription: "Seed ISOs of this provider (`<name>-<uid>-seed.iso`) on `iso_storage` of the provider's nodes that no VM uses, in node order then by volume. See [Orphans](#orphans) for what they are and when one is in use.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"node":        computed("The node whose ISO storage holds the seed."),
 					"volid":       computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
@@ -148,13 +133,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				}},
 			},
 			"orphan_vms": schema.ListNestedAttribute{
-				Computed: true,
-				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID range, sorted by VMID: " +
-					"VMs this provider made whose create never reached its last step (its mark still says it is being created) and " +
-					"that no later apply took over. The next apply of the same resource takes such a VM over and finishes it; one " +
-					"whose resource is gone (its state lost, its configuration removed) stays until it is deleted. A create running " +
-					"now shows here too, young: `proxy_orphan_cleanup` deletes only those older than its grace period. Costs one " +
-					"config read per VM in the VMID range.",
+				Computed:            true,
+				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID range, sorted by VMID: creates that never finished and that no later apply took over. See [Orphans](#orphans).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"id":          computed("`vms/<vmid>/<name>`."),
 					"vmid":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},

@@ -36,6 +36,20 @@ func TestDocs_testedCLIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The prose names the first tested version too (the installation section, the start of
+	// the table's section): the TF_BASE version, never an older one.
+	base := regexp.MustCompile(`(?m)^TF_BASE\s*:=\s*terraform-(\d+\.\d+\.\d+)`).FindStringSubmatch(string(mk))
+	if base == nil {
+		t.Fatal("the GNUmakefile has no TF_BASE := terraform-<x.y.z>")
+	}
+	for _, want := range []string{"works with Terraform " + base[1] + " and later", "tested from Terraform " + base[1]} {
+		if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), want) {
+			t.Errorf("docs/index.md does not say %q (TF_BASE is terraform-%s)", want, base[1])
+		}
+	}
+	if strings.Contains(string(doc), "Terraform 1.5 and later") {
+		t.Error("docs/index.md says Terraform 1.5 and later: the tested range starts at TF_BASE")
+	}
 	got := cliTable(string(doc))
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("docs/index.md's table of tested CLIs says\n  %s\nthe GNUmakefile runs\n  %s\n(change the table in templates/index.md.tmpl and run make generate)",

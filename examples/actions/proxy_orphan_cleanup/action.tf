@@ -3,10 +3,11 @@
 #
 #   terraform apply -invoke=action.proxy_orphan_cleanup.all
 #
-# dry_run defaults to true: the first run only reports what it would delete.
+# dry_run defaults to true, so this first run only reports what it would delete. Read the
+# report, then set dry_run = false and invoke it again to delete.
 action "proxy_orphan_cleanup" "all" {
   config {
-    dry_run      = false
+    dry_run      = true
     grace_period = "2h"
   }
 }
