@@ -24,10 +24,10 @@ const (
 	// MarkKeyNamespace is the provider's uid_namespace, written by this provider only.
 	MarkKeyNamespace = "proxy-operator-namespace"
 	// MarkKeyState is the create phase; MarkStateCreating is its only value.
-	MarkKeyState      = "proxy-operator-state"
+	MarkKeyState = "proxy-operator-state"
 	// MarkKeyInstance is the SMBIOS uuid (smbios1's uuid=) of the VM the mark was written
 	// for, read after its clone (decision: instance-binding).
-	MarkKeyInstance = "proxy-operator-instance"
+	MarkKeyInstance   = "proxy-operator-instance"
 	MarkStateCreating = "creating"
 	// MarkManagedYes is the only value of MarkKeyManaged that marks a VM as managed.
 	MarkManagedYes = "true"
