@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -219,4 +220,33 @@ func importable(cfg map[string]string) (Mark, notOurs) {
 		return m, notOursInstance
 	}
 	return m, notOursNone
+}
+
+// withInstanceLine is desc, a description an update rewrites, with an instance line naming
+// cfg's SMBIOS uuid after the namespace line (or the operator's lines) when its mark has
+// none (a VM made by an older version, decision: instance-binding); desc as it is when it
+// has one, carries no mark, or cfg has no uuid.
+func withInstanceLine(desc string, cfg map[string]string) string {
+	inst := instanceOf(cfg)
+	if m := ParseMark(desc); !m.Managed || m.Instance != "" || inst == "" {
+		return desc
+	}
+	lines := strings.Split(desc, "\n")
+	at := -1
+	for i, line := range lines {
+		if k, _, ok := parseMarkLine(line); ok && (k == MarkKeyNamespace || (at < 0 && k == MarkKeyCreatedAt)) {
+			at = i
+		}
+	}
+	if at < 0 {
+		for i, line := range lines {
+			if k, _, ok := parseMarkLine(line); ok && k == MarkKeyUID {
+				at = i
+			}
+		}
+	}
+	if at < 0 {
+		return desc
+	}
+	return strings.Join(slices.Insert(lines, at+1, MarkKeyInstance+"="+inst), "\n")
 }

@@ -295,3 +295,39 @@ func TestTakeoverDisks(t *testing.T) {
 		t.Error("an unknown template's disks accepted")
 	}
 }
+
+// TestUpdate_noteBindsAnOlderMark: an update that rewrites the description (a note change)
+// of a VM whose mark has no instance line (made by an older version) adds the line naming
+// its SMBIOS uuid, after the namespace line; the VM stays the resource's, and a mark that
+// has the line is written as it is (decision: instance-binding).
+func TestUpdate_noteBindsAnOlderMark(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: testUID, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC), Namespace: "ns"}.Format()
+	})
+	inst := instanceOf(h.f.vm(testVMID0).Config)
+	if inst == "" {
+		t.Fatal("the fixture has no SMBIOS uuid")
+	}
+	if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Note: ptr("team A")}); err != nil {
+		t.Fatal(err)
+	}
+	desc := h.f.vm(testVMID0).Config["description"]
+	if m := ParseMark(desc); m.Instance != inst || !strings.Contains(desc, MarkKeyNamespace+"=ns\n"+MarkKeyInstance+"="+inst+"\n") || NoteOf(desc) != "team A" {
+		t.Errorf("description after the update %q", desc)
+	}
+	if _, why := ownedBy(h.f.vm(testVMID0).Config, testName, testUID); why != notOursNone {
+		t.Errorf("the VM is not the resource's after the update: %s", why)
+	}
+	if got := withInstanceLine(desc, map[string]string{"smbios1": "uuid=another"}); got != desc {
+		t.Errorf("a bound mark rewritten: %q", got)
+	}
+	if got := withInstanceLine("a note", map[string]string{"smbios1": "uuid=" + inst}); got != "a note" {
+		t.Errorf("a description without a mark rewritten: %q", got)
+	}
+	op := FormatMark(testUID, time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC))
+	if got := withInstanceLine(op, map[string]string{"smbios1": "uuid=" + inst}); got != op+"\n"+MarkKeyInstance+"="+inst {
+		t.Errorf("the operator's mark bound as %q", got)
+	}
+}

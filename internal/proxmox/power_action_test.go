@@ -94,6 +94,14 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		{"a creating mark with our uid", func(v *fakeVM) {
 			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format()
 		}, testUID, "still marked as being created"},
+		// Issue 36, item 6: a mark a clean-up claimed (abandoned) is not finished; a
+		// finished mark copied verbatim to a VM at a reused VMID is bound to another VM.
+		{"an abandoned mark with our uid", func(v *fakeVM) {
+			v.Config["description"] = strings.Replace(MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format(), "=creating", "=abandoned", 1)
+		}, testUID, "exists, but its mark says proxy-operator-state=abandoned"},
+		{"a finished mark copied to another VM", func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Instance: "0a0b0c0d-0000-4000-8000-000000000001"}.Format()
+		}, testUID, "written for another VM"},
 	} {
 		for _, op := range PowerOps {
 			t.Run(tc.name+"/"+string(op), func(t *testing.T) {
@@ -126,6 +134,9 @@ func TestPower_refusalOfAVMNotOursSaysItExists(t *testing.T) {
 		"no mark":      func(v *fakeVM) { v.Config["description"] = "made by hand" },
 		"another name": func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" },
 		"mark, no uid": func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() },
+		"a finished mark copied to another VM": func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Instance: "0a0b0c0d-0000-4000-8000-000000000001"}.Format()
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
