@@ -435,7 +435,7 @@ func TestCleanOrphans_seedAttachedElsewhereIsKept(t *testing.T) {
 // TestCleanOrphans_pastCloneNeedsALook: a proved half-made VM that shows any sign of having
 // got past its clone (decision: instance-binding) is never deleted, whatever its age, in a
 // dry run or not: reported "needs a look" with the VMID, the sign and the `qm destroy`
-// advice, and no request writes to it. Issue 36's scenario 1 is the first two rows: a
+// advice, and no request writes to it. The first two rows are the replayed-creating-text threat: a
 // finished, running VM whose description a Notes-only user replaced with the creating text
 // they read while it was created (before and after the config step).
 func TestCleanOrphans_pastCloneNeedsALook(t *testing.T) {
@@ -499,7 +499,7 @@ func TestCleanOrphans_pastCloneNeedsALook(t *testing.T) {
 
 // TestCleanOrphans_reportsTheSeedAsItWent: the event of a deleted half-made VM names its
 // seed ISO as deleted only when it was; a seed another VM has on a drive is kept by the
-// delete's sweep, and the event says so, naming that VM (issue 36, item 5).
+// delete's sweep, and the event says so, naming that VM.
 func TestCleanOrphans_reportsTheSeedAsItWent(t *testing.T) {
 	for _, held := range []bool{false, true} {
 		h := cleanupHarness(t)

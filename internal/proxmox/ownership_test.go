@@ -233,7 +233,7 @@ func TestCreate_copiedProofNeverProvisioned(t *testing.T) {
 	}
 }
 
-// TestCreate_copiedCreatingLineOnHandMadeVM is issue 36's scenario 2 at the backend: a
+// TestCreate_copiedCreatingLineOnHandMadeVM is the copied-creating-text threat at the backend: a
 // create's creating text, copied while the create ran, put on a VM someone made by hand at
 // the same VMID (two disks, 32G and 100G, running) within the takeover window: its proof
 // verifies, but its disks are not the template's, so the retry leaves it alone (no write at

@@ -94,7 +94,7 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		{"a creating mark with our uid", func(v *fakeVM) {
 			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format()
 		}, testUID, "still marked as being created"},
-		// Issue 36, item 6: a mark a clean-up claimed (abandoned) is not finished; a
+		// A mark a clean-up claimed (abandoned) is not finished; a
 		// finished mark copied verbatim to a VM at a reused VMID is bound to another VM.
 		{"an abandoned mark with our uid", func(v *fakeVM) {
 			v.Config["description"] = strings.Replace(MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format(), "=creating", "=abandoned", 1)
