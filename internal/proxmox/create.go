@@ -398,7 +398,13 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 	case verdictOurs:
 		return probeNext, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
 	case verdictResume:
-		if why := takeoverDisks(c.tmplCfg, cfg, c.s.DiskGiB, c.s.TemplateVMID); why != "" {
+		why := takeoverDisks(c.tmplCfg, cfg, c.s.DiskGiB, c.s.TemplateVMID)
+		if why == "" {
+			if why, err = c.unboundButProvisioned(ctx, r.Node, vmid, cfg); err != nil {
+				return probeNext, err
+			}
+		}
+		if why != "" {
 			// The proof is a bearer token: a VM whose disks the clone did not make is
 			// someone's, whatever its description says (decision: instance-binding).
 			c.noteUnproved(vmid, r.Node, ParseMark(cfg["description"]), why)
@@ -831,4 +837,27 @@ func orNoDisk(keys []string) string {
 		return "none"
 	}
 	return strings.Join(keys, ", ")
+}
+
+// unboundButProvisioned says why a proved VM whose mark was written before its create's
+// config step (no instance line, decision: instance-binding) cannot be that create's: it
+// has a seed ISO on a drive, or runs, is paused or hibernated, which only the config step
+// and the start after it do. "" when it is as a clone leaves it.
+func (c *creation) unboundButProvisioned(ctx context.Context, node string, vmid int, cfg map[string]string) (string, error) {
+	if !unbound(cfg) {
+		return "", nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if isDiskKey(k) && isSeedVolID(driveVolume(cfg[k])) {
+			return "its creating mark was written before its create's config step, yet " + k + " holds a seed ISO: a text copied onto another VM", nil
+		}
+	}
+	ran, err := c.b.unboundButRan(ctx, "create", node, vmid, cfg)
+	if err != nil {
+		return "", err
+	}
+	if ran {
+		return "its creating mark was written before its create's config step, yet the VM has run: a text copied onto another VM", nil
+	}
+	return "", nil
 }

@@ -170,6 +170,7 @@ func TestCreate_retryTable(t *testing.T) {
 			h.f.mutate(testVMID0, func(v *fakeVM) {
 				v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
 				v.Config["tags"] = ManagedTag
+				bindInterrupted(h, v, prevUID) // the config step binds the mark (decision: instance-binding)
 			})
 		}, true, true, true, true, true},
 		{"the start: running, rebuilt", func(h *harness) {
@@ -178,6 +179,7 @@ func TestCreate_retryTable(t *testing.T) {
 			h.f.mutate(testVMID0, func(v *fakeVM) {
 				v.Status, v.QMP = "running", "running"
 				v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
+				bindInterrupted(h, v, prevUID)
 			})
 		}, true, true, true, true, true},
 	} {

@@ -49,6 +49,9 @@ const (
 	notOursOtherUID  notOurs = "another uid"
 	notOursNoUIDHere notOurs = "no uid in the state"
 	notOursInstance  notOurs = "another VM at this VMID: its SMBIOS uuid is not the one its mark was written for"
+	// notOursRanUnbound is settle's (it needs the VM's status): a mark written before its
+	// create's config step on a VM that has run (unboundButRan).
+	notOursRanUnbound notOurs = "a creating mark written before its create's config step, on a VM that has run: copied from another VM"
 )
 
 // instanceOf is the VM's SMBIOS uuid, smbios1's uuid= option (qemu-server gives every

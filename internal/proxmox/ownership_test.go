@@ -331,3 +331,36 @@ func TestUpdate_noteBindsAnOlderMark(t *testing.T) {
 		t.Errorf("the operator's mark bound as %q", got)
 	}
 }
+
+// TestCreate_unboundMarkOnAProvisionedVM: a proved creating mark written before the config
+// step (no instance line) on a VM that runs, or has a seed ISO attached, cannot be that
+// create's VM (only the config step attaches the seed, and the start comes after it): the
+// retry leaves it alone, reports why, and writes nothing to it (decision: instance-binding).
+func TestCreate_unboundMarkOnAProvisionedVM(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  func(v *fakeVM)
+		why  string
+	}{
+		{"running", func(v *fakeVM) { v.Status, v.QMP = "running", "running" }, "yet the VM has run"},
+		{"a seed attached", func(v *fakeVM) {
+			v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, testUID)) + ",media=cdrom"
+		}, "yet ide2 holds a seed ISO"},
+	} {
+		h := newHarness(t)
+		h.addInterrupted(testVMID0, testName, prevUID)
+		h.f.mutate(testVMID0, tc.mut)
+		rep := &CreateReport{}
+		s := h.spec()
+		s.Report = rep
+		if vm := h.create(s); vm.ID.VMID == testVMID0 {
+			t.Errorf("%s: taken over", tc.name)
+		}
+		if w := writesTo(h, testVMID0); len(w) != 0 {
+			t.Errorf("%s: writes %v", tc.name, w)
+		}
+		if len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, tc.why) {
+			t.Errorf("%s: report %+v", tc.name, rep)
+		}
+	}
+}
