@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -291,7 +292,7 @@ func TestE2E_Cleanup_ReplayedCreatingTextNeedsALook(t *testing.T) {
 	out := strings.Join(strings.Fields(r.Output()), " ")
 	writes := 0
 	for _, req := range s.sim.RequestLog() {
-		if req.VMID == vmid && req.Method != "GET" {
+		if req.VMID == vmid && req.Method != http.MethodGet {
 			writes++
 			t.Errorf("the cleanup wrote to the live VM: %s %s", req.Method, req.Path)
 		}
