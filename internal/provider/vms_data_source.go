@@ -94,7 +94,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 			"among those the API token may see (`VM.Audit`: for a token scoped to a pool, its pool's), " +
 			"and what the provider left behind with no resource to own it, with its age: the seed ISOs that no VM uses " +
 			"(`orphan_seeds`) and the half-made VMs of this configuration's `uid_namespace` (`orphan_vms`). The " +
-			"[`proxy_orphan_cleanup`](../actions/orphan_cleanup.md) action deletes those older than a grace period. `cores` and `memory_mib` are the VM's config values, a change pending " +
+			"[`proxy_orphan_cleanup`](../actions/orphan_cleanup.md) action deletes those older than a grace period (a half-made VM only when it never got past its clone). `cores` and `memory_mib` are the VM's config values, a change pending " +
 			"until a running VM's restart included, so they may differ from what it runs with (which the `proxy_vm` data source reports).",
 		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
@@ -153,7 +153,8 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 					"VMs this provider made whose create never reached its last step (its mark still says it is being created) and " +
 					"that no later apply took over. The next apply of the same resource takes such a VM over and finishes it; one " +
 					"whose resource is gone (its state lost, its configuration removed) stays until it is deleted. A create running " +
-					"now shows here too, young: `proxy_orphan_cleanup` deletes only those older than its grace period. Costs one " +
+					"now shows here too, young: `proxy_orphan_cleanup` deletes only those older than its grace period that never " +
+					"got past their clone, and reports the others as needing a look. Costs one " +
 					"config read per VM in the VMID range.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"id":          computed("`vms/<vmid>/<name>`."),
