@@ -269,6 +269,7 @@ func TestE2E_Cleanup_ReplayedCreatingTextNeedsALook(t *testing.T) {
 	// been made three hours ago: the created-at is under the proof, so it is made for it.
 	replayed := proxmox.CreatingMark(key, proxmox.MarkLines{UID: uid, CreatedAt: time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)}, vmid, vm.Name) +
 		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
+	finished, _ := s.sim.VM(vmid)
 	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{"description": replayed}}); err != nil {
 		t.Fatal(err)
 	}
@@ -309,5 +310,9 @@ func TestE2E_Cleanup_ReplayedCreatingTextNeedsALook(t *testing.T) {
 		}
 	}
 	figures.note(s.cat, fmt.Sprintf("replayed creating text on a live VM: %d writes by the cleanup", writes))
+	// The person who looked restores the description; the configuration then converges.
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{"description": finished.Description}}); err != nil {
+		t.Fatal(err)
+	}
 	s.converge()
 }

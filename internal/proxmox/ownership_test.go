@@ -364,3 +364,22 @@ func TestCreate_unboundMarkOnAProvisionedVM(t *testing.T) {
 		}
 	}
 }
+
+// TestDelete_unboundMarkOnARunningVMIsLeftWithANote: a destroy whose VM carries the
+// resource's uid in a creating mark written before the config step, on a VM that runs,
+// leaves it alone (it may be a copy on someone's VM) and says so with the qm destroy advice.
+func TestDelete_unboundMarkOnARunningVMIsLeftWithANote(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: testUID, CreatedAt: h.clock.Now().Add(-time.Hour)}, testVMID0, testName)
+	})
+	ctx, notes := WithNotes(h.ctx)
+	if err := h.b.DeleteVM(ctx, testID, DeleteOptions{Node: "pv1-1", UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if h.f.vm(testVMID0) == nil || h.f.calls("Destroy") != 0 || h.f.calls("Stop") != 0 {
+		t.Errorf("the VM was stopped or destroyed")
+	}
+	assertContains(t, strings.Join(notes.Lines(), "\n"), "VMID 105967 was not destroyed", "qm stop 105967 && qm destroy 105967 --purge")
+}
