@@ -43,7 +43,12 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := proxmox.MarkLines{UID: uid, CreatedAt: time.Now().UTC().Add(-time.Minute).Truncate(time.Second)}
-			desc := proxmox.CreatingMark(key, lines, vmid, vm.Name)
+			// A create interrupted after its start left its mark bound to the VM (its config
+			// step wrote the instance line, decision: instance-binding).
+			made, _ := s.sim.VM(vmid)
+			bound := lines
+			bound.Instance = proxmox.ParseMark(made.Description).Instance
+			desc := proxmox.CreatingMark(key, bound, vmid, vm.Name)
 			if !proved {
 				lines.Creating = true
 				desc = lines.Format()
