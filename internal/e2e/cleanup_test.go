@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -33,8 +34,8 @@ func cleanupAction(t *testing.T, deleting bool) string {
 	return "\n" + strings.Replace(string(example), "dry_run      = true", "dry_run      = false", 1)
 }
 
-// leftover is an orphan the test plants: a seed ISO no VM uses, or a half-made VM with its
-// seed, written age ago.
+// leftover is an orphan the test plants: a seed ISO no VM uses, or a half-made VM and the
+// seed its create uploaded, written age ago.
 type leftover struct {
 	name string
 	vm   bool
@@ -68,8 +69,11 @@ func (s *scenario) plant(l leftover, vmid int) (string, int) {
 	}
 	desc := proxmox.CreatingMark(key, proxmox.MarkLines{UID: uid, CreatedAt: time.Now().Add(-l.age).UTC().Truncate(time.Second)}, vmid, name) +
 		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
+	// Interrupted between its clone and its config step: its seed uploaded beside the clone,
+	// not attached yet, stopped (the only half-made VM the clean-up deletes, decision:
+	// instance-binding).
 	if err := s.sim.AddVM(pvesim.VMSpec{VMID: vmid, Name: name, Config: map[string]string{
-		"description": desc, "ide2": volid + ",media=cdrom",
+		"description": desc,
 	}}); err != nil {
 		s.t.Fatal(err)
 	}
@@ -237,4 +241,80 @@ func TestE2E_Cleanup_OrphansOlderThanTheGracePeriod(t *testing.T) {
 		figures.note(s.cat, "cleanup checks failed")
 	}
 	s.converge() // the in-flight create's VM: plan empty, destroy, nothing left
+}
+
+// TestE2E_Cleanup_ReplayedCreatingTextNeedsALook is the replayed-creating-text threat (decision:
+// instance-binding), with the built provider and the terraform CLI: a VM made by an apply
+// three hours ago, running and in the state, whose description a user who may only edit
+// Notes (VM.Config.Options) replaced with the creating text they read while it was being
+// created (its proof verifies for that VMID). The plan still says no changes; the
+// proxy_orphan_cleanup action (the documented real run) must leave the VM untouched (no
+// request but reads reaches it) and say it needs a look, with the VMID and the qm destroy
+// advice. Before that decision the cleanup stopped and deleted the VM with its seed.
+func TestE2E_Cleanup_ReplayedCreatingTextNeedsALook(t *testing.T) {
+	needTF(t)
+	tf := latestTerraform(t)
+	s := newScenario(t, "identity/replayed-creating-text", scenarioOpts{NoForeign: true})
+	vm := s.vm("live")
+	s.vms = []tfrun.VM{vm}
+	s.mustApply()
+	st := s.state().OfType("proxy_vm")
+	if len(st) != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	vmid, uid := st[0].Int("vmid"), st[0].String("uid")
+	key, err := pveapi.DeriveKey(s.sim.APIToken, proxmox.ProofKeyLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The text the clone wrote (before the config step), as the VM would show it had it
+	// been made three hours ago: the created-at is under the proof, so it is made for it.
+	replayed := proxmox.CreatingMark(key, proxmox.MarkLines{UID: uid, CreatedAt: time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)}, vmid, vm.Name) +
+		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
+	finished, _ := s.sim.VM(vmid)
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{"description": replayed}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.sim.VM(vmid)
+	if before.Power != "running" {
+		t.Fatalf("the VM is %s, want running", before.Power)
+	}
+
+	p := *provider
+	p.Terraform = tf
+	cw := p.NewWorkspace(t)
+	cw.Timeout = commandTimeout
+	if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(t, true)); err != nil {
+		t.Fatal(err)
+	}
+	s.sim.EnableRequestLog()
+	r := cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.all")
+	if !r.OK() {
+		t.Fatalf("the cleanup failed:\n%s", r)
+	}
+	out := strings.Join(strings.Fields(r.Output()), " ")
+	writes := 0
+	for _, req := range s.sim.RequestLog() {
+		if req.VMID == vmid && req.Method != http.MethodGet {
+			writes++
+			t.Errorf("the cleanup wrote to the live VM: %s %s", req.Method, req.Path)
+		}
+	}
+	after, ok := s.sim.VM(vmid)
+	if !ok || after.Power != "running" || after.Description != before.Description || after.Config["ide2"] != before.Config["ide2"] {
+		writes++
+		t.Errorf("the live VM changed or is gone (there %v):\nbefore %+v\nafter  %+v", ok, before, after)
+	}
+	for _, want := range []string{fmt.Sprintf("(VMID %d)", vmid), "needs a look", "it is running",
+		fmt.Sprintf("qm stop %d && qm destroy %d --purge", vmid, vmid), "Half-made VMs need a look"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the cleanup's output lacks %q:\n%s", want, tfrun.TrimOverridesWarning(r.Stdout))
+		}
+	}
+	figures.note(s.cat, fmt.Sprintf("replayed creating text on a live VM: %d writes by the cleanup", writes))
+	// The person who looked restores the description; the configuration then converges.
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{"description": finished.Description}}); err != nil {
+		t.Fatal(err)
+	}
+	s.converge()
 }

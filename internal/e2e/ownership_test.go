@@ -9,6 +9,7 @@ import (
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
@@ -42,7 +43,12 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := proxmox.MarkLines{UID: uid, CreatedAt: time.Now().UTC().Add(-time.Minute).Truncate(time.Second)}
-			desc := proxmox.CreatingMark(key, lines, vmid, vm.Name)
+			// A create interrupted after its start left its mark bound to the VM (its config
+			// step wrote the instance line, decision: instance-binding).
+			made, _ := s.sim.VM(vmid)
+			bound := lines
+			bound.Instance = proxmox.ParseMark(made.Description).Instance
+			desc := proxmox.CreatingMark(key, bound, vmid, vm.Name)
 			if !proved {
 				lines.Creating = true
 				desc = lines.Format()
@@ -114,4 +120,81 @@ func TestE2E_Ownership_CreatingProof(t *testing.T) {
 			identityFigures(s, wrong == 0, wrong, 0)
 		})
 	}
+}
+
+// TestE2E_Ownership_CopiedCreatingTextOnAHandMadeVM is the copied-creating-text threat (decision:
+// instance-binding): an apply's VM is lost from the state (as a kill before Terraform saved
+// it leaves it), someone deletes it and makes a VM of their own at the same VMID with the
+// same name, two disks of 32G and 100G, running, and the creating text copied from the
+// lost VM (its proof verifies for that VMID, dated a minute ago: within the takeover
+// window). The next apply must leave that VM alone (no request but reads), say so in a
+// warning naming the VMID with the qm destroy advice, and create its own VM at the next
+// VMID; destroy leaves the hand-made VM. Before that decision the retry destroyed it.
+func TestE2E_Ownership_CopiedCreatingTextOnAHandMadeVM(t *testing.T) {
+	needTF(t)
+	s := newScenario(t, "identity/copied-creating-text", scenarioOpts{NoForeign: true})
+	vm := s.vm("hm")
+	s.vms = []tfrun.VM{vm}
+	s.mustApply()
+	first := s.state().OfType("proxy_vm")
+	if len(first) != 1 {
+		t.Fatalf("state %+v", first)
+	}
+	vmid, uid := first[0].Int("vmid"), first[0].String("uid")
+	if r := s.ws.Run(s.ctx, "state", "rm", vm.Addr()); !r.OK() {
+		t.Fatalf("state rm:\n%s", r)
+	}
+	key, err := pveapi.DeriveKey(s.sim.APIToken, proxmox.ProofKeyLabel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := proxmox.CreatingMark(key, proxmox.MarkLines{UID: uid, CreatedAt: time.Now().UTC().Add(-time.Minute).Truncate(time.Second)}, vmid, vm.Name) +
+		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
+	lost, _ := s.sim.VM(vmid)
+	if err := s.sim.DeleteVM(vmid); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.sim.AddVM(pvesim.VMSpec{VMID: vmid, Node: lost.Node, Name: vm.Name, Power: "running", Config: map[string]string{
+		"description": copied,
+		"scsi0":       fmt.Sprintf("local-lvm:vm-%d-disk-0,size=32G", vmid),
+		"scsi1":       fmt.Sprintf("local-lvm:vm-%d-disk-1,size=100G", vmid),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.sim.VM(vmid)
+	s.sim.EnableRequestLog()
+	r := s.apply()
+	if !r.OK() {
+		t.Fatalf("the apply failed:\n%s", r)
+	}
+	flat := strings.Join(strings.Fields(r.Output()), " ")
+	wrong := 0
+	if st := s.state().OfType("proxy_vm"); len(st) != 1 || st[0].Int("vmid") == vmid {
+		wrong++
+		t.Errorf("state %+v: want one VM at another VMID than the hand-made %d", st, vmid)
+	}
+	for _, want := range []string{"Warning: Proxy VM with an unproved creating mark left alone", fmt.Sprintf("VMID %d", vmid),
+		"its disks (scsi0, scsi1) are not those of template", fmt.Sprintf("qm stop %d && qm destroy %d --purge", vmid, vmid)} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the apply does not say %q:\n%s", want, r)
+		}
+	}
+	for _, req := range s.sim.RequestLog() {
+		if req.VMID == vmid && req.Method != http.MethodGet {
+			wrong++
+			t.Errorf("a write reached the hand-made VM: %s %s", req.Method, req.Path)
+		}
+	}
+	if after, ok := s.sim.VM(vmid); !ok || after.Description != before.Description || after.Power != before.Power || after.Config["scsi1"] != before.Config["scsi1"] {
+		wrong++
+		t.Errorf("the hand-made VM changed (there %v):\nbefore %+v\nafter  %+v", ok, before, after)
+	}
+	if r := s.destroy(); !r.OK() {
+		t.Errorf("destroy:\n%s", r)
+	}
+	if _, ok := s.sim.VM(vmid); !ok {
+		wrong++
+		t.Errorf("destroy removed the hand-made VM")
+	}
+	identityFigures(s, wrong == 0, wrong, 0)
 }

@@ -141,6 +141,19 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 			fmt.Sprintf("\n\nWhat was done before the failure was reported above (%d handled).", len(rep.Events)))
 		return
 	}
+	if rep.NeedsLook > 0 {
+		var lines []string
+		for _, e := range rep.Events {
+			if e.Action == proxmox.CleanNeedsLook {
+				lines = append(lines, "- "+a.redact(e.String()))
+			}
+		}
+		resp.Diagnostics.AddWarning("Half-made VMs need a look",
+			fmt.Sprintf("%d VMs are marked as half-made VMs of this provider but show signs of having got past their clone (started, a seed ISO attached, "+
+				"or their create's config step done), so the action deleted nothing of them: a description can be copied or written back by anyone "+
+				"who may edit a VM's notes, so it alone never gets a VM deleted.\n%s\n\nFor each, check that no apply is running and that no Terraform "+
+				"state tracks it before destroying it by hand as shown.", rep.NeedsLook, strings.Join(lines, "\n")))
+	}
 	if rep.Failed > 0 {
 		var lines []string
 		for _, e := range rep.Events {
@@ -157,10 +170,11 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 // cleanSummary is the last progress line of a cleanup.
 func cleanSummary(rep proxmox.CleanReport, opts proxmox.CleanOptions) string {
 	if opts.DryRun {
-		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed that may be in use), %d could not be looked at; "+
-			"set dry_run = false to delete them", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
+		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed that may be in use), %d need a look, %d could not be looked at; "+
+			"set dry_run = false to delete them", rep.Deleted, opts.Grace, rep.Kept, rep.NeedsLook, rep.Failed)
 	}
-	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed that may be in use), %d failed", rep.Deleted, opts.Grace, rep.Kept, rep.Failed)
+	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed that may be in use), %d need a look, %d failed",
+		rep.Deleted, opts.Grace, rep.Kept, rep.NeedsLook, rep.Failed)
 }
 
 func (a *orphanCleanupAction) redact(s string) string { return redact(s, a.data.secrets()) }

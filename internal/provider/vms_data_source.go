@@ -134,7 +134,7 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 			},
 			"orphan_vms": schema.ListNestedAttribute{
 				Computed:            true,
-				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID range, sorted by VMID: creates that never finished and that no later apply took over. See [Orphans](#orphans).",
+				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID range, sorted by VMID: creates that never finished and that no later apply took over. `proxy_orphan_cleanup` deletes those that never got past their clone and reports the others as needing a look. See [Orphans](#orphans).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"id":          computed("`vms/<vmid>/<name>`."),
 					"vmid":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ type OrphanVM struct {
 	Seed string
 	// Abandoned: a cleanup claimed it already.
 	Abandoned bool
+	// Instance is its mark's instance line (decision: instance-binding): set by the create's
+	// config step, so a VM that has it got past its clone.
+	Instance string
 }
 
 // OrphanVMs lists the half-made VMs of this provider in the uid_namespace namespace:
@@ -80,7 +84,7 @@ func (b *Backend) halfMade(r pveapi.Resource, cfg map[string]string, namespace s
 	if !ok {
 		return OrphanVM{}, false
 	}
-	o := OrphanVM{ID: ID{VMID: r.VMID, Name: name}, Node: r.Node, UID: m.UID, CreatedAt: m.CreatedAt, Abandoned: state == markStateAbandoned}
+	o := OrphanVM{ID: ID{VMID: r.VMID, Name: name}, Node: r.Node, UID: m.UID, CreatedAt: m.CreatedAt, Abandoned: state == markStateAbandoned, Instance: m.Instance}
 	if v, ok := vmSeed(name, cfg); ok {
 		o.Seed = v.volid()
 	} else if b.cfg.ISOStorage != "" {
@@ -145,6 +149,10 @@ const (
 	CleanDeleted     CleanAction = "deleted"
 	CleanKept        CleanAction = "kept"
 	CleanFailed      CleanAction = "failed"
+	// CleanNeedsLook is a half-made VM the cleanup does not delete, whatever its age: it
+	// shows a sign of having got past its clone (decision: instance-binding), so its
+	// creating mark may be a replayed copy on a live VM. Nothing is sent to it.
+	CleanNeedsLook CleanAction = "needs a look"
 )
 
 // CleanEvent is one orphan and what happened to it.
@@ -166,6 +174,9 @@ func (e CleanEvent) String() string {
 		age = "age " + e.Age.Round(time.Second).String()
 	}
 	s := fmt.Sprintf("%s %s %s on node %s (%s)", e.Action, e.Kind, e.What, e.Node, age)
+	if e.Action == CleanNeedsLook {
+		s = fmt.Sprintf("%s %s on node %s (%s) %s", e.Kind, e.What, e.Node, age, e.Action)
+	}
 	if e.Why != "" {
 		s += ": " + e.Why
 	}
@@ -175,8 +186,9 @@ func (e CleanEvent) String() string {
 // CleanReport counts what CleanOrphans did.
 type CleanReport struct {
 	Events []CleanEvent
-	// Deleted (or, in a dry run, would be deleted), Kept and Failed count the events.
-	Deleted, Kept, Failed int
+	// Deleted (or, in a dry run, would be deleted), Kept, Failed and NeedsLook count the
+	// events.
+	Deleted, Kept, Failed, NeedsLook int
 }
 
 // CleanOrphans removes the orphans at least opts.Grace old (decision: orphans): first the
@@ -222,6 +234,8 @@ func (r *cleanRun) emit(ctx context.Context, e CleanEvent) {
 		r.rep.Kept++
 	case CleanFailed:
 		r.rep.Failed++
+	case CleanNeedsLook:
+		r.rep.NeedsLook++
 	}
 	tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox orphan cleanup", map[string]any{
 		"kind": string(e.Kind), "action": string(e.Action), "what": e.What, "node": e.Node, "age": e.Age.String(), "why": e.Why,
@@ -269,26 +283,96 @@ func (r *cleanRun) cleanVMs(ctx context.Context) error {
 	}
 	for _, o := range vms {
 		e := CleanEvent{Kind: CleanVM, What: fmt.Sprintf("%s (VMID %d)", o.ID.Name, o.ID.VMID), Node: o.Node, Age: r.age(o.CreatedAt)}
-		e.Action, e.Why = cleanDecision(e.Age, r.opts.Grace, r.opts.DryRun, "")
-		if e.Action == CleanWouldDelete {
-			e.Why = "with its seed ISO " + o.Seed
-		}
+		e.Action, e.Why = cleanDecision(e.Age, r.opts.Grace, false, "")
 		if e.Action != "" {
 			r.emit(ctx, e)
 			continue
 		}
-		if err := r.b.deleteHalfMade(ctx, o, r.opts.Namespace); err != nil {
+		signs, err := r.b.pastClone(ctx, o)
+		switch {
+		case err != nil:
+			e.Action, e.Why = CleanFailed, "whether it got past its clone could not be read: "+err.Error()
+		case len(signs) > 0:
+			e.Action, e.Why = CleanNeedsLook, needsLook(o, signs)
+		case r.opts.DryRun:
+			e.Action, e.Why = CleanWouldDelete, "with its seed ISO "+o.Seed+" if no other VM uses it"
+		}
+		if e.Action != "" {
+			r.emit(ctx, e)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		seed, err := r.b.deleteHalfMade(ctx, o, r.opts.Namespace)
+		var look *pastCloneError
+		switch {
+		case errors.As(err, &look):
+			e.Action, e.Why = CleanNeedsLook, needsLook(o, look.signs)
+		case err != nil:
 			e.Action, e.Why = CleanFailed, err.Error()
 			if ctx.Err() != nil {
 				r.emit(ctx, e)
 				return err
 			}
-		} else {
-			e.Action, e.Why = CleanDeleted, "with its seed ISO "+o.Seed
+		default:
+			e.Action, e.Why = CleanDeleted, seed
 		}
 		r.emit(ctx, e)
 	}
 	return nil
+}
+
+// pastClone says which signs the half-made VM o shows of having got past its clone, read
+// afresh (decision: instance-binding): each takes more than VM.Config.Options to fake, so
+// a creating (or abandoned) mark, a text anyone who read the description can write back,
+// never gets a VM without them deleted on its word alone. The signs: an instance line in
+// its mark (the create's config step ran), a power state other than stopped (a start, or
+// a hibernation), and a seed-named ISO on any drive, pending value or snapshot section (the
+// seed-use reading the seed sweep uses, readSeedUse). A VM gone meanwhile shows none.
+func (b *Backend) pastClone(ctx context.Context, o OrphanVM) ([]string, error) {
+	var signs []string
+	if o.Instance != "" {
+		signs = append(signs, "its mark carries a "+MarkKeyInstance+" line, so its create's config step ran")
+	}
+	st, err := b.api.VMStatus(ctx, o.Node, o.ID.VMID)
+	switch {
+	case isNotExist(err):
+		return nil, nil
+	case err != nil:
+		return nil, apiErrorf("delete", err, "reading the status of VMID %d on node %s", o.ID.VMID, o.Node)
+	case st.Status != "stopped":
+		signs = append(signs, "it is "+st.Status)
+	case st.Lock == "suspended":
+		signs = append(signs, "it is hibernated")
+	}
+	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
+	r := pveapi.Resource{VMID: o.ID.VMID, Node: o.Node, Name: o.ID.Name, Type: "qemu"}
+	if err := b.readSeedUse(ctx, "delete", []pveapi.Resource{r}, &use); err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(use.drives)) {
+		if vol, ok := strings.CutPrefix(k, "|"); ok && isSeedVolID(vol) {
+			signs = append(signs, fmt.Sprintf("seed ISO %s is attached to %s", vol, use.drives[k]))
+		}
+	}
+	return signs, nil
+}
+
+// pastCloneError is deleteHalfMade's refusal of a VM that, read again before its claim,
+// shows signs of having got past its clone.
+type pastCloneError struct{ signs []string }
+
+func (e *pastCloneError) Error() string {
+	return "it got past its clone: " + strings.Join(e.signs, "; ")
+}
+
+// needsLook is a CleanNeedsLook event's reason: the VMID, what was found, and what a person
+// may do.
+func needsLook(o OrphanVM, signs []string) string {
+	return fmt.Sprintf("VMID %d is marked as a half-made VM of this provider, but %s. Its mark may be a copy written back on a VM in use, so "+
+		"nothing was sent to it. If no apply is running and no Terraform state tracks VMID %d, destroy it with `qm stop %d && qm destroy %d --purge`",
+		o.ID.VMID, strings.Join(signs, "; "), o.ID.VMID, o.ID.VMID, o.ID.VMID)
 }
 
 // cleanSeeds deletes the orphan seeds old enough, listed afresh (seedsUnused): a seed the
@@ -353,34 +437,94 @@ func seedKept(s unusedSeed) string {
 	return ""
 }
 
-// deleteHalfMade claims a half-made VM, then deletes it with its seed. The claim is a
-// compare-and-swap of its description on the config digest, after checking that it is
-// still the VM that was listed (proved half-made, same name, uid and created-at): a create
-// that took it over meanwhile changed its uid and created-at, and one that takes it over
-// after the claim finds it no longer "creating" and leaves it alone.
-func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM, namespace string) error {
+// deleteHalfMade claims a half-made VM, then deletes it with its seed, and says what
+// became of that seed (seedOutcome). The claim is a compare-and-swap of its description on
+// the config digest, after checking that it is still the VM that was listed (proved
+// half-made, same name, uid and created-at) and that it still shows no sign of having got
+// past its clone (pastClone; a *pastCloneError when it does): a create that took it over
+// meanwhile changed its uid and created-at, and one that takes it over after the claim
+// finds it no longer "creating" and leaves it alone.
+func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM, namespace string) (string, error) {
 	cfg, err := b.api.VMConfig(ctx, o.Node, o.ID.VMID)
 	switch {
 	case err == nil:
 	case isNotExist(err):
-		return nil // gone meanwhile
+		return "it was gone meanwhile", nil
 	default:
-		return apiErrorf("delete", err, "reading the config of VMID %d on node %s", o.ID.VMID, o.Node)
+		return "", apiErrorf("delete", err, "reading the config of VMID %d on node %s", o.ID.VMID, o.Node)
 	}
 	desc := cfg["description"]
 	now, ok := b.halfMade(pveapi.Resource{VMID: o.ID.VMID, Node: o.Node}, cfg, namespace)
 	if !ok || now.ID.Name != o.ID.Name || now.UID != o.UID || !now.CreatedAt.Equal(o.CreatedAt) {
-		return Transientf("VMID %d changed since it was listed (another create took it over, or it was replaced): left alone", o.ID.VMID)
+		return "", Transientf("VMID %d changed since it was listed (another create took it over, or it was replaced): left alone", o.ID.VMID)
+	}
+	switch signs, err := b.pastClone(ctx, now); {
+	case err != nil:
+		return "", err
+	case len(signs) > 0:
+		return "", &pastCloneError{signs: signs}
 	}
 	if markState(desc) == MarkStateCreating {
 		err := b.api.SetVMConfig(ctx, o.Node, o.ID.VMID, map[string]string{"description": withMarkState(desc, markStateAbandoned), "digest": cfg["digest"]})
 		switch {
 		case err == nil:
 		case pveapi.IsConfigModified(err):
-			return Transientf("VMID %d changed while it was claimed (a create may be taking it over): left alone", o.ID.VMID)
+			return "", Transientf("VMID %d changed while it was claimed (a create may be taking it over): left alone", o.ID.VMID)
 		default:
-			return apiErrorf("delete", err, "claiming VMID %d (rewriting its mark's state line) on node %s", o.ID.VMID, o.Node)
+			return "", apiErrorf("delete", err, "claiming VMID %d (rewriting its mark's state line) on node %s", o.ID.VMID, o.Node)
 		}
 	}
-	return b.DeleteVM(ctx, o.ID, DeleteOptions{Node: o.Node, UID: o.UID, Seed: o.Seed})
+	before, berr := b.seedPresent(ctx, o)
+	dctx, notes := WithNotes(ctx)
+	err = b.DeleteVM(dctx, o.ID, DeleteOptions{Node: o.Node, UID: o.UID, Seed: o.Seed})
+	lines := notes.Lines()
+	if outer, ok := ctx.Value(notesKey{}).(*Notes); ok {
+		outer.mu.Lock()
+		outer.lines = append(outer.lines, lines...)
+		outer.mu.Unlock()
+	}
+	if err != nil {
+		return "", err
+	}
+	after, aerr := b.seedPresent(ctx, o)
+	return seedOutcome(o, before, after, errors.Join(berr, aerr), lines), nil
+}
+
+// seedPresent reports whether o's seed is on its node's ISO storage.
+func (b *Backend) seedPresent(ctx context.Context, o OrphanVM) (bool, error) {
+	if o.Seed == "" {
+		return false, nil
+	}
+	vols, err := b.api.StorageContent(ctx, o.Node, storageOf(o.Seed), "iso")
+	if err != nil {
+		return false, err
+	}
+	for _, v := range vols {
+		if v.VolID == o.Seed {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// seedOutcome says what the delete of a half-made VM did with its seed ISO, from whether it
+// was there before and after the delete and the delete's notes: deleted, kept (and why:
+// another VM has it on a drive), or not there.
+func seedOutcome(o OrphanVM, before, after bool, listErr error, notes []string) string {
+	switch {
+	case o.Seed == "":
+		return "no seed ISO is known for it"
+	case listErr != nil:
+		return "its seed ISO " + o.Seed + " may remain: the ISO storage could not be listed (" + listErr.Error() + ")"
+	case before && !after:
+		return "with its seed ISO " + o.Seed
+	case !before && !after:
+		return "it had no seed ISO (" + o.Seed + " was not on node " + o.Node + ")"
+	}
+	for _, n := range notes {
+		if strings.Contains(n, o.Seed) {
+			return "its seed ISO " + o.Seed + " was kept: " + n
+		}
+	}
+	return "its seed ISO " + o.Seed + " was kept (still on node " + o.Node + ")"
 }

@@ -186,8 +186,9 @@ func cleanupHarness(t *testing.T) *harness {
 	half := func(vmid int, name, uid string, at time.Time) {
 		h.f.addOurVM(vmid, name, uid)
 		h.f.mutate(vmid, func(v *fakeVM) {
+			// Interrupted between its clone and its config step: its seed uploaded, not
+			// attached yet, stopped, no instance line (decision: instance-binding).
 			v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: at, Namespace: "ns"}, vmid, name)
-			v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(name, uid)) + ",media=cdrom"
 		})
 		h.f.putISO("pv1-1", fakeISOStorage, seedFile(name, uid), []byte("seed"))
 	}
@@ -428,5 +429,100 @@ func TestCleanOrphans_seedAttachedElsewhereIsKept(t *testing.T) {
 			}
 			assertContains(t, strings.Join(events, "\n"), "attached to VM 100100 (rescue) as "+drive)
 		})
+	}
+}
+
+// TestCleanOrphans_pastCloneNeedsALook: a proved half-made VM that shows any sign of having
+// got past its clone (decision: instance-binding) is never deleted, whatever its age, in a
+// dry run or not: reported "needs a look" with the VMID, the sign and the `qm destroy`
+// advice, and no request writes to it. The first two rows are the replayed-creating-text threat: a
+// finished, running VM whose description a Notes-only user replaced with the creating text
+// they read while it was created (before and after the config step).
+func TestCleanOrphans_pastCloneNeedsALook(t *testing.T) {
+	const vmid, name = 100001, "proxy-half-old"
+	seedOn := func(v *fakeVM) string { return seedVolID(fakeISOStorage, seedFile(name, testUID)) + ",media=cdrom" }
+	for _, tc := range []struct {
+		name string
+		mut  func(h *harness, v *fakeVM)
+		sign string
+	}{
+		{"a live VM with the creating text replayed (captured before the config step)", func(_ *harness, v *fakeVM) {
+			v.Status, v.QMP = "running", "running"
+			v.Config["ide2"] = seedOn(v)
+		}, "it is running"},
+		{"a live VM with the creating text replayed (captured after the config step)", func(h *harness, v *fakeVM) {
+			v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: testUID, CreatedAt: h.clock.Now().Add(-2 * time.Hour), Namespace: "ns",
+				Instance: instanceOf(v.Config)}, vmid, name)
+		}, "carries a " + MarkKeyInstance + " line"},
+		{"stopped, its seed on ide2", func(_ *harness, v *fakeVM) { v.Config["ide2"] = seedOn(v) }, "is attached to VM 100001 (proxy-half-old) as ide2"},
+		{"stopped, its seed detached but pending", func(_ *harness, v *fakeVM) {
+			v.Config["ide2"] = seedOn(v)
+			v.PendingDelete = map[string]bool{"ide2": true}
+		}, "as ide2"},
+		{"stopped, its seed on a snapshot only", func(_ *harness, v *fakeVM) {
+			v.Config["parent"] = "s1"
+			v.Snapshots = map[string]map[string]string{"s1": {"ide2": seedOn(v), "scsi0": v.Config["scsi0"]}}
+		}, "in its snapshot s1"},
+		{"hibernated", func(_ *harness, v *fakeVM) { v.Lock = "suspended" }, "it is hibernated"},
+	} {
+		for _, dry := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, dry run %v", tc.name, dry), func(t *testing.T) {
+				h := cleanupHarness(t)
+				h.f.mutate(vmid, func(v *fakeVM) { tc.mut(h, v) })
+				before := h.f.vm(vmid).clone()
+				h.f.mu.Lock()
+				h.f.calllog = nil
+				h.f.mu.Unlock()
+				rep, err := h.b.CleanOrphans(h.ctx, CleanOptions{DryRun: dry, Grace: time.Hour, VMs: true, Namespace: "ns"}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := writesTo(h, vmid); len(w) != 0 || len(mutating(h.f)) != 0 {
+					t.Errorf("writes: %v (any VM: %v)", w, mutating(h.f))
+				}
+				if after := h.f.vm(vmid); after == nil || after.Config["description"] != before.Config["description"] || after.Status != before.Status {
+					t.Errorf("the VM changed: %+v", after)
+				}
+				if rep.NeedsLook != 1 || rep.Deleted != 0 {
+					t.Fatalf("report %+v", rep)
+				}
+				e := rep.Events[0]
+				if e.Action != CleanNeedsLook {
+					t.Fatalf("event %v", e)
+				}
+				assertContains(t, e.String(), "half-made VM proxy-half-old (VMID 100001) on node pv1-1", "needs a look", tc.sign,
+					"qm stop 100001 && qm destroy 100001 --purge")
+			})
+		}
+	}
+}
+
+// TestCleanOrphans_reportsTheSeedAsItWent: the event of a deleted half-made VM names its
+// seed ISO as deleted only when it was; a seed another VM has on a drive is kept by the
+// delete's sweep, and the event says so, naming that VM.
+func TestCleanOrphans_reportsTheSeedAsItWent(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		h := cleanupHarness(t)
+		seed := seedVolID(fakeISOStorage, seedFile("proxy-half-old", testUID))
+		if held {
+			h.f.addVM(&fakeVM{VMID: 300, Name: "rescue", Status: "running", Config: map[string]string{"ide3": seed + ",media=cdrom", "scsi0": "local-lvm:vm-300-disk-0,size=3G"}})
+		}
+		rep, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: time.Hour, VMs: true, Namespace: "ns"}, nil)
+		if err != nil || rep.Deleted != 1 || h.f.vm(100001) != nil {
+			t.Fatalf("held %v: %+v, %v", held, rep, err)
+		}
+		e := rep.Events[0].String()
+		_, kept := h.f.iso("pv1-1", fakeISOStorage, seedFile("proxy-half-old", testUID))
+		if kept != held {
+			t.Errorf("held %v: seed kept %v", held, kept)
+		}
+		if held {
+			assertContains(t, e, "its seed ISO "+seed+" was kept", "VM 300 (rescue)")
+			if strings.Contains(e, "with its seed ISO") {
+				t.Errorf("the event claims the kept seed deleted: %s", e)
+			}
+		} else {
+			assertContains(t, e, "deleted half-made VM proxy-half-old (VMID 100001)", "with its seed ISO "+seed)
+		}
 	}
 }

@@ -398,6 +398,18 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 	case verdictOurs:
 		return probeNext, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
 	case verdictResume:
+		why := takeoverDisks(c.tmplCfg, cfg, c.s.DiskGiB, c.s.TemplateVMID)
+		if why == "" {
+			if why, err = c.unboundButProvisioned(ctx, r.Node, vmid, cfg); err != nil {
+				return probeNext, err
+			}
+		}
+		if why != "" {
+			// The proof is a bearer token: a VM whose disks the clone did not make is
+			// someone's, whatever its description says (decision: instance-binding).
+			c.noteUnproved(vmid, r.Node, ParseMark(cfg["description"]), why)
+			return probeNext, nil
+		}
 		rebuilt, ok, err := c.takeOver(ctx, vmid, r.Node, cfg)
 		switch {
 		case err != nil:
@@ -416,7 +428,7 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 // reports false without error when the VMID was taken meanwhile (fact: clone-vmid-taken).
 func (c *creation) clone(ctx context.Context, vmid int, tmplNode string) (bool, error) {
 	b, s := c.b, &c.s
-	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: c.creatingMark(vmid), Storage: b.cfg.Storage, Pool: s.Pool}
+	p := pveapi.CloneParams{NewID: vmid, Name: s.Name, Description: c.creatingMark(vmid, ""), Storage: b.cfg.Storage, Pool: s.Pool}
 	target, lands, err := c.cloneTarget(ctx, tmplNode)
 	if err != nil {
 		return false, err
@@ -496,6 +508,10 @@ func (c *creation) provision(ctx context.Context) error {
 	params, err := configParams(*s, c.cfg, b.cfg.ISOStorage)
 	if err != nil {
 		return err
+	}
+	// The config step binds the mark to the VM the clone made (decision: instance-binding).
+	if inst := instanceOf(c.cfg); inst != "" {
+		params["description"] = c.creatingMark(c.vmid, inst)
 	}
 	if err := c.writeConfig(ctx, params); err != nil {
 		return err
@@ -780,4 +796,68 @@ func boolParam(v bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// takeoverDisks says why the VM whose config is cfg cannot be a clone of the template whose
+// config is tmpl that a create with disk_gib diskGiB left (decision: instance-binding), ""
+// when it can: the same disk drive keys (CD-ROMs aside), each at least the template's size
+// and at most the larger of the template's and disk_gib. A create takes over nothing else.
+func takeoverDisks(tmpl, cfg map[string]string, diskGiB, tmplVMID int) string {
+	if tmpl == nil {
+		return "the template's config is not known, so its disks cannot be compared"
+	}
+	disks := func(c map[string]string) []string {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(c)) {
+			if isDiskKey(k) && !isCDROM(c[k]) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	want, got := disks(tmpl), disks(cfg)
+	if !slices.Equal(want, got) {
+		return fmt.Sprintf("its disks (%s) are not those of template %d (%s), so it is not a clone a create of this name made",
+			orNoDisk(got), tmplVMID, orNoDisk(want))
+	}
+	for _, k := range want {
+		tsize, tok := diskSizeBytes(tmpl[k])
+		size, ok := diskSizeBytes(cfg[k])
+		limit := max(tsize, int64(diskGiB)*gib)
+		if !tok || !ok || size < tsize || size > limit {
+			return fmt.Sprintf("its disk %s (size=%s) is not a clone of template %d's (size=%s) grown at most to disk_gib, so it is not a clone a create of this name made",
+				k, getOption(cfg[k], "size"), tmplVMID, getOption(tmpl[k], "size"))
+		}
+	}
+	return ""
+}
+
+func orNoDisk(keys []string) string {
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
+}
+
+// unboundButProvisioned says why a proved VM whose mark was written before its create's
+// config step (no instance line, decision: instance-binding) cannot be that create's: it
+// has a seed ISO on a drive, or runs, is paused or hibernated, which only the config step
+// and the start after it do. "" when it is as a clone leaves it.
+func (c *creation) unboundButProvisioned(ctx context.Context, node string, vmid int, cfg map[string]string) (string, error) {
+	if !unbound(cfg) {
+		return "", nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		if isDiskKey(k) && isSeedVolID(driveVolume(cfg[k])) {
+			return "its creating mark was written before its create's config step, yet " + k + " holds a seed ISO: a text copied onto another VM", nil
+		}
+	}
+	ran, err := c.b.unboundButRan(ctx, "create", node, vmid, cfg)
+	if err != nil {
+		return "", err
+	}
+	if ran {
+		return "its creating mark was written before its create's config step, yet the VM has run: a text copied onto another VM", nil
+	}
+	return "", nil
 }

@@ -170,6 +170,7 @@ func TestCreate_retryTable(t *testing.T) {
 			h.f.mutate(testVMID0, func(v *fakeVM) {
 				v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
 				v.Config["tags"] = ManagedTag
+				bindInterrupted(h, v, prevUID) // the config step binds the mark (decision: instance-binding)
 			})
 		}, true, true, true, true, true},
 		{"the start: running, rebuilt", func(h *harness) {
@@ -178,6 +179,7 @@ func TestCreate_retryTable(t *testing.T) {
 			h.f.mutate(testVMID0, func(v *fakeVM) {
 				v.Status, v.QMP = "running", "running"
 				v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
+				bindInterrupted(h, v, prevUID)
 			})
 		}, true, true, true, true, true},
 	} {
@@ -522,6 +524,11 @@ func TestCreate_configWriteTable(t *testing.T) {
 		{"defaults: no net0 written", nil, nil, func(t *testing.T, p map[string]string) {
 			want := map[string]string{"cores": "2", "memory": "2048", "agent": "1", "tags": "proxy_operator",
 				"ide2": "proxy-seeds:iso/proxy-a-" + testUID + "-seed.iso,media=cdrom", "onboot": "1"}
+			// The description binds the mark to the clone (decision: instance-binding).
+			if m := ParseMark(p["description"]); m.Instance == "" || !m.Creating || m.UID != testUID {
+				t.Errorf("description %q: want the creating mark with an instance line", p["description"])
+			}
+			delete(p, "description")
 			if len(p) != len(want) {
 				t.Errorf("params %v, want %v", p, want)
 			}

@@ -120,6 +120,11 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 		case st.why == notOursOtherUID || st.why == notOursNoUID:
 			reason = string(st.why)
 			b.logOtherUID(ctx, id, st.r.Node, opts.UID, st.mark.UID)
+		case st.why == notOursRanUnbound:
+			reason = string(st.why)
+			note(ctx, "VMID %d was not destroyed: its mark carries this resource's uid and says it is being created, as written before a create's "+
+				"config step, but the VM has run, so the mark may have been copied onto a VM that is not this resource's (decision: instance-binding). "+
+				"If it is this resource's VM whose description was rewritten, destroy it by hand (`qm stop %d && qm destroy %d --purge`)", id.VMID, id.VMID, id.VMID)
 		case st.why == notOursNoUIDHere:
 			reason = string(st.why)
 			note(ctx, "the state records no uid for this VM, so no VM can be proved this resource's: whatever VMID %d holds was left alone", id.VMID)

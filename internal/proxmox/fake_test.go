@@ -195,6 +195,8 @@ type fakeAPI struct {
 	taskFails map[string][]string
 	calllog   []fakeCall
 	seq       int
+	// uuids counts the SMBIOS uuids given to clones.
+	uuids int
 
 	// taskPolls is how many "running" answers a task gives before "stopped".
 	taskPolls int
@@ -803,6 +805,9 @@ func (f *fakeAPI) Clone(ctx context.Context, node string, vmid int, p pveapi.Clo
 	if p.Description != "" {
 		cfg["description"] = p.Description
 	}
+	// Every clone gets a new SMBIOS uuid (qemu-server src/PVE/API2/Qemu.pm:4593-4595).
+	f.uuids++
+	cfg["smbios1"] = setOption(cfg["smbios1"], "uuid", fmt.Sprintf("%08x-0000-4000-8000-%012x", p.NewID, f.uuids))
 	for k, val := range cfg {
 		if isDiskKey(k) && !strings.Contains(val, "media=cdrom") {
 			store := strings.SplitN(val, ":", 2)[0]

@@ -121,6 +121,11 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 			"If it is a proxy VM to manage here, add a line %s=<a new UUID, e.g. from uuidgen> to its description in Proxmox, then import it again",
 			cfg["name"], r.VMID, MarkKeyManaged, MarkKeyUID, MarkKeyUID)
 	}
+	if why == notOursInstance {
+		return ID{}, Permanentf("VM %q (VMID %d) carries a mark written for another VM (its %s line names SMBIOS uuid %s, the VM's is %q): "+
+			"a description copied from another VM, or left on a VMID another VM now holds, is not imported; if this VM is a proxy VM to manage here, "+
+			"remove that line from its description in Proxmox, then import it again", cfg["name"], r.VMID, MarkKeyInstance, mark.Instance, instanceOf(cfg))
+	}
 	if mark.Creating {
 		// It belongs to the create that will finish it: the next apply of that name in its
 		// uid_namespace takes it over, if the mark proves it. Importing it too would give it

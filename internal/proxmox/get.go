@@ -308,6 +308,16 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 	case notOursNoUID:
 		b.logOtherUID(ctx, id, node, uid, "")
 		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID", id.VMID, id.Name, uid)
+	case notOursRanUnbound:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: an unbound creating mark on a VM that ran", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid and says it is being created, as written before the "+
+			"create's config step, but the VM has run: a description copied onto another VM at a reused VMID", id.VMID, id.Name)
+	case notOursInstance:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: another instance", map[string]any{
+			"vmid": id.VMID, "name": id.Name, "node": node, "instance": mark.Instance, "smbios_uuid": instanceOf(cfg),
+		})
+		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid but was written for another VM "+
+			"(its %s line names SMBIOS uuid %s, the VM's is %q): a copied mark, or another VM at a reused VMID", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg))
 	default:
 		b.logOtherUID(ctx, id, node, uid, mark.UID)
 		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, uid)

@@ -198,3 +198,9 @@ func withUID(ch Changes) Changes {
 	}
 	return ch
 }
+
+// bindInterrupted rewrites the creating mark addInterrupted wrote on v as the config step
+// does: with v's SMBIOS uuid on its instance line, and a proof over it.
+func bindInterrupted(h *harness, v *fakeVM, uid string) {
+	v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: uid, CreatedAt: h.clock.Now().Add(-10 * time.Minute), Instance: instanceOf(v.Config)}, v.VMID, v.Name)
+}

@@ -298,12 +298,13 @@ func (c *creation) noteUnproved(vmid int, node string, m Mark, why string) {
 	c.report.Unproved = append(c.report.Unproved, UnprovedVM{VMID: vmid, Node: node, UID: m.UID, CreatedAt: m.CreatedAt, Why: why})
 }
 
-// creatingMark is the description of this Create's VM at vmid: the mark with the creating
-// line and its proof (no proof without a key: then no later create can take it over), the
-// extra lines, the note.
-func (c *creation) creatingMark(vmid int) string {
+// creatingMark is the description of this Create's VM at vmid: the mark with the instance
+// line when instance is known (the config step's, decision: instance-binding), the
+// creating line and its proof (no proof without a key: then no later create can take it
+// over), the extra lines, the note.
+func (c *creation) creatingMark(vmid int, instance string) string {
 	s := &c.s
-	l := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace}
+	l := MarkLines{UID: s.UID, CreatedAt: s.CreatedAt, Namespace: s.Namespace, Instance: instance}
 	var mark string
 	if len(c.proofKey) > 0 {
 		mark = CreatingMark(c.proofKey, l, vmid, s.Name)
@@ -352,7 +353,7 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 	prev := ParseMark(cfg["description"])
 	c.vmid, c.node = vmid, node
 	c.notify()
-	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": c.creatingMark(vmid), "digest": cfg["digest"]})
+	err = b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": c.creatingMark(vmid, ""), "digest": cfg["digest"]})
 	switch {
 	case err == nil:
 	case pveapi.IsConfigModified(err), isNotExist(err):
@@ -473,7 +474,7 @@ func (c *creation) finalize(ctx context.Context) error {
 		if s.Abandoned != nil && s.Abandoned() {
 			return Transientf("the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over", MarkKeyState+"="+MarkStateCreating)
 		}
-		desc := withNote(MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
+		desc := withNote(MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace, Instance: m.Instance}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
 		err = b.api.SetVMConfig(ctx, c.node, c.vmid, finishParams(map[string]string{"description": desc, "digest": cfg["digest"]}, *s))
 		switch {
 		case err == nil:

@@ -24,7 +24,10 @@ const (
 	// MarkKeyNamespace is the provider's uid_namespace, written by this provider only.
 	MarkKeyNamespace = "proxy-operator-namespace"
 	// MarkKeyState is the create phase; MarkStateCreating is its only value.
-	MarkKeyState      = "proxy-operator-state"
+	MarkKeyState = "proxy-operator-state"
+	// MarkKeyInstance is the SMBIOS uuid (smbios1's uuid=) of the VM the mark was written
+	// for, read after its clone (decision: instance-binding).
+	MarkKeyInstance   = "proxy-operator-instance"
 	MarkStateCreating = "creating"
 	// MarkManagedYes is the only value of MarkKeyManaged that marks a VM as managed.
 	MarkManagedYes = "true"
@@ -48,6 +51,9 @@ type Mark struct {
 	Creating bool
 	// Proof is the creating line's MarkKeyProof value (ownership.go), empty without one.
 	Proof string
+	// Instance is the MarkKeyInstance value, empty without the line (a mark written
+	// before the create's config step, or by an older version, decision: instance-binding).
+	Instance string
 }
 
 // MarkLines are the lines of a mark written by this provider.
@@ -58,6 +64,8 @@ type MarkLines struct {
 	Creating  bool
 	// Proof is written after the state line while Creating (CreatingMark).
 	Proof string
+	// Instance, when set, is written after the namespace line (MarkKeyInstance).
+	Instance string
 }
 
 // FormatMark returns the proxy operator's three-line mark, which this provider's mark starts with.
@@ -67,10 +75,13 @@ func FormatMark(uid string, createdAt time.Time) string {
 		MarkKeyCreatedAt + "=" + createdAt.UTC().Format(time.RFC3339)
 }
 
-// Format returns the operator's three lines, then this provider's: the namespace line,
-// and while creating the state line and its proof.
+// Format returns the operator's three lines, then this provider's: the namespace line, the
+// instance line when known, and while creating the state line and its proof.
 func (l MarkLines) Format() string {
 	s := FormatMark(l.UID, l.CreatedAt) + "\n" + MarkKeyNamespace + "=" + l.Namespace
+	if l.Instance != "" {
+		s += "\n" + MarkKeyInstance + "=" + l.Instance
+	}
 	if l.Creating {
 		s += "\n" + MarkKeyState + "=" + MarkStateCreating
 		if l.Proof != "" {
@@ -106,6 +117,8 @@ func ParseMark(desc string) Mark {
 			m.Creating = v == MarkStateCreating
 		case MarkKeyProof:
 			m.Proof = v
+		case MarkKeyInstance:
+			m.Instance = v
 		default:
 			continue
 		}

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
@@ -16,7 +18,10 @@ import (
 // functions of this file only:
 //
 //   - ownedBy: a VM is the resource (name, uid)'s only when its config names it, its
-//     description carries the managed mark, and the mark carries uid. An empty uid owns
+//     description carries the managed mark, the mark carries uid, and the mark's instance
+//     line, when it has one, names the VM's SMBIOS uuid (decision: instance-binding: a
+//     mark copied to another VM, or left on a VMID reused by another VM, names another
+//     uuid, and smbios1 takes VM.Config.HWType to write). An empty uid owns
 //     nothing (a mark without a uid line, or a state that records none, proves nothing),
 //     and a state never takes the uid of the VM it reads: refresh, update, power, migrate
 //     and destroy act only on a VM that ownedBy accepts.
@@ -25,8 +30,10 @@ import (
 //     uid_namespace, and carry a proof (a MAC under a key derived from the API token's
 //     secret) over that mark's uid, this VMID, the name and the namespace. A description
 //     written by hand, or copied with a full clone to another VMID, fails it, and the VM
-//     is foreign: never stopped, destroyed, reconfigured or booted with a seed.
-//   - importable: what an import may make a resource's: a finished mark with a uid.
+//     is foreign: never stopped, destroyed, reconfigured or booted with a seed. Its
+//     instance line, when there is one, must name the VM's SMBIOS uuid too.
+//   - importable: what an import may make a resource's: a finished mark with a uid,
+//     bound to the VM (its instance line, when there is one).
 //   - marked: what the read-only paths (the data sources, the list resource, the orphan
 //     seed report, a create's read-back) report as a proxy VM: our name and the managed
 //     mark. They never write, so they need no uid.
@@ -41,7 +48,26 @@ const (
 	notOursNoUID     notOurs = "a mark without a uid"
 	notOursOtherUID  notOurs = "another uid"
 	notOursNoUIDHere notOurs = "no uid in the state"
+	notOursInstance  notOurs = "another VM at this VMID: its SMBIOS uuid is not the one its mark was written for"
+	// notOursRanUnbound is settle's (it needs the VM's status): a mark written before its
+	// create's config step on a VM that has run (unboundButRan).
+	notOursRanUnbound notOurs = "a creating mark written before its create's config step, on a VM that has run: copied from another VM"
 )
+
+// instanceOf is the VM's SMBIOS uuid, smbios1's uuid= option (qemu-server gives every
+// clone a new one, src/PVE/API2/Qemu.pm:4593-4595, and a new VM one unless its maker sets
+// smbios1, Qemu.pm:1514-1516); "" when the config has none.
+func instanceOf(cfg map[string]string) string {
+	return getOption(cfg["smbios1"], "uuid")
+}
+
+// instanceMismatch reports a mark bound to another VM (decision: instance-binding): its
+// instance line names a uuid that is not cfg's SMBIOS uuid, or cfg has none. A mark without
+// the line (written before the create's config step, or by an older version) binds to
+// nothing and is not refused by this check.
+func instanceMismatch(cfg map[string]string, m Mark) bool {
+	return m.Instance != "" && !strings.EqualFold(m.Instance, instanceOf(cfg))
+}
 
 // ownedBy is the ownership predicate: the VM whose config is cfg is the resource's (name,
 // uid) only when cfg names it, carries the managed mark, and the mark carries uid, which
@@ -60,6 +86,8 @@ func ownedBy(cfg map[string]string, name, uid string) (Mark, notOurs) {
 		return m, notOursNoUID
 	case m.UID != uid:
 		return m, notOursOtherUID
+	case instanceMismatch(cfg, m):
+		return m, notOursInstance
 	}
 	return m, notOursNone
 }
@@ -114,9 +142,18 @@ const ProofKeyLabel = "terraform-provider-proxy/creating-proof/v1"
 // the token, ProofKeyLabel) over the mark's uid, the VMID the VM was cloned onto, its name,
 // the uid_namespace and the mark's created-at (RFC 3339, seconds, as the line holds it),
 // base64url without padding. The created-at bounds a copied mark's use (TakeoverWindow).
-func CreatingProof(key []byte, uid string, vmid int, name, namespace string, createdAt time.Time) string {
+// With an instance (the VM's SMBIOS uuid, written by the create's config step) the proof is
+// version 3 and covers it; without one it is version 2, the form the clone call writes
+// and older versions wrote (decision: instance-binding): removing an instance line from a
+// mark therefore breaks its proof.
+func CreatingProof(key []byte, uid string, vmid int, name, namespace string, createdAt time.Time, instance string) string {
 	m := hmac.New(sha256.New, key)
-	for _, f := range []string{"creating-proof-v2", uid, strconv.Itoa(vmid), name, namespace, createdAt.UTC().Format(time.RFC3339)} {
+	fields := []string{"creating-proof-v2", uid, strconv.Itoa(vmid), name, namespace, createdAt.UTC().Format(time.RFC3339)}
+	if instance != "" {
+		fields[0] = "creating-proof-v3"
+		fields = append(fields, instance)
+	}
+	for _, f := range fields {
 		m.Write([]byte(strconv.Itoa(len(f)) + ":" + f + ";")) // length-prefixed: no two tuples give one input
 	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
@@ -137,14 +174,15 @@ const TakeoverWindow = time.Hour
 // interrupted create.
 func CreatingMark(key []byte, l MarkLines, vmid int, name string) string {
 	l.Creating = true
-	l.Proof = CreatingProof(key, l.UID, vmid, name, l.Namespace, l.CreatedAt.Truncate(time.Second))
+	l.Proof = CreatingProof(key, l.UID, vmid, name, l.Namespace, l.CreatedAt.Truncate(time.Second), l.Instance)
 	return l.Format()
 }
 
 // provedCreating reports whether the VM whose config is cfg, met at vmid by a create of
 // name in namespace, is an interrupted create that a holder of key made there: the mark is
-// managed, in namespace, still creating, with a uid, and its proof verifies for that uid,
-// vmid, name and namespace. why says what failed.
+// managed, in namespace, still creating, with a uid, its proof verifies for that uid,
+// vmid, name, namespace (and instance line, when there is one), and that instance line
+// names cfg's SMBIOS uuid (decision: instance-binding). why says what failed.
 func provedCreating(key []byte, cfg map[string]string, vmid int, name, namespace string) (m Mark, ok bool, why string) {
 	m, isMarked := marked(cfg, name)
 	switch {
@@ -159,10 +197,13 @@ func provedCreating(key []byte, cfg map[string]string, vmid int, name, namespace
 	case len(key) == 0:
 		return m, false, "no key to check the proof with"
 	}
-	want := CreatingProof(key, m.UID, vmid, name, namespace, m.CreatedAt)
+	want := CreatingProof(key, m.UID, vmid, name, namespace, m.CreatedAt, m.Instance)
 	if !hmac.Equal([]byte(want), []byte(m.Proof)) {
 		return m, false, "its proof does not verify for VMID " + strconv.Itoa(vmid) +
 			" under the current API token (copied from another VM, written by hand, or made with another token)"
+	}
+	if instanceMismatch(cfg, m) {
+		return m, false, string(notOursInstance)
 	}
 	return m, true, ""
 }
@@ -178,6 +219,37 @@ func importable(cfg map[string]string) (Mark, notOurs) {
 		return m, notOursUnmarked
 	case m.UID == "":
 		return m, notOursNoUID
+	case instanceMismatch(cfg, m):
+		return m, notOursInstance
 	}
 	return m, notOursNone
+}
+
+// withInstanceLine is desc, a description an update rewrites, with an instance line naming
+// cfg's SMBIOS uuid after the namespace line (or the operator's lines) when its mark has
+// none (a VM made by an older version, decision: instance-binding); desc as it is when it
+// has one, carries no mark, or cfg has no uuid.
+func withInstanceLine(desc string, cfg map[string]string) string {
+	inst := instanceOf(cfg)
+	if m := ParseMark(desc); !m.Managed || m.Instance != "" || inst == "" {
+		return desc
+	}
+	lines := strings.Split(desc, "\n")
+	at := -1
+	for i, line := range lines {
+		if k, _, ok := parseMarkLine(line); ok && (k == MarkKeyNamespace || (at < 0 && k == MarkKeyCreatedAt)) {
+			at = i
+		}
+	}
+	if at < 0 {
+		for i, line := range lines {
+			if k, _, ok := parseMarkLine(line); ok && k == MarkKeyUID {
+				at = i
+			}
+		}
+	}
+	if at < 0 {
+		return desc
+	}
+	return strings.Join(slices.Insert(lines, at+1, MarkKeyInstance+"="+inst), "\n")
 }

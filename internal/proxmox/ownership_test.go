@@ -41,6 +41,11 @@ func TestCreate_creatingMarkNeedsItsProof(t *testing.T) {
 		{"a backend without a key", CreatingMark(testProofKey, lines, testVMID0, testName), true, "no key"},
 		{"a created-at rewritten (to move a copy into the takeover window)", strings.Replace(CreatingMark(testProofKey, lines, testVMID0, testName),
 			at.Format(time.RFC3339), at.Add(time.Hour).Format(time.RFC3339), 1), false, "does not verify"},
+		// decision: instance-binding
+		{"a bound proof on another VM (its SMBIOS uuid is not the mark's)", CreatingMark(testProofKey, withInstance(lines, "11111111-2222-4333-8444-555555555555"), testVMID0, testName), false,
+			string(notOursInstance)},
+		{"a bound proof with its instance line removed", strings.Replace(CreatingMark(testProofKey, withInstance(lines, "11111111-2222-4333-8444-555555555555"), testVMID0, testName),
+			"\n"+MarkKeyInstance+"=11111111-2222-4333-8444-555555555555", "", 1), false, "does not verify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -74,9 +79,10 @@ func TestCreate_creatingMarkNeedsItsProof(t *testing.T) {
 	}
 }
 
-// TestCreate_provedTakeoverIsReported: a genuine interrupted create (its proof verifies)
-// is taken over and reported; whether or not it is still an untouched clone of the
-// template (a disk added), it is destroyed and cloned afresh, never provisioned as it is.
+// TestCreate_provedTakeoverIsReported: a genuine interrupted create (its proof verifies,
+// its disks the template's) is taken over and reported, destroyed and cloned afresh, never
+// provisioned as it is; one with a disk the clone did not make is left alone and reported
+// (decision: instance-binding), with no request written to it.
 func TestCreate_provedTakeoverIsReported(t *testing.T) {
 	for _, touched := range []bool{false, true} {
 		h := newHarness(t)
@@ -88,30 +94,48 @@ func TestCreate_provedTakeoverIsReported(t *testing.T) {
 		s := h.spec()
 		s.Report = rep
 		vm := h.create(s)
+		if touched {
+			if vm.ID.VMID == testVMID0 || len(rep.TakenOver) != 0 || len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, "its disks (scsi0, scsi1)") {
+				t.Errorf("touched: created at %d, report %+v: want VMID %d left alone as unproved", vm.ID.VMID, rep, testVMID0)
+			}
+			if w := writesTo(h, testVMID0); len(w) != 0 || h.f.calls("Destroy") != 0 {
+				t.Errorf("touched: writes to the left VM: %v", w)
+			}
+			continue
+		}
 		if vm.ID.VMID != testVMID0 {
-			t.Fatalf("touched %v: created at %d, want the taken-over %d", touched, vm.ID.VMID, testVMID0)
+			t.Fatalf("created at %d, want the taken-over %d", vm.ID.VMID, testVMID0)
 		}
 		if len(rep.TakenOver) != 1 || rep.TakenOver[0].VMID != testVMID0 || rep.TakenOver[0].PreviousUID != prevUID || !rep.TakenOver[0].Rebuilt {
-			t.Errorf("touched %v: report %+v", touched, rep)
+			t.Errorf("report %+v", rep)
 		}
 		if got := h.f.calls("Destroy"); got != 1 {
-			t.Errorf("touched %v: %d destroys, want the VM destroyed and cloned afresh", touched, got)
-		}
-		if _, extra := h.f.vm(testVMID0).Config["scsi1"]; extra {
-			t.Errorf("touched %v: the added disk is still there", touched)
+			t.Errorf("%d destroys, want the VM destroyed and cloned afresh", got)
 		}
 		m := ParseMark(h.f.vm(testVMID0).Config["description"])
-		if m.UID != testUID || m.Creating || m.Proof != "" {
-			t.Errorf("touched %v: mark after the create %+v", touched, m)
+		if m.UID != testUID || m.Creating || m.Proof != "" || m.Instance == "" || m.Instance != instanceOf(h.f.vm(testVMID0).Config) {
+			t.Errorf("mark after the create %+v", m)
 		}
 		assertContains(t, h.logs.String(), "proxmox interrupted create taken over")
 	}
 }
 
+// withInstance is l bound to the VM whose SMBIOS uuid is inst.
+func withInstance(l MarkLines, inst string) MarkLines {
+	l.Instance = inst
+	return l
+}
+
 // TestOwnership_predicate: ownedBy accepts only our name, the mark and the caller's uid;
-// an empty uid on either side owns nothing.
+// an empty uid on either side owns nothing; a mark bound to another VM (its instance line
+// not the VM's SMBIOS uuid, decision: instance-binding) is refused.
 func TestOwnership_predicate(t *testing.T) {
 	ours := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now())}
+	const inst = "6d1f2a9e-0f3b-4c55-9b2e-5a4c3d2e1f90"
+	bound := MarkLines{UID: testUID, CreatedAt: time.Now(), Instance: inst}.Format()
+	finishedAt := func(smbios string) map[string]string {
+		return map[string]string{"name": testName, "description": bound, "smbios1": smbios}
+	}
 	for _, tc := range []struct {
 		name string
 		cfg  map[string]string
@@ -126,6 +150,11 @@ func TestOwnership_predicate(t *testing.T) {
 		{"another uid", map[string]string{"name": testName, "description": FormatMark(otherUID, time.Now())}, testUID, notOursOtherUID},
 		{"a caller without a uid", ours, "", notOursNoUIDHere},
 		{"both without a uid", map[string]string{"name": testName, "description": "proxy-operator-managed=true"}, "", notOursNoUIDHere},
+		{"bound to this VM", finishedAt("uuid=" + inst + ",manufacturer=cHJveHk="), testUID, notOursNone},
+		{"bound to this VM, uuid in upper case", finishedAt("uuid=" + strings.ToUpper(inst)), testUID, notOursNone},
+		{"a finished mark copied to another VM at a reused VMID", finishedAt("uuid=0a0b0c0d-0000-4000-8000-000000000001"), testUID, notOursInstance},
+		{"a bound mark on a VM without smbios1", finishedAt(""), testUID, notOursInstance},
+		{"an older version's mark (no instance line) binds to nothing", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, testUID, notOursNone},
 	} {
 		if _, got := ownedBy(tc.cfg, testName, tc.uid); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
@@ -202,4 +231,155 @@ func TestCreate_copiedProofNeverProvisioned(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreate_copiedCreatingLineOnHandMadeVM is the copied-creating-text threat at the backend: a
+// create's creating text, copied while the create ran, put on a VM someone made by hand at
+// the same VMID (two disks, 32G and 100G, running) within the takeover window: its proof
+// verifies, but its disks are not the template's, so the retry leaves it alone (no write at
+// all), reports why, and clones onto the next VMID (decision: instance-binding).
+func TestCreate_copiedCreatingLineOnHandMadeVM(t *testing.T) {
+	h := newHarness(t)
+	h.addInterrupted(testVMID0, testName, prevUID)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Status, v.QMP = "running", "running"
+		v.Config["scsi0"] = "local-lvm:vm-105967-disk-0,size=32G"
+		v.Config["scsi1"] = "local-lvm:vm-105967-disk-1,size=100G"
+		v.Config["smbios1"] = "uuid=9e9e9e9e-0000-4000-8000-000000000009"
+	})
+	before := h.f.vm(testVMID0).clone()
+	rep := &CreateReport{}
+	s := h.spec()
+	s.Report = rep
+	vm := h.create(s)
+	if vm.ID.VMID != testVMID1 {
+		t.Errorf("created at %d, want the next VMID %d", vm.ID.VMID, testVMID1)
+	}
+	if w := writesTo(h, testVMID0); len(w) != 0 {
+		t.Errorf("writes to the hand-made VM: %v", w)
+	}
+	after := h.f.vm(testVMID0)
+	if after.Status != "running" || after.Config["description"] != before.Config["description"] || after.Config["scsi1"] != before.Config["scsi1"] {
+		t.Errorf("the hand-made VM changed: %+v", after)
+	}
+	if len(rep.TakenOver) != 0 || len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, "its disks (scsi0, scsi1) are not those of template") {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+// TestTakeoverDisks: the disks of a clone of the template, grown at most to disk_gib, are
+// the template's; another drive set, a smaller or a larger disk are not.
+func TestTakeoverDisks(t *testing.T) {
+	tmpl := map[string]string{"scsi0": "local-lvm:base-9001-disk-1,size=3G", "ide2": "none,media=cdrom", "efidisk0": "local-lvm:base-9001-disk-0,size=4M"}
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]string
+		gib  int
+		ok   bool
+	}{
+		{"as cloned", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=3G"}, 0, true},
+		{"as cloned with the seed on ide2", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=3G", "ide2": "iso:iso/x-seed.iso,media=cdrom"}, 0, true},
+		{"grown to disk_gib", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=20G"}, 20, true},
+		{"grown past disk_gib", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=21G"}, 20, false},
+		{"grown without disk_gib", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=4G"}, 0, false},
+		{"shrunk", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=2G"}, 0, false},
+		{"a disk added", map[string]string{"scsi0": "local-lvm:vm-1-disk-1,size=3G", "scsi1": "local-lvm:vm-1-disk-2,size=1G"}, 0, false},
+		{"another bus", map[string]string{"virtio0": "local-lvm:vm-1-disk-1,size=3G"}, 0, false},
+		{"no size", map[string]string{"scsi0": "local-lvm:vm-1-disk-1"}, 0, false},
+	} {
+		if why := takeoverDisks(tmpl, tc.cfg, tc.gib, 9001); (why == "") != tc.ok {
+			t.Errorf("%s: %q, want ok %v", tc.name, why, tc.ok)
+		}
+	}
+	if takeoverDisks(nil, map[string]string{}, 0, 9001) == "" {
+		t.Error("an unknown template's disks accepted")
+	}
+}
+
+// TestUpdate_noteBindsAnOlderMark: an update that rewrites the description (a note change)
+// of a VM whose mark has no instance line (made by an older version) adds the line naming
+// its SMBIOS uuid, after the namespace line; the VM stays the resource's, and a mark that
+// has the line is written as it is (decision: instance-binding).
+func TestUpdate_noteBindsAnOlderMark(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = MarkLines{UID: testUID, CreatedAt: time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC), Namespace: "ns"}.Format()
+	})
+	inst := instanceOf(h.f.vm(testVMID0).Config)
+	if inst == "" {
+		t.Fatal("the fixture has no SMBIOS uuid")
+	}
+	if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Note: ptr("team A")}); err != nil {
+		t.Fatal(err)
+	}
+	desc := h.f.vm(testVMID0).Config["description"]
+	if m := ParseMark(desc); m.Instance != inst || !strings.Contains(desc, MarkKeyNamespace+"=ns\n"+MarkKeyInstance+"="+inst+"\n") || NoteOf(desc) != "team A" {
+		t.Errorf("description after the update %q", desc)
+	}
+	if _, why := ownedBy(h.f.vm(testVMID0).Config, testName, testUID); why != notOursNone {
+		t.Errorf("the VM is not the resource's after the update: %s", why)
+	}
+	if got := withInstanceLine(desc, map[string]string{"smbios1": "uuid=another"}); got != desc {
+		t.Errorf("a bound mark rewritten: %q", got)
+	}
+	if got := withInstanceLine("a note", map[string]string{"smbios1": "uuid=" + inst}); got != "a note" {
+		t.Errorf("a description without a mark rewritten: %q", got)
+	}
+	op := FormatMark(testUID, time.Date(2026, 9, 19, 9, 0, 0, 0, time.UTC))
+	if got := withInstanceLine(op, map[string]string{"smbios1": "uuid=" + inst}); got != op+"\n"+MarkKeyInstance+"="+inst {
+		t.Errorf("the operator's mark bound as %q", got)
+	}
+}
+
+// TestCreate_unboundMarkOnAProvisionedVM: a proved creating mark written before the config
+// step (no instance line) on a VM that runs, or has a seed ISO attached, cannot be that
+// create's VM (only the config step attaches the seed, and the start comes after it): the
+// retry leaves it alone, reports why, and writes nothing to it (decision: instance-binding).
+func TestCreate_unboundMarkOnAProvisionedVM(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  func(v *fakeVM)
+		why  string
+	}{
+		{"running", func(v *fakeVM) { v.Status, v.QMP = "running", "running" }, "yet the VM has run"},
+		{"a seed attached", func(v *fakeVM) {
+			v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, testUID)) + ",media=cdrom"
+		}, "yet ide2 holds a seed ISO"},
+	} {
+		h := newHarness(t)
+		h.addInterrupted(testVMID0, testName, prevUID)
+		h.f.mutate(testVMID0, tc.mut)
+		rep := &CreateReport{}
+		s := h.spec()
+		s.Report = rep
+		if vm := h.create(s); vm.ID.VMID == testVMID0 {
+			t.Errorf("%s: taken over", tc.name)
+		}
+		if w := writesTo(h, testVMID0); len(w) != 0 {
+			t.Errorf("%s: writes %v", tc.name, w)
+		}
+		if len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, tc.why) {
+			t.Errorf("%s: report %+v", tc.name, rep)
+		}
+	}
+}
+
+// TestDelete_unboundMarkOnARunningVMIsLeftWithANote: a destroy whose VM carries the
+// resource's uid in a creating mark written before the config step, on a VM that runs,
+// leaves it alone (it may be a copy on someone's VM) and says so with the qm destroy advice.
+func TestDelete_unboundMarkOnARunningVMIsLeftWithANote(t *testing.T) {
+	h := newHarness(t)
+	h.ourRunningVM(testVMID0, testName)
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: testUID, CreatedAt: h.clock.Now().Add(-time.Hour)}, testVMID0, testName)
+	})
+	ctx, notes := WithNotes(h.ctx)
+	if err := h.b.DeleteVM(ctx, testID, DeleteOptions{Node: "pv1-1", UID: testUID}); err != nil {
+		t.Fatal(err)
+	}
+	if h.f.vm(testVMID0) == nil || h.f.calls("Destroy") != 0 || h.f.calls("Stop") != 0 {
+		t.Errorf("the VM was stopped or destroyed")
+	}
+	assertContains(t, strings.Join(notes.Lines(), "\n"), "VMID 105967 was not destroyed", "qm stop 105967 && qm destroy 105967 --purge")
 }

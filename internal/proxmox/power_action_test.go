@@ -92,8 +92,20 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		// A mark still creating, with the uid a tainted state holds: copied onto a VM whose
 		// proof fails, or a create not finished; the action never powers it.
 		{"a creating mark with our uid", func(v *fakeVM) {
-			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format()
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true, Instance: instanceOf(v.Config)}.Format()
 		}, testUID, "still marked as being created"},
+		// Written before the config step (no instance line) on a VM that runs: copied.
+		{"an unbound creating mark with our uid on a running VM", func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format()
+		}, testUID, "as written before the create's config step, but the VM has run"},
+		// A mark a clean-up claimed (abandoned) is not finished; a
+		// finished mark copied verbatim to a VM at a reused VMID is bound to another VM.
+		{"an abandoned mark with our uid", func(v *fakeVM) {
+			v.Config["description"] = strings.Replace(MarkLines{UID: testUID, CreatedAt: at, Creating: true, Instance: instanceOf(v.Config)}.Format(), "=creating", "=abandoned", 1)
+		}, testUID, "exists, but its mark says proxy-operator-state=abandoned"},
+		{"a finished mark copied to another VM", func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Instance: "0a0b0c0d-0000-4000-8000-000000000001"}.Format()
+		}, testUID, "written for another VM"},
 	} {
 		for _, op := range PowerOps {
 			t.Run(tc.name+"/"+string(op), func(t *testing.T) {
@@ -126,6 +138,9 @@ func TestPower_refusalOfAVMNotOursSaysItExists(t *testing.T) {
 		"no mark":      func(v *fakeVM) { v.Config["description"] = "made by hand" },
 		"another name": func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" },
 		"mark, no uid": func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() },
+		"a finished mark copied to another VM": func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Instance: "0a0b0c0d-0000-4000-8000-000000000001"}.Format()
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)

@@ -162,6 +162,7 @@ func TestCreate_takeoverDeletesTheSeedWhereIDE2NamesIt(t *testing.T) {
 	h.addInterrupted(testVMID0, testName, prevUID)
 	h.f.mutate(testVMID0, func(v *fakeVM) {
 		v.Config["ide2"] = seedVolID(fakeISOStorage, seedFile(testName, prevUID)) + ",media=cdrom"
+		bindInterrupted(h, v, prevUID)
 	})
 	h.f.putISO("pv1-1", fakeISOStorage, seedFile(testName, prevUID), []byte("old"))
 	h.b.cfg.ISOStorage = "local"

@@ -77,6 +77,12 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg, why: why, mark: mark}
 			return done(string(why))
 		}
+		if ran, err := b.unboundButRan(ctx, op, r.Node, id.VMID, cfg); err != nil {
+			return pollFailed(op, err, "its status could not be read", "reading the status on node %s", r.Node)
+		} else if ran {
+			out = settled{verdict: verdictForeign, r: r, cfg: cfg, why: notOursRanUnbound, mark: ParseMark(cfg["description"])}
+			return done(string(notOursRanUnbound))
+		}
 		if l := cfg["lock"]; l != "" && l != "suspended" {
 			return keep(fmt.Sprintf("lock %q", l))
 		}
@@ -105,7 +111,7 @@ func (b *Backend) settleOn(ctx context.Context, op string, id ID, node, uid stri
 		cfg, err := b.api.VMConfig(ctx, node, id.VMID)
 		if err == nil && cfg["template"] != "1" {
 			mark, why := ownedBy(cfg, id.Name, uid)
-			if l := cfg["lock"]; why == notOursNone && (l == "" || l == "suspended") {
+			if l := cfg["lock"]; why == notOursNone && (l == "" || l == "suspended") && !unbound(cfg) {
 				r := pveapi.Resource{ID: fmt.Sprintf("qemu/%d", id.VMID), VMID: id.VMID, Node: node, Type: "qemu", Name: cfg["name"]}
 				return settled{verdict: verdictOurs, r: r, cfg: cfg, mark: mark}, nil
 			}
@@ -203,4 +209,28 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 	}
 	vm.IP, vm.State, vm.Addresses = ip, StateRunning, agentAddresses(ifaces)
 	return vm, nil
+}
+
+// unbound reports a mark that still carries a state line (creating, abandoned) but no
+// instance line: written before its create's config step (decision: instance-binding).
+func unbound(cfg map[string]string) bool {
+	return markState(cfg["description"]) != "" && ParseMark(cfg["description"]).Instance == ""
+}
+
+// unboundButRan reports a VM whose mark is unbound (written before its create's config
+// step) although the VM runs, is paused or hibernated: a create starts a VM only after its
+// config step, so that mark was copied onto a VM that is not the one it was written for
+// (decision: instance-binding). The status is read only for an unbound mark.
+func (b *Backend) unboundButRan(ctx context.Context, op, node string, vmid int, cfg map[string]string) (bool, error) {
+	if !unbound(cfg) {
+		return false, nil
+	}
+	st, err := b.api.VMStatus(ctx, node, vmid)
+	switch {
+	case isNotExist(err):
+		return false, nil
+	case err != nil:
+		return false, apiErrorf(op, err, "reading the status of VMID %d on node %s", vmid, node)
+	}
+	return st.Status != "stopped" || st.Lock == "suspended" || cfg["lock"] == "suspended", nil
 }

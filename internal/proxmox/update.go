@@ -295,6 +295,9 @@ func (r *updateRun) writeConfig(ctx context.Context) error {
 	if len(r.params) == 0 {
 		return nil
 	}
+	if desc, ok := r.params["description"]; ok {
+		r.params["description"] = withInstanceLine(desc, r.cfg)
+	}
 	err := r.b.api.SetVMConfig(ctx, r.node, r.id.VMID, r.params)
 	switch {
 	case err != nil && r.memHot && pveapi.IsHotplugProblem(err, "memory"):

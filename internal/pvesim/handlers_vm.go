@@ -692,12 +692,19 @@ func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) ma
 				conf[k] += "," + rest
 			}
 		case k == "smbios1":
-			conf[k] = setOpt(val, "uuid", s.newUUID())
+			continue // a new uuid, below
 		case k == "vmgenid":
 			conf[k] = s.newUUID()
 		default:
 			conf[k] = val
 		}
+	}
+	// Every clone gets a new SMBIOS uuid, whether the source set smbios1 or not (qemu-server
+	// src/PVE/API2/Qemu.pm:4593-4595, clone_vm: parse_smbios1 of the source's value or '',
+	// uuid = generate_uuid()).
+	conf["smbios1"] = "uuid=" + s.newUUID()
+	if v := src["smbios1"]; v != "" {
+		conf["smbios1"] = setOpt(v, "uuid", s.newUUID())
 	}
 	return conf
 }

@@ -123,6 +123,9 @@ func (s *Sim) AddVM(spec VMSpec) error {
 			"cores": "1", "memory": "1024", "boot": "order=scsi0",
 			"scsi0": fmt.Sprintf("local-lvm:vm-%d-disk-0,size=4G", spec.VMID),
 			"net0":  "virtio=" + s.newMAC() + ",bridge=vmbr0",
+			// A VM made without smbios1 gets a generated uuid (qemu-server
+			// src/PVE/API2/Qemu.pm:1514-1516, create_vm).
+			"smbios1": "uuid=" + s.newUUID(),
 		}
 		if spec.Template {
 			def["scsi0"] = fmt.Sprintf("local-lvm:base-%d-disk-0,size=4G", spec.VMID)
