@@ -140,6 +140,8 @@ func checkData(t *testing.T, f fixture.Fixture) {
 	method, path, _ := strings.Cut(f.Request, " ")
 	path, _, _ = strings.Cut(path, "?")
 	switch {
+	case strings.HasPrefix(path, "/cluster/ha/"):
+		checkHAData(t, f, method, path)
 	case path == "/version":
 		var v VersionInfo
 		mustData(t, f, &v)

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/fixture"
 )
 
 // The HA predicates join the matcher matrix and the HA error fixtures the classify table
@@ -41,6 +43,8 @@ func init() {
 		"err_ha_groups_migrated":         {Permanent, Permanent, "IsHAGroupsMigrated"},
 		"err_forbidden_ha_console":       {Permanent, Permanent, "IsForbidden"},
 		"err_forbidden_ha_audit":         {Permanent, Permanent, "IsForbidden"},
+		// The product's Destroy always sends purge=1; a 500 no predicate names is Transient.
+		"err_ha_destroy_managed": {Transient, Transient, ""},
 	} {
 		classifyTable[k] = v
 	}
@@ -138,5 +142,144 @@ func TestHA_decode(t *testing.T) {
 	}
 	if _, ok := VMIDOfSID("vm:5"); ok {
 		t.Error("vm:5 is not a VMID PVEVM.pm takes ([1-9][0-9]+)")
+	}
+}
+
+// checkHAData decodes an HA fixture's data into the seam's types (fixtures_test.go).
+func checkHAData(t *testing.T, f fixture.Fixture, method, path string) {
+	t.Helper()
+	switch {
+	case method != http.MethodGet:
+		var v *string
+		mustData(t, f, &v)
+		if v != nil {
+			t.Errorf("an HA write returns null data, got %q", *v)
+		}
+	case path == "/cluster/ha/resources":
+		var v []HAResource
+		mustData(t, f, &v)
+		if len(v) == 0 {
+			t.Fatal("no resources")
+		}
+		for _, r := range v {
+			if r.VMID() == 0 || r.Type != "vm" || len(r.Digest) != 40 {
+				t.Errorf("resource %+v", r)
+			}
+		}
+	case path == "/cluster/ha/resources/{sid}":
+		var v HAResource
+		mustData(t, f, &v)
+		if v.VMID() == 0 || len(v.Digest) != 40 {
+			t.Errorf("resource %+v", v)
+		}
+	case path == "/cluster/ha/rules":
+		var v []HARule
+		mustData(t, f, &v)
+		for i, r := range v {
+			nonEmpty(t, r.Rule, r.Type, r.Resources, r.Digest)
+			if i > 0 && v[i-1].Order > r.Order {
+				t.Errorf("rules not in order")
+			}
+		}
+	case path == "/cluster/ha/rules/{rule}":
+		var v HARule
+		mustData(t, f, &v)
+		nonEmpty(t, v.Rule, v.Type, v.Resources, v.Digest)
+	case path == "/cluster/ha/status/current":
+		var v []HAStatusEntry
+		mustData(t, f, &v)
+		if len(v) == 0 || v[0].ID != "quorum" {
+			t.Fatalf("status does not start with quorum: %+v", v)
+		}
+		for _, e := range v {
+			nonEmpty(t, e.ID, e.Type, e.Status)
+		}
+	default:
+		t.Errorf("no check for %s %s", method, path)
+	}
+}
+
+// haContractCases are the contract cases of the HA seam methods (contract_test.go).
+func haContractCases() []contractCase {
+	wantNil := func(t *testing.T, got any) {
+		if got != nil {
+			t.Errorf("got %v", got)
+		}
+	}
+	return []contractCase{
+		{name: "HAResources", fixture: "ha_resources", method: "GET", path: "/cluster/ha/resources",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.HAResources(ctx) },
+			check: func(t *testing.T, got any) {
+				v := got.([]HAResource)
+				if len(v) != 2 || v[0].MaxRelocate == nil || *v[0].MaxRelocate != 2 || v[1].MaxRestart == nil || *v[1].MaxRestart != 1 ||
+					v[1].Failback == nil || bool(*v[1].Failback) || v[0].Failback != nil {
+					t.Errorf("got %+v", v)
+				}
+			}},
+		{name: "HAResource", fixture: "ha_resource", method: "GET", path: "/cluster/ha/resources/vm:199999",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.HAResource(ctx, HASID(tVMID)) },
+			check: func(t *testing.T, got any) {
+				if r := got.(HAResource); r.SID != "vm:199999" || r.State != "started" || r.Comment != tName {
+					t.Errorf("got %+v", r)
+				}
+			}},
+		{name: "CreateHAResource", fixture: "ha_write_response", method: "POST", path: "/cluster/ha/resources",
+			form: url.Values{"sid": {"vm:199999"}, "state": {"started"}, "max_relocate": {"2"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.CreateHAResource(ctx, HAResourceParams{SID: HASID(tVMID), State: "started", MaxRelocate: IntPtr(2)})
+			}, check: wantNil},
+		{name: "UpdateHAResource", fixture: "ha_write_response", method: "PUT", path: "/cluster/ha/resources/vm:199999",
+			form: url.Values{"state": {"stopped"}, "delete": {"comment"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.UpdateHAResource(ctx, HAResourceParams{SID: HASID(tVMID), State: "stopped", Delete: []string{"comment"}})
+			}, check: wantNil},
+		{name: "DeleteHAResource", fixture: "ha_write_response", method: "DELETE", path: "/cluster/ha/resources/vm:199999",
+			query: url.Values{"purge": {"1"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.DeleteHAResource(ctx, HASID(tVMID), true)
+			}, check: wantNil},
+		{name: "HARules", fixture: "ha_rules", method: "GET", path: "/cluster/ha/rules",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.HARules(ctx) },
+			check: func(t *testing.T, got any) {
+				v := got.([]HARule)
+				if len(v) != 2 || v[0].Affinity != "negative" || !bool(v[1].Strict) || v[1].Nodes != "pv1-1:2,pv1-2" || len(v[1].Errors["resources"]) != 1 {
+					t.Errorf("got %+v", v)
+				}
+			}},
+		{name: "HARule", fixture: "ha_rule", method: "GET", path: "/cluster/ha/rules/proxy-pair",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.HARule(ctx, "proxy-pair") },
+			check: func(t *testing.T, got any) {
+				if r := got.(HARule); r.Rule != "proxy-pair" || r.Resources != "vm:199998,vm:199999" || r.Order != 1 {
+					t.Errorf("got %+v", r)
+				}
+			}},
+		{name: "CreateHARule", fixture: "ha_write_response", method: "POST", path: "/cluster/ha/rules",
+			form: url.Values{"rule": {"proxy-pair"}, "type": {"resource-affinity"}, "affinity": {"negative"}, "resources": {"vm:199998,vm:199999"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.CreateHARule(ctx, HARuleParams{Rule: "proxy-pair", Type: "resource-affinity", Affinity: "negative",
+					Resources: JoinHAList([]string{HASID(tVMID), HASID(tVMID - 1)})})
+			}, check: wantNil},
+		{name: "UpdateHARule", fixture: "ha_write_response", method: "PUT", path: "/cluster/ha/rules/proxy-pair",
+			form: url.Values{"comment": {"x"}, "digest": {"d"}},
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.UpdateHARule(ctx, HARuleParams{Rule: "proxy-pair", Comment: "x", Digest: "d"})
+			}, check: wantNil},
+		{name: "DeleteHARule", fixture: "ha_write_response", method: "DELETE", path: "/cluster/ha/rules/proxy-pair",
+			call:  func(ctx context.Context, c *Client) (any, error) { return nil, c.DeleteHARule(ctx, "proxy-pair") },
+			check: wantNil},
+		{name: "HAStatus", fixture: "ha_status_current", method: "GET", path: "/cluster/ha/status/current",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.HAStatus(ctx) },
+			check: func(t *testing.T, got any) {
+				v := got.([]HAStatusEntry)
+				var svc []HAStatusEntry
+				for _, e := range v {
+					if e.Type == "service" {
+						svc = append(svc, e)
+					}
+				}
+				if !bool(v[0].Quorate) || len(svc) != 2 || svc[0].CRMState != "recovery" || svc[1].Node != "pv1-2" || svc[1].MaxRelocate == nil {
+					t.Errorf("got %+v", v)
+				}
+			}},
 	}
 }
