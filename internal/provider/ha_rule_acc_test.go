@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -67,9 +68,9 @@ func simRule(env *testEnv, id string) (pvesim.HARuleState, bool) {
 func ruleWrites(env *testEnv, id string) (writes, creates int) {
 	for _, r := range env.Sim.RequestLog() {
 		switch {
-		case r.Method == "POST" && r.Path == "/cluster/ha/rules":
+		case r.Method == http.MethodPost && r.Path == "/cluster/ha/rules":
 			creates++
-		case r.Method != "GET" && r.Path == "/cluster/ha/rules/"+id:
+		case r.Method != http.MethodGet && r.Path == "/cluster/ha/rules/"+id:
 			writes++
 		}
 	}
@@ -247,7 +248,7 @@ func TestAccHARule_foreignRuleNeverChanged(t *testing.T) {
 				PreConfig: func() {
 					ctx, cancel := c.ctx()
 					defer cancel()
-					setRuleComment(t, ctx, c, "proxy-pair-2", "taken over by hand")
+					setRuleComment(ctx, t, c, "proxy-pair-2", "taken over by hand")
 					env.Sim.ResetRequestLog()
 				},
 				Config:      haRuleConfig(env, strings.Replace(ours, "negative", "positive", 1)),
@@ -264,7 +265,7 @@ func TestAccHARule_foreignRuleNeverChanged(t *testing.T) {
 					}
 					ctx, cancel := c.ctx()
 					defer cancel()
-					setRuleComment(t, ctx, c, "proxy-pair-2", markedComment)
+					setRuleComment(ctx, t, c, "proxy-pair-2", markedComment)
 				},
 				Config: haRuleConfig(env, ours),
 			},
@@ -273,7 +274,7 @@ func TestAccHARule_foreignRuleNeverChanged(t *testing.T) {
 }
 
 // setRuleComment rewrites a rule's comment out of band, as an admin would.
-func setRuleComment(t *testing.T, ctx context.Context, c *cluster, id, comment string) {
+func setRuleComment(ctx context.Context, t *testing.T, c *cluster, id, comment string) {
 	t.Helper()
 	r, err := c.api.HARule(ctx, id)
 	if err != nil {
