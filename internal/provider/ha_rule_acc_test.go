@@ -398,3 +398,21 @@ func TestAccHealthDataSource_ha(t *testing.T) {
 		},
 	})
 }
+
+// TestAccHARule_unmanagedVMsNamed: VMs that are not HA resources fail the create with
+// Proxmox's reason and what to do (set ha on their proxy_vm); nothing is left.
+func TestAccHARule_unmanagedVMsNamed(t *testing.T) {
+	env, _ := haRuleEnv(t)
+	body := strings.Replace(pairRuleBody, "[7001, 7002]", "[7001, 7003]", 1)
+	if err := env.Sim.AddVM(pvesim.VMSpec{VMID: 7003, Node: "pve3", Power: "running"}); err != nil {
+		t.Fatal(err)
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkRuleGone(env, "proxy-pair"),
+		Steps: []resource.TestStep{{
+			Config:      haRuleConfig(env, body),
+			ExpectError: regexp.MustCompile(`(?s)vm:7003 is not an HA\s+resource.*set ha\s+on their proxy_vm`),
+		}},
+	})
+}

@@ -90,9 +90,9 @@ func ruleErr(op, id string, class pveapi.Class, format string, args ...any) *Rul
 // the answers a user can act on, what to do.
 func ruleAPIErr(op, id string, err error) *RuleError {
 	if sids, ok := pveapi.IsHAUnmanagedResources(err); ok {
-		return ruleErr(op, id, pveapi.Permanent, "Proxmox refuses the rule: %s %s not HA resources (%w); "+
+		return ruleErr(op, id, pveapi.Permanent, "Proxmox refuses the rule: %s %s (%w); "+
 			"a rule may name only VMs that are HA resources: set ha on their proxy_vm resources (or add them in Datacenter > HA), then apply again",
-			strings.Join(sids, ", "), isAre(len(sids)), err)
+			strings.Join(sids, ", "), notHAResources(len(sids)), err)
 	}
 	var ae *pveapi.APIError
 	if errors.As(err, &ae) && ae.Status == 400 && len(ae.Errors) > 0 {
@@ -101,11 +101,11 @@ func ruleAPIErr(op, id string, err error) *RuleError {
 	return &RuleError{Class: classify(op, err), Op: op, Rule: id, Err: err}
 }
 
-func isAre(n int) string {
+func notHAResources(n int) string {
 	if n == 1 {
-		return "is"
+		return "is not an HA resource"
 	}
-	return "are"
+	return "are not HA resources"
 }
 
 // ruleParams is the form of a create (or, with create false, an update) of s.
