@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 )
 
-// TestAccProxyVM_haRecoveryLeftoverSeedFoundWhenNodeIsBack (issue 38, item 5): an HA
+// TestAccProxyVM_haRecoveryLeftoverSeedFoundWhenNodeIsBack: an HA
 // recovery from a node that died leaves the copy of the VM's seed on that node's node-local
 // ISO storage (the recovery node had its own copy, which the VM boots from). Once the node
 // is back, that copy must not stay unnoticed while the VM lives on: the next apply deletes
@@ -24,7 +24,7 @@ import (
 // node its VM is not on is unused) makes this test pass.
 func TestAccProxyVM_haRecoveryLeftoverSeedFoundWhenNodeIsBack(t *testing.T) {
 	if os.Getenv("PROXY_TEST_KNOWN_GAPS") == "" {
-		t.Skip("issue 38 item 5, a known gap: the orphan listing does not report a seed copy on a node its VM left (set PROXY_TEST_KNOWN_GAPS=1 to run)")
+		t.Skip("a known gap: the orphan listing does not report a seed copy on a node its VM left (set PROXY_TEST_KNOWN_GAPS=1 to run)")
 	}
 	env, c := multiNodeEnv(t, "pve1", "pve2", "pve3")
 	name := vmName("haleft")
