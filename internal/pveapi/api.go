@@ -73,6 +73,28 @@ type API interface {
 	UpdatePool(ctx context.Context, p PoolUpdate) error
 	// VMIDFree is GET /cluster/nextid?vmid={vmid} (access.go).
 	VMIDFree(ctx context.Context, vmid int) (bool, error)
+	// HAResources is GET /cluster/ha/resources (ha.go).
+	HAResources(ctx context.Context) ([]HAResource, error)
+	// HAResource is GET /cluster/ha/resources/{sid} (ha.go).
+	HAResource(ctx context.Context, sid string) (HAResource, error)
+	// CreateHAResource is POST /cluster/ha/resources (ha.go).
+	CreateHAResource(ctx context.Context, p HAResourceParams) error
+	// UpdateHAResource is PUT /cluster/ha/resources/{sid} (ha.go).
+	UpdateHAResource(ctx context.Context, p HAResourceParams) error
+	// DeleteHAResource is DELETE /cluster/ha/resources/{sid}?purge= (ha.go).
+	DeleteHAResource(ctx context.Context, sid string, purge bool) error
+	// HARules is GET /cluster/ha/rules (ha.go).
+	HARules(ctx context.Context) ([]HARule, error)
+	// HARule is GET /cluster/ha/rules/{rule} (ha.go).
+	HARule(ctx context.Context, id string) (HARule, error)
+	// CreateHARule is POST /cluster/ha/rules (ha.go).
+	CreateHARule(ctx context.Context, p HARuleParams) error
+	// UpdateHARule is PUT /cluster/ha/rules/{rule} (ha.go).
+	UpdateHARule(ctx context.Context, p HARuleParams) error
+	// DeleteHARule is DELETE /cluster/ha/rules/{rule} (ha.go).
+	DeleteHARule(ctx context.Context, id string) error
+	// HAStatus is GET /cluster/ha/status/current (ha.go).
+	HAStatus(ctx context.Context) ([]HAStatusEntry, error)
 }
 
 // VersionInfo is the answer of GET /version.

@@ -64,7 +64,7 @@ func contractCases(t *testing.T) []contractCase {
 	seedVol := tStorage + ":iso/" + tName + "-seed.iso"
 	taskUPID := upidOf("clone_response")
 	isoBytes := strings.Repeat("ISO-BODY-", 100)
-	return append(append([]contractCase{migrateContractCase()}, accessContractCases()...), []contractCase{
+	return append(append(append([]contractCase{migrateContractCase()}, accessContractCases()...), haContractCases()...), []contractCase{
 		{name: "Version", fixture: "version", method: "GET", path: "/version",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.Version(ctx) },
 			check: func(t *testing.T, got any) {
@@ -333,8 +333,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 28 {
-		t.Errorf("API has %d methods, the contract covers 28", api.NumMethod())
+	if api.NumMethod() != 39 {
+		t.Errorf("API has %d methods, the contract covers 39", api.NumMethod())
 	}
 }
 

@@ -117,6 +117,9 @@ func ClassOf(err error) (Class, bool) {
 //   - 500 "storage '...' does not exist", "no such cluster node '...'", "hostname lookup
 //     '...' failed", "does not support vm images", "does not support '...' content",
 //     "update pools failed: pool '...' does not exist": Permanent (a configuration mistake);
+//   - the HA answers no retry heals (ha.go: a missing or duplicate HA resource or rule,
+//     a rule naming unmanaged resources, groups refused): Permanent; test them with their
+//     predicates (IsHAResourceMissing...), never as NotFound, which means the VM is gone;
 //   - every other 5xx (locks, agent answers, config file already exists, 595, 596): Transient;
 //   - a failed task (*TaskError): Transient;
 //   - TLS verification failure: Permanent;
@@ -138,7 +141,7 @@ func Classify(op string, err error) Class {
 		switch {
 		case ae.Status >= 400 && ae.Status < 500:
 			return Permanent
-		case IsMissingStorage(err), IsUnknownNode(err), IsContentUnsupported(err), IsPoolMissing(err):
+		case IsMissingStorage(err), IsUnknownNode(err), IsContentUnsupported(err), IsPoolMissing(err), isHAPermanent(err):
 			// A storage or node the cluster lacks, or a storage without the content it
 			// must hold: a configuration mistake that no retry heals.
 			return Permanent

@@ -115,7 +115,10 @@ func checkErrorEnvelope(t *testing.T, f fixture.Fixture) {
 		t.Errorf("message must be the reason phrase plus \\n (fact: error-envelope): reason %q, body %s", f.Reason, f.Body)
 	}
 	if f.Status == http.StatusBadRequest {
-		if f.Reason != "Parameter verification failed." || len(b.Errors) == 0 {
+		// The HA rule feasibility check raises its own 400 with field errors (pve-ha-manager
+		// src/PVE/API2/HA/Rules.pm:111-137 $assert_feasibility).
+		haRuleInvalid := strings.HasPrefix(f.Request, "POST /cluster/ha/rules") && strings.HasPrefix(f.Reason, "Rule '") && strings.HasSuffix(f.Reason, "' is invalid.")
+		if (f.Reason != "Parameter verification failed." && !haRuleInvalid) || len(b.Errors) == 0 {
 			t.Errorf("a 400 carries Parameter verification failed. and field errors, got %q %v", f.Reason, b.Errors)
 		}
 		for k, v := range b.Errors {
@@ -137,6 +140,8 @@ func checkData(t *testing.T, f fixture.Fixture) {
 	method, path, _ := strings.Cut(f.Request, " ")
 	path, _, _ = strings.Cut(path, "?")
 	switch {
+	case strings.HasPrefix(path, "/cluster/ha/"):
+		checkHAData(t, f, method, path)
 	case path == "/version":
 		var v VersionInfo
 		mustData(t, f, &v)

@@ -165,10 +165,16 @@ func (s *Sim) SetNodeDown(nodeName string, down bool) error {
 	}
 	if down {
 		s.InjectFault(Fault{Node: nodeName, NodeDown: true})
+		s.mu.Lock()
+		s.advance(time.Now())
+		s.haNodeChange(nodeName, true, time.Now()) // the CRM's fence delay starts (ha_crm.go)
+		s.mu.Unlock()
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.advance(time.Now())
+	defer s.haNodeChange(nodeName, false, time.Now())
 	kept := s.faults[:0]
 	for _, e := range s.faults {
 		if !e.f.NodeDown || e.f.Node != nodeName {

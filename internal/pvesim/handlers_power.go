@@ -19,6 +19,9 @@ func (s *Sim) hStart(c *call) *response {
 	if v == nil {
 		return s.missingVMTask(c, "qmstart", notExistMsg(c.node, c.vmid))
 	}
+	if r := s.haManaged(c.vmid); r != nil && c.params["stateuri"] == "" {
+		return s.haPowerTask(c, r, "hastart", "started") // Qemu.pm:3631-3642 (ha_crm.go)
+	}
 	skiplock := c.params["skiplock"] == "1"
 	resuming := false
 	t := s.newTask(c, c.node, "qmstart", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Start)
@@ -99,6 +102,12 @@ func (s *Sim) hStop(c *call) *response {
 	v := s.vmOn(c.node, c.vmid)
 	if v == nil {
 		return s.missingVMTask(c, "qmstop", stopMissingMsg(c.node, c.vmid))
+	}
+	if r := s.haManaged(c.vmid); r != nil && c.params["migratedfrom"] == "" {
+		if c.params["overrule-shutdown"] == "1" {
+			return paramError(map[string]string{"overrule-shutdown": "Not applicable for HA resources."}) // Qemu.pm:3755-3756
+		}
+		return s.haPowerTask(c, r, "hastop", "stopped") // Qemu.pm:3750-3768 (ha_crm.go)
 	}
 	skiplock := c.params["skiplock"] == "1"
 	t := s.newTask(c, c.node, "qmstop", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Stop)
@@ -235,6 +244,9 @@ func (s *Sim) hShutdown(c *call) *response {
 			return apiError(500, "VM is paused - cannot shutdown")
 		}
 		quit = true // "VM is paused - stop instead of shutdown", warned outside the task
+	}
+	if r := s.haManaged(c.vmid); r != nil {
+		return s.haPowerTask(c, r, "hastop", "stopped") // Qemu.pm:3932-3945 (ha_crm.go)
 	}
 	timeout := 60 * time.Second
 	if n, err := strconv.Atoi(c.params["timeout"]); err == nil {

@@ -837,6 +837,9 @@ func (s *Sim) hDestroy(c *call) *response {
 	if v.conf["protection"] == "1" {
 		return apiError(500, fmt.Sprintf("can't remove VM %d - protection mode enabled", v.vmid))
 	}
+	if r := s.haDestroyRefusal(c, v.vmid); r != nil {
+		return r
+	}
 	if v.status == "running" {
 		return apiError(500, fmt.Sprintf("VM %d is running - destroy failed", v.vmid))
 	}
@@ -865,6 +868,7 @@ func (s *Sim) hDestroy(c *call) *response {
 		// qemu-server src/PVE/API2/Qemu.pm destroy_vm: PVE::AccessControl::remove_vm_access
 		// drops the VM's ACL entries and its pool membership.
 		s.removeVMAccess(v.vmid)
+		s.haDestroyPurge(v.vmid, c.params["purge"] == "1")
 		return ""
 	}
 	s.submitTask(t, c.now)

@@ -113,6 +113,15 @@ type Durations struct {
 	// Shutdown: a clean guest shutdown (qmshutdown) of a guest that has the agent or
 	// answers ACPI: 4 s.
 	Shutdown time.Duration
+	// HARound: how long the HA managers take to act on a request, one CRM and LRM loop
+	// (pve-ha-manager src/PVE/HA/CRM.pm:363, src/PVE/HA/LRM.pm:469): 10 s.
+	HARound time.Duration
+	// HAFenceDelay: how long a node is down before its HA services are put to fence
+	// (src/PVE/HA/NodeStatus.pm:8): 60 s.
+	HAFenceDelay time.Duration
+	// HALockTimeout: from a node going down to its fencing, when its HA agent lock expires
+	// (src/PVE/HA/Env/PVE2.pm:311): 120 s. Recovery starts then (ha_crm.go).
+	HALockTimeout time.Duration
 }
 
 // DefaultDurations are the simulated durations at speed 1, close to the recon host's (fact: task-durations).
@@ -122,6 +131,7 @@ var DefaultDurations = Durations{
 	Suspend: time.Second, AgentInstall: 42 * time.Second, AgentBoot: 8 * time.Second,
 	DHCP: 3 * time.Second, FreshUnknown: 5 * time.Second, LockWait: 10 * time.Second,
 	StatusInterval: 10 * time.Second, Shutdown: 4 * time.Second,
+	HARound: 10 * time.Second, HAFenceDelay: 60 * time.Second, HALockTimeout: 120 * time.Second,
 }
 
 func (d Durations) withDefaults() Durations {
@@ -139,7 +149,8 @@ func (d Durations) withDefaults() Durations {
 		AgentInstall: pick(d.AgentInstall, def.AgentInstall), AgentBoot: pick(d.AgentBoot, def.AgentBoot),
 		DHCP: pick(d.DHCP, def.DHCP), FreshUnknown: pick(d.FreshUnknown, def.FreshUnknown),
 		LockWait: pick(d.LockWait, def.LockWait), StatusInterval: pick(d.StatusInterval, def.StatusInterval),
-		Shutdown: pick(d.Shutdown, def.Shutdown),
+		Shutdown: pick(d.Shutdown, def.Shutdown), HARound: pick(d.HARound, def.HARound),
+		HAFenceDelay: pick(d.HAFenceDelay, def.HAFenceDelay), HALockTimeout: pick(d.HALockTimeout, def.HALockTimeout),
 	}
 }
 
@@ -201,6 +212,7 @@ type Sim struct {
 	leases    map[string]int // ip -> vmid
 	listing   Listing
 	status    statusData // the last status snapshot (listing.go)
+	ha        haState    // HA resources, rules and the CRM's view (ha.go, ha_crm.go)
 }
 
 // Start starts a simulator on 127.0.0.1 with a random port (or Options.Listen).
@@ -280,7 +292,7 @@ func newSim(opts Options) (*Sim, error) {
 		nodes: map[string]*node{}, nodeOrder: append([]string(nil), nodes...),
 		volumes: map[string]*volume{}, vms: map[int]*vm{}, tasks: map[string]*task{},
 		stats: map[string]int{}, deny: map[Privilege]bool{}, seeds: map[int]SeedFiles{},
-		leases: map[string]int{}, listing: opts.Listing,
+		leases: map[string]int{}, listing: opts.Listing, ha: newHAState(),
 	}
 	for i, n := range nodes {
 		s.nodes[n] = &node{name: n, bootTime: s.start.Add(-time.Duration(72+i) * time.Hour)}

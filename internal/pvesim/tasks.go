@@ -177,6 +177,7 @@ func (s *Sim) endTask(t *task, at time.Time, exit string) {
 // advance applies every due event up to now, in time order: task ends and lock-wait
 // timeouts, lock expiries, and the status snapshots due before them.
 func (s *Sim) advance(now time.Time) {
+	s.haAdvance(now)
 	for {
 		next, at, timeout := s.nextTaskEvent(now)
 		if lockVM := s.nextLockExpiry(now, next, at); lockVM != nil {
