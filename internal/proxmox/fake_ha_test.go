@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -386,4 +387,57 @@ func (f *fakeAPI) HAStatus(ctx context.Context) ([]pveapi.HAStatusEntry, error) 
 func vmidOfSID(sid string) int {
 	id, _ := pveapi.VMIDOfSID(sid)
 	return id
+}
+
+// TestFakeHA holds the fake's HA to the behaviour its comment promises, so that tests built
+// on it meet Proxmox's answers (the err_ha_* fixtures).
+func TestFakeHA(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeAPI("pv1-1", "pv1-2")
+	f.addVM(&fakeVM{VMID: 100})
+	f.addVM(&fakeVM{VMID: 101})
+	if err := f.CreateHAResource(ctx, pveapi.HAResourceParams{SID: "vm:102"}); !pveapi.IsHAGuestMissing(err) {
+		t.Errorf("a missing guest: %v", err)
+	}
+	if err := f.CreateHAResource(ctx, pveapi.HAResourceParams{SID: "vm:100", State: "started"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CreateHAResource(ctx, pveapi.HAResourceParams{SID: "vm:100"}); !pveapi.IsHAResourceExists(err) {
+		t.Errorf("a duplicate: %v", err)
+	}
+	pair := pveapi.HARuleParams{Rule: "pair", Type: "resource-affinity", Affinity: "negative", Resources: "vm:100,vm:101"}
+	if err := f.CreateHARule(ctx, pair); err == nil {
+		t.Error("a rule naming an unmanaged resource was made")
+	} else if sids, ok := pveapi.IsHAUnmanagedResources(err); !ok || len(sids) != 1 || sids[0] != "vm:101" {
+		t.Errorf("unmanaged: %v", err)
+	}
+	f.putHAResource(pveapi.HAResource{SID: "vm:101"})
+	if err := f.CreateHARule(ctx, pair); err != nil {
+		t.Fatal(err)
+	}
+	f.putHARule(pveapi.HARule{Rule: "foreign", Type: "node-affinity", Resources: "vm:101", Nodes: "pv1-2"})
+	if err := f.CreateHARule(ctx, pair); !pveapi.IsHARuleExists(err) {
+		t.Errorf("a duplicate rule: %v", err)
+	}
+	if err := f.DeleteHAResource(ctx, "vm:101", true); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := f.haRule("pair"); !ok || r.Resources != "vm:100" {
+		t.Errorf("purge left %+v", r)
+	}
+	if _, ok := f.haRule("foreign"); ok {
+		t.Error("purge kept a rule left without resources")
+	}
+	if _, ok := f.haResource("vm:101"); ok {
+		t.Error("the deleted resource is still there")
+	}
+	if err := f.DeleteHAResource(ctx, "vm:101", true); !pveapi.IsHANotManaged(err) {
+		t.Errorf("a second delete: %v", err)
+	}
+	if err := f.DeleteHARule(ctx, "nope"); err != nil {
+		t.Errorf("a delete of an unknown rule: %v", err)
+	}
+	if _, err := f.HARule(ctx, "nope"); !pveapi.IsHARuleMissing(err) {
+		t.Errorf("a read of an unknown rule: %v", err)
+	}
 }

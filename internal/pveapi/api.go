@@ -187,6 +187,9 @@ type VMStatus struct {
 	// and memory): for a running VM they are what it runs with.
 	CPUs   int   `json:"cpus"`
 	MaxMem int64 `json:"maxmem"`
+	// HA is whether the VM is an HA resource Proxmox manages (not ignored) and the HA
+	// manager's state of it (ha.go); only VM.Audit on the VM is needed to read it.
+	HA VMStatusHA `json:"ha"`
 }
 
 // ShutdownParams are the form fields of a shutdown. TimeoutSeconds is how long Proxmox

@@ -141,6 +141,15 @@ type HAStatusEntry struct {
 	ResourceMode string `json:"resource_mode"`
 }
 
+// VMStatusHA is the "ha" object of GET /nodes/{node}/qemu/{vmid}/status/current (qemu-server
+// src/PVE/API2/Qemu.pm:3478, pve-ha-manager src/PVE/HA/Config.pm:492-507 get_service_status):
+// Managed for an HA resource that is not ignored, State the HA manager's state of it
+// (started, stopped, fence, recovery, error...; empty until the manager has seen it).
+type VMStatusHA struct {
+	Managed Flag   `json:"managed"`
+	State   string `json:"state"`
+}
+
 // HANode is one entry of a node-affinity rule's node list.
 type HANode struct {
 	Node     string

@@ -45,6 +45,9 @@ func init() {
 		"err_forbidden_ha_audit":         {Permanent, Permanent, "IsForbidden"},
 		// The product's Destroy always sends purge=1; a 500 no predicate names is Transient.
 		"err_ha_destroy_managed": {Transient, Transient, ""},
+		// Quorum comes back by itself; a service in error needs an admin.
+		"err_ha_no_quorum":     {Transient, Transient, ""},
+		"err_ha_service_error": {Transient, Transient, ""},
 	} {
 		classifyTable[k] = v
 	}
@@ -132,6 +135,10 @@ func TestHA_decode(t *testing.T) {
 	}
 	if bare.MaxRestart != nil || bare.Failback != nil || bare.State != "" {
 		t.Errorf("unset properties must stay unset: %+v", bare)
+	}
+	var st VMStatus
+	if err := json.Unmarshal([]byte(`{"status":"running","ha":{"managed":1,"state":"recovery"}}`), &st); err != nil || !bool(st.HA.Managed) || st.HA.State != "recovery" {
+		t.Errorf("status/current ha: %+v, %v", st.HA, err)
 	}
 	nodes, err := ParseHANodes("pv1-1:2,pv1-2")
 	if err != nil || !reflect.DeepEqual(nodes, []HANode{{"pv1-1", 2}, {"pv1-2", 0}}) {

@@ -24,6 +24,7 @@ import (
 //	GET    /pvesim/vms/{vmid}/seed         GuestSeed
 //	POST   /pvesim/nodes/{node}/down|up    SetNodeDown
 //	POST   /pvesim/deny, /pvesim/allow     Deny/Allow a Privilege {"path","privilege"}
+//	GET    /pvesim/ha                      HAResources, HARules and HALog (ha_inspect.go)
 func (s *Sim) handleAdmin(req *http.Request, p string) *response {
 	segs := strings.Split(trimSlash(p), "/")
 	for _, rt := range adminRoutes {
@@ -152,6 +153,9 @@ var adminRoutes = []adminRoute{
 			return apiError(404, fmt.Sprintf("no seed read by VM %d", id))
 		}
 		return okData(sf)
+	}},
+	{"GET", "ha", func(s *Sim, a *adminCall) *response {
+		return okData(map[string]any{"resources": s.HAResources(), "rules": s.HARules(), "log": s.HALog()})
 	}},
 	{"POST", "nodes/{node}/down", func(s *Sim, a *adminCall) *response { return adminResult(s.SetNodeDown(a.vars["node"], true)) }},
 	{"POST", "nodes/{node}/up", func(s *Sim, a *adminCall) *response { return adminResult(s.SetNodeDown(a.vars["node"], false)) }},

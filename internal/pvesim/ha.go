@@ -41,6 +41,8 @@ type haResource struct {
 	failedNodes []string
 	// noNodeLogged: the "no recovery node found" line was logged for this recovery.
 	noNodeLogged bool
+	// migrateTo is a queued migrate command's target (qm migrate of an HA-managed VM).
+	migrateTo string
 }
 
 func (r *haResource) reqState() string {
@@ -232,6 +234,11 @@ func (s *Sim) parseSID(v string) (sid, typ, name string, err error) {
 	}
 	return v, typ, name, nil
 }
+
+// pveErr is a Proxmox die text, kept verbatim (capitals and full stops included).
+type pveErr string
+
+func (e pveErr) Error() string { return string(e) }
 
 // haLockErr is src/PVE/HA/Config.pm lock_ha_domain (lines 311-320): a die inside the lock
 // is prefixed with the caller's message.
@@ -433,7 +440,7 @@ func (s *Sim) hHAResourceUpdate(c *call) *response {
 	// update_resources_config (src/PVE/HA/Config.pm:168-187), inside lock_ha_domain.
 	const prefix = "update resources config failed"
 	if d := c.params["digest"]; d != "" && d != s.haResourcesDigest() {
-		return haLockErr(prefix, fmt.Errorf("detected modified configuration - file changed by other user? Try again."))
+		return haLockErr(prefix, pveErr("detected modified configuration - file changed by other user? Try again."))
 	}
 	if r == nil {
 		return haLockErr(prefix, fmt.Errorf("no such resource '%s'", sid)) // Config.pm:144-145
@@ -606,7 +613,7 @@ func (s *Sim) assertRuleRefs(r *haRule, checkResources, checkNodes bool) error {
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("cannot use unmanaged resource(s) %s.", strings.Join(missing, ", "))
+			return pveErr(fmt.Sprintf("cannot use unmanaged resource(s) %s.", strings.Join(missing, ", ")))
 		}
 	}
 	if checkNodes && r.typ == "node-affinity" {
@@ -620,7 +627,7 @@ func (s *Sim) assertRuleRefs(r *haRule, checkResources, checkNodes bool) error {
 			}
 		}
 		if len(missing) > 0 {
-			return fmt.Errorf("cannot use non-existent node(s) %s.", strings.Join(missing, ", "))
+			return pveErr(fmt.Sprintf("cannot use non-existent node(s) %s.", strings.Join(missing, ", ")))
 		}
 	}
 	return nil
@@ -730,7 +737,7 @@ func (s *Sim) hHARuleUpdate(c *call) *response {
 	id := c.vars["rule"]
 	const prefix = "update HA rules failed"
 	if d := c.params["digest"]; d != "" && d != s.haRulesDigest() {
-		return haLockErr(prefix, fmt.Errorf("detected modified configuration - file changed by other user? Try again.")) // Rules.pm:338
+		return haLockErr(prefix, pveErr("detected modified configuration - file changed by other user? Try again.")) // Rules.pm:338
 	}
 	old := s.ha.rules[id]
 	if old == nil {
@@ -796,34 +803,46 @@ func (s *Sim) hHARuleDelete(c *call) *response {
 // check_negative_resource_affinity_node_affinity_consistency (760-820). Not modelled:
 // check_single_node_affinity_per_positive_resource_affinity_rule (691-744).
 func (s *Sim) haFeasibility(rules map[string]*haRule) map[string]map[string][]string {
-	errs := map[string]map[string][]string{}
-	add := func(id, msg string) {
-		if errs[id] == nil {
-			errs[id] = map[string][]string{}
-		}
-		errs[id]["resources"] = append(errs[id]["resources"], msg)
-	}
-	var na, pos, neg []*haRule
+	f := feasibility{errs: map[string]map[string][]string{}}
 	for _, r := range rules {
-		if r.disable {
-			continue
-		}
 		switch {
+		case r.disable:
 		case r.typ == "node-affinity":
-			na = append(na, r)
+			f.na = append(f.na, r)
 		case r.affinity == "positive":
-			pos = append(pos, r)
+			f.pos = append(f.pos, r)
 		default:
-			neg = append(neg, r)
+			f.neg = append(f.neg, r)
 		}
 	}
-	byID := func(rs []*haRule) { sort.Slice(rs, func(i, j int) bool { return rs[i].id < rs[j].id }) }
-	byID(na)
-	byID(pos)
-	byID(neg)
-	// NodeAffinity.pm:206-248.
+	for _, rs := range [][]*haRule{f.na, f.pos, f.neg} {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].id < rs[j].id })
+	}
+	f.singleResourceReference()
+	f.resourceCounts(len(s.nodeOrder))
+	f.positiveNegative()
+	f.singlePriority()
+	f.negativeNodeConsistency()
+	return f.errs
+}
+
+// feasibility holds the enabled rules by kind and the errors found, by rule and property.
+type feasibility struct {
+	na, pos, neg []*haRule
+	errs         map[string]map[string][]string
+}
+
+func (f *feasibility) add(id, msg string) {
+	if f.errs[id] == nil {
+		f.errs[id] = map[string][]string{}
+	}
+	f.errs[id]["resources"] = append(f.errs[id]["resources"], msg)
+}
+
+// singleResourceReference is NodeAffinity.pm check_single_resource_reference (206-248).
+func (f *feasibility) singleResourceReference() {
 	users := map[string][]string{}
-	for _, r := range na {
+	for _, r := range f.na {
 		for _, sid := range r.resources {
 			users[sid] = append(users[sid], r.id)
 		}
@@ -831,35 +850,47 @@ func (s *Sim) haFeasibility(rules map[string]*haRule) map[string]map[string][]st
 	for _, sid := range slices.Sorted(maps.Keys(users)) {
 		if len(users[sid]) > 1 {
 			for _, id := range users[sid] {
-				add(id, fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
+				f.add(id, fmt.Sprintf("resource '%s' is already used in another node affinity rule", sid))
 			}
 		}
 	}
-	// ResourceAffinity.pm:147-219.
-	for _, r := range append(slices.Clone(pos), neg...) {
+}
+
+// resourceCounts is ResourceAffinity.pm check_resource_affinity_resources_count (147-174)
+// and check_negative_resource_affinity_resources_count (187-219).
+func (f *feasibility) resourceCounts(nodes int) {
+	for _, r := range append(slices.Clone(f.pos), f.neg...) {
 		if len(r.resources) < 2 {
-			add(r.id, "rule is ineffective as there are less than two resources")
+			f.add(r.id, "rule is ineffective as there are less than two resources")
 		}
 	}
-	for _, r := range neg {
-		if len(r.resources) > len(s.nodeOrder) {
-			add(r.id, "rule defines more resources than available nodes")
+	for _, r := range f.neg {
+		if len(r.resources) > nodes {
+			f.add(r.id, "rule defines more resources than available nodes")
 		}
 	}
-	// ResourceAffinity.pm:234-282.
-	for _, p := range pos {
-		for _, n := range neg {
+}
+
+// positiveNegative is ResourceAffinity.pm check_inter_resource_affinity_rules_consistency
+// (234-282).
+func (f *feasibility) positiveNegative() {
+	for _, p := range f.pos {
+		for _, n := range f.neg {
 			if len(intersect(p.resources, n.resources)) >= 2 {
-				add(n.id, "rule shares two or more resources with a positive resource affinity rule")
-				add(p.id, "rule shares two or more resources with a negative resource affinity rule")
+				f.add(n.id, "rule shares two or more resources with a positive resource affinity rule")
+				f.add(p.id, "rule shares two or more resources with a negative resource affinity rule")
 			}
 		}
 	}
-	// Rules.pm:619-674.
-	for _, ra := range append(slices.Clone(pos), neg...) {
+}
+
+// singlePriority is Rules.pm check_single_priority_node_affinity_in_resource_affinity_rules
+// (619-674).
+func (f *feasibility) singlePriority() {
+	for _, ra := range append(slices.Clone(f.pos), f.neg...) {
 		var paired []string
 		multi := false
-		for _, n := range na {
+		for _, n := range f.na {
 			if len(intersect(ra.resources, n.resources)) == 0 {
 				continue
 			}
@@ -871,18 +902,22 @@ func (s *Sim) haFeasibility(rules map[string]*haRule) map[string]map[string][]st
 			multi = multi || len(prios) > 1
 		}
 		if multi {
-			add(ra.id, "resources are in node affinity rules with multiple priorities")
+			f.add(ra.id, "resources are in node affinity rules with multiple priorities")
 			for _, id := range paired {
-				add(id, "resources are in a resource affinity rule and cannot be in a node affinity rule with multiple priorities")
+				f.add(id, "resources are in a resource affinity rule and cannot be in a node affinity rule with multiple priorities")
 			}
 		}
 	}
-	// Rules.pm:760-820.
-	for _, ng := range neg {
+}
+
+// negativeNodeConsistency is Rules.pm
+// check_negative_resource_affinity_node_affinity_consistency (760-820).
+func (f *feasibility) negativeNodeConsistency() {
+	for _, ng := range f.neg {
 		allowed := map[string]bool{}
 		located := map[string]bool{}
 		var paired []string
-		for _, n := range na {
+		for _, n := range f.na {
 			common := intersect(ng.resources, n.resources)
 			if len(common) == 0 {
 				continue
@@ -896,13 +931,12 @@ func (s *Sim) haFeasibility(rules map[string]*haRule) map[string]map[string][]st
 			paired = append(paired, n.id)
 		}
 		if len(allowed) < len(located) {
-			add(ng.id, "two or more resources are restricted to less nodes than available to the resources")
+			f.add(ng.id, "two or more resources are restricted to less nodes than available to the resources")
 			for _, id := range paired {
-				add(id, "at least one resource is in a negative resource affinity rule and this rule would restrict these to less nodes than available to the resources")
+				f.add(id, "at least one resource is in a negative resource affinity rule and this rule would restrict these to less nodes than available to the resources")
 			}
 		}
 	}
-	return errs
 }
 
 func intersect(a, b []string) []string {

@@ -100,6 +100,8 @@ func (s *Sim) haNodeChange(nodeName string, down bool, now time.Time) {
 			// Back before its fencing (reconstruction): the services stay where they are.
 			r.crm = "started"
 			s.haRequest(r, now)
+		case r.crm == "started":
+			s.haRequest(r, now) // a node back may take it back (failback)
 		}
 	}
 }
@@ -157,7 +159,9 @@ func (s *Sim) nextHAEvent(now time.Time) (time.Time, func(time.Time)) {
 				consider(fenceAt, func(at time.Time) { s.haSetState(r, "fence", at) })
 			}
 		}
-		if !s.ha.fenced[n] {
+		// Only a node with services to fence is fenced (Manager.pm:1158-1172): a node
+		// without HA services has no armed watchdog and its guests are left alone.
+		if !s.ha.fenced[n] && s.haHasFenced(n) {
 			node := n
 			consider(down.Add(s.real(s.dur.HALockTimeout)), func(at time.Time) { s.haFence(node, at) })
 		}
@@ -191,6 +195,15 @@ func (s *Sim) haSetState(r *haResource, state string, at time.Time) {
 	s.haLog(at, "info", "service '%s': state changed from '%s' to '%s'", r.sid, old, state)
 }
 
+func (s *Sim) haHasFenced(nodeName string) bool {
+	for _, r := range s.ha.resources {
+		if r.crm == "fence" && s.haNodeOf(r) == nodeName {
+			return true
+		}
+	}
+	return false
+}
+
 // haFence is the fencing of node acknowledged (NodeStatus.pm:267-274): its guests are off
 // (the node was reset by its watchdog) and its fenced services go to recovery.
 func (s *Sim) haFence(nodeName string, at time.Time) {
@@ -214,6 +227,7 @@ func (s *Sim) haFence(nodeName string, at time.Time) {
 // haAct is one CRM and LRM round for r.
 func (s *Sim) haAct(r *haResource, at time.Time) {
 	v := s.vms[r.vmid]
+
 	if v == nil || r.reqState() == "ignored" {
 		return
 	}
@@ -224,6 +238,11 @@ func (s *Sim) haAct(r *haResource, at time.Time) {
 	if s.nodeDown(v.node) {
 		return // the fence events handle it
 	}
+	if r.migrateTo != "" && r.crm != "error" {
+		s.haMigrate(r, v, at)
+		s.haRequest(r, at)
+		return
+	}
 	switch r.reqState() {
 	case "started":
 		if r.crm == "error" {
@@ -232,6 +251,12 @@ func (s *Sim) haAct(r *haResource, at time.Time) {
 		if v.status == "running" {
 			s.haSetState(r, "started", at)
 			r.running = true
+			// Manager.pm:1508-1540: a started service is moved when select_service_node
+			// ('none') names another node: a node of higher priority back (failback).
+			if target := s.haSelectNode(r, v.node, nil, true); target != "" && target != v.node {
+				s.haLog(at, "info", "migrate service '%s' to node '%s' (running)", r.sid, target)
+				s.haMoveRunning(r, v, target, at)
+			}
 			return
 		}
 		s.haStart(r, v, at)
@@ -281,6 +306,54 @@ func (s *Sim) haStart(r *haResource, v *vm, at time.Time) {
 	s.haSetState(r, "started", at)
 	r.running = true
 	r.failedNodes = nil
+	if target := s.haSelectNode(r, v.node, nil, true); target != "" && target != v.node {
+		s.haRequest(r, at) // the next round moves it (a node of higher priority is back)
+	}
+}
+
+// haMigrate is a migrate command (qm migrate of an HA-managed VM, Manager.pm
+// update_crm_commands lines 642-670 and queue_resource_motion lines 580-624).
+func (s *Sim) haMigrate(r *haResource, v *vm, at time.Time) {
+	target := r.migrateTo
+	r.migrateTo = ""
+	cmd := "migrate " + r.sid + " " + target
+	switch {
+	case s.nodeDown(target):
+		s.haLog(at, "err", "crm command error - node not online: %s", cmd)
+		return
+	case target == v.node:
+		s.haLog(at, "info", "ignore crm command - service already on target node: %s", cmd)
+		return
+	}
+	for _, rule := range s.haCompiledRules() {
+		if rule.typ != "resource-affinity" || rule.affinity != "negative" || !slices.Contains(rule.resources, r.sid) {
+			continue
+		}
+		for _, other := range rule.resources {
+			if o := s.ha.resources[other]; other != r.sid && o != nil && o.reqState() != "ignored" && s.haNodeOf(o) == target {
+				s.haLog(at, "err", "crm command '%s' error - service '%s' on node '%s' in negative affinity with service '%s'", cmd, other, target, r.sid)
+				return
+			}
+		}
+	}
+	s.haLog(at, "info", "got crm command: %s", cmd)
+	s.haMoveRunning(r, v, target, at)
+}
+
+// haMoveRunning is the LRM's migrate (Resources/PVEVM.pm migrate: migrate_vm with force
+// and with-local-disks, online when running): a local CD-ROM image refuses it (the
+// simulator's scan_local_volumes) and the service stays (Manager.pm:1249-1252).
+func (s *Sim) haMoveRunning(r *haResource, v *vm, target string, at time.Time) {
+	if _, refusals := s.localVolumes(v, v.status == "running", true); len(refusals) > 0 {
+		s.haLog(at, "err", "service '%s' - migration failed (exit code 1)", r.sid)
+		return
+	}
+	v.node = target
+	state := r.crm
+	if state == "" {
+		state = "request_start"
+	}
+	s.haLog(at, "info", "service '%s': state changed from 'migrate' to '%s'  (node = %s)", r.sid, state, target)
 }
 
 // haRecover is Manager.pm next_state_recovery (lines 1607-1661).
@@ -331,9 +404,11 @@ func (s *Sim) haCompiledRules() []*haRule {
 	return out
 }
 
-// haSelectNode is Manager.pm select_service_node with 'best-score' (or 'try-next' when
-// tried is set): "" when no node is allowed.
-func (s *Sim) haSelectNode(r *haResource, current string, tried []string) string {
+// haSelectNode is Manager.pm select_service_node (lines 315-383) with 'best-score' (tried
+// nil), 'try-next' (tried: the nodes a start failed on) or, with stay, 'none' (the CRM's
+// check of a started service each round, which honours failback): "" when no node is
+// allowed.
+func (s *Sim) haSelectNode(r *haResource, current string, tried []string, stay ...bool) string {
 	online := map[string]bool{}
 	for _, n := range s.nodeOrder {
 		if !s.nodeDown(n) {
@@ -341,88 +416,126 @@ func (s *Sim) haSelectNode(r *haResource, current string, tried []string) string
 		}
 	}
 	rules := s.haCompiledRules()
-	// get_node_affinity (Rules/NodeAffinity.pm:268-290, plugin_compile 158-190).
-	pri := map[string]bool{}
+	allowed, pri := haNodeAffinity(rules, r.sid, online)
+	if len(pri) == 0 {
+		return ""
+	}
+	together, separate := s.haResourceAffinity(rules, r.sid, online)
+	none := len(stay) > 0 && stay[0]
+	failback := r.failback == nil || *r.failback
+	// Lines 334-344: stay on the current node if possible (is_allowed_on_node, 544-548).
+	if none && !failback && allowed[current] && (together[current] > 0 || !separate[current]) {
+		return current
+	}
+	for _, n := range tried {
+		delete(pri, n)
+	}
+	// apply_negative_resource_affinity, apply_positive_resource_affinity (lines 565-607).
+	for n := range separate {
+		delete(pri, n)
+	}
+	if majority := mostTogether(together, pri); majority != "" {
+		pri = map[string]bool{majority: true}
+	}
+	if none && pri[current] {
+		return current // line 359
+	}
+	return s.haLeastUsed(r, pri)
+}
+
+// haNodeAffinity is get_node_affinity (Rules/NodeAffinity.pm:268-290 over plugin_compile,
+// 158-190): the online nodes the resource may run on, and those of the highest priority.
+func haNodeAffinity(rules []*haRule, sid string, online map[string]bool) (allowed, pri map[string]bool) {
+	allowed, pri = map[string]bool{}, map[string]bool{}
 	var nodeRule *haRule
 	for _, rule := range rules {
-		if rule.typ == "node-affinity" && slices.Contains(rule.resources, r.sid) {
+		if rule.typ == "node-affinity" && slices.Contains(rule.resources, sid) {
 			nodeRule = rule
 			break
 		}
 	}
 	if nodeRule == nil {
+		maps.Copy(allowed, online)
 		maps.Copy(pri, online)
-	} else {
-		eff := maps.Clone(nodeRule.nodes)
-		if nodeRule.strict == nil || !*nodeRule.strict {
-			for n := range online {
-				if _, ok := eff[n]; !ok {
-					eff[n] = -1
-				}
+		return allowed, pri
+	}
+	eff := maps.Clone(nodeRule.nodes)
+	if nodeRule.strict == nil || !*nodeRule.strict {
+		for n := range online {
+			if _, ok := eff[n]; !ok {
+				eff[n] = -1
 			}
 		}
-		best, found := 0, false
-		for n, p := range eff {
-			if online[n] && (!found || p > best) {
+	}
+	best, found := 0, false
+	for n, p := range eff {
+		if online[n] {
+			allowed[n] = true
+			if !found || p > best {
 				best, found = p, true
 			}
 		}
-		for n, p := range eff {
-			if online[n] && found && p == best {
-				pri[n] = true
-			}
+	}
+	for n, p := range eff {
+		if online[n] && p == best {
+			pri[n] = true
 		}
 	}
-	if len(pri) == 0 {
-		return ""
-	}
-	for _, n := range tried {
-		delete(pri, n)
-	}
-	// get_resource_affinity and apply_negative/positive_resource_affinity
-	// (Rules/ResourceAffinity.pm:503-607).
-	together := map[string]int{}
+	return allowed, pri
+}
+
+// haResourceAffinity is get_resource_affinity (Rules/ResourceAffinity.pm:503-534): the
+// online nodes of the positive partners (with their count) and of the negative ones.
+func (s *Sim) haResourceAffinity(rules []*haRule, sid string, online map[string]bool) (together map[string]int, separate map[string]bool) {
+	together, separate = map[string]int{}, map[string]bool{}
 	for _, rule := range rules {
-		if rule.typ != "resource-affinity" || !slices.Contains(rule.resources, r.sid) {
+		if rule.typ != "resource-affinity" || !slices.Contains(rule.resources, sid) {
 			continue
 		}
 		for _, other := range rule.resources {
 			o := s.ha.resources[other]
-			if other == r.sid || o == nil || o.reqState() == "ignored" {
+			if other == sid || o == nil || o.reqState() == "ignored" {
 				continue
 			}
 			n := s.haNodeOf(o)
-			if n == "" || !online[n] {
-				continue
-			}
-			if rule.affinity == "negative" {
-				delete(pri, n)
-			} else {
+			switch {
+			case n == "" || !online[n]:
+			case rule.affinity == "negative":
+				separate[n] = true
+			default:
 				together[n]++
 			}
 		}
 	}
-	if len(together) > 0 {
-		var cands []string
-		for n := range together {
-			if pri[n] {
-				cands = append(cands, n)
-			}
-		}
-		if len(cands) > 0 {
-			sort.Slice(cands, func(i, j int) bool {
-				if together[cands[i]] != together[cands[j]] {
-					return together[cands[i]] > together[cands[j]]
-				}
-				return cands[i] < cands[j]
-			})
-			pri = map[string]bool{cands[0]: true}
+	return together, separate
+}
+
+// mostTogether is apply_positive_resource_affinity's majority node among pri, or "".
+func mostTogether(together map[string]int, pri map[string]bool) string {
+	var cands []string
+	for n := range together {
+		if pri[n] {
+			cands = append(cands, n)
 		}
 	}
+	if len(cands) == 0 {
+		return ""
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if together[cands[i]] != together[cands[j]] {
+			return together[cands[i]] > together[cands[j]]
+		}
+		return cands[i] < cands[j]
+	})
+	return cands[0]
+}
+
+// haLeastUsed is the scoring of Usage/Basic.pm: the node with the fewest HA services
+// first, then by name; "" for none.
+func (s *Sim) haLeastUsed(r *haResource, pri map[string]bool) string {
 	if len(pri) == 0 {
 		return ""
 	}
-	// Usage/Basic.pm: the node with the fewest HA services first, then by name.
 	count := map[string]int{}
 	for _, o := range s.ha.resources {
 		if o != r {
@@ -453,9 +566,10 @@ func (s *Sim) haVerboseState(r *haResource) string {
 	state := r.crm
 	switch r.crm {
 	case "stopped":
-		if req == "started" {
+		switch req {
+		case "started":
 			state = "starting"
-		} else if req == "disabled" {
+		case "disabled":
 			state = "disabled"
 		}
 	case "started":
@@ -596,4 +710,37 @@ func (s *Sim) haDestroyPurge(vmid int, purge bool) {
 	if purge && s.ha.resources[sid] != nil {
 		s.deleteHAService(sid, true)
 	}
+}
+
+// haMigrateTask answers qm migrate of an HA-managed VM (qemu-server src/PVE/API2/Qemu.pm
+// migrate_vm lines 5639-5651: task hamigrate running "ha-manager migrate vm:<vmid>
+// <target>"); the CRM acts on it one round later.
+func (s *Sim) haMigrateTask(c *call, r *haResource, target string) *response {
+	t := s.newTask(c, c.node, "hamigrate", strconv.Itoa(c.vmid), 0, false, 0)
+	t.begin = func(at time.Time) string {
+		if s.ha.resources[r.sid] == r {
+			r.migrateTo = target
+			s.haRequest(r, at)
+		}
+		return ""
+	}
+	t.finish = func(at time.Time) string { return "" }
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// haServiceStatus is the "ha" object of GET .../status/current (qemu-server
+// src/PVE/API2/Qemu.pm:3478, pve-ha-manager src/PVE/HA/Config.pm get_service_status lines
+// 492-507): managed 1 and the CRM's state for an HA-managed VM (not ignored), managed 0
+// otherwise. It needs only VM.Audit on the VM, so a pool-scoped token sees it.
+func (s *Sim) haServiceStatus(vmid int) map[string]any {
+	r := s.haManaged(vmid)
+	if r == nil {
+		return map[string]any{"managed": 0}
+	}
+	out := map[string]any{"managed": 1}
+	if r.crm != "" {
+		out["state"] = r.crm
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package pvesim_test
 
 import (
+	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
@@ -171,7 +173,8 @@ func TestSource_haRules(t *testing.T) {
 
 // subst rewrites an API error's message so that a fixture naming another id applies.
 func subst(err error, from, to string) error {
-	if ae, ok := err.(*pveapi.APIError); ok {
+	var ae *pveapi.APIError
+	if errors.As(err, &ae) {
 		cp := *ae
 		cp.Message = strings.Replace(cp.Message, from, to, 1)
 		return &cp
@@ -207,17 +210,33 @@ func TestSource_haGroupsAndPermissions(t *testing.T) {
 		t.Errorf("with PVEAuditor on /: %v", err)
 	}
 	tg.wantAPIError(pool.CreateHARule(tg.ctx(), pveapi.HARuleParams{Rule: "proxy-pair", Type: "resource-affinity", Affinity: "negative", Resources: "vm:1,vm:2"}), "err_forbidden_ha_console")
+	// A role with Sys.Audit and Sys.Console on / alone (propagate=0) is enough for HA, and
+	// gives no console below / (pve-access-control: an unpropagated ACL holds on its path only).
+	tg.adminOK("POST", "/access/roles", url.Values{"roleid": {"ProxyHA"}, "privs": {"Sys.Audit,Sys.Console"}}, nil)
+	for _, who := range []url.Values{{"users": {"proxy@pve"}}, {"tokens": {"proxy@pve!tf"}}} {
+		form := url.Values{"path": {"/"}, "roles": {"ProxyHA"}, "propagate": {"0"}}
+		for k, v := range who {
+			form[k] = v
+		}
+		tg.adminOK("PUT", "/access/acl", form, nil)
+	}
+	if err := pool.CreateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: haSID(tg.vmid)}); err != nil {
+		t.Errorf("with ProxyHA on /: %v", err)
+	}
+	if privs, err := pool.Permissions(tg.ctx(), "/nodes/"+captureNode); err != nil || privs["Sys.Console"] {
+		t.Errorf("Sys.Console reached /nodes/%s: %v %v", captureNode, privs, err)
+	}
 }
 
 func messageOf(t *testing.T, body []byte) string {
 	t.Helper()
-	s := string(body)
-	i := strings.Index(s, `"message":"`)
-	if i < 0 {
-		t.Fatalf("no message in %s", body)
+	var b struct {
+		Message string `json:"message"`
 	}
-	s = s[i+len(`"message":"`):]
-	return strings.ReplaceAll(s[:strings.Index(s, `"`)], `\n`, "\n")
+	if err := json.Unmarshal(body, &b); err != nil || b.Message == "" {
+		t.Fatalf("no message in %s: %v", body, err)
+	}
+	return b.Message
 }
 
 // haPair makes both VMs HA resources started, kept apart by a negative rule, and waits
@@ -273,8 +292,8 @@ func TestSource_haRecovery(t *testing.T) {
 		r, _ := s.HAResourceOf(tg.vmid)
 		return r.CRMState == "started" && r.Node != captureNode
 	})
-	if took, min := time.Since(downAt), s.WallTime(s.Durations().HALockTimeout); took < min {
-		t.Errorf("recovered after %s, before the lock timeout %s", took, min)
+	if took, least := time.Since(downAt), s.WallTime(s.Durations().HALockTimeout); took < least {
+		t.Errorf("recovered after %s, before the lock timeout %s", took, least)
 	}
 	r, _ := s.HAResourceOf(tg.vmid)
 	if r.Node != "pv1-3" {
@@ -376,9 +395,7 @@ func TestSource_haNoQuorum(t *testing.T) {
 		t.Errorf("without quorum the CRM acted: %+v", r)
 	}
 	err := tg.api.CreateHARule(tg.ctx(), pveapi.HARuleParams{Rule: "pin", Type: "node-affinity", Resources: haSID(tg.vmid), Nodes: "pv1-2"})
-	if ae, ok := err.(*pveapi.APIError); !ok || ae.Status != 500 || ae.Message != "cluster not ready - no quorum?" {
-		t.Errorf("rule create without quorum: %v", err)
-	}
+	tg.wantAPIError(err, "err_ha_no_quorum")
 }
 
 // TestSource_haPowerAndDestroy: qm start, stop and shutdown of an HA-managed VM start an
@@ -401,6 +418,10 @@ func TestSource_haPowerAndDestroy(t *testing.T) {
 		t.Errorf("requested state after the start: %+v", r)
 	}
 	tg.eventually("HA starting the VM", func() bool { v, _ := s.VM(tg.vmid); return v.Status == "running" })
+	// status/current carries get_service_status (Qemu.pm:3478, Config.pm:492-507).
+	if st, err := tg.api.VMStatus(ctx, tg.node, tg.vmid); err != nil || !bool(st.HA.Managed) || st.HA.State != "started" {
+		t.Errorf("status/current ha: %+v, %v", st.HA, err)
+	}
 
 	upid, err = tg.api.Shutdown(ctx, tg.node, tg.vmid, pveapi.ShutdownParams{TimeoutSeconds: 30})
 	tg.mustOK(upid, err)
@@ -435,6 +456,9 @@ func TestSource_haPowerAndDestroy(t *testing.T) {
 	// An ignored resource is not HA-managed: the start is a plain qmstart.
 	if err := tg.api.UpdateHAResource(ctx, pveapi.HAResourceParams{SID: haSID(tg.vmid - 1), State: "ignored"}); err != nil {
 		t.Fatal(err)
+	}
+	if st, err := tg.api.VMStatus(ctx, "pv1-2", tg.vmid-1); err != nil || bool(st.HA.Managed) {
+		t.Errorf("an ignored resource reads managed: %+v, %v", st.HA, err)
 	}
 	var up string
 	tg.rawJSON("POST", "/nodes/pv1-2/qemu/"+strconv.Itoa(tg.vmid-1)+"/status/start", url.Values{}, &up)
@@ -484,11 +508,120 @@ func TestSource_haRecoverySeedLeftBehind(t *testing.T) {
 	if v, _ := s.VM(tg.vmid); v.Status == "running" {
 		t.Errorf("the VM runs without its seed: %+v", v)
 	}
-	err := tg.api.UpdateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: sid, State: "started"})
-	if ae, ok := err.(*pveapi.APIError); !ok || ae.Message != "service '"+sid+"' in error state, must be disabled and fixed first" {
-		t.Errorf("a request to a service in error: %v", err)
-	}
+	tg.wantAPIError(tg.api.UpdateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: sid, State: "started"}), "err_ha_service_error")
 	if err := tg.api.UpdateHAResource(tg.ctx(), pveapi.HAResourceParams{SID: sid, State: "disabled"}); err != nil {
 		t.Errorf("disabling a service in error: %v", err)
+	}
+}
+
+// TestSource_haFailbackAndMigrate: with a node-affinity rule of two priorities, a service
+// recovered to the lower one goes back when the higher node returns, failback being on by
+// default (Resources.pm:65-73; Manager.pm select_service_node lines 334-359, 1508-1540),
+// and stays with failback off. qm migrate of an HA-managed VM is an hamigrate task
+// (Qemu.pm:5639-5651) the CRM refuses towards a negative partner's node
+// (Manager.pm:588-601) and carries out otherwise.
+func TestSource_haFailbackAndMigrate(t *testing.T) {
+	tg, s := haTarget(t)
+	ctx := tg.ctx()
+	a, b := haSID(tg.vmid), haSID(tg.vmid-1)
+	for _, sid := range []string{a, b} {
+		if err := tg.api.CreateHAResource(ctx, pveapi.HAResourceParams{SID: sid}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tg.api.UpdateHAResource(ctx, pveapi.HAResourceParams{SID: b, Failback: pveapi.BoolPtr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ rule, sid, nodes string }{{"pin-a", a, "pv1-1:2,pv1-3:1"}, {"pin-b", b, "pv1-2:2,pv1-3:1"}} {
+		if err := tg.api.CreateHARule(ctx, pveapi.HARuleParams{Rule: p.rule, Type: "node-affinity", Resources: p.sid, Nodes: p.nodes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg.eventually("both started", func() bool {
+		x, _ := s.HAResourceOf(tg.vmid)
+		y, _ := s.HAResourceOf(tg.vmid - 1)
+		return x.CRMState == "started" && y.CRMState == "started"
+	})
+	for _, n := range []string{captureNode, "pv1-2"} {
+		if err := s.SetNodeDown(n, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two of three down: no quorum, nothing happens; bring pv1-2 back at once, so that only
+	// pv1-1 stays down.
+	if err := s.SetNodeDown("pv1-2", false); err != nil {
+		t.Fatal(err)
+	}
+	tg.eventually("a recovered to pv1-3", func() bool { r, _ := s.HAResourceOf(tg.vmid); return r.Node == "pv1-3" && r.CRMState == "started" })
+	if err := s.SetNodeDown(captureNode, false); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Log(haLogText(s))
+		}
+	}()
+	tg.eventually("a back on pv1-1 (failback)", func() bool {
+		r, _ := s.HAResourceOf(tg.vmid)
+		v, _ := s.VM(tg.vmid)
+		return r.Node == captureNode && v.Status == "running"
+	})
+	// b has failback off: moved to pv1-3 by hand, it stays there.
+	upid, err := tg.api.Migrate(ctx, "pv1-2", tg.vmid-1, pveapi.MigrateParams{Target: "pv1-3", Online: true})
+	tg.mustOK(upid, err)
+	if u, _ := pveapi.ParseUPID(upid); u.Type != "hamigrate" {
+		t.Errorf("migrate of an HA-managed VM ran %q", u.Type)
+	}
+	tg.eventually("b on pv1-3", func() bool { r, _ := s.HAResourceOf(tg.vmid - 1); return r.Node == "pv1-3" })
+	time.Sleep(s.WallTime(3 * s.Durations().HARound))
+	if r, _ := s.HAResourceOf(tg.vmid - 1); r.Node != "pv1-3" {
+		t.Errorf("b with failback off moved back to %s", r.Node)
+	}
+	// A negative rule between them: a's move to b's node is refused by the CRM.
+	if err := tg.api.DeleteHARule(ctx, "pin-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.api.DeleteHARule(ctx, "pin-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.api.CreateHARule(ctx, pveapi.HARuleParams{Rule: "proxy-pair", Type: "resource-affinity", Affinity: "negative", Resources: a + "," + b}); err != nil {
+		t.Fatal(err)
+	}
+	upid, err = tg.api.Migrate(ctx, captureNode, tg.vmid, pveapi.MigrateParams{Target: "pv1-3", Online: true})
+	tg.mustOK(upid, err)
+	want := "crm command 'migrate " + a + " pv1-3' error - service '" + b + "' on node 'pv1-3' in negative affinity with service '" + a + "'"
+	tg.eventually("the refused migrate", func() bool { return strings.Contains(haLogText(s), want) })
+	if r, _ := s.HAResourceOf(tg.vmid); r.Node != captureNode {
+		t.Errorf("a moved to %s despite the negative rule", r.Node)
+	}
+}
+
+// TestSource_haNoFenceWithoutServices: a node without HA services is never fenced
+// (Manager.pm:1158-1172 fences the nodes of services in fence), so its guests are left as
+// they were; the admin API shows the HA state (GET /pvesim/ha).
+func TestSource_haNoFenceWithoutServices(t *testing.T) {
+	tg := newTarget(t, pvesim.Options{Nodes: haNodes})
+	s := tg.simOnly("moves a node down")
+	tg.parallel()
+	tg.cloned()
+	tg.started()
+	if err := s.SetNodeDown(captureNode, true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(s.WallTime(s.Durations().HALockTimeout + 3*s.Durations().HARound))
+	if v, _ := s.VM(tg.vmid); v.Status != "running" || v.Node != captureNode {
+		t.Errorf("a guest outside HA on a node down: %s on %s", v.Status, v.Node)
+	}
+	if log := haLogText(s); log != "" {
+		t.Errorf("the CRM acted without HA services:\n%s", log)
+	}
+	var got struct {
+		Resources []pvesim.HAResourceState `json:"resources"`
+		Rules     []pvesim.HARuleState     `json:"rules"`
+		Log       []pvesim.HAEvent         `json:"log"`
+	}
+	tg.admin("GET", "/ha", nil, &got)
+	if got.Resources == nil || got.Rules == nil || len(got.Resources) != 0 {
+		t.Errorf("admin HA state %+v", got)
 	}
 }

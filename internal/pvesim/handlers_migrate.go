@@ -105,6 +105,9 @@ func (s *Sim) hMigrate(c *call) *response {
 	if r := s.migrateRefusal(c, v); r != nil {
 		return r
 	}
+	if r := s.haManaged(c.vmid); r != nil {
+		return s.haMigrateTask(c, r, c.params["target"]) // Qemu.pm:5639-5651 (ha_crm.go)
+	}
 	m := &migration{s: s, v: v, source: c.node, target: c.params["target"], targetStorage: c.params["targetstorage"],
 		online: c.params["online"] == "1", withLocal: c.params["with-local-disks"] == "1"}
 	t := s.newTask(c, c.node, "qmigrate", strconv.Itoa(c.vmid), c.vmid, true, s.dur.Clone)

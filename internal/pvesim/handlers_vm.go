@@ -784,7 +784,7 @@ func (s *Sim) hStatusCurrent(c *call) *response {
 		"vmid": v.vmid, "name": name, "status": v.status, "qmpstatus": v.qmp,
 		"cpus": cpuCount(v.conf), "maxmem": memoryMiB(v.conf) << 20, "maxdisk": bootDiskSize(v.conf),
 		"uptime": 0, "cpu": 0, "mem": 0, "disk": 0, "netin": 0, "netout": 0, "diskread": 0, "diskwrite": 0,
-		"ha": map[string]any{"managed": 0},
+		"ha": s.haServiceStatus(v.vmid),
 	}
 	if agentEnabled(v.conf) {
 		out["agent"] = 1

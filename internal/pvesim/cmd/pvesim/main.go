@@ -4,8 +4,8 @@
 //	go run ./internal/pvesim/cmd/pvesim -listen 127.0.0.1:8006 -nodes pve1,pve2 -speed 20
 //	go run ./internal/pvesim/cmd/pvesim -clone 3m -stale-after-clone   # a big template, the listing lagging
 //
-// Durations (-clone, -upload, -start, -stop, -destroy, -agent, -agent-boot, -status-interval)
-// are simulated, each divided by -speed.
+// Durations (-clone, -upload, -start, -stop, -destroy, -agent, -agent-boot, -status-interval,
+// -ha-round, -ha-fence-delay, -ha-lock-timeout) are simulated, each divided by -speed.
 //
 // It prints one JSON line to stdout (endpoint, api_token, ca_file, nodes, iso_storage,
 // templates) and serves until SIGINT or SIGTERM. Admin functions (faults, stats, state)
@@ -66,6 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	agent := fs.Duration("agent", def.AgentInstall, "simulated time from the end of a start to the guest agent answering, when cloud-init installs it")
 	agentBoot := fs.Duration("agent-boot", def.AgentBoot, "simulated time from the end of a start to the guest agent answering, when it is already installed")
 	statusInterval := fs.Duration("status-interval", def.StatusInterval, "period of the status snapshot /cluster/resources reads names and states from (0: live listing, no lag)")
+	haRound := fs.Duration("ha-round", def.HARound, "simulated time the HA managers take to act on a request (one CRM and LRM loop)")
+	haFence := fs.Duration("ha-fence-delay", def.HAFenceDelay, "simulated time a node is down before its HA services are put to fence")
+	haLock := fs.Duration("ha-lock-timeout", def.HALockTimeout, "simulated time from a node going down to its fencing and the recovery of its HA services")
 	snapAtClone := fs.Bool("snapshot-at-clone-start", false, "take a status snapshot right after each clone creates its config (listed \"VM <vmid>\", stopped)")
 	staleAfterClone := fs.Bool("stale-after-clone", false, "take a status snapshot right before each clone ends, the next a full interval later")
 	if err := fs.Parse(args); err != nil {
@@ -77,7 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *speed <= 0 {
 		return errors.New("-speed must be positive")
 	}
-	for name, d := range map[string]time.Duration{"clone": *clone, "upload": *upload, "start": *start, "stop": *stopD, "destroy": *destroy, "agent": *agent, "agent-boot": *agentBoot} {
+	for name, d := range map[string]time.Duration{"clone": *clone, "upload": *upload, "start": *start, "stop": *stopD, "destroy": *destroy, "agent": *agent, "agent-boot": *agentBoot,
+		"ha-round": *haRound, "ha-fence-delay": *haFence, "ha-lock-timeout": *haLock} {
 		if d <= 0 {
 			return fmt.Errorf("-%s must be positive", name)
 		}
@@ -97,6 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Durations: pvesim.Durations{
 			Clone: *clone, Upload: *upload, Start: *start, Stop: *stopD, Destroy: *destroy,
 			AgentInstall: *agent, AgentBoot: *agentBoot, StatusInterval: *statusInterval,
+			HARound: *haRound, HAFenceDelay: *haFence, HALockTimeout: *haLock,
 		},
 		Listing: pvesim.Listing{Live: *statusInterval == 0, SnapshotAtCloneStart: *snapAtClone, StaleAfterClone: *staleAfterClone},
 	})
