@@ -416,3 +416,25 @@ func TestAccHARule_unmanagedVMsNamed(t *testing.T) {
 		}},
 	})
 }
+
+// TestAccProxyVM_haPreflightNamesPrivilege: a proxy_vm with ha and a token without
+// Sys.Console on / fails at plan, naming the privilege and the path; nothing is cloned. The
+// same VM without ha plans.
+func TestAccProxyVM_haPreflightNamesPrivilege(t *testing.T) {
+	needVMHA(t)
+	env, _ := multiNodeEnv(t, "pve1", "pve2", "pve3")
+	env.Sim.Deny("/", "Sys.Console")
+	name := vmName("hapre")
+	body := "  machine_type = \"small\"\n  cloud_init = " + hclString(cloudInit("hapre"))
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      vmProviderConfig(env, "") + vmResource(env, name, body+"\n  ha = {}"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Unable to plan HA.*Proxy VM "` + name + `".*lacks Sys.Console on / \(to\s+create, change and delete HA rules`),
+			},
+			{Config: vmProviderConfig(env, "") + vmResource(env, name, body), PlanOnly: true, ExpectNonEmptyPlan: true},
+		},
+	})
+}

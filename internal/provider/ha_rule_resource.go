@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 var (
@@ -62,43 +61,25 @@ func (r *haRuleResource) configured(verb string, diags *diag.Diagnostics) bool {
 	return false
 }
 
-// ModifyPlan runs the HA preflight for a create or an update: a token that may not manage HA
-// rules fails the plan, naming the privilege and its path.
+// ModifyPlan runs the HA preflight for a create, an update or a destroy: a token that may not
+// manage HA rules fails the plan, naming the privilege and its path.
 func (r *haRuleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || r.data == nil || r.data.backend == nil {
+	if r.data == nil || r.data.backend == nil || req.State.Raw.IsNull() && req.Plan.Raw.IsNull() {
 		return
 	}
 	ctx = r.data.withLogging(ctx)
 	if !req.State.Raw.IsNull() && req.Plan.Raw.Equal(req.State.Raw) {
 		return // nothing to write
 	}
+	from := req.Plan.Raw
+	if from.IsNull() {
+		from = req.State.Raw // a destroy: the delete needs the privilege too
+	}
 	var name string
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("name"), &name)...)
+	if v, err := from.ApplyTerraform5AttributePathStep(tftypes.AttributeName("name")); err == nil {
+		_ = v.(tftypes.Value).As(&name)
+	}
 	haPreflight(ctx, r.data, fmt.Sprintf("HA rule %q", name), &resp.Diagnostics)
-}
-
-// haPreflight reports, once per provider instance, a token that lacks the HA privileges
-// (proxmox.PreflightHA) for what (a proxy_ha_rule, or a proxy_vm with ha): the plan stops
-// before anything is touched. A check that could not be made leaves the verdict to the apply.
-func haPreflight(ctx context.Context, data *providerData, what string, diags *diag.Diagnostics) {
-	err := data.backend.PreflightHA(ctx)
-	if err == nil {
-		return
-	}
-	var pe *proxmox.PreflightError
-	if !errors.As(err, &pe) {
-		if proxmox.ClassOf(err) == pveapi.Permanent {
-			diags.AddError("Unable to plan HA", fmt.Sprintf("%s: checking the API token's HA privileges failed: %s.", what, trimEnd(err.Error())))
-		}
-		tflog.Debug(ctx, "HA preflight inconclusive, left to the apply", map[string]any{"error": err.Error()})
-		return
-	}
-	msg := redactFor(data, pe.Err.Err.Error())
-	if !data.reportOnce("preflight-ha\x00" + msg) {
-		diags.AddError("Unable to plan HA", fmt.Sprintf("%s: %s (reported in full above).", what, "the API token lacks the HA privileges"))
-		return
-	}
-	diags.AddError("Unable to plan HA", fmt.Sprintf("%s: %s.\n\nRetrying will not help. Nothing was touched.", what, capitalize(trimEnd(msg))))
 }
 
 func (r *haRuleResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

@@ -150,6 +150,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", replacesExisting(ctx, req.Private), config, plan, &resp.Diagnostics) {
 		return
 	}
+	if vmHAWrites(prior, plan) { // ha_preflight.go
+		vmid, _ := knownInt(plan.VMID)
+		if haPreflight(r.data.withLogging(ctx), r.data, vmLabelFor("plan", plan.Name.ValueString(), vmid), &resp.Diagnostics); resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
 }
