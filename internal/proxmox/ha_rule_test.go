@@ -44,8 +44,8 @@ func TestParseRuleMark_lines(t *testing.T) {
 	}
 }
 
-// haHarness is a harness whose fake has VMs 100 and 101 as HA resources on two nodes.
-func haHarness(t *testing.T) *harness {
+// ruleHarness is a harness whose fake has VMs 100 and 101 as HA resources on two nodes.
+func ruleHarness(t *testing.T) *harness {
 	t.Helper()
 	h := newHarness(t, "pv1-1", "pv1-2")
 	for _, sid := range []string{"vm:100", "vm:101", "vm:102"} {
@@ -59,7 +59,7 @@ func pairSpec() HARuleSpec {
 }
 
 func TestHARule_createReadUpdateDelete(t *testing.T) {
-	h := haHarness(t)
+	h := ruleHarness(t)
 	s := pairSpec()
 	if err := h.b.CreateHARule(h.ctx, s); err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestHARule_createReadUpdateDelete(t *testing.T) {
 }
 
 func TestHARule_nodeAffinity(t *testing.T) {
-	h := haHarness(t)
+	h := ruleHarness(t)
 	s := HARuleSpec{ID: "on-one", Type: HARuleNodeAffinity, Nodes: map[string]int{"pv1-2": 2, "pv1-1": 0}, Strict: true, VMIDs: []int{100}, UID: testUID}
 	if err := h.b.CreateHARule(h.ctx, s); err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestHARule_nodeAffinity(t *testing.T) {
 // A rule of the id that this resource did not make is never written: the create fails
 // naming it, with no create request; a marked one of another uid points at import.
 func TestHARule_createMeetsTakenID(t *testing.T) {
-	h := haHarness(t)
+	h := ruleHarness(t)
 	foreign := pveapi.HARule{Rule: "proxy-pair", Type: HARuleResourceAffinity, Affinity: "positive", Resources: "vm:100,vm:101", Comment: "by hand"}
 	h.f.putHARule(foreign)
 	err := h.b.CreateHARule(h.ctx, pairSpec())
@@ -153,7 +153,7 @@ func TestHARule_markGoneNeverWritten(t *testing.T) {
 		"no uid":    "proxy-operator-ha-rule=",
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := haHarness(t)
+			h := ruleHarness(t)
 			if err := h.b.CreateHARule(h.ctx, pairSpec()); err != nil {
 				t.Fatal(err)
 			}
@@ -182,7 +182,7 @@ func TestHARule_markGoneNeverWritten(t *testing.T) {
 }
 
 func TestHARule_import(t *testing.T) {
-	h := haHarness(t)
+	h := ruleHarness(t)
 	h.f.putHARule(pveapi.HARule{Rule: "by-hand", Type: HARuleResourceAffinity, Affinity: "negative", Resources: "vm:100,vm:101"})
 	if _, err := h.b.ImportHARule(h.ctx, "by-hand"); !errors.Is(err, ErrHARuleNotOurs) || !strings.Contains(err.Error(), "not made by this provider") {
 		t.Fatalf("import of a foreign rule: %v", err)
