@@ -46,8 +46,9 @@ func haPreflight(ctx context.Context, data *providerData, what string, diags *di
 // vmHAWrites reports whether a proxy_vm plan writes the VM's HA resource: ha set on a
 // create, or ha added, changed or removed on an update.
 func vmHAWrites(prior *proxyVMModel, plan proxyVMModel) bool {
+	set := func(h vmHA) bool { return h.value() != nil }
 	if prior == nil {
-		return plan.vmHA.value() != nil
+		return set(plan.vmHA)
 	}
-	return !prior.HA.Equal(plan.HA) && (prior.vmHA.value() != nil || plan.vmHA.value() != nil)
+	return !prior.HA.Equal(plan.HA) && (set(prior.vmHA) || set(plan.vmHA))
 }
