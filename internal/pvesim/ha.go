@@ -73,11 +73,19 @@ type haState struct {
 	nodeDownAt map[string]time.Time
 	fenced     map[string]bool
 	log        []HAEvent
+	// deleting are services deleted from ha/resources.cfg that the CRM has not yet dropped
+	// from its status (until its next round): the status API lists them as "deleting".
+	deleting map[string]deletingService
+}
+
+type deletingService struct {
+	node, crm string
+	until     time.Time
 }
 
 func newHAState() haState {
 	return haState{resources: map[string]*haResource{}, rules: map[string]*haRule{},
-		nodeDownAt: map[string]time.Time{}, fenced: map[string]bool{}}
+		nodeDownAt: map[string]time.Time{}, fenced: map[string]bool{}, deleting: map[string]deletingService{}}
 }
 
 // HAEvent is one line of the CRM's log, as pve-ha-crm writes it to the journal.
@@ -417,6 +425,7 @@ func (s *Sim) hHAResourceCreate(c *call) *response {
 	r := &haResource{sid: sid, vmid: vmid}
 	setHAResourceProps(r, c.params)
 	s.ha.resources[sid] = r
+	delete(s.ha.deleting, sid)
 	s.haRequest(r, c.now)
 	return okData(nil)
 }
@@ -490,13 +499,18 @@ func (s *Sim) hHAResourceDelete(c *call) *response {
 	if s.ha.resources[sid] == nil {
 		return apiError(500, fmt.Sprintf("cannot delete service '%s', not HA managed!", sid)) // Resources.pm:313-315
 	}
-	s.deleteHAService(sid, purge)
+	s.deleteHAService(sid, purge, c.now)
 	return okData(nil)
 }
 
 // deleteHAService is src/PVE/HA/Config.pm delete_service_from_config (lines 437-465): the
 // section goes; with purge, the SID leaves every rule and a rule left empty is deleted.
-func (s *Sim) deleteHAService(sid string, purge bool) {
+func (s *Sim) deleteHAService(sid string, purge bool, now time.Time) {
+	if r := s.ha.resources[sid]; r != nil && r.crm != "" {
+		// The CRM drops the service from its status at its next round (Manager.pm
+		// manage: services gone from the config are removed from the manager status).
+		s.ha.deleting[sid] = deletingService{node: s.haNodeOf(r), crm: r.crm, until: now.Add(s.real(s.dur.HARound))}
+	}
 	delete(s.ha.resources, sid)
 	if !purge {
 		return

@@ -631,6 +631,18 @@ func (s *Sim) hHAStatus(c *call) *response {
 			out = append(out, map[string]any{"id": "lrm:" + n, "type": "lrm", "node": n, "status": status, "timestamp": ts})
 		}
 	}
+	for sid, d := range s.ha.deleting {
+		if !d.until.After(c.now) {
+			delete(s.ha.deleting, sid)
+		}
+	}
+	for _, sid := range slices.Sorted(maps.Keys(s.ha.deleting)) {
+		// Status.pm:309-331 for a service with a manager status and no config: state
+		// "deleting" (Tools.pm:219), no request_state.
+		d := s.ha.deleting[sid]
+		out = append(out, map[string]any{"id": "service:" + sid, "type": "service", "sid": sid, "node": d.node,
+			"crm_state": d.crm, "state": "deleting", "status": fmt.Sprintf("%s (%s, deleting)", sid, d.node)})
+	}
 	for _, sid := range slices.Sorted(maps.Keys(s.ha.resources)) {
 		r := s.ha.resources[sid]
 		node := s.haNodeOf(r)
@@ -705,10 +717,10 @@ func (s *Sim) haDestroyRefusal(c *call, vmid int) *response {
 
 // haDestroyPurge is destroy_vm's purge branch (lines 2874-2885): the VM leaves HA and,
 // purge being set, every rule.
-func (s *Sim) haDestroyPurge(vmid int, purge bool) {
+func (s *Sim) haDestroyPurge(vmid int, purge bool, at time.Time) {
 	sid := "vm:" + strconv.Itoa(vmid)
 	if purge && s.ha.resources[sid] != nil {
-		s.deleteHAService(sid, true)
+		s.deleteHAService(sid, true, at)
 	}
 }
 

@@ -107,6 +107,7 @@ func (s *Sim) AddHAResource(vmid int, state string) error {
 	}
 	r := &haResource{sid: sid, vmid: vmid, state: state}
 	s.ha.resources[sid] = r
+	delete(s.ha.deleting, sid)
 	s.haRequest(r, now)
 	return nil
 }

@@ -23,9 +23,13 @@ var haNodes = []string{captureNode, "pv1-2", "pv1-3"}
 
 // haTarget is a three-node simulator with the capture's VM 199999 cloned on pv1-1 and
 // a second VM 199998 on pv1-2.
-func haTarget(t *testing.T) (*target, *pvesim.Sim) {
+func haTarget(t *testing.T, durations ...pvesim.Durations) (*target, *pvesim.Sim) {
 	t.Helper()
-	tg := newTarget(t, pvesim.Options{Nodes: haNodes})
+	opts := pvesim.Options{Nodes: haNodes}
+	if len(durations) > 0 {
+		opts.Durations = durations[0]
+	}
+	tg := newTarget(t, opts)
 	s := tg.simOnly("builds a three-node cluster and moves nodes down")
 	tg.parallel()
 	tg.cloned()
@@ -270,7 +274,9 @@ func haPair(t *testing.T, tg *target, s *pvesim.Sim) {
 // acknowledged and each service is recovered (Manager.pm next_state_recovery) to a node
 // select_service_node allows: not the dead one, not the partner's of a negative rule.
 func TestSource_haRecovery(t *testing.T) {
-	tg, s := haTarget(t)
+	// The real fence delay and lock timeout times 10 (600 ms and 1.2 s at the default
+	// speed): the state right after the node goes down is read well before the fence.
+	tg, s := haTarget(t, pvesim.Durations{HAFenceDelay: 10 * time.Minute, HALockTimeout: 20 * time.Minute})
 	haPair(t, tg, s)
 	// A third HA resource on pv1-3 makes pv1-2 and pv1-3 equal by count, so that only the
 	// negative rule sends the recovery to pv1-3 (pv1-2 first by name).
@@ -623,5 +629,42 @@ func TestSource_haNoFenceWithoutServices(t *testing.T) {
 	tg.admin("GET", "/ha", nil, &got)
 	if got.Resources == nil || got.Rules == nil || len(got.Resources) != 0 {
 		t.Errorf("admin HA state %+v", got)
+	}
+}
+
+// TestSource_haDeleteLetsGo: a deleted HA resource leaves the config at once (status/current
+// reads managed 0, Config.pm:492-507) and the manager's status at its next round; meanwhile
+// the status API lists it as deleting (Status.pm:309-331, Tools.pm:219). The VM keeps
+// running: nothing stops it.
+func TestSource_haDeleteLetsGo(t *testing.T) {
+	// A round of 10 simulated minutes (600 ms at the default speed) leaves time to see the
+	// deleting entry on a loaded machine.
+	tg, s := haTarget(t, pvesim.Durations{HARound: 10 * time.Minute})
+	haPair(t, tg, s)
+	sid := haSID(tg.vmid)
+	if err := tg.api.DeleteHAResource(tg.ctx(), sid, true); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := tg.api.VMStatus(tg.ctx(), tg.node, tg.vmid); err != nil || bool(st.HA.Managed) || st.Status != "running" {
+		t.Errorf("after the delete: %+v, %v", st, err)
+	}
+	state := func() string {
+		st, err := tg.api.HAStatus(tg.ctx())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range st {
+			if e.SID == sid {
+				return e.State
+			}
+		}
+		return ""
+	}
+	if got := state(); got != "deleting" {
+		t.Errorf("right after the delete the status reads %q, want deleting", got)
+	}
+	tg.eventually("the service gone from the status", func() bool { return state() == "" })
+	if rules := s.HARules(); len(rules) != 1 || len(rules[0].Resources) != 1 {
+		t.Errorf("purge left the rules %+v", rules)
 	}
 }

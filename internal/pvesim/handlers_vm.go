@@ -868,7 +868,7 @@ func (s *Sim) hDestroy(c *call) *response {
 		// qemu-server src/PVE/API2/Qemu.pm destroy_vm: PVE::AccessControl::remove_vm_access
 		// drops the VM's ACL entries and its pool membership.
 		s.removeVMAccess(v.vmid)
-		s.haDestroyPurge(v.vmid, c.params["purge"] == "1")
+		s.haDestroyPurge(v.vmid, c.params["purge"] == "1", at)
 		return ""
 	}
 	s.submitTask(t, c.now)
