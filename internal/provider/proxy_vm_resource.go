@@ -327,6 +327,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
 	}
+	if vm.HAUnread {
+		resp.Diagnostics.Append(haUnreadWarning(id, vm)) // vm_ha.go
+	}
 	priorNode := state.Node.ValueString()
 	r.fillAddress(ctx, state, &vm)
 	// cores and memory_mib are what the VM runs with (a value pending in its config shows

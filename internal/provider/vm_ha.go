@@ -210,3 +210,11 @@ func planHANode(config proxyVMModel, plan, prior *proxyVMModel, recorded string,
 			"state's node shows where it is.")
 	return diags
 }
+
+// haUnreadWarning is the refresh's warning for an HA resource the backend could not read
+// (proxmox.VM.HAUnread): the state keeps its ha.
+func haUnreadWarning(id proxmox.ID, vm proxmox.VM) diag.Diagnostic {
+	return diag.NewAttributeWarningDiagnostic(path.Root("ha"), "HA resource of the proxy VM not read",
+		vmLabel(id.Name, id.VMID)+": "+vm.HAUnreadWhy+". The state keeps the ha it had, so a change made in Proxmox does not show. "+
+			"Grant the API token Sys.Audit on / (Proxmox reads HA resources only with it), then refresh again.")
+}

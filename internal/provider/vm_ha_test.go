@@ -147,3 +147,12 @@ func TestVMHA_planNodeLeavesAVMHAMovedWhereItIs(t *testing.T) {
 		t.Fatalf("ha added: plan node %s, diags %v", plan.Node, d)
 	}
 }
+
+func TestVMHA_unreadWarning(t *testing.T) {
+	d := haUnreadWarning(proxmox.ID{VMID: 100, Name: "proxy-a"}, proxmox.VM{HAUnread: true, HAUnreadWhy: "Permission check failed (/, Sys.Audit)"})
+	p, ok := d.(interface{ Path() path.Path })
+	if !ok || !p.Path().Equal(path.Root("ha")) || !strings.Contains(d.Detail(), "Permission check failed (/, Sys.Audit)") ||
+		!strings.Contains(d.Detail(), "Sys.Audit on /") {
+		t.Fatalf("warning %q: %q", d.Summary(), d.Detail())
+	}
+}
