@@ -295,8 +295,15 @@ func orNone(s string) string {
 // UpdateHARule writes s to rule s.ID, which must carry the mark of s.UID: the read, the
 // predicate, then the update with the digest read (a rule changed in between is refused
 // by Proxmox rather than overwritten). Resources of the rule that are not VMs are kept.
+//
+// A rule gone by the time of the update is made again with the resource's uid: Proxmox
+// deletes a rule whose VMs all left HA (a destroy's purge, pve-ha-manager
+// src/PVE/HA/Config.pm:437-465), as when every VM of the rule is replaced in one apply.
 func (b *Backend) UpdateHARule(ctx context.Context, s HARuleSpec) error {
 	r, err := b.readRule(ctx, "update", s.ID)
+	if errors.Is(err, ErrNotFound) {
+		return b.CreateHARule(ctx, s)
+	}
 	if err != nil {
 		return err
 	}

@@ -209,3 +209,23 @@ func TestHARule_unmanagedVMs(t *testing.T) {
 		t.Fatalf("create with unmanaged VMs: %v", err)
 	}
 }
+
+// A rule Proxmox deleted meanwhile (its VMs all purged from HA, as a replacement of both
+// does) is made again by the update, with the resource's mark.
+func TestHARule_updateRemakesAGoneRule(t *testing.T) {
+	h := ruleHarness(t)
+	if err := h.b.CreateHARule(h.ctx, pairSpec()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.f.DeleteHARule(h.ctx, "proxy-pair"); err != nil {
+		t.Fatal(err)
+	}
+	s := pairSpec()
+	s.VMIDs = []int{100, 102}
+	if err := h.b.UpdateHARule(h.ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := h.f.haRule("proxy-pair"); !ok || r.Resources != "vm:100,vm:102" || r.Comment != "keep apart\nproxy-operator-ha-rule="+testUID {
+		t.Fatalf("rule after the update: %+v (%v)", r, ok)
+	}
+}
