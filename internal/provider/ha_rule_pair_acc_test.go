@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -350,6 +351,68 @@ func TestAccExamples_proxyHARule(t *testing.T) {
 				},
 			},
 			{Config: cfg, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		},
+	})
+}
+
+// TestAccHARule_pairReplacedKeepsRule: a cloud-init change replaces both VMs of the pair;
+// their destroys take them out of HA with purge, which deletes the rule left without VMs,
+// and the rule's update makes it again on the new VMs (at the same VMIDs: a name probes the
+// same ones), with the same uid.
+//
+// Known gap, so skipped unless PROXY_TEST_KNOWN_GAPS is set: it fails on this code. A
+// replacement keeps a VM's VMID known in the plan (a name probes the same VMIDs), so the
+// rule's plan shows no change and Terraform never calls its update; the purge deleted the
+// rule, and only the next apply makes it again. Making proxy_vm's vmid unknown in a
+// replacement's plan, with the rule marking id unknown while vms is unknown, would close it.
+func TestAccHARule_pairReplacedKeepsRule(t *testing.T) {
+	needVMHA(t)
+	if os.Getenv("PROXY_TEST_KNOWN_GAPS") == "" {
+		t.Skip("a known gap: replacing every VM of a rule leaves it deleted until the next apply (set PROXY_TEST_KNOWN_GAPS=1 to run)")
+	}
+	env, c := multiNodeEnv(t, "pve1", "pve2", "pve3")
+	prefix := vmName("repl")
+	cfg := pairConfig(env, prefix, "")
+	cfg2 := strings.Replace(cfg, hclString(cloudInit(prefix)), hclString(cloudInit(prefix+"-v2")), 1)
+	env.Sim.EnableRequestLog()
+	var uid string
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkPairGone(env, c, prefix),
+		Steps: []resource.TestStep{
+			{
+				Config: cfg,
+				Check: func(s *terraform.State) error {
+					uid = s.RootModule().Resources["proxy_ha_rule.apart"].Primary.Attributes["uid"]
+					return nil
+				},
+			},
+			{
+				Config: cfg2,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(pairAddr+"[0]", plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectResourceAction(pairAddr+"[1]", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: func(s *terraform.State) error {
+					ids, err := pairVMIDs(s)
+					if err != nil {
+						return err
+					}
+					r, ok := simRule(env, prefix+"-apart")
+					want := []string{"vm:" + strconv.Itoa(min(ids[0], ids[1])), "vm:" + strconv.Itoa(max(ids[0], ids[1]))}
+					if !ok || !slices.Equal(r.Resources, want) || !strings.HasSuffix(r.Comment, "proxy-operator-ha-rule="+uid) {
+						var log []string
+						for _, q := range env.Sim.RequestLog() {
+							if strings.Contains(q.Path, "/cluster/ha") && q.Method != http.MethodGet {
+								log = append(log, q.Method+" "+q.Path+" "+strconv.Itoa(q.Status))
+							}
+						}
+						return fmt.Errorf("rule after the replacement: %+v (%v), want %v with uid %s; %v", r, ok, want, uid, log)
+					}
+					return nil
+				},
+			},
+			{Config: cfg2, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 		},
 	})
 }
