@@ -31,7 +31,17 @@ type healthModel struct {
 	ID       types.String      `tfsdk:"id"`
 	Ready    types.Bool        `tfsdk:"ready"`
 	Nodes    []healthNodeModel `tfsdk:"nodes"`
+	HA       *healthHAModel    `tfsdk:"ha"`
 	Timeouts timeouts.Value    `tfsdk:"timeouts"`
+}
+
+// healthHAModel is the HA verdict (proxmox.CheckHA): not part of ready, since HA is
+// optional.
+type healthHAModel struct {
+	Usable            types.Bool   `tfsdk:"usable"`
+	Quorate           types.Bool   `tfsdk:"quorate"`
+	MissingPrivileges types.List   `tfsdk:"missing_privileges"`
+	Message           types.String `tfsdk:"message"`
 }
 
 type healthNodeModel struct {
@@ -66,6 +76,24 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 			"ready": schema.BoolAttribute{
 				Computed:            true,
 				MarkdownDescription: "`true` only when every node is ready.",
+			},
+			"ha": schema.SingleNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "Whether HA (`ha` on `proxy_vm`, `proxy_ha_rule`) is usable: the cluster is quorate and the API token " +
+					"holds `Sys.Audit` and `Sys.Console` on `/`. Not part of `ready`.",
+				Attributes: map[string]schema.Attribute{
+					"usable": schema.BoolAttribute{
+						Computed: true, MarkdownDescription: "`true` when the cluster is quorate and no HA privilege is missing.",
+					},
+					"quorate": schema.BoolAttribute{
+						Computed: true, MarkdownDescription: "The quorum of `GET /cluster/ha/status/current`; null when it could not be read.",
+					},
+					"missing_privileges": schema.ListAttribute{
+						Computed: true, ElementType: types.StringType,
+						MarkdownDescription: "The HA privileges the API token lacks, each `<privilege> on /`; null when they could not be read.",
+					},
+					"message": detail("What the HA check found, in words."),
+				},
 			},
 			"nodes": schema.ListNestedAttribute{
 				Computed:            true,
@@ -131,7 +159,15 @@ func (d *healthDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	var ha proxmox.HAHealth
+	haDone := make(chan struct{})
+	go func() {
+		defer close(haDone)
+		ha = d.data.backend.CheckHA(rctx)
+	}()
 	checks := d.data.backend.CheckDetailed(rctx)
+	<-haDone
+	m.HA = healthHAFrom(ha)
 
 	m.ID = types.StringValue(d.data.cfg.Endpoint)
 	m.Nodes = make([]healthNodeModel, len(checks))
@@ -171,6 +207,25 @@ func healthNodeFrom(c proxmox.NodeCheck) healthNodeModel {
 		Templates:          dsString(c.Templates),
 		MissingPrivileges:  missingPrivileges(c),
 	}
+}
+
+// healthHAFrom maps the HA verdict: what was not read is null.
+func healthHAFrom(h proxmox.HAHealth) *healthHAModel {
+	out := &healthHAModel{
+		Usable: types.BoolValue(h.Usable), Quorate: types.BoolNull(),
+		MissingPrivileges: types.ListNull(types.StringType), Message: types.StringValue(h.Message),
+	}
+	if h.QuorumKnown {
+		out.Quorate = types.BoolValue(h.Quorate)
+	}
+	if h.MissingPrivileges != nil {
+		elems := make([]attr.Value, len(h.MissingPrivileges))
+		for i, m := range h.MissingPrivileges {
+			elems[i] = types.StringValue(m)
+		}
+		out.MissingPrivileges = types.ListValueMust(types.StringType, elems)
+	}
+	return out
 }
 
 // missingPrivileges is the verdict's list: empty once the privilege round ran (the

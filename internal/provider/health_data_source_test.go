@@ -343,6 +343,10 @@ func simRequests(s *pvesim.Sim) int {
 // template's disk) and /sdn/zones/localnetwork/vmbr0 (its NIC): 5.
 var simPrivilegeRound = map[string]int{"GET /nodes/{node}/qemu/{vmid}/config": 1, "GET /access/permissions": 5}
 
+// simHARound is what the HA round of one read of the data source adds (proxmox.CheckHA):
+// the token's privileges on / and the HA status.
+var simHARound = map[string]int{"GET /access/permissions": 1, "GET /cluster/ha/status/current": 1}
+
 // TestAccHealthDataSource_fourRequestsPerNode reads a three-node cluster. Terraform reads
 // the data source more than once per step, so the test measures the ratios: every read
 // makes exactly one of each of the four requests per node, plus one privilege round shared
@@ -373,7 +377,11 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 					}
 				}
 				round := 0
-				for k, n := range simPrivilegeRound {
+				perRead := maps.Clone(simPrivilegeRound)
+				for k, n := range simHARound {
+					perRead[k] += n
+				}
+				for k, n := range perRead {
 					if st[k] != n*reads {
 						return fmt.Errorf("%s made %d times in %d reads, want %d", k, st[k], reads, n*reads)
 					}
@@ -382,7 +390,7 @@ func TestAccHealthDataSource_fourRequestsPerNode(t *testing.T) {
 				if n := simRequests(env.Sim); n != (4*3+round)*reads {
 					return fmt.Errorf("%d requests in %d reads of 3 nodes, want %d: %v", n, reads, (4*3+round)*reads, st)
 				}
-				t.Logf("%d reads of 3 nodes: %d requests, 4 per node per read and %d for the privileges", reads, (4*3+round)*reads, round)
+				t.Logf("%d reads of 3 nodes: %d requests, 4 per node per read and %d for the privileges and HA", reads, (4*3+round)*reads, round)
 				return nil
 			},
 		}},

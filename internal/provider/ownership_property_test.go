@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,18 @@ func propPaths() []propPath {
 				c.t.Errorf("destroy: %v, want success leaving the VM alone", err)
 			}
 		}},
+		{"ha: set, then remove (update)", true, func(c *propCase) {
+			h := proxmox.HA{State: proxmox.HAStateStopped, MaxRestart: 7, MaxRelocate: 7}
+			notOurs(c, "ha set", c.b.Update(c.ctx, id(c), proxmox.Changes{UID: propStateUID, HA: &proxmox.HAChange{Set: &h}}))
+			notOurs(c, "ha ignored", c.b.Update(c.ctx, id(c), proxmox.Changes{UID: propStateUID, HA: &proxmox.HAChange{Set: &proxmox.HA{State: proxmox.HAStateIgnored}}}))
+			notOurs(c, "ha remove", c.b.Update(c.ctx, id(c), proxmox.Changes{UID: propStateUID, HA: &proxmox.HAChange{Remove: true}}))
+		}},
+		{"destroy of a resource with ha", true, func(c *propCase) {
+			err := c.b.DeleteVM(c.ctx, id(c), proxmox.DeleteOptions{Node: "pve1", UID: propStateUID, HA: true, Seed: proxmox.SeedFile(propName, propStateUID)})
+			if err != nil {
+				c.t.Errorf("destroy: %v, want success leaving the VM alone", err)
+			}
+		}},
 		{"destroy without a uid", true, func(c *propCase) {
 			if err := c.b.DeleteVM(c.ctx, id(c), proxmox.DeleteOptions{Node: "pve1"}); err != nil {
 				c.t.Errorf("destroy: %v, want success leaving the VM alone", err)
@@ -276,6 +289,11 @@ func runPropCase(t *testing.T, p propPath, v propVariant, vmid int, allocID stri
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	// Its HA resource, made by hand (decision: ha-placement): never changed nor removed.
+	if err := sim.AddHAResource(vmid, "started"); err != nil {
+		t.Fatal(err)
+	}
+	haBefore, _ := sim.HAResourceOf(vmid)
 	before, _ := sim.VM(vmid)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -284,7 +302,7 @@ func runPropCase(t *testing.T, p propPath, v propVariant, vmid int, allocID stri
 
 	var wrote []string
 	for _, r := range sim.RequestLog() {
-		if r.Method != http.MethodGet && (r.VMID == vmid || strings.Contains(r.Path, seed)) {
+		if r.Method != http.MethodGet && (r.VMID == vmid || strings.Contains(r.Path, seed) || strings.Contains(r.Path, "/cluster/ha/")) {
 			wrote = append(wrote, r.Method+" "+r.Path)
 		}
 	}
@@ -295,6 +313,10 @@ func runPropCase(t *testing.T, p propPath, v propVariant, vmid int, allocID stri
 	case after.Description != before.Description || after.Power != before.Power || after.Node != before.Node ||
 		!maps.Equal(after.Config, before.Config):
 		wrote = append(wrote, fmt.Sprintf("the VM changed: %+v -> %+v", before, after))
+	}
+	if haAfter, ok := sim.HAResourceOf(vmid); !ok || haAfter.State != haBefore.State || haAfter.Comment != haBefore.Comment ||
+		!reflect.DeepEqual([]any{haAfter.MaxRestart, haAfter.MaxRelocate, haAfter.Failback}, []any{haBefore.MaxRestart, haBefore.MaxRelocate, haBefore.Failback}) {
+		wrote = append(wrote, fmt.Sprintf("its HA resource changed: %+v -> %+v (present %v)", haBefore, haAfter, ok))
 	}
 	if data, ok := sim.ISO("pve1", volid); !ok || string(data) != "the foreign VM's seed" {
 		wrote = append(wrote, "its seed ISO changed or is gone")

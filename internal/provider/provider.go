@@ -434,7 +434,7 @@ func unknownAttributes(raw tftypes.Value) []string {
 }
 
 func (p *proxyProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{NewProxyVMResource}
+	return []func() resource.Resource{NewProxyVMResource, NewHARuleResource}
 }
 
 func (p *proxyProvider) DataSources(_ context.Context) []func() datasource.DataSource {

@@ -25,6 +25,7 @@ type proxyVMModel struct {
 	Timeouts    timeouts.Value `tfsdk:"timeouts"`
 	vmAddresses                // vm_addresses.go
 	vmNoteTags                 // vm_note_tags.go
+	vmHA                       // vm_ha.go
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -129,6 +130,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.vmNetwork.read(vm)
 	m.vmPower.read(vm)
 	m.vmAddresses.read(vm)
+	m.vmHA.read(vm)
 	importedCloudInitChange(m) // an import, which cannot read it
 	applyConcepts(m, vm)
 }
@@ -144,6 +146,7 @@ func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt 
 	m.vmCloudInit.nullUnknown()
 	m.vmNetwork.nullUnknown()
 	m.vmPower.nullUnknown()
+	m.vmHA.nullUnknown()
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
@@ -203,6 +206,7 @@ func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmo
 	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
 	plan.vmCloudInit.spec(&s)
 	plan.vmNetwork.spec(&s)
+	plan.vmHA.spec(&s)
 	applyConceptsSpec(&s, plan)
 	return s
 }
@@ -221,6 +225,9 @@ func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
 		changed = true
 	}
 	if conceptChanges(&c, prior, plan) {
+		changed = true
+	}
+	if plan.vmHA.changes(prior.vmHA, &c) {
 		changed = true
 	}
 	return c, changed

@@ -30,6 +30,7 @@ func planProxyVM(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, p
 	diags.Append(planSize(cfg, config, plan, prior)...)
 	planNetworkDefaults(cfg, config, plan, prior)
 	planAddressAfterRestart(plan, prior)
+	diags.Append(planHA(config)...)
 	return replace, diags
 }
 

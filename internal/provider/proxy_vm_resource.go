@@ -125,6 +125,8 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	planNodeDrift(config, &plan, prior, recorded, hasRecord)
+	// A VM the HA manager moved is left where it is (vm_ha.go).
+	resp.Diagnostics.Append(planHANode(config, &plan, prior, recorded, hasRecord)...)
 	planStatus(&plan, prior) // a start, started = false (vm_power.go)
 	// What a cores or memory change does to a running VM (proxy_vm_restart.go).
 	resp.Diagnostics.Append(planPower(config, &plan, prior, readPower(ctx, req.Private))...)
@@ -147,6 +149,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// its attribute instead of a clone at apply.
 	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", replacesExisting(ctx, req.Private), config, plan, &resp.Diagnostics) {
 		return
+	}
+	if vmHAWrites(prior, plan) { // ha_preflight.go
+		vmid, _ := knownInt(plan.VMID)
+		if haPreflight(r.data.withLogging(ctx), r.data, vmLabelFor("plan", plan.Name.ValueString(), vmid), &resp.Diagnostics); resp.Diagnostics.HasError() {
+			return
+		}
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
@@ -285,7 +293,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// The uid too: our name and mark with another uid is another workspace's VM (one cloned
 	// onto the VMID saved before our clone was refused), not this resource.
 	// Never another uid, and never none: the state's uid is never replaced by the VM's.
-	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString(), Pool: state.Pool.ValueString()})
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString(), Pool: state.Pool.ValueString(), HA: !state.HA.IsNull()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
 		// Kept in the state, marked deleted, so that the plan replaces it and the seed ISO it
@@ -319,6 +327,9 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
 			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
 				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
+	}
+	if vm.HAUnread {
+		resp.Diagnostics.Append(haUnreadWarning(id, vm)) // vm_ha.go
 	}
 	priorNode := state.Node.ValueString()
 	r.fillAddress(ctx, state, &vm)
@@ -412,7 +423,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
 		if err := r.data.backend.Update(ctx, id, changes); err != nil {
 			// Record what did change before the failure, so the next plan shows only the rest.
-			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: prior.Pool.ValueString()}); gerr == nil {
+			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: prior.Pool.ValueString(), HA: changes.HA != nil || !prior.HA.IsNull()}); gerr == nil {
 				state := prior
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
@@ -426,7 +437,7 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	if changes.Start || restarts(prior.Status, changes) {
 		vm, err = r.settle(ctx, id, changes.UID, plan.Pool.ValueString(), waitIP)
 	} else {
-		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: plan.Pool.ValueString()})
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: plan.Pool.ValueString(), HA: !plan.HA.IsNull()})
 	}
 	if err != nil {
 		note := "The changes were applied, but the VM could not be read back; the next plan shows what remains."
@@ -523,7 +534,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
 	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private), SeedNodes: readSeedNodes(ctx, req.Private),
-		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart}
+		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart, HA: !state.HA.IsNull()}
 	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
 		// What the destroy skipped on purpose (a seed on a storage that does not exist).
@@ -621,9 +632,9 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 	}
 	// The lookup checked that the VM may be imported (a finished mark with a uid); the state
 	// takes the uid read here, which must still be there.
-	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true, AnyOwner: true})
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true, AnyOwner: true, HA: true})
 	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient {
-		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, AnyOwner: true}) // the agent is optional here
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, AnyOwner: true, HA: true}) // the agent is optional here
 	}
 	if err == nil && (vm.UID == "" || vm.Creating) {
 		err = proxmox.Transientf("its mark changed while it was imported (it now has no uid line, or says it is being created); import it again")

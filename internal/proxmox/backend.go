@@ -151,6 +151,8 @@ type Spec struct {
 	// Options are the values of the RestartOptions beyond cores and memory, by config key
 	// (the attribute's value, as RestartOption.Value takes it; absent: as cloned).
 	Options map[string]string
+	// HA, when set, is the HA resource the VM gets once it is finished (ha.go).
+	HA *HA
 }
 
 // VM is what Get reads back.
@@ -217,6 +219,13 @@ type VM struct {
 	// Options are the values of the RestartOptions beyond cores and memory, by config key,
 	// as their attributes show them (absent: the config does not set the option).
 	Options map[string]string
+	// HA is the VM's HA resource (ha.go), read when GetOptions.HA asks (HARead set): nil
+	// when it has none. HAUnread says it was asked for but could not be read (HAUnreadWhy
+	// says why).
+	HA          *HA
+	HARead      bool
+	HAUnread    bool
+	HAUnreadWhy string
 }
 
 // PassedVM is a finished VM of the created VM's name and namespace that Create skipped.
@@ -276,6 +285,8 @@ type GetOptions struct {
 	AnyOwner bool
 	// Pool is the pool the caller's state holds, for VM.PoolUnverified.
 	Pool string
+	// HA reads the VM's HA resource into VM.HA (one request more; needs Sys.Audit on /).
+	HA bool
 }
 
 // Changes is an in-place update; nil fields are left alone.
@@ -344,6 +355,9 @@ type Changes struct {
 	// Options are the new values of the RestartOptions beyond cores and memory, by config
 	// key (absent: left alone).
 	Options map[string]string
+	// HA, when set, writes or removes the VM's HA resource, after every other change
+	// (ha.go).
+	HA *HAChange
 }
 
 // Instance is one marked VM listed by List (decision: list-marked).

@@ -557,6 +557,12 @@ func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int, c
 		}
 		return err
 	}
+	if haHanded(upid) {
+		// The HA manager starts it (decision: ha-placement).
+		if err := b.waitHAPower(ctx, op, node, vmid, "running", b.cfg.Budgets.Start); err != nil {
+			return err
+		}
+	}
 	b.started.Store(vmid, b.clock.Now())
 	return b.waitRunning(ctx, op, node, vmid)
 }
@@ -585,13 +591,17 @@ func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[st
 		drive, vol, node, fix, cause)
 }
 
-// stopAndWait stops a VM and waits for the task.
+// stopAndWait stops a VM and waits for the task, and, when the task handed the stop to the
+// HA manager (haHanded), for the VM to stop.
 func (b *Backend) stopAndWait(ctx context.Context, op, node string, vmid int) error {
 	upid, err := b.api.Stop(ctx, node, vmid)
 	if err != nil {
 		return apiErrorf(op, err, "stopping the VM on node %s", node)
 	}
-	return b.waitTask(ctx, upid, b.cfg.Budgets.Stop)
+	if err := b.waitTask(ctx, upid, b.cfg.Budgets.Stop); err != nil || !haHanded(upid) {
+		return err
+	}
+	return b.waitHAPower(ctx, op, node, vmid, "stopped", b.cfg.Budgets.Stop)
 }
 
 // waitRunning polls status/current until running/running within the running budget. A
@@ -656,6 +666,13 @@ func (c *creation) finish(ctx context.Context) (VM, error) {
 	}
 	if err := c.finalize(ctx); err != nil {
 		return VM{}, err
+	}
+	// HA only now: finalize has shown the VM to be this resource's (decision: ha-placement).
+	if h := c.s.HA; h != nil {
+		if err := b.putHA(ctx, "create", c.vmid, *h); err != nil {
+			return VM{}, err
+		}
+		vm.HA, vm.HARead = h, true
 	}
 	vm.Creating = false
 	vm.Passed = c.passed

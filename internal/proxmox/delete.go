@@ -37,6 +37,9 @@ type DeleteOptions struct {
 	// nodes whose failure fails the call, like Node. Empty, or the VM's node alone: nothing
 	// more is sent.
 	SeedNodes []string
+	// HA says the caller's state gave the VM an HA resource: a VM of ours is taken out of
+	// HA (releaseHA, decision: ha-placement) before it is stopped.
+	HA bool
 }
 
 // DeleteVM runs the delete steps (decision: delete-steps, decision: seed-before-destroy)
@@ -141,6 +144,12 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 	node := st.r.Node
 	if err := refuseProtected(id, st.cfg); err != nil {
 		return false, node, false, err
+	}
+	// Out of HA first, or the HA manager would start the VM again (decision: ha-placement).
+	if opts.HA {
+		if err := b.releaseHA(ctx, "delete", id, node, b.cfg.Budgets.Destroy); err != nil {
+			return false, node, false, err
+		}
 	}
 	// The seeds go before the destroy (decision: seed-before-destroy, decision: seed-sweep),
 	// deleted while the VM stops, since they do not depend on the stop. A failure leaves the

@@ -35,6 +35,9 @@ import (
 func (b *Backend) Get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	start := b.clock.Now()
 	vm, err := b.get(ctx, id, opts)
+	if err == nil && opts.HA {
+		b.getHA(ctx, &vm)
+	}
 	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if err != nil {
 		err = wrap("get", id.Name, id.VMID, err)

@@ -192,6 +192,10 @@ func (b *Backend) shutdownAndWait(ctx context.Context, op, node string, vmid int
 	if err != nil {
 		return apiErrorf(op, err, "reading the status on node %s after the shutdown", node)
 	}
+	if vs.Status == "running" && haHanded(upid) {
+		// The HA manager shuts it down, with the same timeout (decision: ha-placement).
+		return b.waitHAPower(ctx, op, node, vmid, "stopped", time.Duration(secs)*time.Second+shutdownKillGrace)
+	}
 	if vs.Status == "running" {
 		tflog.SubsystemInfo(ctx, LogSubsystem, "proxmox vm still running after its shutdown task: stopping it", fields)
 		return b.stopAndWait(ctx, op, node, vmid)

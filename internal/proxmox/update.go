@@ -92,6 +92,11 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	if err != nil {
 		return node, nil, err
 	}
+	// Out of HA's hands before a migration or a power change (decision: ha-placement).
+	haFirst, err := b.haBeforeChanges(ctx, id, ch)
+	if err != nil {
+		return node, nil, err
+	}
 	// The pool first: the rest is done under the privileges the VM has where it ends up.
 	pooled, err := b.movePool(ctx, id, ch)
 	if err != nil {
@@ -102,11 +107,14 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 			return node, nil, err
 		}
 	}
-	run := &updateRun{b: b, id: id, node: node, ch: ch, updatePlan: plan}
+	run := &updateRun{b: b, id: id, node: node, ch: ch, updatePlan: plan, haDone: haFirst}
 	if err := run.execute(ctx); err != nil {
 		return node, nil, err
 	}
 	did := run.did
+	if haFirst {
+		did = append(did, "ha")
+	}
 	if pooled {
 		did = append(did, "pool")
 	}
@@ -182,6 +190,9 @@ func checkUpdateInput(id ID, ch Changes) error {
 			return err
 		}
 	}
+	if ch.HA != nil && ch.HA.Set != nil {
+		return checkHA(*ch.HA.Set)
+	}
 	return nil
 }
 
@@ -195,6 +206,8 @@ type updateRun struct {
 	node string
 	ch   Changes
 	updatePlan
+	// haDone: Changes.HA was applied before the other changes (haBeforeChanges).
+	haDone bool
 }
 
 // execute runs the update's steps, in this order; the first error ends it.
@@ -209,6 +222,7 @@ func (r *updateRun) execute(ctx context.Context) error {
 		r.ensureSeedBeforeRestart, // a hotplug that fell back to a restart
 		r.resizeDisk,              // the boot disk grows
 		r.power,                   // stop, shutdown, restart, start, or left pending
+		r.ha,                      // the HA resource last (ha.go)
 	} {
 		if err := step(ctx); err != nil {
 			return err
