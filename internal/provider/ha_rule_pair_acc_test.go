@@ -355,21 +355,13 @@ func TestAccExamples_proxyHARule(t *testing.T) {
 	})
 }
 
-// TestAccHARule_pairReplacedKeepsRule: a cloud-init change replaces both VMs of the pair;
-// their destroys take them out of HA with purge, which deletes the rule left without VMs,
-// and the rule's update makes it again on the new VMs (at the same VMIDs: a name probes the
-// same ones), with the same uid.
-//
-// Known gap, so skipped unless PROXY_TEST_KNOWN_GAPS is set: it fails on this code. A
-// replacement keeps a VM's VMID known in the plan (a name probes the same VMIDs), so the
-// rule's plan shows no change and Terraform never calls its update; the purge deleted the
-// rule, and only the next apply makes it again. Making proxy_vm's vmid unknown in a
-// replacement's plan, with the rule marking id unknown while vms is unknown, would close it.
+// TestAccHARule_pairReplacedKeepsRule: a cloud-init change replaces both VMs of the pair at
+// the same VMIDs (a name probes the same ones); their destroys remove their HA resources
+// without purge (decision: ha-placement), so the rule keeps naming the VMIDs, the new VMs
+// rejoin it, and one apply converges: the rule unchanged, the next plan empty. With purge
+// the rule was deleted and only the next apply made it again.
 func TestAccHARule_pairReplacedKeepsRule(t *testing.T) {
 	needVMHA(t)
-	if os.Getenv("PROXY_TEST_KNOWN_GAPS") == "" {
-		t.Skip("a known gap: replacing every VM of a rule leaves it deleted until the next apply (set PROXY_TEST_KNOWN_GAPS=1 to run)")
-	}
 	env, c := multiNodeEnv(t, "pve1", "pve2", "pve3")
 	prefix := vmName("repl")
 	cfg := pairConfig(env, prefix, "")

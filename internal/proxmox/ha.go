@@ -132,13 +132,15 @@ func (b *Backend) setHA(ctx context.Context, op string, vmid int, h HA) error {
 	return nil
 }
 
-// removeHA deletes the VM's HA resource with purge, which also takes it out of every HA
-// rule (and deletes a rule left without resources; pve-ha-manager src/PVE/HA/Config.pm:
-// 437-465), so no rule keeps naming a VMID a later VM may get. One already gone is fine.
-// It reports whether there was one.
+// removeHA deletes the VM's HA resource without purge (decision: ha-placement): purge
+// would take the VM out of every HA rule, foreign ones included, and delete a rule left
+// without resources (pve-ha-manager src/PVE/HA/Config.pm:437-465), so a replacement at the
+// same VMIDs lost its proxy_ha_rule until the next apply. The destroy that follows purges
+// nothing more: the VM is no longer an HA service (Config.pm:440). One already gone is
+// fine. It reports whether there was one.
 func (b *Backend) removeHA(ctx context.Context, op string, vmid int) (bool, error) {
 	sid := pveapi.HASID(vmid)
-	err := b.api.DeleteHAResource(ctx, sid, true)
+	err := b.api.DeleteHAResource(ctx, sid, false)
 	switch {
 	case err == nil:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox ha resource removed", map[string]any{"vmid": vmid, "sid": sid})

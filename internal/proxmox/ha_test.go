@@ -240,7 +240,7 @@ func TestHA_updateRefusesABadStateBeforeAnyWrite(t *testing.T) {
 	}
 }
 
-func TestHA_updateRemovesWithPurgeBeforeOtherChanges(t *testing.T) {
+func TestHA_updateRemovesWithoutPurgeBeforeOtherChanges(t *testing.T) {
 	h := newHarness(t)
 	h.ourRunningVM(testVMID0, testName)
 	sid := pveapi.HASID(testVMID0)
@@ -253,12 +253,13 @@ func TestHA_updateRemovesWithPurgeBeforeOtherChanges(t *testing.T) {
 	if _, ok := h.f.haResource(sid); ok {
 		t.Fatal("HA resource still there after its removal")
 	}
-	if r, _ := h.f.haRule("pair"); r.Resources != "vm:42" {
-		t.Fatalf("rule resources %q after a purge, want vm:42", r.Resources)
+	// No purge (decision: ha-placement): a rule is its owner's, and stays as it was.
+	if r, _ := h.f.haRule("pair"); r.Resources != "vm:42,"+sid {
+		t.Fatalf("rule resources %q after the removal, want vm:42,%s (unchanged)", r.Resources, sid)
 	}
 	d := h.f.callsOf("DeleteHAResource")
-	if len(d) != 1 || d[0].Args["purge"] != "true" {
-		t.Fatalf("DeleteHAResource calls %v, want one with purge", d)
+	if len(d) != 1 || d[0].Args["purge"] != "false" {
+		t.Fatalf("DeleteHAResource calls %v, want one without purge", d)
 	}
 	if w := callIndex(h.f, "SetVMConfig"); w < 0 || callIndex(h.f, "DeleteHAResource") > w {
 		t.Fatalf("HA removed after the config write: %v", h.f.methods())
@@ -311,8 +312,8 @@ func TestHA_deleteTakesTheVMOutOfHAAndWaitsFirst(t *testing.T) {
 	if _, ok := h.f.haResource(sid); ok {
 		t.Fatal("HA resource left")
 	}
-	if _, ok := h.f.haRule("alone"); ok {
-		t.Fatal("a rule naming only the VM is left (purge deletes it)")
+	if r, ok := h.f.haRule("alone"); !ok || r.Resources != sid {
+		t.Fatalf("the rule naming the VM was changed: %+v (present %v); a destroy writes no rule", r, ok)
 	}
 	if s := h.f.seeds(); len(s) != 0 {
 		t.Fatalf("seeds left: %v", s)
@@ -325,8 +326,8 @@ func TestHA_deleteTakesTheVMOutOfHAAndWaitsFirst(t *testing.T) {
 	if n := h.f.calls("HAStatus"); n != 3 {
 		t.Fatalf("HAStatus read %d times, want 3 (listed twice, then gone)", n)
 	}
-	if d := h.f.callsOf("DeleteHAResource")[0]; d.Args["purge"] != "true" {
-		t.Fatalf("DeleteHAResource without purge: %v", d.Args)
+	if d := h.f.callsOf("DeleteHAResource")[0]; d.Args["purge"] != "false" {
+		t.Fatalf("DeleteHAResource with purge: %v", d.Args)
 	}
 }
 
