@@ -14,10 +14,11 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
-// Node loss with HA (issue 38): a pair of proxies with ha set and a negative
-// resource-affinity proxy_ha_rule on a three-node cluster, beside a foreign HA pair and a
-// foreign rule inside the VMID range. The simulator's HA durations (fencing delay, lock
-// timeout) are minutes of simulated time, a fraction of a second at its speed.
+// Node loss with HA: a pair of proxies with ha set and a negative resource-affinity
+// proxy_ha_rule on a three-node cluster, beside a foreign HA pair and a foreign rule inside
+// the VMID range; the provider never fights HA's placement (decision: ha-placement). The
+// simulator's HA durations (fencing delay, lock timeout) are minutes of simulated time, a
+// fraction of a second at its speed.
 
 // The foreign HA guests: running on pve3, HA resources, kept there by a rule of their own.
 const (
