@@ -50,6 +50,7 @@ type scenario struct {
 	prefix string
 	pc     tfrun.ProviderConfig
 	vms    []tfrun.VM
+	tail   string // HCL after the VMs (other resources, e.g. proxy_ha_rule)
 	rng    *rand.Rand
 	// counted says the scenario's outcome went into the figures (figure); countSeedsLeft
 	// counts the others.
@@ -171,6 +172,7 @@ func (s *scenario) config() string {
 	for _, v := range s.vms {
 		b.WriteString(v.HCL())
 	}
+	b.WriteString(s.tail)
 	return b.String()
 }
 
@@ -263,7 +265,7 @@ func (s *scenario) converge() outcome {
 	o.Converged = len(o.Problems) == 0 && len(o.Orphans) == 0
 	wrong := 0
 	for _, p := range o.Problems {
-		if strings.Contains(p, "foreign guest") {
+		if strings.Contains(p, "foreign guest") || strings.Contains(p, "foreign HA") {
 			wrong++
 		}
 	}

@@ -3,6 +3,7 @@ package tfrun
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,21 +11,31 @@ import (
 )
 
 // Baseline is the cluster before a scenario: every guest (foreign VMs, templates,
-// containers) and every volume. Whatever it holds must come out of the scenario unchanged.
+// containers), every volume, every HA resource and rule. Whatever it holds must come out of
+// the scenario unchanged (an HA resource's configuration, not the CRM's view of it).
 type Baseline struct {
-	VMs     map[int]pvesim.VMState
-	Volumes map[string]bool // node + "|" + volid
+	VMs         map[int]pvesim.VMState
+	Volumes     map[string]bool // node + "|" + volid
+	HAResources map[string]pvesim.HAResourceState
+	HARules     map[string]pvesim.HARuleState
 }
 
 // TakeBaseline snapshots the simulator.
 func TakeBaseline(s *pvesim.Sim) Baseline {
 	st := s.State()
-	b := Baseline{VMs: map[int]pvesim.VMState{}, Volumes: map[string]bool{}}
+	b := Baseline{VMs: map[int]pvesim.VMState{}, Volumes: map[string]bool{},
+		HAResources: map[string]pvesim.HAResourceState{}, HARules: map[string]pvesim.HARuleState{}}
 	for _, v := range st.VMs {
 		b.VMs[v.VMID] = v
 	}
 	for _, v := range st.Volumes {
 		b.Volumes[v.Node+"|"+v.VolID] = true
+	}
+	for _, r := range s.HAResources() {
+		b.HAResources[r.SID] = r
+	}
+	for _, r := range s.HARules() {
+		b.HARules[r.ID] = r
 	}
 	return b
 }
@@ -186,8 +197,8 @@ func checkEntry(f *Findings, tracked map[int]string, wi int, r Resource, byID ma
 }
 
 // Gone checks that nothing of the scenario is left (after a destroy): no VM with one of
-// its names, no seed ISO of one of them; and the baseline is intact. Leftovers are
-// orphans.
+// its names, no seed ISO of one of them, no HA resource or rule the baseline did not hold;
+// and the baseline is intact. Leftovers are orphans.
 func (c *Checker) Gone() Findings {
 	var f Findings
 	st := c.Sim.State()
@@ -208,6 +219,16 @@ func (c *Checker) Gone() Findings {
 		}
 		if n, _ := seedName(vol.VolID); n != "" && c.Owns(n) {
 			f.Orphans = append(f.Orphans, fmt.Sprintf("seed %s on %s left after destroy", vol.VolID, vol.Node))
+		}
+	}
+	for _, r := range c.Sim.HAResources() {
+		if _, base := c.Baseline.HAResources[r.SID]; !base {
+			f.Orphans = append(f.Orphans, fmt.Sprintf("HA resource %s left after destroy", r.SID))
+		}
+	}
+	for _, r := range c.Sim.HARules() {
+		if _, base := c.Baseline.HARules[r.ID]; !base {
+			f.Orphans = append(f.Orphans, fmt.Sprintf("HA rule %s (%s on %v) left after destroy", r.ID, r.Type, r.Resources))
 		}
 	}
 	return f
@@ -264,7 +285,61 @@ func (c *Checker) foreign(now map[int]pvesim.VMState) Findings {
 			f.violate("foreign guest %d (%s) was changed: %s", id, was.Name, d)
 		}
 	}
+	f.Add(c.foreignHA())
 	return f
+}
+
+// foreignHA checks the baseline's HA resources (their configuration: the CRM's state and
+// node follow the cluster) and rules: none deleted or changed.
+func (c *Checker) foreignHA() Findings {
+	var f Findings
+	if len(c.Baseline.HAResources)+len(c.Baseline.HARules) == 0 {
+		return f
+	}
+	res := map[string]pvesim.HAResourceState{}
+	for _, r := range c.Sim.HAResources() {
+		res[r.SID] = r
+	}
+	for _, sid := range slices.Sorted(maps.Keys(c.Baseline.HAResources)) {
+		was := c.Baseline.HAResources[sid]
+		now, ok := res[sid]
+		switch {
+		case !ok:
+			f.violate("foreign HA resource %s was deleted", sid)
+		case haConfig(was) != haConfig(now):
+			f.violate("foreign HA resource %s was changed: %s -> %s", sid, haConfig(was), haConfig(now))
+		}
+	}
+	rules := map[string]pvesim.HARuleState{}
+	for _, r := range c.Sim.HARules() {
+		rules[r.ID] = r
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Baseline.HARules)) {
+		was := c.Baseline.HARules[id]
+		now, ok := rules[id]
+		switch {
+		case !ok:
+			f.violate("foreign HA rule %s was deleted", id)
+		case fmt.Sprintf("%+v", was) != fmt.Sprintf("%+v", now):
+			f.violate("foreign HA rule %s was changed: %+v -> %+v", id, was, now)
+		}
+	}
+	return f
+}
+
+// haConfig is an HA resource's configuration as ha/resources.cfg holds it.
+func haConfig(r pvesim.HAResourceState) string {
+	deref := func(p *int) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprint(*p)
+	}
+	fb := "-"
+	if r.Failback != nil {
+		fb = fmt.Sprint(*r.Failback)
+	}
+	return fmt.Sprintf("state=%q max_restart=%s max_relocate=%s failback=%s comment=%q", r.State, deref(r.MaxRestart), deref(r.MaxRelocate), fb, r.Comment)
 }
 
 func diffVM(a, b pvesim.VMState) string {

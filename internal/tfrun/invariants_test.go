@@ -144,3 +144,37 @@ func TestSeedName(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckerHA: an HA resource or rule the baseline did not hold is an orphan after a
+// destroy; a baseline HA resource's configuration or rule changed or deleted is a
+// violation, while its CRM state may move.
+func TestCheckerHA(t *testing.T) {
+	sim := pvesim.NewForTest(t, pvesim.Options{Nodes: []string{"pve1", "pve2"}})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(sim.AddVM(pvesim.VMSpec{VMID: 500, Name: "foreign", Power: "running"}))
+	must(sim.AddVM(pvesim.VMSpec{VMID: 501, Name: "foreign-2", Power: "running"}))
+	must(sim.AddHAResource(500, ""))
+	must(sim.AddHAResource(501, ""))
+	must(sim.AddHARule(pvesim.HARuleState{ID: "theirs", Type: "resource-affinity", Affinity: "negative", Resources: []string{"vm:500", "vm:501"}}))
+	chk := NewChecker(sim, "px-")
+	if f := chk.Gone(); !f.OK() {
+		t.Fatalf("the baseline's HA resources and rule: %v", f.Err())
+	}
+
+	must(sim.AddVM(pvesim.VMSpec{VMID: 1000, Name: "px-a", Power: "running", Config: map[string]string{"description": testMark}}))
+	must(sim.AddHAResource(1000, ""))
+	must(sim.AddHARule(pvesim.HARuleState{ID: "px-apart", Type: "resource-affinity", Affinity: "negative", Resources: []string{"vm:1000", "vm:501"}}))
+	f := chk.Gone()
+	if !has(f.Orphans, "HA resource vm:1000 left") || !has(f.Orphans, "HA rule px-apart") {
+		t.Errorf("the scenario's HA resource and rule left: %+v", f)
+	}
+	if len(f.Violations) != 0 {
+		t.Errorf("nothing foreign changed yet: %v", f.Violations)
+	}
+
+}
