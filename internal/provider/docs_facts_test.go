@@ -191,3 +191,11 @@ func TestDocs_restartRow(t *testing.T) {
 		t.Errorf("the restart row names %v, the restart options are %v (edit templates/resources/vm.md.tmpl)", got, want)
 	}
 }
+
+// TestDocs_resourcePageSize: the proxy_vm page stays one a reader can take in (at most 35 KB);
+// mechanics belong in the guides.
+func TestDocs_resourcePageSize(t *testing.T) {
+	if n := len(docsPage(t, "resources/vm.md")); n > 35000 {
+		t.Errorf("docs/resources/vm.md is %d bytes, over 35000: move mechanics to a guide", n)
+	}
+}
