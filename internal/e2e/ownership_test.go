@@ -173,7 +173,7 @@ func TestE2E_Ownership_CopiedCreatingTextOnAHandMadeVM(t *testing.T) {
 		wrong++
 		t.Errorf("state %+v: want one VM at another VMID than the hand-made %d", st, vmid)
 	}
-	for _, want := range []string{"Warning: Proxy VM with an unproved creating mark left alone", fmt.Sprintf("VMID %d", vmid),
+	for _, want := range []string{"Warning: Half-made proxy VM left alone", fmt.Sprintf("VMID %d", vmid),
 		"its disks (scsi0, scsi1) are not those of template", fmt.Sprintf("qm stop %d && qm destroy %d --purge", vmid, vmid)} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("the apply does not say %q:\n%s", want, r)
