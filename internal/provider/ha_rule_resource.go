@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -107,16 +108,21 @@ func (r *haRuleResource) Create(ctx context.Context, req resource.CreateRequest,
 		return
 	}
 	tflog.Info(ctx, "HA rule created", map[string]any{"rule": s.ID, "uid": uid})
+	r.readBack(ctx, s, uid, "created", &plan, &resp.State, &resp.Diagnostics)
+}
+
+// readBack reads the rule just written into m and sets the state. When the read fails the
+// rule is written all the same: the state keeps what was written, with a warning, and the
+// next refresh reads it back.
+func (r *haRuleResource) readBack(ctx context.Context, s proxmox.HARuleSpec, uid, verb string, m *haRuleModel, state *tfsdk.State, diags *diag.Diagnostics) {
 	got, err := r.data.backend.GetHARule(ctx, s.ID, uid)
 	if err != nil {
-		// The rule is made: the state keeps it with what was written, and the next refresh
-		// reads it back.
 		got = proxmox.HARule{HARuleSpec: s}
-		resp.Diagnostics.AddWarning("HA rule created but not read back", r.detail(err, "The state holds what was written; the next refresh reads it again."))
+		diags.AddWarning("HA rule "+verb+" but not read back", r.detail(err, "The state holds what was written; the next refresh reads it again."))
 	}
-	plan.read(got)
-	r.warnInfeasible(got, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	m.read(got)
+	r.warnInfeasible(got, diags)
+	diags.Append(state.Set(ctx, m)...)
 }
 
 func (r *haRuleResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -170,14 +176,7 @@ func (r *haRuleResource) Update(ctx context.Context, req resource.UpdateRequest,
 		resp.Diagnostics.AddError("Unable to update HA rule", r.detail(err, "The rule was not changed."))
 		return
 	}
-	got, err := r.data.backend.GetHARule(ctx, s.ID, uid)
-	if err != nil {
-		got = proxmox.HARule{HARuleSpec: s}
-		resp.Diagnostics.AddWarning("HA rule updated but not read back", r.detail(err, "The state holds what was written; the next refresh reads it again."))
-	}
-	plan.read(got)
-	r.warnInfeasible(got, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	r.readBack(ctx, s, uid, "updated", &plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *haRuleResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
