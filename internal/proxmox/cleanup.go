@@ -328,8 +328,10 @@ func (r *cleanRun) cleanVMs(ctx context.Context) error {
 // a creating (or abandoned) mark, a text anyone who read the description can write back,
 // never gets a VM without them deleted on its word alone. The signs: an instance line in
 // its mark (the create's config step ran), a power state other than stopped (a start, or
-// a hibernation), and a seed-named ISO on any drive, pending value or snapshot section (the
-// seed-use reading the seed sweep uses, readSeedUse). A VM gone meanwhile shows none.
+// a hibernation), a seed-named ISO on any drive, pending value or snapshot section (the
+// seed-use reading the seed sweep uses, readSeedUse), and, for a mark without an instance
+// line, a config that is not an untouched clone of a catalogue template (catalogueClone).
+// A VM gone meanwhile shows none.
 func (b *Backend) pastClone(ctx context.Context, o OrphanVM) ([]string, error) {
 	var signs []string
 	if o.Instance != "" {
@@ -345,6 +347,14 @@ func (b *Backend) pastClone(ctx context.Context, o OrphanVM) ([]string, error) {
 		signs = append(signs, "it is "+st.Status)
 	case st.Lock == "suspended":
 		signs = append(signs, "it is hibernated")
+	}
+	if o.Instance == "" {
+		switch why, err := b.untouchedCloneSign(ctx, o); {
+		case err != nil:
+			return nil, err
+		case why != "":
+			signs = append(signs, why)
+		}
 	}
 	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
 	r := pveapi.Resource{VMID: o.ID.VMID, Node: o.Node, Name: o.ID.Name, Type: "qemu"}

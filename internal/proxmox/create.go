@@ -404,6 +404,9 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 				return probeNext, err
 			}
 		}
+		if why == "" && unbound(cfg) {
+			why = notUntouchedClone(c.tmplCfg, cfg, c.s.TemplateVMID)
+		}
 		if why != "" {
 			// The proof is a bearer token: a VM whose disks the clone did not make is
 			// someone's, whatever its description says (decision: instance-binding).

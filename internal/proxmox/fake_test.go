@@ -798,16 +798,21 @@ func (f *fakeAPI) Clone(ctx context.Context, node string, vmid int, p pveapi.Clo
 	if p.Target != "" {
 		target = p.Target
 	}
+	// As clone_vm makes it (qemu-server src/PVE/API2/Qemu.pm:4510-4611, the list in
+	// clone_check.go): snapshot keys, unusedN and template not copied, a new SMBIOS uuid and
+	// vmgenid, name and description from the call, disks on new volumes. The MACs are kept:
+	// tests render static addresses for the template's.
 	cfg := maps.Clone(src.Config)
-	delete(cfg, "template")
-	delete(cfg, "digest")
+	maps.DeleteFunc(cfg, func(k, _ string) bool { return cloneSkipRE.MatchString(k) })
 	cfg["name"] = p.Name
 	if p.Description != "" {
 		cfg["description"] = p.Description
 	}
-	// Every clone gets a new SMBIOS uuid (qemu-server src/PVE/API2/Qemu.pm:4593-4595).
 	f.uuids++
 	cfg["smbios1"] = setOption(cfg["smbios1"], "uuid", fmt.Sprintf("%08x-0000-4000-8000-%012x", p.NewID, f.uuids))
+	if v := cfg["vmgenid"]; v != "" && v != "0" {
+		cfg["vmgenid"] = fmt.Sprintf("%08x-0000-4000-9000-%012x", p.NewID, f.uuids)
+	}
 	for k, val := range cfg {
 		if isDiskKey(k) && !strings.Contains(val, "media=cdrom") {
 			store := strings.SplitN(val, ":", 2)[0]

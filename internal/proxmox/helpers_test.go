@@ -79,7 +79,7 @@ func newHarness(t testing.TB, nodes ...string) *harness {
 	t.Helper()
 	f := newFakeAPI(nodes...)
 	f.addTemplate(9001, f.nodes[0], nil)
-	b := New(f, Config{Nodes: f.nodes, ISOStorage: fakeISOStorage, InstallGuestAgent: true,
+	b := New(f, Config{Nodes: f.nodes, ISOStorage: fakeISOStorage, InstallGuestAgent: true, Templates: map[string]int{"debian-13": 9001},
 		ProofKey: func() ([]byte, error) { return testProofKey, nil }})
 	clk := newFakeClock()
 	b.clock = clk

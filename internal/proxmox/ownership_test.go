@@ -164,18 +164,22 @@ func TestOwnership_predicate(t *testing.T) {
 
 // TestCreate_copiedProofNeverProvisioned: a proved creating mark copied onto a VM the
 // provider did not clone (its half-made VM destroyed meanwhile, the copy put on a VM of the
-// same name at the same VMID, cloned from the same template so that it looks untouched) is
-// never given a seed or started: within TakeoverWindow it is destroyed and cloned afresh;
-// past it, it is passed with the reason and never touched.
+// same name at the same VMID, cloned from the same template) is never given a seed or
+// started: within TakeoverWindow, an untouched clone of the template is destroyed and
+// cloned afresh; one whose config was touched (a tag added), or past the window, is passed
+// with the reason and never touched (decision: instance-binding).
 func TestCreate_copiedProofNeverProvisioned(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		age      time.Duration
+		tags     string
 		takeover bool
+		why      string
 	}{
-		{"within the window", 10 * time.Minute, true},
-		{"past the window", TakeoverWindow + time.Minute, false},
-		{"dated ahead", -TakeoverWindow - time.Minute, false},
+		{"within the window", 10 * time.Minute, "", true, ""},
+		{"within the window, its config touched", 10 * time.Minute, "forger", false, "tags (forger), which the template has not"},
+		{"past the window", TakeoverWindow + time.Minute, "forger", false, "outside the 1h0m0s"},
+		{"dated ahead", -TakeoverWindow - time.Minute, "forger", false, "outside the 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -184,7 +188,9 @@ func TestCreate_copiedProofNeverProvisioned(t *testing.T) {
 			h.addInterrupted(testVMID0, testName, prevUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) {
 				v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: h.clock.Now().Add(-tc.age)}, testVMID0, testName)
-				v.Config["tags"] = "forger"
+				if tc.tags != "" {
+					v.Config["tags"] = tc.tags
+				}
 			})
 			forged := h.f.vm(testVMID0).Config["description"]
 			h.f.calllog = nil
@@ -223,11 +229,11 @@ func TestCreate_copiedProofNeverProvisioned(t *testing.T) {
 			if vm.ID.VMID == testVMID0 || h.f.calls("Destroy") != 0 {
 				t.Errorf("VMID %d, %d destroys: want the forger's VM passed", vm.ID.VMID, h.f.calls("Destroy"))
 			}
-			if v := h.f.vm(testVMID0); v == nil || v.Config["description"] != forged || v.Config["tags"] != "forger" {
+			if v := h.f.vm(testVMID0); v == nil || v.Config["description"] != forged || v.Config["tags"] != tc.tags {
 				t.Errorf("the forger's VM changed: %+v", v)
 			}
-			if len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, "outside the 1h0m0s") {
-				t.Errorf("report %+v, want the VM noted with the window", rep)
+			if len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, tc.why) {
+				t.Errorf("report %+v, want the VM noted with %q", rep, tc.why)
 			}
 		})
 	}
