@@ -587,11 +587,14 @@ func (s *Sim) hClone(c *call) *response {
 			return r
 		}
 	}
-	name, hasName := c.params["name"]
-	if !hasName {
+	// clone_vm tests name and description for Perl truth (Qemu.pm:4603-4611): an empty
+	// (or "0") name gives "Copy-of-VM-<name>", an empty description keeps the source's.
+	name := c.params["name"]
+	if !perlTrue(name) {
 		name = "Copy-of-VM-" + src.name()
 	}
-	desc, hasDesc := c.params["description"]
+	desc := c.params["description"]
+	hasDesc := perlTrue(desc)
 	pool := c.params["pool"]
 	srcConf := maps.Clone(src.conf)
 	srcGuest := src.guest
@@ -652,15 +655,21 @@ func (s *Sim) cloneSyncChecks(c *call, src *vm) *response {
 	return nil
 }
 
-// cloneConfig copies a config the way a full clone does: new disks, new MACs, new
-// smbios uuid and vmgenid, template flag dropped, meta and description kept (fact: description-verbatim, fact: meta-copied).
+// cloneConfig copies a config the way a full clone does (qemu-server src/PVE/API2/Qemu.pm
+// clone_vm, 4510-4601): snapshot keys and unusedN not copied (4513-4525), new MACs
+// (4531-4535), CD-ROMs copied as they are (4539-4540), other drives on new volumes without
+// format= (4662-4674; src/PVE/QemuServer.pm clone_disk, 8105-8110), a new smbios uuid
+// (4592-4595), a new vmgenid only when the source's is set (4596-4599), template dropped
+// (4601), every other key copied, meta and description included (fact:
+// description-verbatim, fact: meta-copied). Pending values are not copied (4682-4687):
+// src holds none (v.pending is apart).
 func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) map[string]string {
 	conf := map[string]string{}
 	disk := 0
 	for _, k := range slices.Sorted(maps.Keys(src)) {
 		val := src[k]
 		switch {
-		case k == "template" || unusedKeyRe.MatchString(k) || k == "vmstate" || k == "parent":
+		case k == "template" || unusedKeyRe.MatchString(k) || cloneSkipped[k]:
 			continue
 		case driveKeyRe.MatchString(k):
 			vol := driveVolume(val)
@@ -681,8 +690,10 @@ func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) ma
 			}
 			_, rest, _ := strings.Cut(val, ",")
 			conf[k] = nvol
-			if rest != "" {
-				conf[k] += "," + rest
+			for opt := range strings.SplitSeq(rest, ",") {
+				if opt != "" && !strings.HasPrefix(opt, "format=") {
+					conf[k] += "," + opt
+				}
 			}
 		case netKeyRe.MatchString(k):
 			first, rest, _ := strings.Cut(val, ",")
@@ -693,7 +704,7 @@ func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) ma
 			}
 		case k == "smbios1":
 			continue // a new uuid, below
-		case k == "vmgenid":
+		case k == "vmgenid" && perlTrue(val):
 			conf[k] = s.newUUID()
 		default:
 			conf[k] = val
@@ -708,6 +719,13 @@ func (s *Sim) cloneConfig(src map[string]string, newid int, storageID string) ma
 	}
 	return conf
 }
+
+// cloneSkipped are the snapshot keys clone_vm does not copy (Qemu.pm:4513-4522).
+var cloneSkipped = map[string]bool{"snapshots": true, "parent": true, "snaptime": true, "vmstate": true, "snapstate": true,
+	"runningcpu": true, "runningmachine": true, "running-nets-host-mtu": true}
+
+// perlTrue is Perl's truth of a string parameter: neither empty nor "0".
+func perlTrue(v string) bool { return v != "" && v != "0" }
 
 // missingVMTask answers a call whose checks all run inside its task (start, stop,
 // resize): a UPID whose task ends with exit.
