@@ -48,8 +48,10 @@ var threatActors = []threatActor{
 var threatTexts = []string{"creating text before the config step", "creating text after the config step", "finished text", "another VM's finished text"}
 
 // threatTarget is where the actor writes: the resource's own VM, or a VM of their own made
-// at its VMID once it was removed.
-var threatTargets = []string{"its own live VM", "a hand-made VM at its VMID"}
+// at its VMID once it was removed: running with two disks of its own, or stopped with only
+// the template's disk at its size but its own cores, memory and installer ISO (adversary
+// findings 2 and 3).
+var threatTargets = []string{"its own live VM", "a hand-made VM at its VMID", "a stopped hand-made VM at its VMID with the template's disk"}
 
 type threatWorld struct {
 	t        *testing.T
@@ -75,6 +77,18 @@ type threatPath struct {
 
 func threatPaths() []threatPath {
 	id := func(w *threatWorld) proxmox.ID { return proxmox.ID{VMID: w.vmid, Name: propName} }
+	// stateDriven is the residual of the paths a state drives (update, migrate, destroy): the
+	// state's uid in a creating mark without an instance line, on a stopped VM made by hand
+	// at its VMID, is read as the resource's interrupted create. The fix is the instance
+	// recorded beside the state (adversary finding 1, issue 36), not the untouched-clone
+	// check, which binds the clean-up and a retry's takeover only.
+	stateDriven := func(a threatActor, text, target string) string {
+		if target == threatTargets[2] && text == threatTexts[0] && !a.destroy {
+			return "a path the state drives accepts a stopped VM made by hand at its VMID that carries the resource's creating text " +
+				"read before the config step (until the instance is recorded beside the state)"
+		}
+		return ""
+	}
 	return []threatPath{
 		{"create retry", true, func(w *threatWorld) {
 			s := w.spec
@@ -93,7 +107,7 @@ func threatPaths() []threatPath {
 		{"update", false, func(w *threatWorld) {
 			n := 4
 			_ = w.b.Update(w.ctx, id(w), proxmox.Changes{UID: propStateUID, Cores: &n, Note: ptrTo("changed")})
-		}, nil},
+		}, stateDriven},
 		{"power action", false, func(w *threatWorld) {
 			for _, op := range proxmox.PowerOps {
 				_, _ = w.b.Power(w.ctx, id(w), proxmox.PowerOptions{Op: op, UID: propStateUID, ShutdownTimeout: time.Second})
@@ -102,21 +116,16 @@ func threatPaths() []threatPath {
 		{"migrate", false, func(w *threatWorld) {
 			to := "pve2"
 			_ = w.b.Update(w.ctx, id(w), proxmox.Changes{UID: propStateUID, Node: &to})
-		}, nil},
+		}, stateDriven},
 		{"destroy", false, func(w *threatWorld) {
 			_ = w.b.DeleteVM(w.ctx, id(w), proxmox.DeleteOptions{Node: "pve1", UID: propStateUID, Seed: proxmox.SeedFile(propName, propStateUID)})
-		}, nil},
+		}, stateDriven},
 		{"import", false, func(w *threatWorld) {
 			_, _ = w.b.FindByVMID(w.ctx, w.vmid) // an acceptance is counted by runThreatCase
 		}, nil},
 		{"clean-up", true, func(w *threatWorld) {
 			_, _ = w.b.CleanOrphans(w.ctx, proxmox.CleanOptions{Grace: 10 * time.Minute, VMs: true, Seeds: false}, nil)
-		}, func(a threatActor, text, target string) string {
-			if a.destroy && text == threatTexts[0] {
-				return "an actor who can stop the VM and detach its seed, replaying the text read before the config step, gets it deleted with its seed ISO"
-			}
-			return ""
-		}},
+		}, nil},
 		{"seed sweep", true, func(w *threatWorld) {
 			_, _ = w.b.CleanOrphans(w.ctx, proxmox.CleanOptions{Grace: 0, Seeds: true}, nil)
 		}, nil},
@@ -198,7 +207,7 @@ func runThreatCase(t *testing.T, p threatPath, a threatActor, text, target strin
 		}
 	}
 	if p.name == "import" {
-		if _, err := w.b.FindByVMID(w.ctx, w.vmid); err == nil && target == threatTargets[1] {
+		if _, err := w.b.FindByVMID(w.ctx, w.vmid); err == nil && target != threatTargets[0] {
 			n++
 			what = append(what, "import accepted the hand-made VM")
 		}
@@ -256,7 +265,7 @@ func newThreatWorld(t *testing.T) *threatWorld {
 		t.Fatal(err)
 	}
 	b := proxmox.New(client, withProofKey(proxmox.Config{Nodes: sim.Nodes, ISOStorage: sim.ISOStorage, VMIDMin: propLo, VMIDMax: propHi,
-		Budgets: proxmox.DefaultBudgets()}, client))
+		Budgets: proxmox.DefaultBudgets(), Templates: map[string]int{"debian-13": 9001}}, client))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	w := &threatWorld{t: t, ctx: ctx, sim: sim, b: b, allocKey: uidFor("", propName)}
@@ -302,16 +311,23 @@ func newThreatWorld(t *testing.T) *threatWorld {
 func act(w *threatWorld, a threatActor, text, target string) {
 	t := w.t
 	cfg := map[string]string{"description": w.texts[text]}
-	if target == threatTargets[1] {
+	if target != threatTargets[0] {
 		own, _ := w.sim.VM(w.vmid)
 		if err := w.sim.DeleteVM(w.vmid); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.sim.AddVM(pvesim.VMSpec{VMID: w.vmid, Node: own.Node, Name: propName, Power: "running", Config: map[string]string{
+		spec := pvesim.VMSpec{VMID: w.vmid, Node: own.Node, Name: propName, Power: "running", Config: map[string]string{
 			"description": w.texts[text],
 			"scsi0":       fmt.Sprintf("local-lvm:vm-%d-disk-0,size=32G", w.vmid),
 			"scsi1":       fmt.Sprintf("local-lvm:vm-%d-disk-1,size=100G", w.vmid),
-		}}); err != nil {
+		}}
+		if target == threatTargets[2] {
+			spec.Power, spec.Config = "stopped", map[string]string{
+				"description": w.texts[text], "scsi0": fmt.Sprintf("local-lvm:vm-%d-disk-0,size=3G", w.vmid), "cores": "8", "memory": "8192",
+				"ide2": "local:iso/debian-13-netinst.iso,media=cdrom",
+			}
+		}
+		if err := w.sim.AddVM(spec); err != nil {
 			t.Fatal(err)
 		}
 		return
