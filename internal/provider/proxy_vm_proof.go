@@ -26,8 +26,7 @@ func warnCreateReport(diags *diag.Diagnostics, name string, rep *proxmox.CreateR
 	for _, t := range rep.TakenOver {
 		how := "it had not reached its config step, so it was provisioned as it was"
 		if t.Rebuilt {
-			how = "it had reached its config step (it may have booted) or was no longer an untouched clone of the template, " +
-				"so it was destroyed and cloned afresh onto the same VMID"
+			how = "it may have reached its config step and booted, so it was destroyed and cloned afresh onto the same VMID"
 		}
 		started := ""
 		if !t.CreatedAt.IsZero() {

@@ -251,8 +251,8 @@ type TakenOverVM struct {
 	Node        string
 	PreviousUID string    // the interrupted create's uid
 	CreatedAt   time.Time // its mark's created-at
-	// Rebuilt: it had reached its config step (or was no longer an untouched clone of the
-	// template), so it was destroyed and cloned afresh onto the same VMID.
+	// Rebuilt: it may have reached its config step and booted, so it was destroyed and
+	// cloned afresh onto the same VMID.
 	Rebuilt bool
 }
 
