@@ -285,7 +285,8 @@ func applyConfigDeletes(c *call, v *vm, conf map[string]string) *response {
 	for _, k := range strings.FieldsFunc(del, func(r rune) bool { return r == ',' || r == ';' || r == ' ' }) {
 		// update_vm_api: "$opt = 'ide2' if $opt eq 'cdrom'" for each key of delete.
 		k = configFileKey(k)
-		if _, ok := configSchema.lookup(k); !ok {
+		// meta is a config option (option_exists, Qemu.pm:2143) though not a writable one.
+		if _, ok := configSchema.lookup(k); !ok && k != "meta" {
 			return paramError(map[string]string{"delete": fmt.Sprintf("invalid format - invalid configuration ID '%s'\n", k)})
 		}
 		if _, set := c.params[k]; set {

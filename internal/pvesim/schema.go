@@ -328,6 +328,9 @@ var (
 
 func optional(p pspec) pspec { p.optional = true; return p }
 
+// configSchema is the config write's parameters: json_config_properties without the
+// snapshot info (qemu-server src/PVE/API2/Qemu.pm:2653-2660 and 2726-2732), which leaves out
+// meta (src/PVE/QemuServer.pm:1730-1740), so meta cannot be written through the API.
 var configSchema = &schema{
 	fixed: map[string]pspec{
 		"acpi": pBool, "agent": {optional: true, format: fmtAgent}, "autostart": pBool,
@@ -339,7 +342,7 @@ var configSchema = &schema{
 		"delete": pStr, "description": {optional: true, maxLen: 8192}, "digest": {optional: true, maxLen: 64},
 		"force": pBool, "freeze": pBool, "hookscript": pStr, "hotplug": pStr, "hugepages": pStr,
 		"keyboard": pStr, "kvm": pBool, "localtime": pBool, "lock": pStr, "machine": pStr,
-		"memory": {optional: true, format: fmtMemory}, "meta": pStr, "name": {optional: true, format: fmtDNSName},
+		"memory": {optional: true, format: fmtMemory}, "name": {optional: true, format: fmtDNSName},
 		"nameserver": pStr, "numa": pBool, "onboot": pBool,
 		"ostype":     {optional: true, enum: []string{"other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"}},
 		"protection": pBool, "reboot": pBool, "revert": pStr, "rng0": pStr,
