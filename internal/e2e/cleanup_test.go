@@ -69,10 +69,10 @@ func (s *scenario) plant(l leftover, vmid int) (string, int) {
 	}
 	desc := proxmox.CreatingMark(key, proxmox.MarkLines{UID: uid, CreatedAt: time.Now().Add(-l.age).UTC().Truncate(time.Second)}, vmid, name) +
 		"\n" + proxmox.MarkKeyCreatedBy + "=" + proxmox.CreatedByProvider
-	// Interrupted between its clone and its config step: its seed uploaded beside the clone,
-	// not attached yet, stopped (the only half-made VM the clean-up deletes, decision:
-	// instance-binding).
-	if err := s.sim.AddVM(pvesim.VMSpec{VMID: vmid, Name: name, Config: map[string]string{
+	// Interrupted between its clone and its config step: a clone of the catalogue's template
+	// as Proxmox makes it, its seed uploaded beside the clone, not attached yet, stopped (the
+	// only half-made VM the clean-up deletes, decision: instance-binding).
+	if err := s.sim.AddVM(pvesim.VMSpec{VMID: vmid, Name: name, CloneOf: 9001, Config: map[string]string{
 		"description": desc,
 	}}); err != nil {
 		s.t.Fatal(err)

@@ -79,6 +79,10 @@ type VMSpec struct {
 	Lock  string `json:"lock,omitempty"`
 	// ShipsAgent: the guest has qemu-guest-agent installed.
 	ShipsAgent bool `json:"ships_agent,omitempty"`
+	// CloneOf, when set, is the VMID of a VM whose config this one starts from as a clone
+	// of it makes it (cloneConfig, clone_vm), Config's keys then written over it: a VM
+	// someone cloned, or a create's clone left as it was.
+	CloneOf int `json:"clone_of,omitempty"`
 }
 
 // AddVM adds a guest as if someone else had created it.
@@ -109,6 +113,13 @@ func (s *Sim) AddVM(spec VMSpec) error {
 	// The config as a file written by hand or by another tool holds it: a cdrom line reads
 	// as ide2 (configFileKey).
 	conf := map[string]string{}
+	if spec.CloneOf != 0 {
+		src := s.vms[spec.CloneOf]
+		if src == nil || src.typ != "qemu" {
+			return fmt.Errorf("pvesim: no QEMU VM %d to clone", spec.CloneOf)
+		}
+		conf = s.cloneConfig(src.conf, spec.VMID, "")
+	}
 	for k, val := range spec.Config {
 		conf[configFileKey(k)] = val
 	}
@@ -139,6 +150,9 @@ func (s *Sim) AddVM(spec VMSpec) error {
 		conf["rootfs"] = fmt.Sprintf("local-lvm:vm-%d-disk-0,size=8G", spec.VMID)
 	}
 	v := &vm{vmid: spec.VMID, node: spec.Node, typ: typ, conf: conf, status: "stopped", qmp: "stopped", lock: spec.Lock, guest: guest{agentInstalled: spec.ShipsAgent}}
+	if spec.CloneOf != 0 {
+		v.recordVolumeSizes()
+	}
 	s.vms[spec.VMID] = v
 	if spec.Power != "" && spec.Power != "stopped" {
 		if err := s.setPower(v, spec.Power, now); err != nil {
