@@ -62,7 +62,7 @@ func writesTo(t *testing.T, s *scenario, vmid int) int {
 	return n
 }
 
-// TestE2E_Cleanup_HandMadeStoppedVMNeedsALook is adversary finding 2 of issue 36 (decision:
+// TestE2E_Cleanup_HandMadeStoppedVMNeedsALook is the clean-up half of the copied-mark threat (decision:
 // instance-binding): a stopped VM made by hand at a reused VMID (scsi0 32G, scsi1 100G, an
 // installer ISO on ide2) carrying the copied creating text, three hours old, past the
 // documented action's 2h grace period. The clean-up (the documented real run) must send it
@@ -110,8 +110,8 @@ func TestE2E_Cleanup_HandMadeStoppedVMNeedsALook(t *testing.T) {
 	identityFigures(s, wrong == 0, wrong, 0)
 }
 
-// TestE2E_Ownership_RetryLeavesAHandMadeVMWithTheTemplatesDisk is adversary finding 3 of
-// issue 36 (decision: instance-binding): a stopped VM made by hand at a reused VMID whose
+// TestE2E_Ownership_RetryLeavesAHandMadeVMWithTheTemplatesDisk is the retry half of
+// the copied-mark threat (decision: instance-binding): a stopped VM made by hand at a reused VMID whose
 // only disk is the template's boot disk at its size, but with 8 cores and 8 GiB the create
 // never wrote, carrying the copied creating text a minute old (within TakeoverWindow). The
 // next apply must send it nothing, warn naming the VMID, why (not an untouched clone of the

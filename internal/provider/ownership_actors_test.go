@@ -80,7 +80,7 @@ func threatPaths() []threatPath {
 	// stateDriven is the residual of the paths a state drives (update, migrate, destroy): the
 	// state's uid in a creating mark without an instance line, on a stopped VM made by hand
 	// at its VMID, is read as the resource's interrupted create. The fix is the instance
-	// recorded beside the state (adversary finding 1, issue 36), not the untouched-clone
+	// recorded beside the state (the stripped-instance-line gap ADR 0015 states), not the untouched-clone
 	// check, which binds the clean-up and a retry's takeover only.
 	stateDriven := func(a threatActor, text, target string) string {
 		if target == threatTargets[2] && text == threatTexts[0] && !a.destroy {

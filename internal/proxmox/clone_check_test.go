@@ -79,7 +79,7 @@ func TestCloneDiffs(t *testing.T) {
 	}
 }
 
-// TestCleanOrphans_notAnUntouchedCloneNeedsALook is adversary finding 2 at the backend: a
+// TestCleanOrphans_notAnUntouchedCloneNeedsALook is the copied-mark threat at the clean-up: a
 // stopped VM made by hand at a reused VMID (its own disks and ISO), or a clone whose config
 // was changed, carrying a copied creating text written before the config step, past the
 // grace period, is reported "needs a look" with nothing sent to it; so is a clone of a
@@ -128,7 +128,7 @@ func TestCleanOrphans_notAnUntouchedCloneNeedsALook(t *testing.T) {
 	}
 }
 
-// TestCreate_retryLeavesATouchedCloneAlone is adversary finding 3 at the backend: a VM at
+// TestCreate_retryLeavesATouchedCloneAlone is the copied-mark threat at a retry: a VM at
 // the probed VMID with only the template's disk, at the template's size, but cores and
 // memory the create did not write, carrying the copied creating text (written before the
 // config step) within TakeoverWindow, is left alone with the reason; nothing is written to
