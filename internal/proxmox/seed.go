@@ -98,6 +98,9 @@ func SeedGeneration(volid, name, uid string) (gen int, ok bool) {
 	return gen, true
 }
 
+// SeedFileGen is the file of generation gen of the seed of VM name with uid.
+func SeedFileGen(name, uid string, gen int) string { return seedFileGen(name, uid, gen) }
+
 // seedFileGen is generation gen of the seed of VM name with uid (seedFile for 1).
 func seedFileGen(name, uid string, gen int) string {
 	if gen <= 1 {

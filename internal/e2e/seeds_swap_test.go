@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
+)
+
+// writesTo are the requests other than GET the simulator logged for VM vmid.
+func (s *scenario) writesTo(vmid int) []string {
+	var out []string
+	for _, req := range s.sim.RequestLog() {
+		if req.VMID == vmid && req.Method != http.MethodGet {
+			out = append(out, req.Method+" "+req.Path)
+		}
+	}
+	return out
+}
+
+// TestE2E_SeedSwap_EjectedSeedBuysNoRestart (decision: seed-swap): an actor with
+// VM.Config.CDROM and VM.Config.Options, but not VM.PowerMgmt, ejects a running proxy VM's
+// seed (ide2 = none) and, in the second case, forges the mark's seed-swap line. The seed on
+// storage is the generation the state holds, so it is no leftover of a cut-off swap: the
+// plan is empty, with a warning that the seed is not attached, and the apply sends nothing
+// to the VM (no shutdown, no start on a new generation the actor could not make). The
+// destroy deletes the ejected seed.
+func TestE2E_SeedSwap_EjectedSeedBuysNoRestart(t *testing.T) {
+	for _, forge := range []bool{false, true} {
+		name := "ejected"
+		if forge {
+			name = "ejected and swap line forged"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newScenario(t, "seeds/ejected", scenarioOpts{NoForeign: true})
+			vm := s.vm("cf")
+			vm.CloudInit = "#cloud-config\nruncmd: [echo one]\n"
+			vm.Extra = "  cloud_init_change = \"restart\"\n"
+			s.vms = []tfrun.VM{vm}
+			s.mustApply()
+			vmid := s.state().OfType("proxy_vm")[0].Int("vmid")
+			v, _ := s.sim.VM(vmid)
+			patch := map[string]string{"ide2": "none,media=cdrom"}
+			if forge {
+				patch["description"] = v.Description + "\n" + proxmox.MarkKeySeedSwap + "=7"
+			}
+			if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: patch}); err != nil {
+				t.Fatal(err)
+			}
+			s.sim.EnableRequestLog()
+			p := s.ws.Run(s.ctx, "plan", "-detailed-exitcode", "-input=false", "-no-color")
+			out := strings.Join(strings.Fields(p.Output()), " ")
+			if p.ExitCode != 0 {
+				t.Errorf("the plan is not empty (exit %d):\n%s", p.ExitCode, p.Output())
+			}
+			if !strings.Contains(out, "Proxy VM seed ISO not attached") || !strings.Contains(out, "seed generation 1") {
+				t.Errorf("the plan does not warn that the seed is not attached:\n%s", p.Output())
+			}
+			if strings.Contains(out, "was interrupted") {
+				t.Errorf("the plan calls the ejected seed a cut-off swap:\n%s", p.Output())
+			}
+			if r := s.apply(); !r.OK() {
+				t.Fatalf("apply failed:\n%s", r)
+			}
+			if w := s.writesTo(vmid); len(w) != 0 {
+				t.Errorf("the apply wrote to the VM: %v", w)
+			}
+			if after, _ := s.sim.VM(vmid); after.Power != "running" {
+				t.Errorf("the VM is %s, want running", after.Power)
+			}
+			if g := s.state().OfType("proxy_vm")[0].Values["seed_generation"]; g != float64(1) {
+				t.Errorf("seed_generation is %v after the apply, want 1 kept", g)
+			}
+			if r := s.destroy(); !r.OK() {
+				t.Fatalf("destroy failed:\n%s", r)
+			}
+		})
+	}
+}
