@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,5 +80,54 @@ func TestE2E_SeedSwap_EjectedSeedBuysNoRestart(t *testing.T) {
 				t.Fatalf("destroy failed:\n%s", r)
 			}
 		})
+	}
+}
+
+// TestE2E_SeedSwap_KeepsTheSeedItsSnapshotNames (decision: seed-in-use): a proxy VM's own
+// snapshot s1, in a config without parent (what PVE's snapshot_delete leaves), names its
+// first seed; a cloud_init change with cloud_init_change = "restart" swaps the seed. The
+// first seed stays (a rollback to s1 boots from it), with a warning naming the VM and the
+// snapshot; the destroy deletes both generations.
+func TestE2E_SeedSwap_KeepsTheSeedItsSnapshotNames(t *testing.T) {
+	s := newScenario(t, "seeds/referenced", scenarioOpts{NoForeign: true})
+	vm := s.vm("sw")
+	vm.CloudInit = "#cloud-config\nruncmd: [echo one]\n"
+	vm.Extra = "  cloud_init_change = \"restart\"\n"
+	s.vms = []tfrun.VM{vm}
+	s.mustApply()
+	vmid := s.state().OfType("proxy_vm")[0].Int("vmid")
+	v, _ := s.sim.VM(vmid)
+	gen1, _, _ := strings.Cut(v.Config["ide2"], ",")
+	snap := map[string]string{"snaptime": "1700000000"}
+	for k, val := range v.Config {
+		if k != "description" && k != "digest" && k != "parent" {
+			snap[k] = val
+		}
+	}
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Snapshots: map[string]map[string]string{"s1": snap}}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.sim.VM(vmid); after.Config["parent"] != "" {
+		t.Fatalf("the VM's config names parent %q, want none", after.Config["parent"])
+	}
+	s.vms[0].CloudInit = "#cloud-config\nruncmd: [echo two]\n"
+	r := s.apply()
+	if !r.OK() {
+		t.Fatalf("the swap failed:\n%s", r)
+	}
+	out := strings.Join(strings.Fields(r.Output()), " ")
+	if want := fmt.Sprintf("attached to VM %d (%s) as ide2 in its snapshot s1", vmid, vm.Name); !strings.Contains(out, want) {
+		t.Errorf("the apply does not warn %q:\n%s", want, r.Output())
+	}
+	v, _ = s.sim.VM(vmid)
+	seeds, ide2 := s.swapSeeds(vm.Name, vmid)
+	if ide2 == gen1 || !slices.ContainsFunc(seeds, func(x string) bool { return strings.HasSuffix(x, "/"+gen1) }) {
+		t.Errorf("seeds %v, ide2 %s: want the first seed %s kept beside the new one", seeds, ide2, gen1)
+	}
+	if d := s.destroy(); !d.OK() {
+		t.Fatalf("destroy failed:\n%s", d)
+	}
+	if seeds, _ := s.swapSeeds(vm.Name, vmid); len(seeds) != 0 {
+		t.Errorf("seeds left after the destroy: %v", seeds)
 	}
 }
