@@ -131,3 +131,41 @@ func TestE2E_SeedSwap_KeepsTheSeedItsSnapshotNames(t *testing.T) {
 		t.Errorf("seeds left after the destroy: %v", seeds)
 	}
 }
+
+// TestE2E_Migrate_RefusedForASeedItsSnapshotNames: a proxy VM whose own snapshot s1 (a
+// config without parent) names its seed ISO on per-node storage cannot move to another node:
+// Proxmox refuses a local CD-ROM image any snapshot names (the simulator follows
+// scan_local_volumes), and no eject reaches a snapshot. The apply of a node change fails
+// before anything is written, naming the snapshot; the VM stays where it was with its seed,
+// and the destroy leaves nothing.
+func TestE2E_Migrate_RefusedForASeedItsSnapshotNames(t *testing.T) {
+	s := newScenario(t, "seeds/referenced", scenarioOpts{NoForeign: true, Sim: pvesim.Options{Nodes: []string{"pve1", "pve2"}}})
+	vm := s.vm("mg")
+	vm.Node = s.sim.Nodes[0]
+	s.vms = []tfrun.VM{vm}
+	s.mustApply()
+	vmid := s.state().OfType("proxy_vm")[0].Int("vmid")
+	v, _ := s.sim.VM(vmid)
+	seed, _, _ := strings.Cut(v.Config["ide2"], ",")
+	snap := map[string]string{"ide2": v.Config["ide2"], "scsi0": v.Config["scsi0"], "snaptime": "1700000000"}
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Snapshots: map[string]map[string]string{"s1": snap}}); err != nil {
+		t.Fatal(err)
+	}
+	s.vms[0].Node = s.sim.Nodes[1]
+	s.sim.EnableRequestLog()
+	r := s.apply()
+	out := strings.Join(strings.Fields(r.Output()), " ")
+	if r.OK() || !strings.Contains(out, "ide2 in its snapshot s1 names "+seed) || !strings.Contains(out, "qm delsnapshot") {
+		t.Errorf("the node change did not fail naming the snapshot (ok %v):\n%s", r.OK(), r.Output())
+	}
+	if w := s.writesTo(vmid); len(w) != 0 {
+		t.Errorf("writes to the VM before the refusal: %v", w)
+	}
+	if after, _ := s.sim.VM(vmid); after.Node != s.sim.Nodes[0] || after.Config["ide2"] != v.Config["ide2"] {
+		t.Errorf("after the refusal: node %s ide2 %q, want %s and %q", after.Node, after.Config["ide2"], s.sim.Nodes[0], v.Config["ide2"])
+	}
+	s.vms[0].Node = s.sim.Nodes[0]
+	if d := s.destroy(); !d.OK() {
+		t.Fatalf("destroy failed:\n%s", d)
+	}
+}

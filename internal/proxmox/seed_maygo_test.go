@@ -112,3 +112,31 @@ func TestDeleteUnheld_skipsTheVMDestroyed(t *testing.T) {
 		t.Errorf("seeds %v, want %s kept for VM 100100's snapshot", got, seedVolOf(1))
 	}
 }
+
+// TestUpdate_migrationRefusedForASeedASnapshotNames: a VM whose own snapshot (its config
+// without parent) names its seed on storage that is not shared cannot be migrated (qemu-
+// server's scan_local_volumes: "local cdrom image", testdata/
+// task_log_migrate_local_cdrom_snapshot.json), and ejecting ide2 cannot change a snapshot:
+// the node change is refused before anything is written, naming the snapshot.
+func TestUpdate_migrationRefusedForASeedASnapshotNames(t *testing.T) {
+	h := newHarness(t, "pv1-1", "pv1-2")
+	localStorage(h.f)
+	h.create(h.spec())
+	seed := h.f.vm(testVMID0).Config["ide2"]
+	h.f.mutate(testVMID0, func(v *fakeVM) {
+		delete(v.Config, "parent")
+		v.Snapshots = map[string]map[string]string{"s1": {"ide2": seed}}
+	})
+	h.f.calllog = nil
+	to := "pv1-2"
+	err := h.b.Update(h.ctx, ID{VMID: testVMID0, Name: testName}, Changes{Node: &to, UID: testUID, UserData: []byte("#cloud-config\n"), UserDataKnown: true})
+	if err == nil || ClassOf(err) != pveapi.Permanent || !strings.Contains(err.Error(), "ide2 in its snapshot s1 names "+driveVolume(seed)) {
+		t.Fatalf("err %v, want a Permanent refusal naming the snapshot", err)
+	}
+	if got := mutating(h.f); len(got) != 0 {
+		t.Errorf("writes before the refusal: %v", got)
+	}
+	if v := h.f.vm(testVMID0); v.Node != "pv1-1" || v.Config["ide2"] != seed {
+		t.Errorf("after the refusal: node %s ide2 %q", v.Node, v.Config["ide2"])
+	}
+}
