@@ -23,14 +23,14 @@ func (s *scenario) writesTo(vmid int) []string {
 	return out
 }
 
-// TestE2E_SeedSwap_EjectedSeedBuysNoRestart (decision: seed-swap): an actor with
+// TestE2E_Seeds_EjectedSeedBuysNoRestart (decision: seed-swap): an actor with
 // VM.Config.CDROM and VM.Config.Options, but not VM.PowerMgmt, ejects a running proxy VM's
 // seed (ide2 = none) and, in the second case, forges the mark's seed-swap line. The seed on
 // storage is the generation the state holds, so it is no leftover of a cut-off swap: the
 // plan is empty, with a warning that the seed is not attached, and the apply sends nothing
 // to the VM (no shutdown, no start on a new generation the actor could not make). The
 // destroy deletes the ejected seed.
-func TestE2E_SeedSwap_EjectedSeedBuysNoRestart(t *testing.T) {
+func TestE2E_Seeds_EjectedSeedBuysNoRestart(t *testing.T) {
 	for _, forge := range []bool{false, true} {
 		name := "ejected"
 		if forge {
@@ -83,12 +83,12 @@ func TestE2E_SeedSwap_EjectedSeedBuysNoRestart(t *testing.T) {
 	}
 }
 
-// TestE2E_SeedSwap_KeepsTheSeedItsSnapshotNames (decision: seed-in-use): a proxy VM's own
+// TestE2E_Seeds_SwapKeepsTheSeedItsSnapshotNames (decision: seed-in-use): a proxy VM's own
 // snapshot s1, in a config without parent (what PVE's snapshot_delete leaves), names its
 // first seed; a cloud_init change with cloud_init_change = "restart" swaps the seed. The
 // first seed stays (a rollback to s1 boots from it), with a warning naming the VM and the
 // snapshot; the destroy deletes both generations.
-func TestE2E_SeedSwap_KeepsTheSeedItsSnapshotNames(t *testing.T) {
+func TestE2E_Seeds_SwapKeepsTheSeedItsSnapshotNames(t *testing.T) {
 	s := newScenario(t, "seeds/referenced", scenarioOpts{NoForeign: true})
 	vm := s.vm("sw")
 	vm.CloudInit = "#cloud-config\nruncmd: [echo one]\n"
@@ -132,13 +132,13 @@ func TestE2E_SeedSwap_KeepsTheSeedItsSnapshotNames(t *testing.T) {
 	}
 }
 
-// TestE2E_Migrate_RefusedForASeedItsSnapshotNames: a proxy VM whose own snapshot s1 (a
+// TestE2E_Seeds_MigrateRefusedForASeedItsSnapshotNames: a proxy VM whose own snapshot s1 (a
 // config without parent) names its seed ISO on per-node storage cannot move to another node:
 // Proxmox refuses a local CD-ROM image any snapshot names (the simulator follows
 // scan_local_volumes), and no eject reaches a snapshot. The apply of a node change fails
 // before anything is written, naming the snapshot; the VM stays where it was with its seed,
 // and the destroy leaves nothing.
-func TestE2E_Migrate_RefusedForASeedItsSnapshotNames(t *testing.T) {
+func TestE2E_Seeds_MigrateRefusedForASeedItsSnapshotNames(t *testing.T) {
 	s := newScenario(t, "seeds/referenced", scenarioOpts{NoForeign: true, Sim: pvesim.Options{Nodes: []string{"pve1", "pve2"}}})
 	vm := s.vm("mg")
 	vm.Node = s.sim.Nodes[0]
