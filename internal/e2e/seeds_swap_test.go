@@ -119,7 +119,6 @@ func TestE2E_Seeds_SwapKeepsTheSeedItsSnapshotNames(t *testing.T) {
 	if want := fmt.Sprintf("attached to VM %d (%s) as ide2 in its snapshot s1", vmid, vm.Name); !strings.Contains(out, want) {
 		t.Errorf("the apply does not warn %q:\n%s", want, r.Output())
 	}
-	v, _ = s.sim.VM(vmid)
 	seeds, ide2 := s.swapSeeds(vm.Name, vmid)
 	if ide2 == gen1 || !slices.ContainsFunc(seeds, func(x string) bool { return strings.HasSuffix(x, "/"+gen1) }) {
 		t.Errorf("seeds %v, ide2 %s: want the first seed %s kept beside the new one", seeds, ide2, gen1)
