@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,16 +30,21 @@ type seedSwapKillPoint struct {
 	// sign says the kill leaves a sign the refresh reads (the seed swapped, or a new seed
 	// on storage), so the re-run warns that the last apply was interrupted.
 	sign bool
+	// operator runs the swap on an imported proxy-operator VM: its seed <name>-seed.iso,
+	// so the state holds no seed_generation, and no digest key is set (adv1 finding 14).
+	operator bool
 }
 
 var seedSwapKillPoints = []seedSwapKillPoint{
-	{"mark-write", tfrun.StatConfigPut, 1, false},
-	{"leftover-listing", "GET /nodes/{node}/storage/{storage}/content", 1, false},
-	{"upload", tfrun.StatUpload, 1, true},
-	{"ide2-write", tfrun.StatConfigPut, 2, true},
-	{"old-seed-delete", tfrun.StatVolumeDelete, 1, true},
-	{"shutdown", "POST /nodes/{node}/qemu/{vmid}/status/shutdown", 1, true},
-	{"start", tfrun.StatStart, 1, true},
+	{"mark-write", tfrun.StatConfigPut, 1, false, false},
+	{"leftover-listing", "GET /nodes/{node}/storage/{storage}/content", 1, false, false},
+	{"upload", tfrun.StatUpload, 1, true, false},
+	{"ide2-write", tfrun.StatConfigPut, 2, true, false},
+	{"old-seed-delete", tfrun.StatVolumeDelete, 1, true, false},
+	{"shutdown", "POST /nodes/{node}/qemu/{vmid}/status/shutdown", 1, true, false},
+	{"start", tfrun.StatStart, 1, true, false},
+	{"operator-old-seed-delete", tfrun.StatVolumeDelete, 1, true, true},
+	{"operator-start", tfrun.StatStart, 1, true, true},
 }
 
 func TestE2E_CrashSeedSwap(t *testing.T) {
@@ -68,6 +74,9 @@ func runCrashSeedSwap(t *testing.T, p seedSwapKillPoint) {
 		t.Fatalf("the state holds %d proxy_vm", len(st))
 	}
 	vmid := st[0].Int("vmid")
+	if p.operator {
+		s.makeOperatorVM(vm, vmid)
+	}
 
 	// The swap to ud2, killed at the point.
 	s.vms[0].CloudInit = ud2
@@ -143,6 +152,36 @@ func runCrashSeedSwap(t *testing.T, p seedSwapKillPoint) {
 	}
 	o := s.converge()
 	figures.note(s.cat, fmt.Sprintf("swap undone: %t", o.Converged && !t.Failed()))
+}
+
+// makeOperatorVM makes the proxy VM at vmid one the proxy operator made: its mark the
+// operator's three lines, its seed <name>-seed.iso; then imports it again and applies, so
+// the state holds its cloud_init and no seed_generation.
+func (s *scenario) makeOperatorVM(vm tfrun.VM, vmid int) {
+	s.t.Helper()
+	v, _ := s.sim.VM(vmid)
+	opFile := vm.Name + "-seed.iso"
+	if err := s.sim.AddISO(v.Node, s.sim.ISOStorage, opFile, []byte("the operator's seed")); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{
+		"description": "proxy-operator-managed=true\nproxy-operator-uid=5e0c1f3a-7b2d-4c8e-9f01-23456789abcd\nproxy-operator-created-at=2026-11-01T10:00:00Z",
+		"ide2":        s.sim.ISOStorage + ":iso/" + opFile + ",media=cdrom",
+	}}); err != nil {
+		s.t.Fatal(err)
+	}
+	created, _, _ := strings.Cut(v.Config["ide2"], ",")
+	s.dropSeedCopy(v.Node, created) // the create's seed: no VM names it now
+	if r := s.ws.Run(s.ctx, "state", "rm", vm.Addr()); !r.OK() {
+		s.t.Fatalf("state rm:\n%s", r)
+	}
+	if r := s.ws.Import(s.ctx, vm.Addr(), strconv.Itoa(vmid)); !r.OK() {
+		s.t.Fatalf("import of the operator's VM:\n%s", r)
+	}
+	s.mustApply()
+	if st := s.state().OfType("proxy_vm"); len(st) != 1 || st[0].Values["seed_generation"] != nil {
+		s.t.Fatalf("after the import the state holds %+v, want one proxy_vm without seed_generation", st)
+	}
 }
 
 // sourceLine is a line of the configuration terraform quotes under a diagnostic.

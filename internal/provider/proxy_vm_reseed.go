@@ -112,9 +112,19 @@ func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, sta
 	name, uid := vm.ID.Name, state.UID.ValueString()
 	now, nowOK := proxmox.SeedGeneration(vm.Seed, name, uid)
 	prior := state.SeedGeneration
-	if nowOK {
+	want, wantOK := knownInt(prior)
+	switch {
+	case nowOK:
 		state.SeedGeneration = types.Int64Value(int64(now))
-	} else {
+	case wantOK && vm.Seed == "":
+		// The seed was ejected (ide2 empty, or another ISO there): the state keeps its
+		// generation, so every plan says so until the seed is attached again.
+		diags.AddWarning("Proxy VM seed ISO not attached", fmt.Sprintf("%s: its CD-ROM (ide2) names no seed ISO of this VM, while the "+
+			"state holds seed generation %d (%s). Someone ejected it or put another ISO there, and cloud-init finds no seed at the "+
+			"VM's next boot. Attach it again (`qm set %d --ide2 <storage>:iso/%s,media=cdrom` on the VM's node), or change cloud_init "+
+			"to make a new one.", vmLabel(name, vm.ID.VMID), want, seedOfGeneration(ctx, in, name, uid, want), vm.ID.VMID,
+			proxmox.SeedFileGen(name, uid, want)))
+	default:
 		state.SeedGeneration = types.Int64Null()
 	}
 	why := seedDrift(ctx, in, *state, prior, vm, now, nowOK, leftovers)
@@ -133,20 +143,60 @@ func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, sta
 			"the VM).", vmLabel(name, vm.ID.VMID), why))
 }
 
+// seedOfGeneration names the seed ISO of generation gen: the volume the private state
+// recorded when it is that generation, else its file name.
+func seedOfGeneration(ctx context.Context, in privateGetter, name, uid string, gen int) string {
+	if rec := readSeed(ctx, in); rec != "" {
+		if g, ok := proxmox.SeedGeneration(rec, name, uid); ok && g == gen {
+			return rec
+		}
+	}
+	return proxmox.SeedFileGen(name, uid, gen)
+}
+
 // seedDrift says which sign of a cut-off seed swap the refresh found (readSeedDrift); ""
 // for none. prior is the state's seed_generation before the refresh.
 func seedDrift(ctx context.Context, in privateGetter, state proxyVMModel, prior types.Int64, vm proxmox.VM, now int, nowOK bool, leftovers []string) string {
 	name, uid := vm.ID.Name, state.UID.ValueString()
-	if want, ok := knownInt(prior); ok {
+	want, wantOK := knownInt(prior)
+	recorded := ""
+	if !wantOK {
+		recorded = readSeed(ctx, in)
+	}
+	was, wasOK := proxmox.SeedGeneration(recorded, name, uid)
+	digest, digestOK := knownString(state.CloudInitDigest)
+	switch {
+	case wantOK:
 		if nowOK && now != want {
 			return fmt.Sprintf("its CD-ROM names the seed ISO %s (generation %d), but the state holds generation %d", vm.Seed, now, want)
 		}
-	} else if recorded := readSeed(ctx, in); recorded != "" {
-		if was, ok := proxmox.SeedGeneration(recorded, name, uid); ok && nowOK && was != now {
+	case wasOK:
+		if nowOK && was != now {
 			return fmt.Sprintf("its CD-ROM names the seed ISO %s, but the last apply recorded %s", vm.Seed, recorded)
 		}
-	} else if d, ok := knownString(state.CloudInitDigest); ok && vm.MarkExtra.UserDataDigest != "" && vm.MarkExtra.UserDataDigest != d {
-		return "its mark's user-data digest is not the state's cloud_init_digest"
+	case digestOK && vm.MarkExtra.UserDataDigest != "":
+		if vm.MarkExtra.UserDataDigest != digest {
+			return "its mark's user-data digest is not the state's cloud_init_digest"
+		}
+	case nowOK:
+		// No generation known means the VM booted from a seed this provider did not make
+		// (the proxy operator's <name>-seed.iso of an imported VM), and no digest tells what
+		// the seed carries: a seed of this resource's uid on its CD-ROM can only come from a
+		// swap whose answer was lost (adv1 finding 14).
+		was := "the state holds no seed generation"
+		if recorded != "" {
+			was = "the last apply recorded " + recorded + ", a seed this provider did not make"
+		}
+		return fmt.Sprintf("its CD-ROM names the seed ISO %s (generation %d), which only a seed swap makes, but %s", vm.Seed, now, was)
+	}
+	// A seed of the state's generation is the VM's own, never the sign of a cut-off swap,
+	// whatever the mark's swap line says (a Notes writer can forge the line, a CD-ROM
+	// writer eject the seed).
+	if wantOK {
+		leftovers = slices.DeleteFunc(slices.Clone(leftovers), func(v string) bool {
+			g, ok := proxmox.SeedGeneration(v, name, uid)
+			return ok && g == want
+		})
 	}
 	if len(leftovers) > 0 {
 		return fmt.Sprintf("its mark says a seed swap was under way, and the seed ISO %s of this VM, which its CD-ROM does not name, is on "+

@@ -97,7 +97,16 @@ func TestReadSeedDrift(t *testing.T) {
 		{"the same generation", gen("isos", 2), gen("isos", 2), 0, oldText, nil, false, nil},
 		{"moved to another storage", gen("isos", 2), gen("shared", 2), 0, oldText, nil, false, nil},
 		{"nothing recorded, the same digest", "", gen("isos", 2), 0, oldText, nil, false, nil},
-		{"the operator's seed", "isos:iso/" + name + "-seed.iso", gen("isos", 2), 0, newText, nil, false, nil},
+		{"the operator's seed, another digest", "isos:iso/" + name + "-seed.iso", gen("isos", 2), 0, newText, nil, true, []string{"digest"}},
+		{"the operator's seed, the same digest", "isos:iso/" + name + "-seed.iso", gen("isos", 2), 0, oldText, nil, false, nil},
+		// An imported proxy-operator VM, no digest key: a generation of this uid on ide2 is
+		// the sign itself (adv1 finding 14).
+		{"the operator's seed, no digest", "isos:iso/" + name + "-seed.iso", gen("isos", 2), 0, "", nil, true, []string{gen("isos", 2), "did not make"}},
+		{"no record nor generation nor digest", "", gen("isos", 2), 0, "", nil, true, []string{gen("isos", 2), "no seed generation"}},
+		{"no record nor generation nor digest, the operator's seed", "", "isos:iso/" + name + "-seed.iso", 0, "", nil, false, nil},
+		// A seed of the state's generation is never a leftover (a forged swap line).
+		{"the state's generation is no leftover", "", "isos:iso/" + name + "-seed.iso", 1, oldText, []string{gen("isos", 1)}, false, nil},
+		{"another generation is a leftover", "", "isos:iso/" + name + "-seed.iso", 1, oldText, []string{gen("isos", 1), gen("isos", 2)}, true, []string{gen("isos", 2)}},
 		{"another uid's seed", gen("isos", 1), "isos:iso/" + name + "-7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35-2-seed.iso", 0, newText, nil, false, nil},
 		// A kill -9: no answer to Terraform, the private state dropped.
 		{"no record, the state's generation", "", gen("isos", 2), 1, newText, nil, true, []string{gen("isos", 2), "generation 1"}},
@@ -115,8 +124,10 @@ func TestReadSeedDrift(t *testing.T) {
 			writeImportMarker(ctx, p, []unreadAttr{unreadCloudInit, unreadTemplate})
 			state := proxyVMModel{vmIdentityFacet: vmIdentityFacet{Name: types.StringValue(name), UID: types.StringValue(uid)}, vmCloudInit: vmCloudInit{CloudInit: types.StringNull(),
 				CloudInitDigest: types.StringValue(cloudInitDigest(testDigestKey, uid, oldText)), SeedGeneration: intOrNull(tc.stateGen)}}
-			vm := proxmox.VM{ID: proxmox.ID{VMID: 1003, Name: name}, Seed: tc.seed,
-				MarkExtra: proxmox.MarkExtra{UserDataDigest: cloudInitDigest(testDigestKey, uid, tc.markText)}}
+			vm := proxmox.VM{ID: proxmox.ID{VMID: 1003, Name: name}, Seed: tc.seed}
+			if tc.markText != "" { // "": no digest key, the mark carries no digest
+				vm.MarkExtra.UserDataDigest = cloudInitDigest(testDigestKey, uid, tc.markText)
+			}
 			var d diag.Diagnostics
 			readSeedDrift(ctx, p, p, &state, vm, tc.leftovers, &d)
 			unread, _ := readImportMarker(ctx, p)

@@ -421,7 +421,13 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
 	if changed {
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
-		if err := r.data.backend.Update(ctx, id, changes); err != nil {
+		nctx, notes := proxmox.WithNotes(ctx)
+		err := r.data.backend.Update(nctx, id, changes)
+		for _, n := range notes.Lines() {
+			// What the update skipped on purpose (a seed ISO a VM or its snapshot still has).
+			resp.Diagnostics.AddWarning("Proxy VM update skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
+		}
+		if err != nil {
 			// Record what did change before the failure, so the next plan shows only the rest.
 			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: prior.Pool.ValueString(), HA: changes.HA != nil || !prior.HA.IsNull()}); gerr == nil {
 				state := prior

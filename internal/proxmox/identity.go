@@ -368,7 +368,7 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 	c.report.TakenOver = append(c.report.TakenOver, TakenOverVM{VMID: vmid, Node: node, PreviousUID: prev.UID,
 		CreatedAt: prev.CreatedAt, Rebuilt: true})
 	c.adopted = true
-	if err := b.deleteSeedsOfTakenOver(ctx, node, s.Name, prev.UID, cfg); err != nil {
+	if err := b.deleteSeedsOfTakenOver(ctx, node, vmid, s.Name, prev.UID, cfg); err != nil {
 		return false, false, err
 	}
 	st, err := b.api.VMStatus(ctx, node, vmid)

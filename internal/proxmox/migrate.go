@@ -32,6 +32,10 @@ type migrationView struct {
 	seed      seedVol
 	seedLocal bool
 	local     []string
+	// blocked are the CD-ROM images on storage that is not shared that a snapshot section
+	// or a pending value names ("ide2 in its snapshot s1 (<volid>)"): Proxmox refuses the
+	// migration for them (localCDROMRefs), and no eject reaches a snapshot.
+	blocked []string
 }
 
 // migrationPlan is what a migration does, decided from a migrationView by planMigration:
@@ -62,6 +66,12 @@ func (b *Backend) checkMigrationTarget(to string) error {
 func planMigration(v migrationView, isoStorage, storage string, userDataKnown bool) (migrationPlan, error) {
 	if hibernatedVM(v.vs, v.cfg) {
 		return migrationPlan{}, Permanentf("the VM is hibernated on node %s, and Proxmox cannot migrate a hibernated VM; resume it (or stop it) in Proxmox, then apply again", v.from)
+	}
+	if len(v.blocked) > 0 {
+		return migrationPlan{}, Permanentf("Proxmox cannot migrate the VM from node %s to node %s: %s, a CD-ROM image on storage that is not shared "+
+			"(qemu-server refuses a local CD-ROM image that any snapshot or pending value names, and a snapshot cannot be edited). "+
+			"Delete that snapshot (`qm delsnapshot %d <name>`), or apply the pending change by restarting the VM, then apply again; nothing was changed",
+			v.from, v.to, strings.Join(v.blocked, ", "), v.id.VMID)
 	}
 	running := v.vs.Status == "running"
 	p := migrationPlan{id: v.id, from: v.from, to: v.to,
@@ -96,7 +106,67 @@ func (b *Backend) readMigration(ctx context.Context, op string, id ID, from, to 
 	if v.local, err = b.localDisks(ctx, from, cfg); err != nil {
 		return v, err
 	}
+	if v.blocked, err = b.localCDROMRefs(ctx, op, id, from); err != nil {
+		return v, err
+	}
 	return v, nil
+}
+
+// localCDROMRefs reads the VM's pending section and snapshot sections (readVMUse) for
+// CD-ROM images on storage that is not shared on node from. qemu-server's
+// scan_local_volumes runs test_volid over every volume foreach_volid finds, the snapshot
+// sections and the pending values included, and dies "local cdrom image" for such a volume
+// whatever references it (src/PVE/QemuMigrate.pm lines 405-478, src/PVE/QemuServer.pm
+// foreach_volid lines 4526-4590; testdata/task_log_migrate_local_cdrom_snapshot.json):
+// the eject of ide2 (moveSeedOut) cannot help there, so the migration is refused before
+// anything is written. The current config's CD-ROM is moveSeedOut's. Costs one snapshot
+// list (and one read per snapshot) per migration.
+func (b *Backend) localCDROMRefs(ctx context.Context, op string, id ID, from string) ([]string, error) {
+	u, err := b.readVMUse(ctx, from, id.VMID)
+	if err != nil {
+		return nil, apiErrorf(op, err, "reading the snapshots and pending values of the VM on node %s before migrating it", from)
+	}
+	type ref struct{ where, drive string }
+	var refs []ref
+	for _, k := range slices.Sorted(maps.Keys(u.cfg.Pending)) {
+		if isDriveKey(k) {
+			refs = append(refs, ref{k + " (a pending value)", u.cfg.Pending[k]})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(u.snaps)) {
+		sec := u.snaps[name]
+		for _, k := range slices.Sorted(maps.Keys(sec)) {
+			if isDriveKey(k) {
+				refs = append(refs, ref{k + " in its snapshot " + name, sec[k]})
+			}
+		}
+	}
+	shared := map[string]bool{}
+	var out []string
+	for _, r := range refs {
+		vol := driveVolume(r.drive)
+		v, ok := parseISOVol(vol)
+		if !ok || !isCDROM(r.drive) {
+			continue
+		}
+		sh, seen := shared[v.storage]
+		if !seen {
+			st, err := b.api.StorageStatus(ctx, from, v.storage)
+			switch {
+			case err == nil:
+				sh = st.Shared == 1
+			case pveapi.IsMissingStorage(err):
+				sh = false
+			default:
+				return nil, apiErrorf(op, err, "reading storage %s on node %s to plan the migration", v.storage, from)
+			}
+			shared[v.storage] = sh
+		}
+		if !sh {
+			out = append(out, r.where+" names "+vol)
+		}
+	}
+	return out, nil
 }
 
 // migrationStatus reads the VM's status on the source before a migration.

@@ -275,7 +275,8 @@ func TestCreate_withoutNodeIsPlaced(t *testing.T) {
 // on its node with its seed. The migration's own refusals come first, as before.
 func TestUpdate_refusalBeforeTheMigration(t *testing.T) {
 	reads := map[string]bool{"ClusterResources": true, "VMConfig": true, "VMConfigCurrent": true, "VMStatus": true,
-		"StorageStatus": true, "StorageContent": true, "TaskStatus": true, "NodeStatus": true, "Version": true}
+		"StorageStatus": true, "StorageContent": true, "TaskStatus": true, "NodeStatus": true, "Version": true,
+		"VMPending": true, "VMSnapshots": true, "VMSnapshotConfig": true}
 	shrink, tag := 1, 5000
 	for _, tc := range []struct {
 		name string

@@ -98,6 +98,9 @@ func SeedGeneration(volid, name, uid string) (gen int, ok bool) {
 	return gen, true
 }
 
+// SeedFileGen is the file of generation gen of the seed of VM name with uid.
+func SeedFileGen(name, uid string, gen int) string { return seedFileGen(name, uid, gen) }
+
 // seedFileGen is generation gen of the seed of VM name with uid (seedFile for 1).
 func seedFileGen(name, uid string, gen int) string {
 	if gen <= 1 {
@@ -388,16 +391,6 @@ func seedDeleteManually(node string, v seedVol) string {
 func noteSeedSkipped(ctx context.Context, node, volid string, err error) {
 	note(ctx, "the seed ISO %s was not deleted on node %s: its storage %s does not exist there (%v), so there can be no seed on it",
 		volid, node, storageOf(volid), err)
-}
-
-// deleteSeeds deletes each seed on node.
-func (b *Backend) deleteSeeds(ctx context.Context, op, node string, seeds []seedVol) error {
-	for _, v := range seeds {
-		if err := b.deleteSeed(ctx, op, node, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // seedDelete is a seed ISO delete running beside the stop: the seed must be gone before
@@ -880,10 +873,81 @@ func (b *Backend) seedHolderVMs(ctx context.Context, op string, seeds []Seed, vm
 	return held, read, nil
 }
 
+// May this seed go (decision: seed-in-use): every seed delete other than a destroy's sweep
+// (which reads the same holders through its cache, sweepHolders) and the clean-up (which
+// reads them for all its seeds at once, seedsUnused) goes through deleteUnheld: a seed swap's
+// old seed and the leftovers of a swap cut off, a migration's source copy, the seeds of an
+// interrupted create taken over. A seed is kept when any VM has it (seedHolders.of): on a
+// drive, in a pending value, or in any snapshot section, by volume id or by absolute path
+// (addVM, isoPathKey), the VM that asks among them (its own snapshot may name the seed a
+// swap replaced). A seed kept is noted, naming the VM and the snapshot; the VM's destroy
+// (the sweep, which skips the VM destroyed) deletes it when the VM goes.
+
+// seedHoldersFor reads who holds seeds: the QEMU VMs of the cluster's listing but skipVMID
+// (a VM about to be destroyed; 0: none), and self (the VM that asks, when the listing does
+// not show it yet), through readSeedHolders.
+func (b *Backend) seedHoldersFor(ctx context.Context, op string, seeds []Seed, self pveapi.Resource, skipVMID int) (seedHolders, error) {
+	use := seedUse{names: map[string]bool{}, vols: map[string]bool{}, uids: map[string]bool{}, drives: map[string]string{}}
+	if len(seeds) == 0 {
+		return seedHolders{use: &use}, nil
+	}
+	res, err := b.listing(ctx, false)
+	if err != nil {
+		return seedHolders{}, apiErrorf(op, err, "listing the cluster's VMs to check that no VM has the seed ISO on a drive or in a snapshot")
+	}
+	var vms []pveapi.Resource
+	seen := false
+	for _, r := range res {
+		if r.Type != "qemu" || r.VMID == skipVMID {
+			continue
+		}
+		seen = seen || r.VMID == self.VMID
+		vms = append(vms, r)
+	}
+	if self.VMID != 0 && self.VMID != skipVMID && !seen {
+		vms = append(vms, self)
+	}
+	return b.readSeedHolders(ctx, op, seeds, vms, &use)
+}
+
+// deleteUnheld deletes each seed on node that no VM holds (seedHoldersFor) and notes each
+// one kept, naming who has it. A failed read deletes nothing and fails the call.
+func (b *Backend) deleteUnheld(ctx context.Context, op, node string, seeds []seedVol, self pveapi.Resource, skipVMID int) error {
+	if len(seeds) == 0 {
+		return nil
+	}
+	pairs := make([]Seed, len(seeds))
+	for i, v := range seeds {
+		pairs[i] = Seed{Node: node, VolID: v.volid()}
+	}
+	held, err := b.seedHoldersFor(ctx, op, pairs, self, skipVMID)
+	if err != nil {
+		return err
+	}
+	for _, v := range seeds {
+		if by := held.of(node, v.volid()); by != "" {
+			noteSeedKept(ctx, node, v, by)
+			continue
+		}
+		if err := b.deleteSeed(ctx, op, node, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteSeedKept is the note of a seed not deleted because by (seedHolders.of) has it.
+func noteSeedKept(ctx context.Context, node string, v seedVol, by string) {
+	note(ctx, "the seed ISO %s was kept on node %s: it is attached to %s, so it stays while that VM may use it (a "+
+		"rollback to a snapshot boots from it); the destroy of this resource's VM deletes it, or delete it by hand with "+
+		"`pvesm free %s` on node %s once no VM uses it", v.volid(), node, by, v.volid(), node)
+}
+
 // deleteSeedsOfTakenOver deletes, on node, the seeds an interrupted create left that this
-// Create takes over: the one its ide2 names (wherever it is) and the one its uid would
-// have uploaded to iso_storage.
-func (b *Backend) deleteSeedsOfTakenOver(ctx context.Context, node, name, prevUID string, cfg map[string]string) error {
+// Create takes over (the VM at vmid, which it destroys): the one its ide2 names (wherever
+// it is) and the one its uid would have uploaded to iso_storage, unless another VM holds
+// one (deleteUnheld).
+func (b *Backend) deleteSeedsOfTakenOver(ctx context.Context, node string, vmid int, name, prevUID string, cfg map[string]string) error {
 	var seeds []seedVol
 	if v, ok := vmSeed(name, cfg); ok && v.file != operatorSeedFile(name) {
 		seeds = append(seeds, v)
@@ -893,7 +957,7 @@ func (b *Backend) deleteSeedsOfTakenOver(ctx context.Context, node, name, prevUI
 			seeds = append(seeds, v)
 		}
 	}
-	return b.deleteSeeds(ctx, "create", node, seeds)
+	return b.deleteUnheld(ctx, "create", node, seeds, pveapi.Resource{}, vmid)
 }
 
 // seedFix is what ensureSeed did.
@@ -1015,7 +1079,8 @@ func (m *migration) finishSeed(ctx context.Context) error {
 			m.logCleanup(ctx, "attaching the seed ISO on the target failed", err)
 		}
 	}
-	if err := m.b.deleteSeed(ctx, m.op, m.from, m.seed.src); err != nil {
+	self := pveapi.Resource{Type: "qemu", VMID: m.id.VMID, Node: m.to, Name: m.id.Name}
+	if err := m.b.deleteUnheld(ctx, m.op, m.from, []seedVol{m.seed.src}, self, 0); err != nil {
 		return &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM moved to node %s, but its seed ISO's old copy was not deleted: %w", m.to, err)}
 	}
 	return nil
@@ -1091,7 +1156,7 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 	if err != nil {
 		return cfg, err
 	}
-	if err := b.deleteSwapLeftovers(ctx, node, id.Name, uid, cur, next); err != nil {
+	if err := b.deleteSwapLeftovers(ctx, node, id, uid, cur, next); err != nil {
 		return cfg, err
 	}
 	iso, err := b.buildSeedFor(id.Name, next.file, ch.UserData, ch.Network, cfg["net0"])
@@ -1126,7 +1191,7 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 	maps.Copy(out, params)
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso swapped", fields)
 	if hasCur && cur != next {
-		if err := b.deleteSeed(ctx, "update", node, cur); err != nil {
+		if err := b.deleteUnheld(ctx, "update", node, []seedVol{cur}, selfOf(node, id), 0); err != nil {
 			return out, &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM boots from its new seed ISO %s now, but its old one was not deleted: %w "+
 				"(the next apply of this change, or the VM's destroy, deletes it)", next.volid(), err)}
 		}
@@ -1136,9 +1201,10 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 
 // deleteSwapLeftovers deletes, on node's iso_storage, the seeds of VM name with uid that
 // neither its ide2 (cur) nor the swap under way (next) names: what a swap cut off left. The
-// listing is one request; the uid in a file name is the resource's, so nothing another VM
-// may boot from is touched (decision: seed-swap).
-func (b *Backend) deleteSwapLeftovers(ctx context.Context, node, name, uid string, cur, next seedVol) error {
+// listing is one request; the uid in a file name is the resource's, and a seed some VM
+// holds (its own snapshot, say) is kept (deleteUnheld, decision: seed-swap).
+func (b *Backend) deleteSwapLeftovers(ctx context.Context, node string, id ID, uid string, cur, next seedVol) error {
+	name := id.Name
 	vols, err := b.api.StorageContent(ctx, node, b.cfg.ISOStorage, "iso")
 	if err != nil {
 		if pveapi.IsMissingStorage(err) {
@@ -1146,6 +1212,7 @@ func (b *Backend) deleteSwapLeftovers(ctx context.Context, node, name, uid strin
 		}
 		return apiErrorf("update", err, "listing storage %s on node %s for seed ISOs an earlier cloud-init change left", b.cfg.ISOStorage, node)
 	}
+	var left []seedVol
 	for _, got := range vols {
 		v, ok := parseISOVol(got.VolID)
 		if !ok || v == cur || v == next {
@@ -1155,11 +1222,14 @@ func (b *Backend) deleteSwapLeftovers(ctx context.Context, node, name, uid strin
 			continue
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left by an earlier swap: deleting it", map[string]any{"name": name, "node": node, "seed": v.volid()})
-		if err := b.deleteSeed(ctx, "update", node, v); err != nil {
-			return err
-		}
+		left = append(left, v)
 	}
-	return nil
+	return b.deleteUnheld(ctx, "update", node, left, selfOf(node, id), 0)
+}
+
+// selfOf is the listing entry of the VM at id on node, for seedHoldersFor.
+func selfOf(node string, id ID) pveapi.Resource {
+	return pveapi.Resource{Type: "qemu", VMID: id.VMID, Node: node, Name: id.Name}
 }
 
 // dropNewSeed deletes a new seed whose swap failed before the VM named it, then drops the

@@ -363,7 +363,7 @@ func otherClientsEndpoint(method, path string) bool {
 	switch path {
 	case "/cluster/status", "/cluster/tasks", "/nodes/{node}/version", "/pools", "/nodes/{node}/qemu",
 		"/nodes/{node}/storage/{storage}/content/{volume}", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo",
-		"/nodes/{node}/qemu/{vmid}/agent/get-host-name":
+		"/nodes/{node}/qemu/{vmid}/agent/get-host-name", "/nodes/{node}/tasks/{upid}/log":
 		return true
 	}
 	return false

@@ -63,21 +63,74 @@ func (s *Sim) crossNodeCloneRefusal(src *vm, target string) *response {
 	return nil
 }
 
-// localVolumes is scan_local_volumes: the volumes of v on non-shared storage and the
-// reasons the migration is refused (empty: it may go ahead).
-func (s *Sim) localVolumes(v *vm, running, withLocalDisks bool) (local []string, refusals []string) {
-	for _, k := range slices.Sorted(maps.Keys(v.conf)) {
-		if !driveKeyRe.MatchString(k) && k != "vmstate" {
-			continue
+// volRef is what foreach_volid gathers of one volume over the VM's config, its pending
+// section and its snapshot sections (qemu-server src/PVE/QemuServer.pm foreach_volid, lines
+// 4526-4590): a CD-ROM only when every reference is one, attached when the current config
+// names it, and the snapshots and pending section that name it.
+type volRef struct {
+	cdrom, attached, pending bool
+	snaps                    []string
+}
+
+// volRefs walks v's drives as foreach_volid does: the config, the pending values, each
+// snapshot section.
+func volRefs(v *vm) map[string]*volRef {
+	refs := map[string]*volRef{}
+	add := func(conf map[string]string, snap string, pending bool) {
+		for k, val := range conf {
+			if !driveKeyRe.MatchString(k) && k != "vmstate" {
+				continue
+			}
+			vol := driveVolume(val)
+			if vol == "" {
+				continue
+			}
+			r := refs[vol]
+			if r == nil {
+				r = &volRef{cdrom: true}
+				refs[vol] = r
+			}
+			r.cdrom = r.cdrom && isCDROM(val)
+			switch {
+			case snap != "":
+				r.snaps = append(r.snaps, snap)
+			case pending:
+				r.pending = true
+			default:
+				r.attached = true
+			}
 		}
-		val := v.conf[k]
-		vol := driveVolume(val)
-		cdrom := isCDROM(val)
+	}
+	add(v.conf, "", false)
+	add(v.pending, "", true)
+	for name, sec := range v.snapshots {
+		add(sec, name, false)
+	}
+	return refs
+}
+
+// localVolumes is scan_local_volumes (src/PVE/QemuMigrate.pm lines 367-567): the volumes of
+// v on non-shared storage, in its config, pending values or snapshots (volRefs), each with
+// where it is referenced, and the reasons the migration is refused (empty: it may go
+// ahead). test_volid (lines 405-478): a path is "local file/device"; the CD-ROM drive
+// "cdrom" is refused, "none" skipped; a volume on shared storage is passed; a local CD-ROM
+// image is refused whatever references it (a snapshot section included) unless it is a
+// cloud-init drive; a running VM's attached local disks need with-local-disks (lines
+// 538-543). Each refusal is logged as "can't migrate local disk '<volid>': <reason>"
+// (lines 560-562). A local disk a snapshot references (not qcow2 or zfs: "non-migratable
+// snapshot exists") is not modelled.
+func (s *Sim) localVolumes(v *vm, running, withLocalDisks bool) (local []string, refusals []string) {
+	refs := volRefs(v)
+	for _, vol := range slices.Sorted(maps.Keys(refs)) {
+		r := refs[vol]
 		switch {
-		case vol == "" || vol == "none":
+		case vol == "none" && r.cdrom:
 			continue
-		case vol == "cdrom" && cdrom:
+		case vol == "cdrom" && r.cdrom:
 			refusals = append(refusals, "can't migrate local cdrom drive")
+			continue
+		case strings.HasPrefix(vol, "/"):
+			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': local file/device", vol))
 			continue
 		}
 		sid, volname, ok := strings.Cut(vol, ":")
@@ -85,16 +138,29 @@ func (s *Sim) localVolumes(v *vm, running, withLocalDisks bool) (local []string,
 		if !ok || st == nil || st.shared {
 			continue
 		}
-		local = append(local, vol)
+		local = append(local, fmt.Sprintf("found local disk '%s' (%s)", vol, r.refWord()))
 		switch {
-		case cdrom && strings.Contains(volname, "cloudinit"):
-		case cdrom:
+		case r.cdrom && strings.Contains(volname, "cloudinit"):
+		case r.cdrom:
 			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", vol))
-		case running && !withLocalDisks:
+		case r.attached && running && !withLocalDisks:
 			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", vol))
 		}
 	}
 	return local, refusals
+}
+
+// refWord is the log's word for where a local volume is referenced (QemuMigrate.pm lines
+// 536-556: attached wins over snapshot, snapshot over pending).
+func (r *volRef) refWord() string {
+	switch {
+	case r.attached:
+		return "attached"
+	case len(r.snaps) > 0:
+		return "referenced by snapshot(s)"
+	default:
+		return "pending change"
+	}
 }
 
 func (s *Sim) hMigrate(c *call) *response {
@@ -169,9 +235,7 @@ func (m *migration) begin(t *task) string {
 		t.log = append(t.log, "VM isn't running. Doing offline migration instead.")
 	}
 	local, refusals := s.localVolumes(v, m.live, m.withLocal)
-	for _, vol := range local {
-		t.log = append(t.log, fmt.Sprintf("found local disk '%s' (attached)", vol))
-	}
+	t.log = append(t.log, local...)
 	if len(refusals) > 0 {
 		t.log = append(t.log, refusals...)
 		return "can't migrate VM - check log"

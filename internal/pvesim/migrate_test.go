@@ -2,8 +2,10 @@ package pvesim_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,4 +253,69 @@ func exitOf(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return st.ExitStatus
+}
+
+// TestMigrate_localCDROMInASnapshotRefused: scan_local_volumes walks foreach_volid, which
+// takes in the snapshot sections and the pending values (QemuServer.pm foreach_volid), so a
+// VM whose seed ISO on a per-node storage is named only by a snapshot (its CD-ROM ejected,
+// the config without parent) is refused for its local CD-ROM image, with the task log
+// task_log_migrate_local_cdrom_snapshot; so is one that names it only in a pending value.
+func TestMigrate_localCDROMInASnapshotRefused(t *testing.T) {
+	for _, where := range []string{"snapshot", "pending"} {
+		t.Run(where, func(t *testing.T) {
+			tg, sim := twoNodes(t)
+			tg.seeded("#cloud-config\n")
+			patch := pvesim.VMPatch{Config: map[string]string{"ide2": "none,media=cdrom"}}
+			if where == "snapshot" {
+				patch.Snapshots = map[string]map[string]string{"s1": {"ide2": tg.seedVolID() + ",media=cdrom", "snaptime": "1700000000"}}
+			}
+			if err := sim.SetVMState(tg.vmid, patch); err != nil {
+				t.Fatal(err)
+			}
+			if where == "pending" {
+				tg.started()
+				// A CD-ROM swapped on a running VM over the API is applied at once; an ide
+				// drive's removal waits for the restart, which keeps the seed named pending.
+				if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"ide3": tg.seedVolID() + ",media=cdrom"}); err != nil {
+					t.Fatal(err)
+				}
+				if err := tg.api.SetVMConfig(tg.ctx(), tg.node, tg.vmid, map[string]string{"delete": "ide3"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			upid, err := tg.api.Migrate(tg.ctx(), "pv1-1", tg.vmid, pveapi.MigrateParams{Target: "pv1-2", Online: where == "pending", WithLocalDisks: true, TargetStorage: "local-lvm"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := tg.waitTask(upid); st.ExitStatus != exitOf(t, "task_status_migrate_local_cdrom") {
+				t.Errorf("migration with the seed in a %s ended %q", where, st.ExitStatus)
+			}
+			if vm, _ := sim.VM(tg.vmid); vm.Node != "pv1-1" || vm.Lock != "" {
+				t.Errorf("a refused migration moved or left the VM locked: %+v", vm)
+			}
+			_, body := tg.raw("GET", "/nodes/pv1-1/tasks/"+url.PathEscape(upid)+"/log", nil, nil)
+			var got struct {
+				Data []taskLogLine `json:"data"`
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatal(err)
+			}
+			var want []taskLogLine
+			if err := fixture.MustLoad("task_log_migrate_local_cdrom_snapshot").Data(&want); err != nil {
+				t.Fatal(err)
+			}
+			if where == "snapshot" && !slices.Equal(got.Data, want) {
+				t.Errorf("task log %s, want the lines of task_log_migrate_local_cdrom_snapshot %+v", body, want)
+			}
+			if refused := want[len(want)-2]; !slices.ContainsFunc(got.Data, func(l taskLogLine) bool { return l.T == refused.T }) {
+				t.Errorf("task log %s lacks %q", body, refused.T)
+			}
+		})
+	}
+}
+
+// taskLogLine is a line of GET /nodes/{node}/tasks/{upid}/log.
+type taskLogLine struct {
+	N int    `json:"n"`
+	T string `json:"t"`
 }
