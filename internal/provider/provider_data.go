@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Logging subsystems (pveapi.LogSubsystem and proxmox.LogSubsystem). The provider creates
@@ -30,10 +29,17 @@ var maskedFieldKeys = []string{
 	"user_data", "vendor_data", "cloud_init", "body",
 }
 
+// apiConnection is what the provider's messages read of the Proxmox API client that
+// provider.go builds (the only file of the provider that imports pveapi).
+type apiConnection interface {
+	Address() string
+	TokenID() (string, error)
+}
+
 // providerData is what Configure hands to resources and data sources.
 type providerData struct {
 	backend *proxmox.Backend
-	client  *pveapi.Client
+	client  apiConnection
 	cfg     resolvedConfig
 
 	// secrets for log masking: the configured token, or the token file re-read on use.

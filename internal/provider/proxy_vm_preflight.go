@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // preflightFor is the preflight of a planned create: only the values the plan knows; a
@@ -59,7 +58,7 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing 
 	}
 	var pe *proxmox.PreflightError
 	if !errors.As(err, &pe) {
-		if proxmox.ClassOf(err) != pveapi.Permanent {
+		if proxmox.ClassOf(err) != proxmox.Permanent {
 			tflog.Debug(ctx, "proxy VM preflight inconclusive, left to create", map[string]any{"name": name, "error": err.Error()})
 			return true
 		}
@@ -76,7 +75,7 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing 
 	msg := r.redact(pe.Err.Err.Error())
 	attr, where := preflightAttribute(pe.Subject, config)
 	advice := where
-	if pe.Err.Class == pveapi.Permanent {
+	if pe.Err.Class == proxmox.Permanent {
 		advice = "Retrying will not help. " + where
 	}
 	tflog.Warn(ctx, "proxy VM preflight refused the configuration", map[string]any{

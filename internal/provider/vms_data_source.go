@@ -20,7 +20,6 @@ import (
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 var (
@@ -243,7 +242,7 @@ func vmsFilter(m vmsModel, diags *diag.Diagnostics) (keep func(vmNode, name stri
 func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxmox.Fleet, keep func(string, string) bool, diags *diag.Diagnostics) bool {
 	all, skipped := fleet.VMs, fleet.Skipped
 	for _, sk := range skipped {
-		if proxmox.ClassOf(sk.Err) == pveapi.Permanent {
+		if proxmox.ClassOf(sk.Err) == proxmox.Permanent {
 			diags.AddError("Unable to list the marked VMs",
 				fmt.Sprintf("VMID %d (%s) on node %s: %s", sk.ID.VMID, sk.ID.Name, sk.Node, d.dsErrorDetail(sk.Err)))
 			return false
@@ -365,7 +364,7 @@ func (d *vmsDataSource) dsErrorDetail(err error) string {
 		return msg + " " + d.redact(fix)
 	}
 	switch proxmox.ClassOf(err) {
-	case pveapi.Permanent:
+	case proxmox.Permanent:
 		return msg + " An administrator must fix this in Proxmox or in the provider configuration."
 	default:
 		return msg + " This can be temporary (a node or the network not answering, or timeouts.read too short): retry."

@@ -2,7 +2,6 @@ package proxmox
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -137,11 +136,6 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	}
 	return ID{VMID: r.VMID, Name: cfg["name"]}, nil
 }
-
-// ErrStillCreating is what the refusal to import a VM whose mark still says creating
-// matches (errors.Is): the refusal lasts only until that create finishes or the VM is
-// destroyed, so callers word it apart from the other Permanent errors.
-var ErrStillCreating = errors.New("the VM is still being created")
 
 // stillCreating is the import refusal's message, matching ErrStillCreating.
 type stillCreating struct{ error }

@@ -53,10 +53,6 @@ type HARule struct {
 	OtherSIDs []string
 }
 
-// ErrHARuleNotOurs is matched (errors.Is) by a refusal to write a rule, or to map it into a
-// state, because its mark is gone or names another uid: nothing was sent to it.
-var ErrHARuleNotOurs = errors.New("the HA rule does not carry this resource's mark")
-
 // RuleError is the backend's error for an HA rule: a class, the operation and the rule id.
 type RuleError struct {
 	Class pveapi.Class
