@@ -34,13 +34,15 @@ var Layers = map[string]Layer{
 	"internal/nocloud": {Allowed: []string{}},
 	"internal/fixture": {Allowed: []string{}},
 	"internal/pvesim":  {Allowed: []string{}},
-	"internal/proxmox": {Allowed: []string{"internal/pveapi", "internal/nocloud"}},
+	"internal/proxmox": {Allowed: []string{"internal/pveapi", "internal/nocloud", "internal/seedname"}},
+	// The seed ISOs' names, shared by the backend and the harness.
+	"internal/seedname": {Allowed: []string{}},
 	"internal/provider": {Allowed: []string{"internal/proxmox", "internal/pveapi",
 		"internal/provider/validators"},
 		OnlyIn: map[string][]string{"internal/pveapi": {"provider.go"}}},
 	"internal/provider/validators": {Allowed: []string{}},
 	// The harness the reliability suite and the benchmark share.
-	"internal/tfrun":           {Allowed: []string{"internal/pvesim"}},
+	"internal/tfrun":           {Allowed: []string{"internal/pvesim", "internal/seedname"}},
 	"internal/bench":           {Allowed: []string{"internal/tfrun", "internal/pvesim", "internal/pveapi"}},
 	"internal/bench/cmd/bench": {Allowed: []string{"internal/bench"}},
 	// Runs the provider in process under the profiler, for make bench's profiles.
