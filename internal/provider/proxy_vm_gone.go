@@ -48,11 +48,6 @@ func writeGoneRecord(ctx context.Context, p privateSetter, r goneRecord) diag.Di
 	return privateKeyGone.write(ctx, p, r)
 }
 
-// readGone returns the recorded reason, "" when none.
-func readGone(ctx context.Context, p privateGetter) string {
-	return readGoneRecord(ctx, p).Reason
-}
-
 // readGoneRecord returns the record, the zero record when none.
 func readGoneRecord(ctx context.Context, p privateGetter) goneRecord {
 	r, _, _ := privateKeyGone.read(ctx, p)

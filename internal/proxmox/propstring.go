@@ -135,17 +135,3 @@ func getOption(v, key string) string {
 	val, _ := parsePropString(v).get(key)
 	return val
 }
-
-// setOption is v with key set to val (propString.set).
-func setOption(v, key, val string) string {
-	p := parsePropString(v)
-	p.set(key, val)
-	return p.String()
-}
-
-// removeOption is v without key.
-func removeOption(v, key string) string {
-	p := parsePropString(v)
-	p.del(key)
-	return p.String()
-}

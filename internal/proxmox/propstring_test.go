@@ -97,3 +97,10 @@ func TestPropString_write(t *testing.T) {
 		t.Errorf("tag read back as %q", got)
 	}
 }
+
+// setOption is v with key set to val (propString.set): the fake API's config writes.
+func setOption(v, key, val string) string {
+	p := parsePropString(v)
+	p.set(key, val)
+	return p.String()
+}

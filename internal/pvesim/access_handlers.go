@@ -757,11 +757,3 @@ func (s *Sim) PoolOf(vmid int) string {
 	s.advance(time.Now())
 	return s.access.vmPool[vmid]
 }
-
-// Permissions returns the effective privileges of a user or token id on an ACL path (as
-// GET /access/permissions?path= does, Deny included), sorted.
-func (s *Sim) Permissions(id, path string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return sortedPrivs(s.effective(id, path))
-}
