@@ -129,7 +129,8 @@ func (c resolvedConfig) MachineType(key string) (machineType, error) {
 	if mt, ok := c.MachineTypes[key]; ok {
 		return mt, nil
 	}
-	return machineType{}, fmt.Errorf("machine type %q is not in the provider's machine_types (%s)", key, strings.Join(sortedKeys(c.MachineTypes), ", "))
+	return machineType{}, fmt.Errorf("machine type %q is not in the provider's machine_types (%s)", key,
+		strings.Join(sortedKeys(c.MachineTypes), ", "))
 }
 
 // backendConfig is what proxmox.New gets.

@@ -16,8 +16,9 @@ import (
 //
 // Parts keep their text, so that formatting a parsed string gives it back byte for byte:
 // a blank part is kept (and read as nothing), and so is what Proxmox refuses, a duplicate
-// key, a second keyless part, a part "key=" or "=value" (lines 1102, 1121, 1136-1137). Values written into one pass optionValue first: print_property_string
-// refuses a value with ',' (line 2818), and the provider refuses ';', '=' and line breaks too.
+// key, a second keyless part, a part "key=" or "=value" (lines 1102, 1121, 1136-1137).
+// Values written into one pass optionValue first: print_property_string refuses a value
+// with ',' (line 2818), and the provider refuses ';', '=' and line breaks too.
 type propString struct {
 	parts []propPart
 }

@@ -86,7 +86,8 @@ func CheckLayers(root string) ([]string, error) {
 		if !ok {
 			if !unlisted[pkg] {
 				unlisted[pkg] = true
-				out = append(out, fmt.Sprintf("%s: %s is not in the import table of docs/design/architecture.md (internal/reporefs.Layers)", path.Join(pkg, filepath.Base(p)), pkg))
+				out = append(out, fmt.Sprintf("%s: %s is not in the import table of docs/design/architecture.md "+
+					"(internal/reporefs.Layers)", path.Join(pkg, filepath.Base(p)), pkg))
 			}
 			return nil
 		}
