@@ -256,7 +256,8 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 	pc.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
 	pc.MaxRequestsInFlight = cfg.MaxInFlight
 	writeConfig := func(mem int) error {
-		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13", MachineType: "small", MemoryMiB: mem, Count: sc.N}
+		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13",
+			MachineType: "small", MemoryMiB: mem, Count: sc.N}
 		return w.WriteConfig(tfrun.RequiredProviders + "\n" + pc.HCL() + "\n" + vm.HCL())
 	}
 	par := fmt.Sprintf("-parallelism=%d", sc.P)
@@ -301,7 +302,8 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 			}
 		}
 		cfg.logf("  %s: exit %d in %s (bound %s), %d requests, %d in flight at most, peak RSS %.1f MiB",
-			op, o.ExitCode, o.Wall.Round(time.Millisecond), o.LowerBound.Round(time.Millisecond), o.TotalRequests(), o.MaxInFlight, float64(o.PeakRSS)/(1<<20))
+			op, o.ExitCode, o.Wall.Round(time.Millisecond), o.LowerBound.Round(time.Millisecond), o.TotalRequests(),
+			o.MaxInFlight, float64(o.PeakRSS)/(1<<20))
 		res.Ops = append(res.Ops, o)
 		return o
 	}
@@ -311,14 +313,16 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 	}
 	create := run(OpCreate, "apply", "-auto-approve", "-input=false", "-no-color", "-json", par)
 	if create.ExitCode != 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("create: terraform exited %d (a retry left to the user): %s", create.ExitCode, strings.Join(create.Errors, "; ")))
+		res.Problems = append(res.Problems, fmt.Sprintf("create: terraform exited %d (a retry left to the user): %s",
+			create.ExitCode, strings.Join(create.Errors, "; ")))
 	}
 	res.CloneCollisions = create.Requests[tfrun.StatClone] - sc.N
 	res.VMs, res.DistinctVMIDs = countVMs(ctx, sim, w, &res)
 
 	plan := run(OpPlan, "plan", "-input=false", "-no-color", "-detailed-exitcode", "-json", par)
 	if plan.ExitCode != 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("plan after create: exit %d, want 0 (no changes): %s", plan.ExitCode, strings.Join(plan.Errors, "; ")))
+		res.Problems = append(res.Problems, fmt.Sprintf("plan after create: exit %d, want 0 (no changes): %s",
+			plan.ExitCode, strings.Join(plan.Errors, "; ")))
 	}
 
 	if err := writeConfig(cfg.MemoryMiB * 2); err != nil {
@@ -337,14 +341,16 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 	}
 	res.Leftovers = leftovers(sim)
 	if len(res.Leftovers) > 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("after destroy: %d leftovers (%s)", len(res.Leftovers), strings.Join(res.Leftovers, ", ")))
+		res.Problems = append(res.Problems, fmt.Sprintf("after destroy: %d leftovers (%s)", len(res.Leftovers),
+			strings.Join(res.Leftovers, ", ")))
 	}
 	return res, nil
 }
 
 // measure runs one terraform command and samples the RSS and CPU of the provider processes
 // providers lists while it runs.
-func measure(ctx context.Context, sim *pvesim.Sim, w *tfrun.Workspace, op Op, args []string, providers func(*tfrun.Process) []int) (OpResult, string) {
+func measure(ctx context.Context, sim *pvesim.Sim, w *tfrun.Workspace, op Op, args []string,
+	providers func(*tfrun.Process) []int) (OpResult, string) {
 	o := OpResult{Op: op, ExitCode: -1}
 	sim.ResetStats()
 	sim.ResetConcurrency()

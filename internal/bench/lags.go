@@ -41,7 +41,8 @@ func (l Lags) Other() time.Duration {
 // VMs' ids by name, tasks the simulator's tasks submitted during the command, reqs its
 // request log during the command, agent the wall time from the end of a start task to the
 // address being ready (0: the op waits for none).
-func lags(o OpResult, times map[string][2]time.Time, vmids map[string]int, tasks []pvesim.TaskState, reqs []pvesim.Request, agent time.Duration) Lags {
+func lags(o OpResult, times map[string][2]time.Time, vmids map[string]int, tasks []pvesim.TaskState,
+	reqs []pvesim.Request, agent time.Duration) Lags {
 	out := Lags{Terraform: max(0, o.Wall-o.Span)}
 	b := breakdown(times, vmids, tasks, agent)
 	if b.VMs == 0 {
@@ -78,7 +79,8 @@ func requestTimes(reqs []pvesim.Request) (polls map[string][]time.Time, agentReq
 	polls, agentReqs = map[string][]time.Time{}, map[int][]time.Time{}
 	for _, r := range reqs {
 		switch {
-		case r.Method == http.MethodGet && strings.HasPrefix(r.Path, "/nodes/") && strings.Contains(r.Path, "/tasks/") && strings.HasSuffix(r.Path, "/status"):
+		case r.Method == http.MethodGet && strings.HasPrefix(r.Path, "/nodes/") && strings.Contains(r.Path,
+			"/tasks/") && strings.HasSuffix(r.Path, "/status"):
 			upid := r.Path[strings.Index(r.Path, "/tasks/")+len("/tasks/") : len(r.Path)-len("/status")]
 			polls[upid] = append(polls[upid], r.Received)
 		case r.VMID != 0 && strings.Contains(r.Path, "/agent/network-get-interfaces"):
@@ -91,7 +93,8 @@ func requestTimes(reqs []pvesim.Request) (polls map[string][]time.Time, agentReq
 // vmTaskPolls sums, over VM vmid's tasks submitted and ended within se (its start and
 // end), the time from each task's end to its first status poll after it; lastStart is the
 // end of its last start task; mine reports whether it had any such task.
-func vmTaskPolls(vmid int, se [2]time.Time, tasks []pvesim.TaskState, polls map[string][]time.Time) (lag time.Duration, lastStart time.Time, mine bool) {
+func vmTaskPolls(vmid int, se [2]time.Time, tasks []pvesim.TaskState,
+	polls map[string][]time.Time) (lag time.Duration, lastStart time.Time, mine bool) {
 	for _, t := range tasks {
 		if t.VMID != vmid || t.Submitted.Before(se[0]) || t.Ended.IsZero() || t.Ended.After(se[1]) {
 			continue

@@ -111,7 +111,8 @@ func runListing(ctx context.Context, cfg *Config, prov *tfrun.Provider, n int, d
 		if err := qw.WriteConfig(tfrun.RequiredProviders + "\n" + pc.HCL()); err != nil {
 			return res, err
 		}
-		q := "list \"proxy_vm\" \"fleet\" {\n  provider = proxy\n  limit    = " + fmt.Sprint(n+1) + "\n  config {\n    name_prefix = \"" + listPrefix + "\"\n  }\n}\n"
+		q := "list \"proxy_vm\" \"fleet\" {\n  provider = proxy\n  limit    = " + fmt.Sprint(n+1) + "\n  config {\n   " +
+			" name_prefix = \"" + listPrefix + "\"\n  }\n}\n"
 		if err := qw.WriteFile("fleet.tfquery.hcl", q); err != nil {
 			return res, err
 		}
@@ -119,7 +120,8 @@ func runListing(ctx context.Context, cfg *Config, prov *tfrun.Provider, n int, d
 		o, r := measureList(ctx, sim, qw, "terraform query", "query", "-no-color")
 		o.Listed = strings.Count(r.Stdout, "list.proxy_vm.fleet")
 		if o.ExitCode != 0 || o.Listed != n {
-			res.Problems = append(res.Problems, fmt.Sprintf("terraform query: exit %d, listed %d VMs, want %d: %s", o.ExitCode, o.Listed, n, lastLines(r.Stdout+r.Stderr, 3)))
+			res.Problems = append(res.Problems, fmt.Sprintf("terraform query: exit %d, listed %d VMs, want %d: %s",
+				o.ExitCode, o.Listed, n, lastLines(r.Stdout+r.Stderr, 3)))
 		}
 		cfg.logf("  terraform query: exit %d in %s, %d requests, %d in flight at most, peak RSS %.1f MiB",
 			o.ExitCode, o.Wall.Round(time.Millisecond), tfrun.TotalRequests(o.Requests), o.MaxInFlight, float64(o.PeakRSS)/(1<<20))

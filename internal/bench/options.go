@@ -84,29 +84,40 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Var((*intList)(&o.RealNs), "real-n", "comma-separated numbers of VMs run at -single-speed (a real host's pace) instead of -speed")
 	fs.Float64Var(&o.Speed, "speed", o.Speed, "simulator speed factor for the other scenarios (simulated durations are divided by it)")
 	fs.Float64Var(&o.SingleSpeed, "single-speed", o.SingleSpeed, "simulator speed factor for the -real-n scenarios (1: a real host's pace)")
-	fs.BoolVar(&o.Full, "full", o.Full, "run every N at every parallelism, then the scale scenarios (also BENCH_FULL=1); default skips scenarios of more than -full-only waves")
+	fs.BoolVar(&o.Full, "full", o.Full, "run every N at every parallelism, then the scale scenarios (also "+
+		"BENCH_FULL=1); default skips scenarios of more than -full-only waves")
 	fs.IntVar(&o.FullOnly, "full-only", o.FullOnly, "without -full, skip scenarios needing more than this many waves (ceil(N/P))")
 	fs.BoolVar(&o.Scale, "scale", o.Scale, "run the scale scenarios (-scale-n at -scale-p and -scale-speed; -full runs them too)")
-	fs.Var((*intList)(&o.ScaleNs), "scale-n", "comma-separated numbers of VMs of the scale scenarios (growth is reported from the first to the last)")
+	fs.Var((*intList)(&o.ScaleNs), "scale-n", "comma-separated numbers of VMs of the scale scenarios (growth is "+
+		"reported from the first to the last)")
 	fs.IntVar(&o.ScaleP, "scale-p", o.ScaleP, "terraform parallelism of the scale scenarios")
 	fs.Float64Var(&o.ScaleSpeed, "scale-speed", o.ScaleSpeed, "simulator speed factor of the scale scenarios")
-	fs.DurationVar(&o.Latency, "latency", o.Latency, "each API request's service time at a real host's pace (divided by the speed like the tasks)")
-	fs.IntVar(&o.DiskGiB, "disk-gib", o.DiskGiB, "machine type disk size in GiB (the template's is smaller: larger puts a resize on the create path; 0: none)")
+	fs.DurationVar(&o.Latency, "latency", o.Latency, "each API request's service time at a real host's pace (divided "+
+		"by the speed like the tasks)")
+	fs.IntVar(&o.DiskGiB, "disk-gib", o.DiskGiB, "machine type disk size in GiB (the template's is smaller: larger "+
+		"puts a resize on the create path; 0: none)")
 	fs.IntVar(&o.MemoryMiB, "memory-mib", o.MemoryMiB, "memory at create in MiB (the update doubles it)")
 	fs.IntVar(&o.MaxInFlight, "max-in-flight", o.MaxInFlight, "provider max_requests_in_flight (0: the provider's default)")
 	fs.StringVar(&o.Out, "out", o.Out, "directory for results.md and results.png")
 	fs.StringVar(&o.WorkDir, "work", o.WorkDir, "directory for the terraform workspaces, kept (default: a temporary directory, removed)")
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "simulator seed (0: random)")
-	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the guest's graceful shutdown time at a real host's pace in the update's restart (0: the simulator's, 4s); the update's bound is shutdown + start + agent boot + DHCP")
-	fs.Var((*intList)(&o.ListNs), "list-n", "comma-separated numbers of marked VMs the listing scenarios list with proxy_vms (and terraform query, with PROXY_TEST_TERRAFORM_LATEST)")
+	fs.DurationVar(&o.UpdateShutdown, "update-shutdown", o.UpdateShutdown, "the guest's graceful shutdown time at a "+
+		"real host's pace in the update's restart (0: the simulator's, 4s); the update's bound is shutdown + start + agent boot + DHCP")
+	fs.Var((*intList)(&o.ListNs), "list-n", "comma-separated numbers of marked VMs the listing scenarios list with "+
+		"proxy_vms (and terraform query, with PROXY_TEST_TERRAFORM_LATEST)")
 	fs.BoolVar(&o.ListOnly, "list-only", o.ListOnly, "run only the listing scenarios")
-	fs.StringVar(&o.Peer, "peer", o.Peer, "a second provider's binary, bpg/terraform-provider-proxmox, to run the same scenario with side by side and report ours/peer ratios (also BENCH_PEER; skipped, loudly, when not given)")
+	fs.StringVar(&o.Peer, "peer", o.Peer, "a second provider's binary, bpg/terraform-provider-proxmox, to run the "+
+		"same scenario with side by side and report ours/peer ratios (also BENCH_PEER; skipped, loudly, when not given)")
 	fs.BoolVar(&o.PeerOnly, "peer-only", o.PeerOnly, "run only the peer comparison (needs -peer) and replace only its section of results.md")
-	fs.StringVar(&o.Baseline, "baseline", o.Baseline, "a checkout of an earlier commit of this provider (a git worktree): the comparison's second side is that build, with our configuration, instead of the peer (e.g. the no-op plan's wall against the first build's); implies -peer-only, results.md untouched")
+	fs.StringVar(&o.Baseline, "baseline", o.Baseline, "a checkout of an earlier commit of this provider (a git "+
+		"worktree): the comparison's second side is that build, with our configuration, instead of the peer (e.g. the "+
+		"no-op plan's wall against the first build's); implies -peer-only, results.md untouched")
 	fs.IntVar(&o.PeerN, "peer-n", o.PeerN, "number of VMs of the peer comparison")
 	fs.IntVar(&o.PeerP, "peer-p", o.PeerP, "terraform parallelism of the peer comparison")
-	fs.Float64Var(&o.PeerSpeed, "peer-speed", o.PeerSpeed, "simulator speed factor of the peer comparison (1: a real host's pace; both providers poll on wall-clock intervals)")
-	fs.IntVar(&o.PeerRounds, "peer-rounds", o.PeerRounds, "rounds of the peer comparison, alternating which provider goes first (means reported)")
+	fs.Float64Var(&o.PeerSpeed, "peer-speed", o.PeerSpeed, "simulator speed factor of the peer comparison (1: a real "+
+		"host's pace; both providers poll on wall-clock intervals)")
+	fs.IntVar(&o.PeerRounds, "peer-rounds", o.PeerRounds, "rounds of the peer comparison, alternating which provider "+
+		"goes first (means reported)")
 	fs.StringVar(&o.Note, "note", o.Note, "a line printed in bold at the top of results.md, e.g. that the machine was busy (also BENCH_NOTE)")
 }
 
@@ -146,7 +157,8 @@ func (o Options) CommandLine() string {
 		b.WriteString(" -peer-only")
 	}
 	if o.Peer != "" {
-		fmt.Fprintf(&b, " -peer %s -peer-n %d -peer-p %d -peer-speed %g -peer-rounds %d", filepath.Base(o.Peer), o.PeerN, o.PeerP, o.PeerSpeed, o.PeerRounds)
+		fmt.Fprintf(&b, " -peer %s -peer-n %d -peer-p %d -peer-speed %g -peer-rounds %d", filepath.Base(o.Peer),
+			o.PeerN, o.PeerP, o.PeerSpeed, o.PeerRounds)
 	}
 	if o.Full {
 		b.WriteString(" -full")

@@ -52,7 +52,8 @@ type PeerConfig struct {
 }
 
 // ErrNoPeer says the comparison was not asked for; the command prints it loudly.
-var ErrNoPeer = errors.New("peer comparison skipped: no peer provider binary given (-peer /path/to/terraform-provider-proxmox or BENCH_PEER=...)")
+var ErrNoPeer = errors.New("peer comparison skipped: no peer provider binary given (-peer " +
+	"/path/to/terraform-provider-proxmox or BENCH_PEER=...)")
 
 // CheckPeer verifies the peer binary: ErrNoPeer when none is given, an error when the path
 // is not an executable file.
@@ -333,7 +334,8 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 		// The template ships the agent (TemplateAgent), as the peer's configuration assumes:
 		// the configuration a user of such a template writes has nothing to install.
 		c.InstallGuestAgent = tfrun.Bool(false)
-		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13", MachineType: "small", MemoryMiB: cfg.MemoryMiB, Count: pc.N}
+		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13",
+			MachineType: "small", MemoryMiB: cfg.MemoryMiB, Count: pc.N}
 		hcl = tfrun.RequiredProviders + "\n" + c.HCL() + "\n" + vm.HCL()
 	}
 	if err := w.WriteConfig(hcl); err != nil {
@@ -386,7 +388,8 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 	}
 	plan := run(OpPlan, "plan", "-input=false", "-no-color", "-detailed-exitcode", "-json", par)
 	if plan.ExitCode != 0 {
-		side.Problems = append(side.Problems, fmt.Sprintf("plan after create: exit %d, want 0 (no changes): %s", plan.ExitCode, strings.Join(plan.Errors, "; ")))
+		side.Problems = append(side.Problems, fmt.Sprintf("plan after create: exit %d, want 0 (no changes): %s",
+			plan.ExitCode, strings.Join(plan.Errors, "; ")))
 	}
 	del := run(OpDestroy, "destroy", "-auto-approve", "-input=false", "-no-color", "-json", par)
 	if del.ExitCode != 0 {

@@ -39,7 +39,9 @@ func (r PeerReport) Markdown() string {
 	fmt.Fprintf(&b, "The same scenario with each provider, each against a fresh simulator with the same options: %d VMs at "+
 		"parallelism %d, speed %g (1: a real host's pace), %s per request; full clones of template %d, which ships the "+
 		"guest agent; 1 core, the memory and disk of the bench's machine type (the disk grown from the template's); both wait "+
-		"for the agent's address. Ours also builds and uploads a seed ISO per VM, with install_guest_agent = false (the template ships the agent, so the seed installs nothing and our address wait expects a boot that has it). Apply, a no-op plan, then destroy; %d round(s), "+
+		"for the agent's address. Ours also builds and uploads a seed ISO per VM, with install_guest_agent = false "+
+		"(the template ships the agent, so the seed installs nothing and our address wait expects a boot that has "+
+		"it). Apply, a no-op plan, then destroy; %d round(s), "+
 		"alternating which provider goes first, means shown. Peer: `%s` (%s), run through dev_overrides.\n\n",
 		c.N, c.P, c.Speed, r.Latency, peerTemplate, c.Rounds, PeerSource, filepath.Base(r.Peer.Binary))
 
@@ -53,9 +55,11 @@ func (r PeerReport) Markdown() string {
 	wall("apply wall", OpCreate, ra.ApplyWall)
 	wall("destroy wall", OpDestroy, ra.DestroyWall)
 	wall("no-op plan wall", OpPlan, ra.PlanWall)
-	fmt.Fprintf(&b, "| no-op plan requests | %d | %d | **%s** |\n", o.Op(OpPlan).TotalRequests(), p.Op(OpPlan).TotalRequests(), fmtRatio(ra.PlanRequests))
+	fmt.Fprintf(&b, "| no-op plan requests | %d | %d | **%s** |\n", o.Op(OpPlan).TotalRequests(),
+		p.Op(OpPlan).TotalRequests(), fmtRatio(ra.PlanRequests))
 	perVM := func(name string, op Op, ratio float64) {
-		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s |\n", name, float64(o.Op(op).TotalRequests())/n, float64(p.Op(op).TotalRequests())/n, fmtRatio(ratio))
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %s |\n", name, float64(o.Op(op).TotalRequests())/n,
+			float64(p.Op(op).TotalRequests())/n, fmtRatio(ratio))
 	}
 	perVM("apply requests per VM", OpCreate, ra.CreateRequestsPerVM)
 	perVM("destroy requests per VM", OpDestroy, ra.DestroyRequestsPerVM)
@@ -65,7 +69,8 @@ func (r PeerReport) Markdown() string {
 		fmt.Fprintf(&b, "| provider CPU, %s | %s | %s | %s |\n", op, psecs(oc), psecs(pc), fmtRatio(safeDiv(float64(oc), float64(pc))))
 	}
 	orss, prss := peakRSS(o), peakRSS(p)
-	fmt.Fprintf(&b, "| provider peak RSS | %.1f MiB | %.1f MiB | %s |\n\n", float64(orss)/(1<<20), float64(prss)/(1<<20), fmtRatio(safeDiv(float64(orss), float64(prss))))
+	fmt.Fprintf(&b, "| provider peak RSS | %.1f MiB | %.1f MiB | %s |\n\n", float64(orss)/(1<<20),
+		float64(prss)/(1<<20), fmtRatio(safeDiv(float64(orss), float64(prss))))
 
 	b.WriteString("Where the time goes, per VM (means; see Lags in internal/bench/lags.go): the VM's own Proxmox tasks, the guest's " +
 		"boot and DHCP after its start (the template's agent: modelled by the simulator), task poll lag (a task's end to the " +
@@ -87,7 +92,8 @@ func (r PeerReport) Markdown() string {
 	}
 	for _, s := range []Side{o, p} {
 		pl := s.Op(OpPlan)
-		fmt.Fprintf(&b, "\nNo-op plan, %s: wall %s, of which the refreshes' span %s and terraform's own %s.", s.Name, psecs(pl.Wall), psecs(pl.Span), psecs(max(0, pl.Wall-pl.Span)))
+		fmt.Fprintf(&b, "\nNo-op plan, %s: wall %s, of which the refreshes' span %s and terraform's own %s.", s.Name,
+			psecs(pl.Wall), psecs(pl.Span), psecs(max(0, pl.Wall-pl.Span)))
 	}
 	b.WriteString("\n\nRequests by endpoint (create / plan / destroy):\n\n| endpoint | ours | peer |\n|---|---:|---:|\n")
 	for _, ep := range peerEndpoints(o, p) {

@@ -273,7 +273,8 @@ func plotPanels(rs []Result) ([]panel, []int) {
 	var timeP, ratio, reqs panel
 	timeP = panel{title: "Time (wall x speed)", ylabel: "seconds at a real host's pace"}
 	ratio = panel{title: "Wall / lower bound", ylabel: "ratio",
-		hlines: []hline{{y: waveLimit, label: fmt.Sprintf("target %.2f (N=100, P=10)", waveLimit)}, {y: realPaceLimit, label: fmt.Sprintf("target %.2f (N=1, speed 1)", realPaceLimit), below: true}}}
+		hlines: []hline{{y: waveLimit, label: fmt.Sprintf("target %.2f (N=100, P=10)", waveLimit)}, {y: realPaceLimit,
+			label: fmt.Sprintf("target %.2f (N=1, speed 1)", realPaceLimit), below: true}}}
 	reqs = panel{title: "API requests per VM", ylabel: "requests per VM"}
 	for i, p := range ps {
 		dashed := i > 0

@@ -131,7 +131,8 @@ func boundTarget(name string, res Result, o OpResult, limit float64, extra strin
 		m = fmt.Sprintf("%.2fx on the span (%s for a bound of %s: the span %s less %s of terraform's own time in it, the slots it left empty "+
 			"between changes or held after the provider's last answer for one, a mean %s per VM; "+
 			"the wall %s, %.2fx, with terraform's own start, refresh and state writes %s)",
-			ratio, secs(o.OwnSpan()), secs(o.LowerBound), secs(o.Span), secs(o.Idle), ms(o.Breakdown.Handoff), secs(o.Wall), o.Ratio(), secs(max(o.Wall-o.Span, 0)))
+			ratio, secs(o.OwnSpan()), secs(o.LowerBound), secs(o.Span), secs(o.Idle), ms(o.Breakdown.Handoff),
+			secs(o.Wall), o.Ratio(), secs(max(o.Wall-o.Span, 0)))
 	}
 	if extra != "" {
 		m += "; " + extra
@@ -277,11 +278,13 @@ func (r Report) rssTarget() Target {
 		return notRun(name, "N=100", "64 MiB")
 	}
 	return Target{Name: name, Scenario: strings.Join(peakScen, "; "),
-		Measured: fmt.Sprintf("%.1f MiB", float64(peak)/(1<<20)), Limit: "64 MiB", Ratio: float64(peak) / rssLimit, Met: peak > 0 && peak < rssLimit, Ran: true}
+		Measured: fmt.Sprintf("%.1f MiB", float64(peak)/(1<<20)), Limit: "64 MiB", Ratio: float64(peak) / rssLimit,
+		Met: peak > 0 && peak < rssLimit, Ran: true}
 }
 
 func (r Report) listTarget() Target {
-	listName := fmt.Sprintf("Listing %d marked VMs (proxy_vms, and terraform query when run): provider peak RSS under %d MiB, every VM listed", listRSSAt, listRSSLimit>>20)
+	listName := fmt.Sprintf("Listing %d marked VMs (proxy_vms, and terraform query when run): provider peak RSS under "+
+		"%d MiB, every VM listed", listRSSAt, listRSSLimit>>20)
 	lr, ok := r.listing(listRSSAt)
 	if !ok {
 		return notRun(listName, fmt.Sprintf("listing N=%d", listRSSAt), fmt.Sprintf("%d MiB", listRSSLimit>>20))
@@ -295,7 +298,8 @@ func (r Report) listTarget() Target {
 		met = met && o.ExitCode == 0 && o.Listed == lr.N
 	}
 	return Target{Name: listName, Scenario: fmt.Sprintf("N=%d speed %g", lr.N, lr.Speed), Measured: strings.Join(parts, "; "),
-		Limit: fmt.Sprintf("%d MiB", listRSSLimit>>20), Ratio: float64(peak) / listRSSLimit, Met: met && peak > 0 && peak < listRSSLimit, Ran: true}
+		Limit: fmt.Sprintf("%d MiB", listRSSLimit>>20), Ratio: float64(peak) / listRSSLimit,
+		Met: met && peak > 0 && peak < listRSSLimit, Ran: true}
 }
 
 func (r Report) inflightTarget() Target {
@@ -312,7 +316,8 @@ func (r Report) inflightTarget() Target {
 		}
 	}
 	return Target{Name: "Requests in flight per provider instance bounded (max_requests_in_flight)", Scenario: "every command",
-		Measured: fmt.Sprintf("at most %d at once", most), Limit: fmt.Sprintf("%d", limit), Ratio: float64(most) / float64(limit), Met: most <= limit, Ran: true}
+		Measured: fmt.Sprintf("at most %d at once", most), Limit: fmt.Sprintf("%d", limit),
+		Ratio: float64(most) / float64(limit), Met: most <= limit, Ran: true}
 }
 
 // scaleTargets are, when the scale scenarios ran, the largest one's correctness (every
@@ -325,7 +330,8 @@ func (r Report) scaleTargets() []Target {
 	}
 	limit := r.maxInFlightLimit()
 	res := sc[len(sc)-1]
-	name := fmt.Sprintf("Scale: %d VMs at parallelism %d created, planned, updated and destroyed, no duplicate VMID, requests in flight bounded", res.N, res.P)
+	name := fmt.Sprintf("Scale: %d VMs at parallelism %d created, planned, updated and destroyed, no duplicate VMID, "+
+		"requests in flight bounded", res.N, res.P)
 	dup := res.N - res.DistinctVMIDs
 	inflight, failed := 0, 0
 	for _, o := range res.Ops {
@@ -343,8 +349,9 @@ func (r Report) scaleTargets() []Target {
 		}
 	}
 	ts := []Target{{Name: name, Scenario: scen(res),
-		Measured: fmt.Sprintf("%d VMs, %d duplicate VMIDs, %d failed commands, %d leftovers, at most %d requests in flight", res.VMs, dup, failed, len(res.Leftovers), inflight),
-		Limit:    fmt.Sprintf("0, 0, 0, %d", limit), Ratio: ratio, Met: ok, Ran: true}}
+		Measured: fmt.Sprintf("%d VMs, %d duplicate VMIDs, %d failed commands, %d leftovers, at most %d requests in "+
+			"flight", res.VMs, dup, failed, len(res.Leftovers), inflight),
+		Limit: fmt.Sprintf("0, 0, 0, %d", limit), Ratio: ratio, Met: ok, Ran: true}}
 	if len(sc) > 1 {
 		ts = append(ts, scaleGrowthTarget(sc[0], res))
 	}
@@ -376,7 +383,8 @@ func providerTime(o OpResult) time.Duration {
 // peak RSS bounded. Its ratio is the worst of the three against its limit.
 func scaleGrowthTarget(a, z Result) Target {
 	name := fmt.Sprintf("Scale: %d to %d VMs at parallelism %d: time and requests per VM grow linearly (time at most %.2fx N's growth: "+
-		"the wall, for the update and destroy their span less terraform's own time in it; requests per VM at most %.2fx), provider peak RSS under %d MiB",
+		"the wall, for the update and destroy their span less terraform's own time in it; requests per VM at most "+
+		"%.2fx), provider peak RSS under %d MiB",
 		a.N, z.N, z.P, scaleWallSlack, scaleReqSlack, scaleRSSLimit>>20)
 	nGrowth := float64(z.N) / float64(max(a.N, 1))
 	worst, met := 0.0, true
@@ -407,7 +415,8 @@ func scaleGrowthTarget(a, z Result) Target {
 	met = met && peak > 0 && peak < scaleRSSLimit && len(parts) > 0
 	return Target{Name: name, Scenario: fmt.Sprintf("%s; %s", scen(a), scen(z)),
 		Measured: fmt.Sprintf("N grew %.1fx: %s; peak RSS %.1f MiB", nGrowth, strings.Join(parts, "; "), float64(peak)/(1<<20)),
-		Limit:    fmt.Sprintf("%.2fx N's growth, %.2fx, %d MiB", scaleWallSlack, scaleReqSlack, scaleRSSLimit>>20), Ratio: worst, Met: met, Ran: true}
+		Limit:    fmt.Sprintf("%.2fx N's growth, %.2fx, %d MiB", scaleWallSlack, scaleReqSlack, scaleRSSLimit>>20),
+		Ratio:    worst, Met: met, Ran: true}
 }
 
 // listing returns the listing scenario of n VMs.
@@ -426,12 +435,15 @@ func (r Report) writeListings(b *strings.Builder) {
 		return
 	}
 	b.WriteString("\n## Listing at scale\n\n")
-	b.WriteString("N marked VMs, running with a guest agent, made before the run (not by terraform), listed by `proxy_vms` (`terraform apply` of " +
-		"a configuration holding only the data source: the listing, one config read per VM and one agent read per VM, and the state written) and, " +
+	b.WriteString("N marked VMs, running with a guest agent, made before the run (not by terraform), listed by " +
+		"`proxy_vms` (`terraform apply` of " +
+		"a configuration holding only the data source: the listing, one config read per VM and one agent read per VM, " +
+		"and the state written) and, " +
 		"with a Terraform 1.14+ binary (PROXY_TEST_TERRAFORM_LATEST), by the `proxy_vm` list resource (`terraform query`, which streams its " +
 		"results). The provider reads at most `max_requests_in_flight` configs at once, with as many readers, over a window of 64 VMs, so its " +
 		"goroutines stay bounded; what grows with N is the listing itself and the results.\n\n")
-	b.WriteString("| N | speed | command | listed | wall s | requests | requests / VM | max in flight | peak RSS MiB | provider CPU s | exit |\n")
+	b.WriteString("| N | speed | command | listed | wall s | requests | requests / VM | max in flight | peak RSS MiB " +
+		"| provider CPU s | exit |\n")
 	b.WriteString("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.Listings {
 		for _, o := range l.Ops {
@@ -544,8 +556,10 @@ func (r Report) Markdown() string {
 		"(for the plan: the refreshes), without terraform's start-up, plan and state writes. " +
 		"The bound is ceil(N/P) waves of one VM's critical path, steps that run side by side counting as the longer one: " +
 		"create = max(clone, seed upload) + config (a synchronous write, no task) + resize + start + agent install + DHCP, " +
-		"update = graceful shutdown (the simulator's, or -update-shutdown) + start + agent boot + DHCP, destroy = max(stop, seed delete) + destroy.\n\n")
-	b.WriteString("| N | P | speed | op | wall s | span s | bound s | wall / bound | span / bound | requests / VM | listings | max in flight | peak RSS MiB | provider CPU s | terraform CPU s | exit |\n")
+		"update = graceful shutdown (the simulator's, or -update-shutdown) + start + agent boot + DHCP, destroy = " +
+		"max(stop, seed delete) + destroy.\n\n")
+	b.WriteString("| N | P | speed | op | wall s | span s | bound s | wall / bound | span / bound | requests / VM | " +
+		"listings | max in flight | peak RSS MiB | provider CPU s | terraform CPU s | exit |\n")
 	b.WriteString("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		for _, o := range res.Ops {
@@ -557,12 +571,18 @@ func (r Report) Markdown() string {
 	}
 
 	b.WriteString("\n## Where one VM's time goes\n\n")
-	b.WriteString("Mean per VM, wall seconds, from terraform's apply_start to apply_complete of each resource, split with the simulator's task records: " +
-		"tasks are the VM's own Proxmox tasks, agent the guest agent and DHCP delay after the start; before, between and after are what the provider and " +
-		"terraform add (requests, task status polls landing after the task ended, the seed upload and delete, which carry no VMID, and the final reads); " +
-		"hand-off is the part of after from the provider's last answered request for the VM to terraform's apply_complete, terraform's own time " +
-		"(the plugin protocol's reply, its state update and hooks), and overhead what the provider added: before, between and after less the hand-off.\n\n")
-	b.WriteString("| N | P | speed | op | resource | tasks | agent | before | between | after | hand-off | overhead | overhead / (tasks + agent) |\n")
+	b.WriteString("Mean per VM, wall seconds, from terraform's apply_start to apply_complete of each resource, split " +
+		"with the simulator's task records: " +
+		"tasks are the VM's own Proxmox tasks, agent the guest agent and DHCP delay after the start; before, between " +
+		"and after are what the provider and " +
+		"terraform add (requests, task status polls landing after the task ended, the seed upload and delete, which " +
+		"carry no VMID, and the final reads); " +
+		"hand-off is the part of after from the provider's last answered request for the VM to terraform's " +
+		"apply_complete, terraform's own time " +
+		"(the plugin protocol's reply, its state update and hooks), and overhead what the provider added: before, " +
+		"between and after less the hand-off.\n\n")
+	b.WriteString("| N | P | speed | op | resource | tasks | agent | before | between | after | hand-off | overhead | " +
+		"overhead / (tasks + agent) |\n")
 	b.WriteString("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		for _, o := range res.Ops {
@@ -602,13 +622,15 @@ func (r Report) Markdown() string {
 	r.writeScale(&b)
 	r.writeListings(&b)
 
-	b.WriteString("\n## Checks\n\n| N | P | VMs after create | distinct VMIDs | clone collisions | leftovers after destroy | problems |\n|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("\n## Checks\n\n| N | P | VMs after create | distinct VMIDs | clone collisions | leftovers after " +
+		"destroy | problems |\n|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, res := range r.Results {
 		probs := "none"
 		if len(res.Problems) > 0 {
 			probs = strings.ReplaceAll(strings.Join(res.Problems, "; "), "|", "\\|")
 		}
-		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %s |\n", res.N, res.P, res.VMs, res.DistinctVMIDs, max(res.CloneCollisions, 0), len(res.Leftovers), probs)
+		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %s |\n", res.N, res.P, res.VMs, res.DistinctVMIDs,
+			max(res.CloneCollisions, 0), len(res.Leftovers), probs)
 	}
 	b.WriteString("\n![time, ratio and requests against N](results.png)\n")
 	b.WriteString(readingNotes)
@@ -668,7 +690,8 @@ func (r Report) writeScale(b *strings.Builder) {
 		"Requests per VM that stay flat mean no per-VM cost grows with the fleet. The time judged is the wall, for the update and the destroy "+
 		"their span less terraform's own time in it (\"How to read\").\n\n", z.N, a.N, Waves(a.N, a.P), Waves(z.N, z.P),
 		float64(Waves(z.N, z.P))/float64(max(Waves(a.N, a.P), 1)))
-	fmt.Fprintf(b, "| op | wall s at %d | wall s at %d | wall growth | judged time growth | wall / bound at %d | wall / bound at %d | requests / VM at %d | requests / VM at %d | max in flight at %d | peak RSS MiB at %d |\n",
+	fmt.Fprintf(b, "| op | wall s at %d | wall s at %d | wall growth | judged time growth | wall / bound at %d | wall "+
+		"/ bound at %d | requests / VM at %d | requests / VM at %d | max in flight at %d | peak RSS MiB at %d |\n",
 		a.N, z.N, a.N, z.N, a.N, z.N, z.N, z.N)
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, op := range Ops {

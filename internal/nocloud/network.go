@@ -25,7 +25,8 @@ func ValidateNetworkConfig(b []byte) error {
 	}
 	var top any
 	if err := yaml.Unmarshal(b, &top); err != nil {
-		return fmt.Errorf("the network-config is not a YAML mapping (%s): give a version 1 or version 2 (netplan-style) network configuration", yamlReason(err))
+		return fmt.Errorf("the network-config is not a YAML mapping (%s): give a version 1 or version 2 "+
+			"(netplan-style) network configuration", yamlReason(err))
 	}
 	if top == nil {
 		return errors.New("the network-config holds no YAML mapping: give a version 1 or version 2 (netplan-style) network configuration")
@@ -45,7 +46,8 @@ func ValidateNetworkConfig(b []byte) error {
 	}
 	v, ok := doc["version"]
 	if !ok {
-		return errors.New("the network-config has no version: key at its top (or under network:); add version: 2 for a netplan-style configuration, or version: 1")
+		return errors.New("the network-config has no version: key at its top (or under network:); add version: 2 for " +
+			"a netplan-style configuration, or version: 1")
 	}
 	switch n := v.(type) {
 	case int:
@@ -62,7 +64,8 @@ func ValidateNetworkConfig(b []byte) error {
 	}
 	if str, ok := v.(string); ok && (str == "1" || str == "2") {
 		// cloud-init compares the version with the integers 1 and 2: a quoted one is refused.
-		return fmt.Errorf("the network-config's version must be the number %s, not the string %s: write version: %s without quotes", str, strconv.Quote(str), str)
+		return fmt.Errorf("the network-config's version must be the number %s, not the string %s: write version: %s "+
+			"without quotes", str, strconv.Quote(str), str)
 	}
 	return fmt.Errorf("the network-config's version is %s; cloud-init reads version 1 or 2 only", strconv.Quote(fmt.Sprint(v)))
 }
@@ -113,15 +116,18 @@ func (s StaticIPv4) Check() (field string, err error) {
 	case a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() || a.As4()[0] == 0 || a.As4()[0] >= 240:
 		// The guest agent's addresses leave these out (not routable), so a create could
 		// never see the address it waits for; an egress proxy needs a routable one anyway.
-		return "address", fmt.Errorf("%s is a %s address, which an egress proxy cannot be reached at; use a unicast address of your network, such as 10.0.0.5/24", a, specialKind(a))
+		return "address", fmt.Errorf("%s is a %s address, which an egress proxy cannot be reached at; use a unicast "+
+			"address of your network, such as 10.0.0.5/24", a, specialKind(a))
 	}
 	network, broadcast := bounds(p)
 	if p.Bits() <= 30 {
 		switch a {
 		case network:
-			return "address", fmt.Errorf("%s is the network address of %s; use a host address inside it, such as %s/%d", a, p.Masked(), network.Next(), p.Bits())
+			return "address", fmt.Errorf("%s is the network address of %s; use a host address inside it, such as "+
+				"%s/%d", a, p.Masked(), network.Next(), p.Bits())
 		case broadcast:
-			return "address", fmt.Errorf("%s is the broadcast address of %s; use a host address inside it, such as %s/%d", a, p.Masked(), network.Next(), p.Bits())
+			return "address", fmt.Errorf("%s is the broadcast address of %s; use a host address inside it, such as "+
+				"%s/%d", a, p.Masked(), network.Next(), p.Bits())
 		}
 	}
 	if g := s.Gateway; g.IsValid() {
@@ -129,7 +135,8 @@ func (s StaticIPv4) Check() (field string, err error) {
 		case !g.Is4():
 			return "gateway", fmt.Errorf("%s is not an IPv4 address", g)
 		case !p.Masked().Contains(g):
-			return "gateway", fmt.Errorf("%s is outside the address's network %s: the gateway must be reachable on it; use an address in %s or change the address's prefix length", g, p.Masked(), p.Masked())
+			return "gateway", fmt.Errorf("%s is outside the address's network %s: the gateway must be reachable on "+
+				"it; use an address in %s or change the address's prefix length", g, p.Masked(), p.Masked())
 		case g == a:
 			return "gateway", fmt.Errorf("%s is the VM's own address; the gateway is another host on %s", g, p.Masked())
 		case p.Bits() <= 30 && (g == network || g == broadcast):

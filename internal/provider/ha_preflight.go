@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // The HA preflight (proxmox.PreflightHA): a plan that writes an HA rule or a VM's HA
@@ -29,7 +28,7 @@ func haPreflight(ctx context.Context, data *providerData, what string, diags *di
 	}
 	var pe *proxmox.PreflightError
 	if !errors.As(err, &pe) {
-		if proxmox.ClassOf(err) == pveapi.Permanent {
+		if proxmox.ClassOf(err) == proxmox.Permanent {
 			diags.AddError("Unable to plan HA", fmt.Sprintf("%s: checking the API token's HA privileges failed: %s.", what, trimEnd(err.Error())))
 		}
 		tflog.Debug(ctx, "HA preflight inconclusive, left to the apply", map[string]any{"error": err.Error()})

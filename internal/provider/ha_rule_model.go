@@ -57,7 +57,8 @@ func haRuleSchema() schema.Schema {
 		return a
 	}
 	strict := schema.BoolAttribute{Optional: true}
-	strict.MarkdownDescription, strict.Description = md("With `node-affinity`: `true` keeps the VMs off every node not in `nodes` (they stay stopped when none is up); " +
+	strict.MarkdownDescription, strict.Description = md("With `node-affinity`: `true` keeps the VMs off every node " +
+		"not in `nodes` (they stay stopped when none is up); " +
 		"`false` or unset lets them run elsewhere when none is.")
 	disabled := schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false)}
 	disabled.MarkdownDescription, disabled.Description = md("`true` keeps the rule in Proxmox without applying it. Default `false`.")
@@ -80,7 +81,8 @@ func haRuleSchema() schema.Schema {
 	}
 	vms.MarkdownDescription, vms.Description = md("The VMIDs of the VMs the rule applies to, typically `proxy_vm.x[*].vmid`. " +
 		"Each must be an HA resource: set `ha` on its `proxy_vm`.")
-	desc, plainDesc := md("An HA rule of Proxmox VE 9: keep VMs apart or together (`resource-affinity`), or on chosen nodes (`node-affinity`). " +
+	desc, plainDesc := md("An HA rule of Proxmox VE 9: keep VMs apart or together (`resource-affinity`), or on chosen " +
+		"nodes (`node-affinity`). " +
 		"It changes and deletes only a rule it created, which it marks in the rule's comment.")
 	return schema.Schema{
 		MarkdownDescription: desc, Description: plainDesc,
@@ -90,14 +92,17 @@ func haRuleSchema() schema.Schema {
 			}),
 			"name": str("The rule id in Proxmox: a letter, then letters, digits, `-` or `_`. Changing it replaces the rule.", schema.StringAttribute{
 				Required: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators: []validator.String{stringvalidator.RegexMatches(haRuleIDRE, "must start with a letter, then letters, digits, - or _ (at least two characters)")},
+				Validators: []validator.String{stringvalidator.RegexMatches(haRuleIDRE, "must start with a letter, "+
+					"then letters, digits, - or _ (at least two characters)")},
 			}),
-			"type": str("`resource-affinity` (keeps `vms` apart or together, with `affinity`) or `node-affinity` (keeps them on `nodes`). Changing it replaces the rule.",
+			"type": str("`resource-affinity` (keeps `vms` apart or together, with `affinity`) or `node-affinity` "+
+				"(keeps them on `nodes`). Changing it replaces the rule.",
 				schema.StringAttribute{
 					Required: true, PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 					Validators: []validator.String{stringvalidator.OneOf(proxmox.HARuleResourceAffinity, proxmox.HARuleNodeAffinity)},
 				}),
-			"affinity": str("With `resource-affinity`: `negative` keeps the VMs on different nodes, `positive` on the same node.", schema.StringAttribute{
+			"affinity": str("With `resource-affinity`: `negative` keeps the VMs on different nodes, `positive` on the "+
+				"same node.", schema.StringAttribute{
 				Optional: true, Validators: []validator.String{stringvalidator.OneOf("negative", "positive")},
 			}),
 			"nodes":  nodes,
@@ -107,7 +112,8 @@ func haRuleSchema() schema.Schema {
 				Optional: true, Validators: []validator.String{stringvalidator.LengthAtMost(haRuleCommentMax)},
 			}),
 			"disabled": disabled,
-			"uid": str("The uid in the rule's mark, minted at create: the rule is this resource's only while its comment carries it.", schema.StringAttribute{
+			"uid": str("The uid in the rule's mark, minted at create: the rule is this resource's only while its "+
+				"comment carries it.", schema.StringAttribute{
 				Computed: true, PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			}),
 		},

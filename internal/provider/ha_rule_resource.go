@@ -114,11 +114,13 @@ func (r *haRuleResource) Create(ctx context.Context, req resource.CreateRequest,
 // readBack reads the rule just written into m and sets the state. When the read fails the
 // rule is written all the same: the state keeps what was written, with a warning, and the
 // next refresh reads it back.
-func (r *haRuleResource) readBack(ctx context.Context, s proxmox.HARuleSpec, uid, verb string, m *haRuleModel, state *tfsdk.State, diags *diag.Diagnostics) {
+func (r *haRuleResource) readBack(ctx context.Context, s proxmox.HARuleSpec, uid, verb string, m *haRuleModel,
+	state *tfsdk.State, diags *diag.Diagnostics) {
 	got, err := r.data.backend.GetHARule(ctx, s.ID, uid)
 	if err != nil {
 		got = proxmox.HARule{HARuleSpec: s}
-		diags.AddWarning("HA rule "+verb+" but not read back", r.detail(err, "The state holds what was written; the next refresh reads it again."))
+		diags.AddWarning("HA rule "+verb+" but not read back", r.detail(err, "The state holds what was written; the "+
+			"next refresh reads it again."))
 	}
 	m.read(got)
 	r.warnInfeasible(got, diags)
@@ -203,7 +205,8 @@ func (r *haRuleResource) ImportState(ctx context.Context, req resource.ImportSta
 	ctx = r.data.withLogging(ctx)
 	if !haRuleIDRE.MatchString(req.ID) {
 		resp.Diagnostics.AddError("Unable to import HA rule",
-			fmt.Sprintf("%q is not an HA rule id: the import id is the rule's id as Proxmox lists it (Datacenter > HA > Rules), e.g. proxy-pair.", req.ID))
+			fmt.Sprintf("%q is not an HA rule id: the import id is the rule's id as Proxmox lists it (Datacenter > HA "+
+				"> Rules), e.g. proxy-pair.", req.ID))
 		return
 	}
 	got, err := r.data.backend.ImportHARule(ctx, req.ID)
@@ -230,7 +233,8 @@ func (r *haRuleResource) warnInfeasible(got proxmox.HARule, diags *diag.Diagnost
 		}
 	}
 	diags.AddWarning("HA rule not applied by Proxmox",
-		fmt.Sprintf("Proxmox keeps HA rule %q but does not apply it: %s. Change the rule, or the rules it conflicts with.", got.ID, strings.Join(reasons, "; ")))
+		fmt.Sprintf("Proxmox keeps HA rule %q but does not apply it: %s. Change the rule, or the rules it conflicts "+
+			"with.", got.ID, strings.Join(reasons, "; ")))
 }
 
 // detail is err for a diagnostic, secrets masked, followed by after.

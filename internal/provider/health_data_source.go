@@ -68,7 +68,9 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md, Description: plain(md)}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "One readiness verdict per node of the provider's `nodes`: the node answers, `iso_storage` is usable, the API token has every privilege the provider needs, and every catalogue template exists. It never fails on an unhealthy node: gate applies on `ready`.",
+		MarkdownDescription: "One readiness verdict per node of the provider's `nodes`: the node answers, " +
+			"`iso_storage` is usable, the API token has every privilege the provider needs, and every catalogue " +
+			"template exists. It never fails on an unhealthy node: gate applies on `ready`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "The provider's `endpoint`.",
@@ -102,8 +104,9 @@ func (d *healthDataSource) Schema(ctx context.Context, _ datasource.SchemaReques
 					"name":    detail("The node name, as in the provider's `nodes`."),
 					"address": detail("The API endpoint the node was checked through."),
 					"ready": schema.BoolAttribute{
-						Computed:            true,
-						MarkdownDescription: "`true` when `reason` is `Reachable`: the node answers, the ISO storage is usable and every catalogue template exists.",
+						Computed: true,
+						MarkdownDescription: "`true` when `reason` is `Reachable`: the node answers, the ISO storage " +
+							"is usable and every catalogue template exists.",
 					},
 					"reason": detail("Why the node is or is not ready: `Reachable` (ready), `Timeout`, `Unreachable`, `Unauthorized`, `Forbidden`, " +
 						"`CertificateInvalid`, `CredentialsUnavailable`, `StorageNotFound`, `TemplateNotFound` or `APIError`; see [Reasons](#reasons)."),

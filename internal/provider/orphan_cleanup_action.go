@@ -58,16 +58,20 @@ func (a *orphanCleanupAction) Metadata(_ context.Context, req action.MetadataReq
 
 func (a *orphanCleanupAction) Schema(_ context.Context, _ action.SchemaRequest, resp *action.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Deletes the [orphans](../index.md#glossary) older than `grace_period`: seed ISOs no VM uses, and half-made VMs of this configuration's `uid_namespace` with their seeds. A dry run unless `dry_run = false`. Run it with `terraform apply -invoke` (Terraform 1.14+).",
+		MarkdownDescription: "Deletes the [orphans](../index.md#glossary) older than `grace_period`: seed ISOs no VM " +
+			"uses, and half-made VMs of this configuration's `uid_namespace` with their seeds. A dry run unless " +
+			"`dry_run = false`. Run it with `terraform apply -invoke` (Terraform 1.14+).",
 		Attributes: map[string]schema.Attribute{
 			"dry_run": schema.BoolAttribute{
 				Optional:            true,
 				MarkdownDescription: "Report what would be deleted and delete nothing. Default `true`: set `false` to delete.",
 			},
 			"grace_period": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "Only objects at least this old are deleted (`\"90m\"`, `\"24h\"`); default `\"1h\"`, at least `\"1m\"`. Keep it above the longest create timeout of every configuration on the cluster: a create in progress looks like an orphan.",
-				Validators:          []validator.String{graceValidator()},
+				Optional: true,
+				MarkdownDescription: "Only objects at least this old are deleted (`\"90m\"`, `\"24h\"`); default " +
+					"`\"1h\"`, at least `\"1m\"`. Keep it above the longest create timeout of every configuration on " +
+					"the cluster: a create in progress looks like an orphan.",
+				Validators: []validator.String{graceValidator()},
 			},
 			"seeds": schema.BoolAttribute{
 				Optional:            true,
@@ -133,7 +137,8 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 	}
 	send(fmt.Sprintf("proxy_orphan_cleanup: %s; grace period %s; seed ISOs %t, half-made VMs %t (uid_namespace %q)",
 		mode, opts.Grace, opts.Seeds, opts.VMs, opts.Namespace))
-	tflog.Info(ctx, "proxy orphan cleanup", map[string]any{"dry_run": opts.DryRun, "grace_period": opts.Grace.String(), "seeds": opts.Seeds, "vms": opts.VMs})
+	tflog.Info(ctx, "proxy orphan cleanup", map[string]any{"dry_run": opts.DryRun,
+		"grace_period": opts.Grace.String(), "seeds": opts.Seeds, "vms": opts.VMs})
 	rep, err := a.data.backend.CleanOrphans(ctx, opts, func(e proxmox.CleanEvent) { send(a.redact(e.String())) })
 	send(a.redact(cleanSummary(rep, opts)))
 	if err != nil {
@@ -149,9 +154,11 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 			}
 		}
 		resp.Diagnostics.AddWarning("Half-made VMs need a look",
-			fmt.Sprintf("%d VMs are marked as half-made VMs of this provider but show signs of having got past their clone (started, a seed ISO attached, "+
+			fmt.Sprintf("%d VMs are marked as half-made VMs of this provider but show signs of having got past their "+
+				"clone (started, a seed ISO attached, "+
 				"or their create's config step done), so the action deleted nothing of them: a description can be copied or written back by anyone "+
-				"who may edit a VM's notes, so it alone never gets a VM deleted.\n%s\n\nFor each, check that no apply is running and that no Terraform "+
+				"who may edit a VM's notes, so it alone never gets a VM deleted.\n%s\n\nFor each, check that no apply "+
+				"is running and that no Terraform "+
 				"state tracks it before destroying it by hand as shown.", rep.NeedsLook, strings.Join(lines, "\n")))
 	}
 	if rep.Failed > 0 {
@@ -170,10 +177,12 @@ func (a *orphanCleanupAction) Invoke(ctx context.Context, req action.InvokeReque
 // cleanSummary is the last progress line of a cleanup.
 func cleanSummary(rep proxmox.CleanReport, opts proxmox.CleanOptions) string {
 	if opts.DryRun {
-		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept (younger, or a seed that may be in use), %d need a look, %d could not be looked at; "+
+		return fmt.Sprintf("proxy_orphan_cleanup dry run: %d orphans older than %s would be deleted, %d kept "+
+			"(younger, or a seed that may be in use), %d need a look, %d could not be looked at; "+
 			"set dry_run = false to delete them", rep.Deleted, opts.Grace, rep.Kept, rep.NeedsLook, rep.Failed)
 	}
-	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed that may be in use), %d need a look, %d failed",
+	return fmt.Sprintf("proxy_orphan_cleanup: %d orphans older than %s deleted, %d kept (younger, or a seed that may "+
+		"be in use), %d need a look, %d failed",
 		rep.Deleted, opts.Grace, rep.Kept, rep.NeedsLook, rep.Failed)
 }
 

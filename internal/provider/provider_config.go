@@ -96,7 +96,8 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 	diags.Append(m.MachineTypes.ElementsAs(ctx, &mts, false)...)
 	c.MachineTypes = make(map[string]machineType, len(mts))
 	for k, v := range mts {
-		c.MachineTypes[k] = machineType{Cores: int(v.Cores.ValueInt64()), MemoryMiB: int(v.MemoryMiB.ValueInt64()), DiskGiB: int(v.DiskGiB.ValueInt64())}
+		c.MachineTypes[k] = machineType{Cores: int(v.Cores.ValueInt64()), MemoryMiB: int(v.MemoryMiB.ValueInt64()),
+			DiskGiB: int(v.DiskGiB.ValueInt64())}
 	}
 
 	// request_timeout, max_requests_in_flight, install_guest_agent
@@ -133,7 +134,8 @@ func resolveEndpoint(m providerModel, env func(string) string, c *resolvedConfig
 			"Set endpoint in the provider block or the "+envEndpoint+" environment variable to the API URL, e.g. https://pve.example.com:8006.")
 	} else if err := validators.CheckHTTPSURL(c.Endpoint); err != nil {
 		diags.AddAttributeError(path.Root("endpoint"), "Invalid Proxmox VE endpoint",
-			fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or /api2/json: %s.", envEndpoint, err))
+			fmt.Sprintf("The %s environment variable must be an https URL with a host and no path other than / or "+
+				"/api2/json: %s.", envEndpoint, err))
 	}
 	return diags
 }
@@ -155,10 +157,12 @@ func resolveToken(m providerModel, env func(string) string, c *resolvedConfig) (
 	switch {
 	case token == "":
 		diags.AddAttributeError(path.Root("api_token"), "Missing Proxmox VE API token",
-			"Set api_token or api_token_file in the provider block, or the "+envAPIToken+" environment variable, to a token <user>@<realm>!<tokenid>=<secret>.")
+			"Set api_token or api_token_file in the provider block, or the "+envAPIToken+" environment variable, to a "+
+				"token <user>@<realm>!<tokenid>=<secret>.")
 	case !validators.ValidAPIToken(token):
 		diags.AddAttributeError(path.Root("api_token"), "Invalid Proxmox VE API token",
-			"The "+envAPIToken+" environment variable must be a token of the form <user>@<realm>!<tokenid>=<secret>, without whitespace (the value is not shown: it is secret).")
+			"The "+envAPIToken+" environment variable must be a token of the form <user>@<realm>!<tokenid>=<secret>, "+
+				"without whitespace (the value is not shown: it is secret).")
 	}
 	return token, diags
 }
@@ -182,7 +186,8 @@ func resolveInsecure(m providerModel, env func(string) string, c *resolvedConfig
 			fmt.Sprintf("The %s environment variable must be true or false (or 1 or 0), got %q.", envInsecure, v))
 	case b && (c.CAFile != "" || c.HasCAPEM):
 		diags.AddAttributeWarning(path.Root("insecure"), envInsecure+" ignored",
-			"The "+envInsecure+" environment variable asks to skip TLS verification, but ca_file or ca_pem is set in the provider block: the certificate is verified against that CA.")
+			"The "+envInsecure+" environment variable asks to skip TLS verification, but ca_file or ca_pem is set in "+
+				"the provider block: the certificate is verified against that CA.")
 	default:
 		c.Insecure = b
 	}

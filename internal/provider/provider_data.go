@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Logging subsystems (pveapi.LogSubsystem and proxmox.LogSubsystem). The provider creates
@@ -30,10 +29,17 @@ var maskedFieldKeys = []string{
 	"user_data", "vendor_data", "cloud_init", "body",
 }
 
+// apiConnection is what the provider's messages read of the Proxmox API client that
+// provider.go builds (the only file of the provider that imports pveapi).
+type apiConnection interface {
+	Address() string
+	TokenID() (string, error)
+}
+
 // providerData is what Configure hands to resources and data sources.
 type providerData struct {
 	backend *proxmox.Backend
-	client  *pveapi.Client
+	client  apiConnection
 	cfg     resolvedConfig
 
 	// secrets for log masking: the configured token, or the token file re-read on use.
@@ -123,7 +129,8 @@ func (c resolvedConfig) MachineType(key string) (machineType, error) {
 	if mt, ok := c.MachineTypes[key]; ok {
 		return mt, nil
 	}
-	return machineType{}, fmt.Errorf("machine type %q is not in the provider's machine_types (%s)", key, strings.Join(sortedKeys(c.MachineTypes), ", "))
+	return machineType{}, fmt.Errorf("machine type %q is not in the provider's machine_types (%s)", key,
+		strings.Join(sortedKeys(c.MachineTypes), ", "))
 }
 
 // backendConfig is what proxmox.New gets.

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // vmErrorDetail renders a backend failure for a diagnostic: which VM (name and VMID), what
@@ -84,10 +83,10 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		b.WriteString(".")
 	default:
 		switch proxmox.ClassOf(err) {
-		case pveapi.Permanent:
+		case proxmox.Permanent:
 			b.WriteString("Retrying will not help: fix what the message says (the provider configuration, the API " +
 				"token's privileges, the template, or the VM in Proxmox), then " + againFor(op) + ".")
-		case pveapi.NotFound:
+		case proxmox.NotFound:
 			switch {
 			case op == "import" && errors.Is(err, proxmox.ErrNotOurs):
 				// A VM of that name is there, but its mark does not prove it (no mark, or not
@@ -263,23 +262,23 @@ func (d *providerData) connectionFixFor(op string, vmid int, err error) (string,
 		token = "the API token " + id
 	}
 	switch {
-	case pveapi.IsEndpointUnreachable(err):
+	case proxmox.IsEndpointUnreachable(err):
 		return fmt.Sprintf("Proxmox VE at %s does not answer: %s. Check the provider's endpoint (without a port it is %s), "+
 			"that the host is up and pveproxy runs on it (systemctl status pveproxy), and that no firewall or proxy is in between. "+
 			"The provider retried the connection a few times before giving up; once the endpoint answers, run the same command again.", addr, changedBefore(op, vmid, err), "8006"), true
-	case pveapi.IsTLSVerification(err):
+	case proxmox.IsTLSVerification(err):
 		return fmt.Sprintf("Retrying will not help. The certificate of %s did not verify against %s. Set ca_file (or ca_pem) to the cluster's CA, "+
 			"/etc/pve/pve-root-ca.pem on any node, and use an endpoint host that the certificate names; "+
 			"insecure = true skips the verification (the token can then be intercepted).", addr, caSetting), true
-	case pveapi.IsCAUnavailable(err):
+	case proxmox.IsCAUnavailable(err):
 		return "Retrying will not help. The CA bundle cannot be used: fix ca_file (a readable PEM file, such as a copy of /etc/pve/pve-root-ca.pem) or use ca_pem.", true
-	case pveapi.IsCredentials(err):
+	case proxmox.IsCredentials(err):
 		return "Retrying will not help. The API token cannot be read: fix " + setting + "; it must hold <user>@<realm>!<tokenid>=<secret> on one line.", true
-	case pveapi.IsUnauthorized(err):
+	case proxmox.IsUnauthorized(err):
 		return fmt.Sprintf("Retrying will not help. Proxmox VE at %s refused %s (401): its secret is wrong, or the token was deleted or has expired. "+
 			"Check the token in %s (api_token, api_token_file or the %s environment variable): it must be "+
 			"<user>@<realm>!<tokenid>=<secret> for a token that exists (pveum user token list <user>).", addr, token, setting, envAPIToken), true
-	case pveapi.IsForbidden(err):
+	case proxmox.IsForbidden(err):
 		return fmt.Sprintf("Retrying will not help. %s lacks the privilege the message names on that path. Grant it (pveum acl modify <path> --tokens '%s' --roles <role>), "+
 			"or, for a token with privilege separation, grant it to the token as well as to its user.", capitalize(token), tokenOr(id)), true
 	}
@@ -325,7 +324,7 @@ func (r *proxyVMResource) refreshFailed(diags *diag.Diagnostics, id proxmox.ID, 
 		"resource, and `-target=<address>` plans only the resources named (leave this one out)."
 	note := "The plan cannot tell whether this VM matches the configuration, so it stops here; nothing was changed. " + escape
 	switch fix, conn := r.data.connectionFix(err); {
-	case pveapi.IsProxyFailure(err):
+	case proxmox.IsProxyFailure(err):
 		note = fmt.Sprintf("Node %s does not answer behind the endpoint (%s), so the plan cannot see this VM and stops here; "+
 			"nothing was changed. Bring node %s back (or its connection to the rest of the cluster). %s", node, r.data.address(), node, escape)
 	case conn && !r.data.reportOnce("connection\x00"+fix):

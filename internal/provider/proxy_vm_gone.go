@@ -48,11 +48,6 @@ func writeGoneRecord(ctx context.Context, p privateSetter, r goneRecord) diag.Di
 	return privateKeyGone.write(ctx, p, r)
 }
 
-// readGone returns the recorded reason, "" when none.
-func readGone(ctx context.Context, p privateGetter) string {
-	return readGoneRecord(ctx, p).Reason
-}
-
 // readGoneRecord returns the record, the zero record when none.
 func readGoneRecord(ctx context.Context, p privateGetter) goneRecord {
 	r, _, _ := privateKeyGone.read(ctx, p)
@@ -91,7 +86,8 @@ func goneDetailOf(name string, vmid int, r goneRecord, seed string, replace bool
 		if seed != "" {
 			what += "; it deletes the seed ISO recorded for this resource, " + seed + ", unless a VM has it on a drive (that VM, if it still does)"
 		}
-		msg := fmt.Sprintf("The VM with VMID %d exists but is no longer shown to be this resource's, %q (%s): its mark (the proxy-operator-* lines "+
+		msg := fmt.Sprintf("The VM with VMID %d exists but is no longer shown to be this resource's, %q (%s): its "+
+			"mark (the proxy-operator-* lines "+
 			"of its description) was changed or removed outside Terraform, so the provider does not touch it. ", vmid, name, reason)
 		if replace {
 			return msg + "This plan replaces it: first " + what + "; then a new VM is created. If that VM is still meant to be this resource's, " +
@@ -105,7 +101,8 @@ func goneDetailOf(name string, vmid int, r goneRecord, seed string, replace bool
 	}
 	msg := fmt.Sprintf("%s was deleted outside Terraform (%s). ", vmLabel(name, vmid), reason)
 	if replace {
-		return msg + "This plan replaces it: first " + what + "; then a new VM is created. To create none, remove the resource from the configuration."
+		return msg + "This plan replaces it: first " + what + "; then a new VM is created. To create none, remove the " +
+			"resource from the configuration."
 	}
 	return msg + "Nothing of it is left after this plan: " + what + "."
 }

@@ -31,9 +31,12 @@ func warnRecentPassed(diags *diag.Diagnostics, name string, vm proxmox.VM, creat
 			ago = age.Round(time.Second).String()
 		}
 		diags.AddWarning("Recent proxy VM of the same name left alone",
-			fmt.Sprintf("%s was created. VMID %d on node %s also holds a finished VM named %q of this provider in the same uid_namespace, whose create started %s before this one (within the create timeout of %s); this create left it alone. "+
-				"It is another resource's VM (another workspace's, or a replacement's predecessor), or the VM of an apply killed right after its create finished and before Terraform saved it. "+
-				"If no Terraform state tracks VMID %d (the proxy_vms data source lists it), import it into a resource of its own with `terraform import <address> vms/%d/%s`, or destroy it in Proxmox.",
+			fmt.Sprintf("%s was created. VMID %d on node %s also holds a finished VM named %q of this provider in the "+
+				"same uid_namespace, whose create started %s before this one (within the create timeout of %s); this create left it alone. "+
+				"It is another resource's VM (another workspace's, or a replacement's predecessor), or the VM of an "+
+				"apply killed right after its create finished and before Terraform saved it. "+
+				"If no Terraform state tracks VMID %d (the proxy_vms data source lists it), import it into a resource "+
+				"of its own with `terraform import <address> vms/%d/%s`, or destroy it in Proxmox.",
 				vmLabel(name, vm.ID.VMID), p.VMID, p.Node, name, ago, timeout, p.VMID, p.VMID, name))
 	}
 }

@@ -59,9 +59,11 @@ func (l *proxyVMListResource) Configure(_ context.Context, req resource.Configur
 	l.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
-func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest,
+	resp *list.ListResourceSchemaResponse) {
 	resp.Schema = listschema.Schema{
-		MarkdownDescription: "Every VM carrying the [mark](../index.md#glossary), for `terraform query` (Terraform 1.14+): its identity (`vmid`, `name`). `-generate-config-out=<file>` also writes an `import` block and a configuration for each.",
+		MarkdownDescription: "Every VM carrying the [mark](../index.md#glossary), for `terraform query` (Terraform " +
+			"1.14+): its identity (`vmid`, `name`). `-generate-config-out=<file>` also writes an `import` block and a configuration for each.",
 		Attributes: map[string]listschema.Attribute{
 			"name_prefix": listschema.StringAttribute{
 				Optional:            true,
@@ -73,9 +75,10 @@ func (l *proxyVMListResource) ListResourceConfigSchema(_ context.Context, _ list
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"made_by": listschema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "`provider`: only VMs whose mark says this provider made them; `other`: only the others (the proxy operator's, or this provider's early releases). Unset: both.",
-				Validators:          []validator.String{stringvalidator.OneOf(madeByProvider, madeByOther)},
+				Optional: true,
+				MarkdownDescription: "`provider`: only VMs whose mark says this provider made them; `other`: only the " +
+					"others (the proxy operator's, or this provider's early releases). Unset: both.",
+				Validators: []validator.String{stringvalidator.OneOf(madeByProvider, madeByOther)},
 			},
 		},
 	}

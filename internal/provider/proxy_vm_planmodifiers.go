@@ -96,7 +96,8 @@ func (m unlessUnreadModifier) PlanModifyInt64(ctx context.Context, req planmodif
 		req.PlanValue.Equal(req.StateValue), req.StateValue.IsNull(), req.Private)
 }
 
-func (m unlessUnreadModifier) decide(ctx context.Context, createOrDestroy, equal, priorNull bool, p privateGetter) (bool, diag.Diagnostics) {
+func (m unlessUnreadModifier) decide(ctx context.Context, createOrDestroy, equal, priorNull bool,
+	p privateGetter) (bool, diag.Diagnostics) {
 	var unread bool
 	var diags diag.Diagnostics
 	if !createOrDestroy && !equal && priorNull {

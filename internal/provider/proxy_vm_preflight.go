@@ -10,7 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // preflightFor is the preflight of a planned create: only the values the plan knows; a
@@ -42,7 +41,8 @@ func preflightFor(plan proxyVMModel) (proxmox.PreflightSpec, bool) {
 // replacement of a VM that exists (replacesExisting): the refusal then says the VM was not
 // changed, not that nothing was cloned. It reports whether the create may go on: a failure
 // of the check itself that is not Permanent leaves the verdict to Create.
-func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing bool, config, plan proxyVMModel, diags *diag.Diagnostics) bool {
+func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing bool, config, plan proxyVMModel,
+	diags *diag.Diagnostics) bool {
 	s, ok := preflightFor(plan)
 	if !ok || r.data == nil || r.data.backend == nil {
 		return true
@@ -59,7 +59,7 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing 
 	}
 	var pe *proxmox.PreflightError
 	if !errors.As(err, &pe) {
-		if proxmox.ClassOf(err) != pveapi.Permanent {
+		if proxmox.ClassOf(err) != proxmox.Permanent {
 			tflog.Debug(ctx, "proxy VM preflight inconclusive, left to create", map[string]any{"name": name, "error": err.Error()})
 			return true
 		}
@@ -76,7 +76,7 @@ func (r *proxyVMResource) preflight(ctx context.Context, verb string, replacing 
 	msg := r.redact(pe.Err.Err.Error())
 	attr, where := preflightAttribute(pe.Subject, config)
 	advice := where
-	if pe.Err.Class == pveapi.Permanent {
+	if pe.Err.Class == proxmox.Permanent {
 		advice = "Retrying will not help. " + where
 	}
 	tflog.Warn(ctx, "proxy VM preflight refused the configuration", map[string]any{
@@ -130,7 +130,8 @@ func preflightAttribute(s proxmox.Subject, config proxyVMModel) (path.Path, stri
 	case proxmox.SubjectISOStorage:
 		return path.Empty(), "The storage is the provider's iso_storage: fix iso_storage in the provider block."
 	case proxmox.SubjectStorage:
-		return path.Empty(), "The storage is the provider's storage: fix storage in the provider block, or remove it to clone onto the template's own storage."
+		return path.Empty(), "The storage is the provider's storage: fix storage in the provider block, or remove it " +
+			"to clone onto the template's own storage."
 	case proxmox.SubjectTemplate:
 		if !config.Image.IsNull() {
 			return path.Root("image"), "Fix image, or the provider's templates entry it names."

@@ -7,14 +7,13 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // withProofKey gives the backend the key a create proves its creating mark with, derived
 // from the API token's secret (decision: creating-proof): read through the client, so a
 // token file rotated meanwhile gives the new key. Neither the secret nor the key is ever
 // logged.
-func withProofKey(c proxmox.Config, client *pveapi.Client) proxmox.Config {
+func withProofKey(c proxmox.Config, client interface{ DerivedKey(string) ([]byte, error) }) proxmox.Config {
 	c.ProofKey = func() ([]byte, error) { return client.DerivedKey(proxmox.ProofKeyLabel) }
 	return c
 }
@@ -34,7 +33,8 @@ func warnCreateReport(diags *diag.Diagnostics, name string, rep *proxmox.CreateR
 		}
 		diags.AddWarning("Proxy VM create took over an interrupted create",
 			fmt.Sprintf("%s: VMID %d on node %s held a create of %q in this uid_namespace that was interrupted before Terraform saved it "+
-				"(its create%s uid %s, was killed or lost its state), shown to be this provider's by its mark's %s line, made with this provider's API token for "+
+				"(its create%s uid %s, was killed or lost its state), shown to be this provider's by its mark's %s "+
+				"line, made with this provider's API token for "+
 				"that VMID. This create took it over: %s. If no apply of this configuration was interrupted recently, check who else "+
 				"applies it with the same token and uid_namespace.",
 				vmLabel(name, t.VMID), t.VMID, t.Node, name, started, t.PreviousUID, proxmox.MarkKeyProof, how))

@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 var (
@@ -630,7 +629,7 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 	}
 	if err != nil {
 		note := "Only VMs carrying this provider's (or the proxy operator's) mark can be imported; accepted IDs are " + importForms + "."
-		if errors.Is(err, proxmox.ErrStillCreating) || pveapi.IsForbidden(err) {
+		if errors.Is(err, proxmox.ErrStillCreating) || proxmox.IsForbidden(err) {
 			note = "" // it carries the mark, or the token may not see it: the note would mislead
 		}
 		r.addVMError(&diags, "import", ref.Name, ref.VMID, err, note)
@@ -639,7 +638,7 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 	// The lookup checked that the VM may be imported (a finished mark with a uid); the state
 	// takes the uid read here, which must still be there.
 	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{Agent: true, FreshListing: true, AnyOwner: true, HA: true})
-	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == pveapi.Transient {
+	if err != nil && !errors.Is(err, proxmox.ErrNotFound) && proxmox.ClassOf(err) == proxmox.Transient {
 		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, AnyOwner: true, HA: true}) // the agent is optional here
 	}
 	if err == nil && (vm.UID == "" || vm.Creating) {
@@ -765,5 +764,5 @@ func mustDuration(s string) time.Duration {
 // (the endpoint not answering, its node not answering behind it (595/596), TLS, 401/403,
 // any permanent error) fails the plan: a plan that could not look never says "No changes".
 func keepsPriorValues(err error) bool {
-	return errors.Is(err, proxmox.ErrBusy) || pveapi.IsLocked(err)
+	return errors.Is(err, proxmox.ErrBusy) || proxmox.IsLocked(err)
 }

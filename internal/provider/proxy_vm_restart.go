@@ -151,7 +151,8 @@ func (a sizePower) plan(name string, deferred bool, diags *diag.Diagnostics) (re
 	switch {
 	case !deferred:
 		diags.AddAttributeWarning(p, "Proxy VM will be restarted",
-			fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %d: Proxmox applies it at the VM's next start, so the apply shuts the guest "+
+			fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %d: Proxmox applies it at the VM's next "+
+				"start, so the apply shuts the guest "+
 				"down (up to shutdown_timeout, then Proxmox stops it) and starts it again; its address may change. "+
 				"Set reboot_on_change = false to leave the change pending until the VM restarts.", name, a.attr, from, want))
 		return true
@@ -162,7 +163,8 @@ func (a sizePower) plan(name string, deferred bool, diags *diag.Diagnostics) (re
 	default:
 		diags.AddAttributeWarning(p, "Proxy VM change pending",
 			fmt.Sprintf("%s %d is written to the config of proxy VM %q and stays pending until the VM restarts (reboot_on_change = false); "+
-				"set reboot_on_change = true or restart it. The VM runs with %s %s until then, and every plan shows this change.", a.attr, want, name, a.attr, from))
+				"set reboot_on_change = true or restart it. The VM runs with %s %s until then, and every plan shows "+
+				"this change.", a.attr, want, name, a.attr, from))
 	}
 	return false
 }
@@ -306,7 +308,8 @@ func planOptionRestarts(diags *diag.Diagnostics, prior, plan *proxyVMModel, rest
 		case !deferred:
 			restart = true
 			diags.AddAttributeWarning(p, "Proxy VM will be restarted",
-				fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %s: Proxmox applies it at the VM's next start, so the apply shuts the guest "+
+				fmt.Sprintf("proxy VM %s will be restarted to apply %s %s → %s: Proxmox applies it at the VM's next "+
+					"start, so the apply shuts the guest "+
 					"down (up to shutdown_timeout, then Proxmox stops it) and starts it again; its address may change. "+
 					"Set reboot_on_change = false to leave the change pending until the VM restarts.", name, o.Attr, valueText(was), valueText(now)))
 		default:

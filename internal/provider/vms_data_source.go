@@ -20,7 +20,6 @@ import (
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/provider/validators"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 var (
@@ -90,7 +89,9 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Every VM carrying the provider's [mark](../index.md#glossary) that the API token may see, and the [orphans](../index.md#glossary) with their age: seed ISOs no VM uses (`orphan_seeds`) and half-made VMs of this configuration's `uid_namespace` (`orphan_vms`).",
+		MarkdownDescription: "Every VM carrying the provider's [mark](../index.md#glossary) that the API token may " +
+			"see, and the [orphans](../index.md#glossary) with their age: seed ISOs no VM uses (`orphan_seeds`) and " +
+			"half-made VMs of this configuration's `uid_namespace` (`orphan_vms`).",
 		Attributes: withDSAttributes(vmsFilterAttributes(), map[string]schema.Attribute{
 			"id": computed("The provider's `endpoint`."),
 			"node": schema.StringAttribute{
@@ -111,21 +112,24 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				Computed: true,
 				MarkdownDescription: "The marked VMs, sorted by VMID. A candidate whose configuration cannot be read " +
 					"(its node is down, or it was destroyed meanwhile) is left out with a warning.",
-				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(), withDSAttributes(dataAttributes(identityFacetAttrs()), withDSAttributes(dataAttributes(locationAttrs()), map[string]schema.Attribute{
-					"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
-						"(its node does not answer, or the VM is seconds old)."),
-				})))},
+				NestedObject: schema.NestedAttributeObject{Attributes: withDSAttributes(vmsDetailAttributes(),
+					withDSAttributes(dataAttributes(identityFacetAttrs()), withDSAttributes(dataAttributes(locationAttrs()), map[string]schema.Attribute{
+						"status": computed("The status in the cluster listing: `running`, `stopped`, or `unknown` " +
+							"(its node does not answer, or the VM is seconds old)."),
+					})))},
 			},
 			"orphan_seeds": schema.ListNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "Seed ISOs of this provider (`<name>-<uid>-seed.iso`) on `iso_storage` of the provider's nodes that no VM uses, in node order then by volume. See [Orphans](#orphans) for what they are and when one is in use.",
+				Computed: true,
+				MarkdownDescription: "Seed ISOs of this provider (`<name>-<uid>-seed.iso`) on `iso_storage` of the " +
+					"provider's nodes that no VM uses, in node order then by volume. See [Orphans](#orphans) for what they are and when one is in use.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"node":        computed("The node whose ISO storage holds the seed."),
-					"volid":       computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
-					"name":        computed("The VM name the seed was made for."),
-					"size":        schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
-					"created_at":  computed("When the volume was written (its ctime), RFC 3339 in UTC; null when the storage does not say."),
-					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since `created_at` at this read; null when it is null."},
+					"node":       computed("The node whose ISO storage holds the seed."),
+					"volid":      computed("The volume id, e.g. `proxy-seeds:iso/proxy-a-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-seed.iso`."),
+					"name":       computed("The VM name the seed was made for."),
+					"size":       schema.Int64Attribute{Computed: true, MarkdownDescription: "Size in bytes."},
+					"created_at": computed("When the volume was written (its ctime), RFC 3339 in UTC; null when the storage does not say."),
+					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since " +
+						"`created_at` at this read; null when it is null."},
 					"proved": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether no VM uses the seed is proved: `true` when the " +
 						"API token sees every VM (it has `VM.Audit` on `/vms`, propagated); `false` when it may not (the privilege is " +
 						"missing, or it could not be read), so the seed may belong to a VM the token cannot see. The same for every " +
@@ -133,17 +137,21 @@ func (d *vmsDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, 
 				}},
 			},
 			"orphan_vms": schema.ListNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID range, sorted by VMID: creates that never finished and that no later apply took over. `proxy_orphan_cleanup` deletes those that never got past their clone and reports the others as needing a look. See [Orphans](#orphans).",
+				Computed: true,
+				MarkdownDescription: "Half-made VMs of this configuration's `uid_namespace` in the provider's VMID " +
+					"range, sorted by VMID: creates that never finished and that no later apply took over. " +
+					"`proxy_orphan_cleanup` deletes those that never got past their clone and reports the others " +
+					"as needing a look. See [Orphans](#orphans).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"id":          computed("`vms/<vmid>/<name>`."),
-					"vmid":        schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
-					"name":        computed("The VM name."),
-					"node":        computed("The node the VM is on."),
-					"uid":         computed("The uid of the create that made it (or last took it over)."),
-					"created_at":  computed("When that create started (the mark's creation time), RFC 3339 in UTC; null when the mark has none."),
-					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since `created_at` at this read; null when it is null."},
-					"seed":        computed("The seed ISO the VM uses or its create uploads (a volume id), deleted with it."),
+					"id":         computed("`vms/<vmid>/<name>`."),
+					"vmid":       schema.Int64Attribute{Computed: true, MarkdownDescription: "The VMID."},
+					"name":       computed("The VM name."),
+					"node":       computed("The node the VM is on."),
+					"uid":        computed("The uid of the create that made it (or last took it over)."),
+					"created_at": computed("When that create started (the mark's creation time), RFC 3339 in UTC; null when the mark has none."),
+					"age_seconds": schema.Int64Attribute{Computed: true, MarkdownDescription: "Seconds since " +
+						"`created_at` at this read; null when it is null."},
+					"seed": computed("The seed ISO the VM uses or its create uploads (a volume id), deleted with it."),
 				}},
 			},
 		}),
@@ -240,10 +248,11 @@ func vmsFilter(m vmsModel, diags *diag.Diagnostics) (keep func(vmNode, name stri
 // readMarked fills vms with the marked VMs the filters keep. A VM whose config could not
 // be read fails the read when the answer will not change (it makes the list wrong rather
 // than incomplete, as the listing itself would), and is left out with a warning otherwise.
-func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxmox.Fleet, keep func(string, string) bool, diags *diag.Diagnostics) bool {
+func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxmox.Fleet, keep func(string,
+	string) bool, diags *diag.Diagnostics) bool {
 	all, skipped := fleet.VMs, fleet.Skipped
 	for _, sk := range skipped {
-		if proxmox.ClassOf(sk.Err) == pveapi.Permanent {
+		if proxmox.ClassOf(sk.Err) == proxmox.Permanent {
 			diags.AddError("Unable to list the marked VMs",
 				fmt.Sprintf("VMID %d (%s) on node %s: %s", sk.ID.VMID, sk.ID.Name, sk.Node, d.dsErrorDetail(sk.Err)))
 			return false
@@ -277,7 +286,8 @@ func (d *vmsDataSource) readMarked(ctx context.Context, m *vmsModel, fleet proxm
 }
 
 // readOrphanSeeds fills orphan_seeds from the provider's nodes (the node filter's only).
-func (d *vmsDataSource) readOrphanSeeds(ctx context.Context, m *vmsModel, keep func(string, string) bool, now time.Time, diags *diag.Diagnostics) bool {
+func (d *vmsDataSource) readOrphanSeeds(ctx context.Context, m *vmsModel, keep func(string, string) bool,
+	now time.Time, diags *diag.Diagnostics) bool {
 	node := m.Node.ValueString()
 	nodes := d.data.cfg.Nodes
 	if node != "" {
@@ -324,7 +334,8 @@ func (d *vmsDataSource) readOrphanSeeds(ctx context.Context, m *vmsModel, keep f
 }
 
 // readOrphanVMs fills orphan_vms with the half-made VMs the filters keep.
-func (d *vmsDataSource) readOrphanVMs(m *vmsModel, fleet proxmox.Fleet, keep func(string, string) bool, now time.Time, diags *diag.Diagnostics) {
+func (d *vmsDataSource) readOrphanVMs(m *vmsModel, fleet proxmox.Fleet, keep func(string, string) bool, now time.Time,
+	diags *diag.Diagnostics) {
 	m.OrphanVMs = []vmsOrphanVMModel{}
 	half, unread := fleet.HalfMade, fleet.HalfMadeSkipped
 	if len(unread) > 0 {
@@ -365,7 +376,7 @@ func (d *vmsDataSource) dsErrorDetail(err error) string {
 		return msg + " " + d.redact(fix)
 	}
 	switch proxmox.ClassOf(err) {
-	case pveapi.Permanent:
+	case proxmox.Permanent:
 		return msg + " An administrator must fix this in Proxmox or in the provider configuration."
 	default:
 		return msg + " This can be temporary (a node or the network not answering, or timeouts.read too short): retry."

@@ -89,7 +89,8 @@ func (b *Backend) cpuModels(ctx context.Context, node string) ([]pveapi.CPUModel
 	c.mu.Unlock()
 	e.once.Do(func() {
 		e.models, e.err = b.api.CPUModels(ctx, node)
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox cpu models read", map[string]any{"node": node, "models": len(e.models), "failed": e.err != nil})
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox cpu models read", map[string]any{"node": node,
+			"models": len(e.models), "failed": e.err != nil})
 	})
 	return e.models, e.err
 }

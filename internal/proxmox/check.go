@@ -176,7 +176,8 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 			c.MissingPrivileges = append(c.MissingPrivileges, m.String())
 			parts[i] = fmt.Sprintf("%s on %s (to %s)", m.priv, m.path, m.why)
 		}
-		c.Message = fmt.Sprintf("the API token %s lacks privileges the provider needs: %s; grant them as the setup guide shows", tokenID, strings.Join(parts, "; "))
+		c.Message = fmt.Sprintf("the API token %s lacks privileges the provider needs: %s; grant them as the setup "+
+			"guide shows", tokenID, strings.Join(parts, "; "))
 		return c
 	}
 	found, missing := checkTemplates(b.cfg.Templates, res)

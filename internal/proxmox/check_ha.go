@@ -64,7 +64,8 @@ func (b *Backend) haMissing(ctx context.Context) ([]missingPriv, error) {
 // Message.
 func (b *Backend) CheckHA(ctx context.Context) (h HAHealth) {
 	defer func() {
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox HA checked", map[string]any{"usable": h.Usable, "quorate": h.Quorate, "message": h.Message})
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox HA checked", map[string]any{"usable": h.Usable,
+			"quorate": h.Quorate, "message": h.Message})
 	}()
 	missing, err := b.haMissing(ctx)
 	if err != nil {
@@ -141,7 +142,8 @@ func (b *Backend) PreflightHA(ctx context.Context) error {
 				token += " " + id
 			}
 		}
-		return nil, refuse(SubjectHA, pveapi.Permanent, "%s lacks %s, which HA needs; grant them on / alone, e.g. pveum role add ProxyHA --privs \"Sys.Audit Sys.Console\" "+
+		return nil, refuse(SubjectHA, pveapi.Permanent, "%s lacks %s, which HA needs; grant them on / alone, e.g. "+
+			"pveum role add ProxyHA --privs \"Sys.Audit Sys.Console\" "+
 			"and pveum acl modify / --tokens <token id> --roles ProxyHA --propagate 0 (and the same for its user), "+
 			"or leave ha and proxy_ha_rule out of this configuration",
 			token, strings.Join(parts, "; "))

@@ -92,10 +92,12 @@ func (b *Backend) privilegeNeeds(templates map[int]map[string]string) []needPriv
 		}
 	}
 	for _, sid := range slices.Sorted(maps.Keys(disks)) {
-		out = append(out, needPriv{path: "/storage/" + sid, privs: []string{"Datastore.AllocateSpace"}, why: "clone the disks onto storage " + sid})
+		out = append(out, needPriv{path: "/storage/" + sid, privs: []string{"Datastore.AllocateSpace"}, why: "clone " +
+			"the disks onto storage " + sid})
 	}
 	for _, p := range slices.Sorted(maps.Keys(bridges)) {
-		out = append(out, needPriv{path: p, privs: []string{"SDN.Use"}, why: "attach the VMs' network to " + strings.TrimPrefix(p, "/sdn/zones/localnetwork/")})
+		out = append(out, needPriv{path: p, privs: []string{"SDN.Use"}, why: "attach the VMs' network to " +
+			"" + strings.TrimPrefix(p, "/sdn/zones/localnetwork/")})
 	}
 	return out
 }

@@ -43,8 +43,9 @@ type DeleteOptions struct {
 }
 
 // DeleteVM runs the delete steps (decision: delete-steps, decision: seed-before-destroy)
-// with what the caller's state knows (DeleteOptions), under the per-name lock: stop (a paused VM too; a stopped one ends the task at once) and, at the same time, delete the seed ISO the VM's ide2 names on
-// the VM's node; once both ended, destroy with purge=1&destroy-unreferenced-disks=1. A VM
+// with what the caller's state knows (DeleteOptions), under the per-name lock: stop (a
+// paused VM too; a stopped one ends the task at once) and, at the same time, delete the
+// seed ISO the VM's ide2 names on the VM's node; once both ended, destroy with purge=1&destroy-unreferenced-disks=1. A VM
 // already gone, or a VMID that now holds a VM that is not ours (ownedBy: another name, no
 // mark, a container, a mark without opts.UID, or no opts.UID at all), is success without
 // touching it; the seed the caller recorded is
@@ -116,7 +117,8 @@ const deleteSettles = 3
 // on the node st named at the stop or the destroy: the caller settles again. swept holds
 // the seeds (node|volid) an earlier settle's sweep of this delete deleted, which this one's
 // does not delete again, and gets those it deletes.
-func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, st settled, swept map[string]bool) (destroyed bool, vmNode string, vanished bool, err error) {
+func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, st settled,
+	swept map[string]bool) (destroyed bool, vmNode string, vanished bool, err error) {
 	if st.verdict != verdictOurs {
 		reason := "gone"
 		switch {
@@ -126,8 +128,10 @@ func (b *Backend) deleteSettled(ctx context.Context, id ID, opts DeleteOptions, 
 		case st.why == notOursRanUnbound:
 			reason = string(st.why)
 			note(ctx, "VMID %d was not destroyed: its mark carries this resource's uid and says it is being created, as written before a create's "+
-				"config step, but the VM has run, so the mark may have been copied onto a VM that is not this resource's (decision: instance-binding). "+
-				"If it is this resource's VM whose description was rewritten, destroy it by hand (`qm stop %d && qm destroy %d --purge`)", id.VMID, id.VMID, id.VMID)
+				"config step, but the VM has run, so the mark may have been copied onto a VM that is not this "+
+				"resource's (decision: instance-binding). "+
+				"If it is this resource's VM whose description was rewritten, destroy it by hand (`qm stop %d && qm "+
+				"destroy %d --purge`)", id.VMID, id.VMID, id.VMID)
 		case st.why == notOursNoUIDHere:
 			reason = string(st.why)
 			note(ctx, "the state records no uid for this VM, so no VM can be proved this resource's: whatever VMID %d holds was left alone", id.VMID)

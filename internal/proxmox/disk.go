@@ -21,16 +21,8 @@ func isDiskKey(k string) bool { return diskKeyRE.MatchString(k) }
 // "media=cdrom,file=<vol>" and "volume=<vol>,media=cdrom" all name <vol>: a config
 // written by hand (or by another tool) keeps the explicit form.
 func driveVolume(v string) string {
-	for opt := range strings.SplitSeq(v, ",") {
-		k, val, ok := strings.Cut(opt, "=")
-		switch {
-		case !ok && strings.TrimSpace(opt) != "":
-			return opt
-		case ok && (k == "file" || k == "volume"):
-			return val
-		}
-	}
-	return ""
+	vol, _ := parsePropString(v).defaultValue("file", "volume")
+	return vol
 }
 
 // isCDROM reports whether a drive value is a CD-ROM.
@@ -125,45 +117,4 @@ func cloudInitDrive(cfg map[string]string) (string, bool) {
 	}
 	slicesSort(found)
 	return found[0], true
-}
-
-// --- comma-separated option lists (drive and net values) ---
-
-// getOption returns key's value in a comma-separated key=value list, or "".
-func getOption(v, key string) string {
-	for opt := range strings.SplitSeq(v, ",") {
-		if k, val, ok := strings.Cut(opt, "="); ok && k == key {
-			return val
-		}
-	}
-	return ""
-}
-
-// setOption replaces key's value in place, or appends key=val; the other options keep
-// their order.
-func setOption(v, key, val string) string {
-	if v == "" {
-		return key + "=" + val
-	}
-	opts := strings.Split(v, ",")
-	for i, opt := range opts {
-		if k, _, ok := strings.Cut(opt, "="); ok && k == key {
-			opts[i] = key + "=" + val
-			return strings.Join(opts, ",")
-		}
-	}
-	return v + "," + key + "=" + val
-}
-
-// removeOption drops key from the list.
-func removeOption(v, key string) string {
-	opts := strings.Split(v, ",")
-	out := opts[:0]
-	for _, opt := range opts {
-		if k, _, ok := strings.Cut(opt, "="); ok && k == key {
-			continue
-		}
-		out = append(out, opt)
-	}
-	return strings.Join(out, ",")
 }

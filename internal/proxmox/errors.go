@@ -14,6 +14,59 @@ import (
 // gone, or its VMID now holds a VM that is not ours.
 var ErrNotFound = errors.New("VM not found")
 
+// ErrStillCreating is what the refusal to import a VM whose mark still says creating
+// matches (errors.Is): the refusal lasts only until that create finishes or the VM is
+// destroyed, so callers word it apart from the other Permanent errors.
+var ErrStillCreating = errors.New("the VM is still being created")
+
+// ErrBusy is matched (errors.Is) by a Get that could not read the VM because a task holds
+// it (a clone in progress): the caller may report the values it knew.
+var ErrBusy = errors.New("the VM is held by a task")
+
+// ErrHARuleNotOurs is matched (errors.Is) by a refusal to write a rule, or to map it into a
+// state, because its mark is gone or names another uid: nothing was sent to it.
+var ErrHARuleNotOurs = errors.New("the HA rule does not carry this resource's mark")
+
+// Class is an error's class (decision: error-classes), and Transient, Permanent and NotFound
+// its values: the provider reads them here, with ClassOf, so that it speaks one error
+// vocabulary (only its provider.go, which builds the client, imports pveapi).
+type Class = pveapi.Class
+
+// The error classes (pveapi.Class).
+const (
+	Transient = pveapi.Transient
+	Permanent = pveapi.Permanent
+	NotFound  = pveapi.NotFound
+)
+
+// The failures of the connection and of authorization that the provider words for the
+// user (pveapi matches Proxmox's texts; these are its answers, re-exported).
+
+// IsEndpointUnreachable reports that the endpoint did not answer at all.
+func IsEndpointUnreachable(err error) bool { return pveapi.IsEndpointUnreachable(err) }
+
+// IsTLSVerification reports that the server's certificate did not verify.
+func IsTLSVerification(err error) bool { return pveapi.IsTLSVerification(err) }
+
+// IsCAUnavailable reports that the configured CA bundle could not be used.
+func IsCAUnavailable(err error) bool { return pveapi.IsCAUnavailable(err) }
+
+// IsCredentials reports that the API token could not be read.
+func IsCredentials(err error) bool { return pveapi.IsCredentials(err) }
+
+// IsUnauthorized reports a 401: the token was refused.
+func IsUnauthorized(err error) bool { return pveapi.IsUnauthorized(err) }
+
+// IsForbidden reports a 403: the token lacks a privilege.
+func IsForbidden(err error) bool { return pveapi.IsForbidden(err) }
+
+// IsProxyFailure reports that the endpoint answered but the node behind it did not
+// (595/596).
+func IsProxyFailure(err error) bool { return pveapi.IsProxyFailure(err) }
+
+// IsLocked reports that a task holds the VM (500 "VM is locked (<lock>)").
+func IsLocked(err error) bool { return pveapi.IsLocked(err) }
+
 // Error is the backend's error: a class (decision: error-classes), the operation, the VM it concerns
 // when known, and a message that says what happened and what the admin can do. Its text
 // never carries cloud-init content or the API token.

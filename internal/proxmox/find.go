@@ -2,7 +2,6 @@ package proxmox
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -39,7 +38,8 @@ func (b *Backend) FindByID(ctx context.Context, id ID) (ID, error) {
 
 func (b *Backend) found(ctx context.Context, id ID, err error) (ID, error) {
 	if err != nil {
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm import lookup failed", map[string]any{"vmid": id.VMID, "name": id.Name, "error": err.Error()})
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm import lookup failed", map[string]any{"vmid": id.VMID,
+			"name": id.Name, "error": err.Error()})
 		return ID{}, err
 	}
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm found for import", map[string]any{"vmid": id.VMID, "name": id.Name})
@@ -70,7 +70,8 @@ func (b *Backend) findByName(ctx context.Context, name string) (ID, error) {
 	for i, r := range cands {
 		ids[i] = strconv.Itoa(r.VMID)
 	}
-	return ID{}, Permanentf("%d VMs are named %q (VMIDs %s); import one by its ID, vms/<vmid>/%s", len(cands), name, strings.Join(ids, ", "), name)
+	return ID{}, Permanentf("%d VMs are named %q (VMIDs %s); import one by its ID, vms/<vmid>/%s", len(cands), name,
+		strings.Join(ids, ", "), name)
 }
 
 func (b *Backend) findByVMID(ctx context.Context, vmid int) (ID, error) {
@@ -112,7 +113,8 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	mark, why := importable(cfg)
 	switch why {
 	case notOursUnmarked:
-		return ID{}, Permanentf("VM %q (VMID %d) carries no %s=true line in its description: only VMs created by this provider or the proxy operator can be imported",
+		return ID{}, Permanentf("VM %q (VMID %d) carries no %s=true line in its description: only VMs created by this "+
+			"provider or the proxy operator can be imported",
 			cfg["name"], r.VMID, MarkKeyManaged)
 	case notOursNoUID:
 		// The state's uid is the mark's, and every later read proves ownership by it: a
@@ -123,8 +125,10 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	}
 	if why == notOursInstance {
 		return ID{}, Permanentf("VM %q (VMID %d) carries a mark written for another VM (its %s line names SMBIOS uuid %s, the VM's is %q): "+
-			"a description copied from another VM, or left on a VMID another VM now holds, is not imported; if this VM is a proxy VM to manage here, "+
-			"remove that line from its description in Proxmox, then import it again", cfg["name"], r.VMID, MarkKeyInstance, mark.Instance, instanceOf(cfg))
+			"a description copied from another VM, or left on a VMID another VM now holds, is not imported; if this "+
+			"VM is a proxy VM to manage here, "+
+			"remove that line from its description in Proxmox, then import it again", cfg["name"], r.VMID,
+			MarkKeyInstance, mark.Instance, instanceOf(cfg))
 	}
 	if mark.Creating {
 		// It belongs to the create that will finish it: the next apply of that name in its
@@ -137,11 +141,6 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 	}
 	return ID{VMID: r.VMID, Name: cfg["name"]}, nil
 }
-
-// ErrStillCreating is what the refusal to import a VM whose mark still says creating
-// matches (errors.Is): the refusal lasts only until that create finishes or the VM is
-// destroyed, so callers word it apart from the other Permanent errors.
-var ErrStillCreating = errors.New("the VM is still being created")
 
 // stillCreating is the import refusal's message, matching ErrStillCreating.
 type stillCreating struct{ error }

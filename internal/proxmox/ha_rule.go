@@ -53,10 +53,6 @@ type HARule struct {
 	OtherSIDs []string
 }
 
-// ErrHARuleNotOurs is matched (errors.Is) by a refusal to write a rule, or to map it into a
-// state, because its mark is gone or names another uid: nothing was sent to it.
-var ErrHARuleNotOurs = errors.New("the HA rule does not carry this resource's mark")
-
 // RuleError is the backend's error for an HA rule: a class, the operation and the rule id.
 type RuleError struct {
 	Class pveapi.Class
@@ -182,7 +178,8 @@ func notOursRule(op, id string, m RuleMark, why notOurs) *RuleError {
 	var found string
 	switch why {
 	case notOursUnmarked:
-		found = "its comment no longer carries the " + MarkKeyHARule + " line (it was edited outside Terraform, or the rule was deleted and made again by someone else)"
+		found = "its comment no longer carries the " + MarkKeyHARule + " line (it was edited outside Terraform, or " +
+			"the rule was deleted and made again by someone else)"
 	case notOursOtherUID:
 		found = fmt.Sprintf("its mark names another resource (uid %s): another configuration or an import made it its own", m.UID)
 	case notOursNoUID:
@@ -191,7 +188,8 @@ func notOursRule(op, id string, m RuleMark, why notOurs) *RuleError {
 		found = "this resource's state records no uid"
 	}
 	e := ruleErr(op, id, pveapi.Permanent, "HA rule %q is not shown to be this resource's: %s; nothing was written to it. "+
-		"If it is this resource's, put the line %s=<the uid in the state> back at the end of its comment; otherwise remove the resource from the state (terraform state rm)",
+		"If it is this resource's, put the line %s=<the uid in the state> back at the end of its comment; otherwise "+
+		"remove the resource from the state (terraform state rm)",
 		id, found, MarkKeyHARule)
 	e.notOurs = true
 	return e
@@ -265,7 +263,8 @@ func (b *Backend) CreateHARule(ctx context.Context, s HARuleSpec) error {
 		if r, rerr := b.readRule(ctx, "create", s.ID); rerr == nil {
 			return ruleTaken(s.ID, r)
 		}
-		return ruleErr("create", s.ID, pveapi.Permanent, "HA rule %q already exists (made while this create ran); nothing was changed. Choose another name", s.ID)
+		return ruleErr("create", s.ID, pveapi.Permanent, "HA rule %q already exists (made while this create ran); "+
+			"nothing was changed. Choose another name", s.ID)
 	}
 	if err != nil {
 		return ruleAPIErr("create", s.ID, err)
@@ -277,11 +276,13 @@ func (b *Backend) CreateHARule(ctx context.Context, s HARuleSpec) error {
 func ruleTaken(id string, r pveapi.HARule) error {
 	what := fmt.Sprintf("a %s rule on %s", r.Type, orNone(r.Resources))
 	if m, why := ruleImportable(r.Comment); why == notOursNone {
-		return ruleErr("create", id, pveapi.Permanent, "HA rule %q already exists (%s), made by a proxy_ha_rule of uid %s that this state does not hold; "+
+		return ruleErr("create", id, pveapi.Permanent, "HA rule %q already exists (%s), made by a proxy_ha_rule of "+
+			"uid %s that this state does not hold; "+
 			"nothing was changed. If it is this configuration's (an apply interrupted before it saved the state), import it "+
 			"(terraform import <address> %s); otherwise choose another name", id, what, m.UID, id)
 	}
-	return ruleErr("create", id, pveapi.Permanent, "HA rule %q already exists (%s) and was not made by this provider, which never changes a rule it did not make; "+
+	return ruleErr("create", id, pveapi.Permanent, "HA rule %q already exists (%s) and was not made by this provider, "+
+		"which never changes a rule it did not make; "+
 		"nothing was changed. Choose another name, or delete that rule in Proxmox if it is no longer needed", id, what)
 }
 
@@ -312,7 +313,8 @@ func (b *Backend) UpdateHARule(ctx context.Context, s HARuleSpec) error {
 		return notOursRule("update", s.ID, m, why)
 	}
 	if r.Type != s.Type {
-		return ruleErr("update", s.ID, pveapi.Permanent, "HA rule %q is a %s rule, not %s; a rule's type cannot change in place", s.ID, r.Type, s.Type)
+		return ruleErr("update", s.ID, pveapi.Permanent, "HA rule %q is a %s rule, not %s; a rule's type cannot "+
+			"change in place", s.ID, r.Type, s.Type)
 	}
 	cur, _ := ruleFrom(r, m)
 	p := ruleParams(s, cur.OtherSIDs, false)

@@ -191,13 +191,15 @@ func (b *Backend) scan(ctx context.Context, o scanOptions) (listSkipped, rangeSk
 // listConcurrency readers works at most listWindow entries ahead of fn, so memory and
 // goroutines stay bounded whatever the number of entries. ctx ending stops it with ctx's
 // error; every reader has returned by then.
-func (b *Backend) eachConfig(ctx context.Context, entries []pveapi.Resource, fn func(r pveapi.Resource, cfg map[string]string, err error) bool) error {
+func (b *Backend) eachConfig(ctx context.Context, entries []pveapi.Resource, fn func(r pveapi.Resource,
+	cfg map[string]string, err error) bool) error {
 	return eachRead(ctx, b, entries, b.api.VMConfig, fn)
 }
 
 // eachRead is eachConfig with the read of each entry given (GET .../config, GET
 // .../pending).
-func eachRead[T any](ctx context.Context, b *Backend, entries []pveapi.Resource, read func(ctx context.Context, node string, vmid int) (T, error), fn func(r pveapi.Resource, cfg T, err error) bool) error {
+func eachRead[T any](ctx context.Context, b *Backend, entries []pveapi.Resource, read func(ctx context.Context,
+	node string, vmid int) (T, error), fn func(r pveapi.Resource, cfg T, err error) bool) error {
 	type slot struct {
 		cfg  T
 		err  error

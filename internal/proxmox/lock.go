@@ -62,10 +62,3 @@ func (k *keyedLock) lock(ctx context.Context, key string) (func(), error) {
 		return nil, ctx.Err()
 	}
 }
-
-// size is the number of keys held or waited on (tests).
-func (k *keyedLock) size() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.m)
-}

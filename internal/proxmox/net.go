@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
@@ -27,25 +26,23 @@ type net0Info struct {
 // "virtio=BC:24:11:EE:48:83,bridge=vmbr0,tag=4".
 func parseNet0(v string) net0Info {
 	var n net0Info
-	for opt := range strings.SplitSeq(v, ",") {
-		k, val, ok := strings.Cut(opt, "=")
-		if !ok {
-			if n.Model == "" && opt != "" {
-				n.Model = opt // a model without a MAC
-			}
-			continue
-		}
+	for _, p := range parsePropString(v).parts {
 		switch {
-		case k == "bridge":
-			n.Bridge = val
-		case k == "tag":
-			n.Tag, _ = strconv.Atoi(val)
-		case k == "macaddr":
-			n.MAC = val
-		case k == "model":
-			n.Model = val
-		case !net0Options[k] && n.Model == "":
-			n.Model, n.MAC = k, val
+		case p.blank():
+		case !p.keyed:
+			if n.Model == "" {
+				n.Model = p.value // a model without a MAC
+			}
+		case p.key == "bridge":
+			n.Bridge = p.value
+		case p.key == "tag":
+			n.Tag, _ = strconv.Atoi(p.value)
+		case p.key == "macaddr":
+			n.MAC = p.value
+		case p.key == "model":
+			n.Model = p.value
+		case !net0Options[p.key] && n.Model == "":
+			n.Model, n.MAC = p.key, p.value
 		}
 	}
 	return n
@@ -56,21 +53,22 @@ func parseNet0(v string) net0Info {
 // (decision: address-discovery). A bridge that would break out of its option is refused
 // (optionValue).
 func rewriteNet0(v string, bridge *string, tag *int) (string, error) {
+	p := parsePropString(v)
 	if bridge != nil && *bridge != "" {
 		br, err := optionValue("bridge", *bridge)
 		if err != nil {
 			return "", err
 		}
-		v = setOption(v, "bridge", br)
+		p.set("bridge", br)
 	}
 	if tag != nil {
 		if *tag == 0 {
-			v = removeOption(v, "tag")
+			p.del("tag")
 		} else {
-			v = setOption(v, "tag", strconv.Itoa(*tag))
+			p.set("tag", strconv.Itoa(*tag))
 		}
 	}
-	return v, nil
+	return p.String(), nil
 }
 
 // firstIPv4 is the reported address (decision: address-discovery): the first IPv4, in the agent's order, of the first

@@ -67,7 +67,8 @@ func (n *NetworkConfig) render(net0 string) ([]byte, error) {
 	case n.Static != nil:
 		mac := parseNet0(net0).MAC
 		if mac == "" {
-			return nil, Permanentf("the VM has no net0 with a MAC address, so static_ipv4 cannot be matched to its NIC; give the template a network device, or use network_config")
+			return nil, Permanentf("the VM has no net0 with a MAC address, so static_ipv4 cannot be matched to its " +
+				"NIC; give the template a network device, or use network_config")
 		}
 		return nocloud.RenderStaticIPv4(*n.Static, mac), nil
 	default:

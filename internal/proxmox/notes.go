@@ -2,7 +2,6 @@ package proxmox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -53,10 +52,6 @@ func storageOf(volid string) string {
 	}
 	return volid
 }
-
-// ErrBusy is matched (errors.Is) by a Get that could not read the VM because a task holds
-// it (a clone in progress): the caller may report the values it knew.
-var ErrBusy = errors.New("the VM is held by a task")
 
 // busyf is a Transient error matching ErrBusy.
 func busyf(format string, args ...any) *Error {

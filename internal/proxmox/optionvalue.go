@@ -20,7 +20,8 @@ const optionBreakers = ",=;\n\r"
 // its place in an option string (or is empty).
 func optionValue(key, val string) (string, error) {
 	if val == "" || strings.ContainsAny(val, optionBreakers) {
-		return "", Permanentf("the %s value %q cannot be written into a Proxmox option string: it is empty or holds ',', '=', ';' or a line break "+
+		return "", Permanentf("the %s value %q cannot be written into a Proxmox option string: it is empty or holds "+
+			"',', '=', ';' or a line break "+
 			"(a provider bug: the value should have been refused at plan time)", key, val)
 	}
 	return val, nil

@@ -49,10 +49,13 @@ func (b *Backend) hiddenVM(ctx context.Context, op string, vmid int, what string
 			return apiErrorf(op, cerr, "reading the config of VMID %d, which a guest the cluster listing does not show holds", vmid)
 		}
 	}
-	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vmid holds a guest hidden from the token", map[string]any{"vmid": vmid, "error": refusal.Error()})
-	return Permanentf("%s (VMID %d) is not in the cluster listing the API token sees, yet a guest holds VMID %d, and Proxmox refuses to show its config (%w): "+
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vmid holds a guest hidden from the token",
+		map[string]any{"vmid": vmid, "error": refusal.Error()})
+	return Permanentf("%s (VMID %d) is not in the cluster listing the API token sees, yet a guest holds VMID %d, and "+
+		"Proxmox refuses to show its config (%w): "+
 		"the token lacks %s, so the VM is outside the token's pool or ACLs, and the provider never acts on a VM it cannot see. "+
-		"Grant the privilege (or move the VM back into the token's pool), or remove the resource from the Terraform state if the VM is no longer yours",
+		"Grant the privilege (or move the VM back into the token's pool), or remove the resource from the Terraform "+
+		"state if the VM is no longer yours",
 		what, vmid, vmid, refusal, need)
 }
 
@@ -92,10 +95,12 @@ func (b *Backend) movePool(ctx context.Context, id ID, ch Changes) (bool, error)
 			"vmid": id.VMID, "name": id.Name, "pool": to, "error": err.Error()})
 		return false, nil
 	case pveapi.IsPoolMissing(err):
-		return false, Permanentf("%s: pool %s does not exist in the cluster; create it (pveum pool add %s) or fix pool (%w)", what, p.Pool, p.Pool, err)
+		return false, Permanentf("%s: pool %s does not exist in the cluster; create it (pveum pool add %s) or fix "+
+			"pool (%w)", what, p.Pool, p.Pool, err)
 	case pveapi.IsForbidden(err):
 		need := poolMoveNeeds(id.VMID, to, ch.PriorPool)
-		return false, Permanentf("%s: %w. Moving a VM between pools needs %s; grant it, or replace the VM instead (terraform apply -replace)", what, err, need)
+		return false, Permanentf("%s: %w. Moving a VM between pools needs %s; grant it, or replace the VM instead "+
+			"(terraform apply -replace)", what, err, need)
 	default:
 		return false, apiErrorf("update", err, "%s", what)
 	}
@@ -148,7 +153,8 @@ func cloneRefusal(err error, s *Spec, vmid int) error {
 	}
 	d, _ := pveapi.PermissionDenied(err)
 	if d.Path != "" {
-		return Permanentf("Proxmox refused to clone template %d onto VMID %d: %w; the API token lacks %s on %s", s.TemplateVMID, vmid, err, d.Privilege, d.Path)
+		return Permanentf("Proxmox refused to clone template %d onto VMID %d: %w; the API token lacks %s on %s",
+			s.TemplateVMID, vmid, err, d.Privilege, d.Path)
 	}
 	need := fmt.Sprintf("VM.Allocate on /vms/%d", vmid)
 	if s.Pool != "" {

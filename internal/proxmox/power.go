@@ -115,7 +115,8 @@ func checkMemoryHotplug(cfg map[string]string, mib int) error {
 		return nil
 	}
 	if mib < below {
-		return Permanentf("the VM has memory hotplug (its hotplug option names memory), which needs at least %d MiB; %d MiB was asked. Nothing was changed", below, mib)
+		return Permanentf("the VM has memory hotplug (its hotplug option names memory), which needs at least %d MiB; "+
+			"%d MiB was asked. Nothing was changed", below, mib)
 	}
 	return Permanentf("the VM has memory hotplug (its hotplug option names memory), so its memory grows and shrinks in DIMM steps: "+
 		"%d MiB is not one; set memory_mib to %d or %d. Nothing was changed", mib, below, above)

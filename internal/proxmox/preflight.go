@@ -72,7 +72,8 @@ type preflightFlight struct {
 
 // once runs check for key unless a definitive result is cached or a call is in flight,
 // whose result it then shares. check's result is cached unless keep says otherwise.
-func (c *preflightCache) once(ctx context.Context, key string, check func(context.Context) (any, error), keep func(error) bool) (any, error) {
+func (c *preflightCache) once(ctx context.Context, key string, check func(context.Context) (any, error),
+	keep func(error) bool) (any, error) {
 	if c == nil { // a Backend not made by New
 		return check(ctx)
 	}
@@ -178,10 +179,12 @@ func (b *Backend) preflightNode(ctx context.Context, s PreflightSpec) error {
 		case err == nil:
 			return nil, nil
 		case pveapi.IsUnknownNode(err):
-			return nil, refuse(SubjectNode, pveapi.Permanent, "node %q is not a node of the cluster at %s (%v); use a node name as `pvecm nodes` or the Proxmox web UI lists it",
+			return nil, refuse(SubjectNode, pveapi.Permanent, "node %q is not a node of the cluster at %s (%v); use a "+
+				"node name as `pvecm nodes` or the Proxmox web UI lists it",
 				s.Node, b.cfg.Endpoint, err)
 		case pveapi.IsProxyFailure(err):
-			return nil, refuse(SubjectNode, pveapi.Transient, "node %q does not answer (%v); bring it back, or place the VM on another node", s.Node, err)
+			return nil, refuse(SubjectNode, pveapi.Transient, "node %q does not answer (%v); bring it back, or place "+
+				"the VM on another node", s.Node, err)
 		}
 		return nil, passOn(ctx, "reading the status of node "+s.Node, err)
 	}, definitive)
@@ -213,7 +216,8 @@ func (b *Backend) preflightStorage(ctx context.Context, node, storage, content s
 		switch {
 		case err == nil:
 		case pveapi.IsMissingStorage(err):
-			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) does not exist in the cluster (%v); use a storage id that `pvesm status` lists on node %s",
+			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) does not exist in the cluster (%v); use a "+
+				"storage id that `pvesm status` lists on node %s",
 				storage, role, err, node)
 		case pveapi.IsProxyFailure(err):
 			return nil, nil // the node check reports a node that does not answer
@@ -222,18 +226,22 @@ func (b *Backend) preflightStorage(ctx context.Context, node, storage, content s
 			if errors.As(err, &ae) && ae.Status == 500 && !pveapi.IsLocked(err) {
 				// Proxmox refuses the storage on this node (restricted to other nodes, or
 				// unavailable): the create would fail the same way.
-				return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) cannot be used on node %s (%v); make it available on that node in Datacenter > Storage, or use another storage",
+				return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) cannot be used on node %s (%v); make "+
+					"it available on that node in Datacenter > Storage, or use another storage",
 					storage, role, node, err)
 			}
 			return nil, passOn(ctx, "reading the status of storage "+storage+" on node "+node, err)
 		}
 		switch {
 		case st.Enabled != 1:
-			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) is disabled; enable it in Datacenter > Storage, or use another storage", storage, role)
+			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) is disabled; enable it in Datacenter > "+
+				"Storage, or use another storage", storage, role)
 		case st.Active != 1:
-			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) is not active on node %s; check that it is mounted or reachable from that node (`pvesm status`)", storage, role, node)
+			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) is not active on node %s; check that it is "+
+				"mounted or reachable from that node (`pvesm status`)", storage, role, node)
 		case !slices.Contains(contentTypes(st.Content), content):
-			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) does not hold %s content (its content: %s); add %s to its content types in Datacenter > Storage, or use another storage",
+			return nil, refuse(subject, pveapi.Permanent, "storage %q (%s) does not hold %s content (its content: "+
+				"%s); add %s to its content types in Datacenter > Storage, or use another storage",
 				storage, role, content, st.Content, content)
 		}
 		return nil, nil
@@ -257,15 +265,18 @@ func (b *Backend) preflightTemplate(ctx context.Context, s PreflightSpec) error 
 		return nil
 	}
 	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
-		return refuse(SubjectBridge, pveapi.Permanent, "template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template, or unset bridge and vlan_tag", s.TemplateVMID)
+		return refuse(SubjectBridge, pveapi.Permanent, "template %d has no net0, so the bridge and VLAN tag cannot be "+
+			"set; add a network device to the template, or unset bridge and vlan_tag", s.TemplateVMID)
 	}
 	if s.DiskGiB > 0 {
 		_, size, ok := bootDiskSize(cfg)
 		switch {
 		case !ok:
-			return refuse(SubjectDisk, pveapi.Permanent, "template %d has no boot disk with a readable size=, so disk_gib cannot be applied; give the template a boot disk or unset disk_gib", s.TemplateVMID)
+			return refuse(SubjectDisk, pveapi.Permanent, "template %d has no boot disk with a readable size=, so "+
+				"disk_gib cannot be applied; give the template a boot disk or unset disk_gib", s.TemplateVMID)
 		case size > int64(s.DiskGiB)*gib:
-			return refuse(SubjectDisk, pveapi.Permanent, "disk_gib = %d is below the boot disk of template %d (%s), and a disk is never shrunk; set disk_gib to at least %d, or remove it to keep the template's size",
+			return refuse(SubjectDisk, pveapi.Permanent, "disk_gib = %d is below the boot disk of template %d (%s), "+
+				"and a disk is never shrunk; set disk_gib to at least %d, or remove it to keep the template's size",
 				s.DiskGiB, s.TemplateVMID, humanGiB(size), ceilGiB(size))
 		}
 	}

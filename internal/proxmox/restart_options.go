@@ -30,7 +30,7 @@ type RestartOption struct {
 	read func(cfgValue string) string
 	// write is the config value that gives the option the attribute's value v, from its
 	// current config value cur ("" when unset); nil: v.
-	write func(cur, v string) (string, error)
+	write func(cur, v string) string
 }
 
 // RestartOptions are the options a change of which needs a restart of a running VM, in
@@ -46,33 +46,18 @@ var RestartOptions = []RestartOption{
 }
 
 // cpuType is the cputype of a cpu option ("host,flags=+aes", "flags=+aes,host" or
-// "cputype=host,...": host). As pve-common JSONSchema.pm parse_property_string reads a
-// property string, a part without '=' is the default key's value wherever it stands, and
-// blank parts are skipped.
+// "cputype=host,...": host): its default key's value (propString.defaultValue).
 func cpuType(cpu string) string {
-	for _, p := range strings.Split(cpu, ",") {
-		if k, v, ok := strings.Cut(p, "="); ok && k == "cputype" {
-			return v
-		} else if !ok && strings.TrimSpace(p) != "" {
-			return p
-		}
-	}
-	return ""
+	t, _ := parsePropString(cpu).defaultValue("cputype")
+	return t
 }
 
-// withCPUType is the cpu option cur with its cputype set to t, its other properties kept:
-// every part that names a cputype (keyless or cputype=) is dropped, since Proxmox refuses
-// a second one ("duplicate key in comma-separated list property: cputype").
-func withCPUType(cur, t string) (string, error) {
-	out := []string{t}
-	for _, p := range strings.Split(cur, ",") {
-		k, _, ok := strings.Cut(p, "=")
-		if strings.TrimSpace(p) == "" || (ok && k == "cputype") || !ok {
-			continue
-		}
-		out = append(out, p)
-	}
-	return strings.Join(out, ","), nil
+// withCPUType is the cpu option cur with its cputype set to t, its other properties kept
+// (propString.setDefault: a second cputype would be refused).
+func withCPUType(cur, t string) string {
+	p := parsePropString(cur)
+	p.setDefault(t, "cputype")
+	return p.String()
 }
 
 // OwnFields says the option has its own fields in Spec, Changes and VM and its own
@@ -116,7 +101,7 @@ func (o RestartOption) configValue(cur, v string) (string, error) {
 	if o.write == nil {
 		return v, nil
 	}
-	return o.write(cur, v)
+	return o.write(cur, v), nil
 }
 
 // optionParams adds the Spec's Options to a create's config write.

@@ -13,7 +13,7 @@ func withTestOption(t *testing.T) {
 	old := RestartOptions
 	RestartOptions = append(slices.Clone(old), RestartOption{Key: "testopt", Attr: "test_attr", Label: "test option",
 		read:  func(v string) string { return strings.TrimPrefix(v, "x-") },
-		write: func(_, v string) (string, error) { return "x-" + v, nil }})
+		write: func(_, v string) string { return "x-" + v }})
 	t.Cleanup(func() { RestartOptions = old })
 }
 
@@ -73,7 +73,7 @@ func TestCPUType(t *testing.T) {
 	}
 	for cur, want := range map[string]string{"": "host", "kvm64": "host", "kvm64,flags=+aes": "host,flags=+aes", "cputype=kvm64,flags=+pcid": "host,flags=+pcid",
 		"flags=+aes,kvm64": "host,flags=+aes", "flags=+aes,,kvm64,hidden=1": "host,flags=+aes,hidden=1"} {
-		if got, _ := withCPUType(cur, "host"); got != want {
+		if got := withCPUType(cur, "host"); got != want {
 			t.Errorf("withCPUType(%q, host) = %q, want %q", cur, got, want)
 		}
 	}

@@ -46,7 +46,8 @@ func (b *Backend) Update(ctx context.Context, id ID, ch Changes) error {
 	start := b.clock.Now()
 	node, did, err := b.update(ctx, id, ch)
 	b.invalidateListing()
-	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "changed": did, "duration_ms": b.clock.Now().Sub(start).Milliseconds()}
+	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "changed": did,
+		"duration_ms": b.clock.Now().Sub(start).Milliseconds()}
 	if err != nil {
 		err = wrap("update", id.Name, id.VMID, err)
 		fields["class"], fields["error"] = ClassOf(err).String(), err.Error()
@@ -124,7 +125,8 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 // planUpdateMigration plans the migration ch.Node asks for (none when it names the VM's
 // node, or none), with its refusals (checkMigrationTarget, planMigration), and returns the
 // VM's status on its node, which the rest of the update is planned from too.
-func (b *Backend) planUpdateMigration(ctx context.Context, id ID, node string, cfg map[string]string, ch Changes) (*migrationPlan, pveapi.VMStatus, error) {
+func (b *Backend) planUpdateMigration(ctx context.Context, id ID, node string, cfg map[string]string,
+	ch Changes) (*migrationPlan, pveapi.VMStatus, error) {
 	if ch.Node == nil || *ch.Node == "" || *ch.Node == node {
 		vs, err := b.api.VMStatus(ctx, node, id.VMID)
 		if err != nil {
@@ -153,7 +155,8 @@ func (b *Backend) planUpdateMigration(ctx context.Context, id ID, node string, c
 
 // planUpdateOn plans the update of the VM as read on node (planUpdate), after asking
 // whether it runs with memory hotplug (runningHotplug).
-func (b *Backend) planUpdateOn(ctx context.Context, id ID, node string, cfg map[string]string, vs pveapi.VMStatus, moved bool, ch Changes) (updatePlan, error) {
+func (b *Backend) planUpdateOn(ctx context.Context, id ID, node string, cfg map[string]string, vs pveapi.VMStatus,
+	moved bool, ch Changes) (updatePlan, error) {
 	hotplug, err := b.runningHotplug(ctx, node, id.VMID, cfg, vs.Status == "running")
 	if err != nil {
 		return updatePlan{}, err
@@ -163,7 +166,8 @@ func (b *Backend) planUpdateOn(ctx context.Context, id ID, node string, cfg map[
 
 // migrateForUpdate runs the update's migration (runMigration), then reads the VM again on
 // the target and plans the rest of the update there. It returns the VM's node.
-func (b *Backend) migrateForUpdate(ctx context.Context, id ID, p migrationPlan, cfg map[string]string, ch Changes) (string, updatePlan, error) {
+func (b *Backend) migrateForUpdate(ctx context.Context, id ID, p migrationPlan, cfg map[string]string,
+	ch Changes) (string, updatePlan, error) {
 	if err := b.runMigration(ctx, "update", p, cfg, ch.UserData, ch.Network); err != nil {
 		return p.from, updatePlan{}, err
 	}

@@ -104,7 +104,8 @@ func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 		p.did = append(p.did, "seed")
 	}
 	if p.hibernated && len(p.did) > 0 && !ch.Start {
-		return p, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or resume it in Proxmox), then apply again")
+		return p, Permanentf("the VM is hibernated, and Proxmox refuses changes to it; bring it back to running (or " +
+			"resume it in Proxmox), then apply again")
 	}
 	p.planStart(ch)
 	return p, nil

@@ -219,7 +219,8 @@ func (w *waitRun) result(ctx context.Context, err error) error {
 			return spec.onBudget(last.seen, last.err)
 		}
 		if last.err != nil {
-			return Transientf("still waiting for %s after %s (last seen: %s; last poll failed: %w)", spec.what, spec.budget, orNothing(last.seen), last.err)
+			return Transientf("still waiting for %s after %s (last seen: %s; last poll failed: %w)", spec.what,
+				spec.budget, orNothing(last.seen), last.err)
 		}
 		return Transientf("still waiting for %s after %s (last seen: %s)", spec.what, spec.budget, orNothing(last.seen))
 	default:
@@ -569,7 +570,8 @@ func (p *addressPoll) checkStatus(ctx context.Context, err error) observation {
 	}
 	if st.Lock == "suspended" || mapState(st.Status, st.QMPStatus) == StateStopped {
 		return cannot(fmt.Sprintf("status %s, qmpstatus %s", st.Status, st.QMPStatus), lostf(
-			"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside Terraform stopped, paused or hibernated it, "+
+			"the VM stopped (status %q, qmpstatus %q, lock %q) while waiting for its address: something outside "+
+				"Terraform stopped, paused or hibernated it, "+
 				"or the guest shut itself down; check its console, then apply again, which starts it again", st.Status, st.QMPStatus, st.Lock))
 	}
 	return keepAfter(seen, err) // running or starting: the agent's answer was a passing one
@@ -646,7 +648,8 @@ func (b *Backend) agentPreflight(s *Spec, tmplCfg map[string]string) error {
 // answer (an address, the agent booting, an answer that cannot tell) lets it go on.
 func (b *Backend) agentBeforeRestart(ctx context.Context, node string, vmid int, cfg map[string]string, vs pveapi.VMStatus) error {
 	refuseOff := func() error {
-		return Permanentf("the VM's guest agent option is off in its config, so after the restart no address could be read; nothing was changed: "+
+		return Permanentf("the VM's guest agent option is off in its config, so after the restart no address could be "+
+			"read; nothing was changed: "+
 			"set it with `qm set %d --agent 1` or set wait_for_ip = false, then apply again", vmid)
 	}
 	if !agentEnabled(cfg["agent"]) {
@@ -668,7 +671,8 @@ func (b *Backend) agentBeforeRestart(ctx context.Context, node string, vmid int,
 		})
 		return Permanentf("the VM has been running for %s and its guest agent does not answer (%s); the restart the %s change needs "+
 			"is not a first boot, so no seed installs the agent and no address could be read after it: the update would wait until its timeout. "+
-			"Nothing was changed: install qemu-guest-agent in the guest (or bake it into the template), or set wait_for_ip = false, then apply again",
+			"Nothing was changed: install qemu-guest-agent in the guest (or bake it into the template), or set "+
+			"wait_for_ip = false, then apply again",
 			up, err, restartLabels("or"))
 	}
 	return nil

@@ -182,7 +182,8 @@ func (c *Client) token() (apiToken, error) {
 	raw, err := os.ReadFile(c.opts.TokenFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return apiToken{}, WithClass(Permanent, fmt.Errorf("%w: token file %s does not exist: %w", ErrCredentials, c.opts.TokenFile, fs.ErrNotExist))
+			return apiToken{}, WithClass(Permanent, fmt.Errorf("%w: token file %s does not exist: %w", ErrCredentials,
+				c.opts.TokenFile, fs.ErrNotExist))
 		}
 		return apiToken{}, WithClass(Permanent, fmt.Errorf("%w: reading token file: %w", ErrCredentials, err))
 	}

@@ -185,8 +185,9 @@ func is500(err error, match func(string) bool) bool {
 	return ok && ae.Status == http.StatusInternalServerError && match(ae.Message)
 }
 
-// IsNotExist reports whether err says the VM is gone (fact: missing-config-500): 500 "Configuration file 'nodes/<node>/qemu-server/<vmid>.conf'
-// does not exist", answered by config, status/current and destroy alike.
+// IsNotExist reports whether err says the VM is gone (fact: missing-config-500): 500
+// "Configuration file 'nodes/<node>/qemu-server/<vmid>.conf' does not exist", answered by
+// config, status/current and destroy alike.
 func IsNotExist(err error) bool { return is500(err, reNotExist.MatchString) }
 
 // IsAlreadyExists reports whether err refuses a clone onto a taken VMID (fact: clone-vmid-taken): 500 "unable to create VM <vmid>: config

@@ -51,11 +51,6 @@ func ParseUPID(s string) (UPID, error) {
 	return u, nil
 }
 
-// String renders the UPID back in Proxmox's format.
-func (u UPID) String() string {
-	return fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", u.Node, u.PID, u.PStart, u.StartTime, u.Type, u.ID, u.User)
-}
-
 // TaskSucceeded reports whether a stopped task's exitstatus means success: "OK", or
 // "WARNINGS: <n>" (the task finished with warnings, fact: task-status). Anything else is the error text.
 func TaskSucceeded(exitStatus string) bool {

@@ -106,13 +106,15 @@ func init() {
 	pathSpecs["roleid"] = pspec{format: fmtRoleID}
 }
 
-func addAccessRoutes(add func(method, tmpl string, sc *schema, perms func(c *call) error, h handlerFunc), withCode func(func(c *call) error)) {
+func addAccessRoutes(add func(method, tmpl string, sc *schema, perms func(c *call) error, h handlerFunc)) {
 	poolAllocate := perm("/pool/{poolid}", false, "Pool.Allocate")
-	add("GET", "/pools", fixed(map[string]pspec{"poolid": pPoolID, "type": {optional: true, enum: []string{"qemu", "lxc", "storage"}}}), nil, (*Sim).hPools)
+	add("GET", "/pools", fixed(map[string]pspec{"poolid": pPoolID, "type": {optional: true, enum: []string{"qemu",
+		"lxc", "storage"}}}), nil, (*Sim).hPools)
 	add("POST", "/pools", fixed(map[string]pspec{"poolid": {format: fmtPoolID}, "comment": pStr}), poolAllocate, (*Sim).hPoolCreate)
 	add("PUT", "/pools", fixed(pPoolUp), poolAllocate, (*Sim).hPoolUpdate)
 	add("DELETE", "/pools", fixed(map[string]pspec{"poolid": {format: fmtPoolID}}), poolAllocate, (*Sim).hPoolDelete)
-	add("GET", "/pools/{poolid}", fixed(map[string]pspec{"type": {optional: true, enum: []string{"qemu", "lxc", "storage"}}}), perm("/pool/{poolid}", false, "Pool.Audit"), (*Sim).hPoolRead)
+	add("GET", "/pools/{poolid}", fixed(map[string]pspec{"type": {optional: true, enum: []string{"qemu", "lxc",
+		"storage"}}}), perm("/pool/{poolid}", false, "Pool.Audit"), (*Sim).hPoolRead)
 	inPath := maps.Clone(pPoolUp)
 	delete(inPath, "poolid")
 	add("PUT", "/pools/{poolid}", fixed(inPath), poolAllocate, (*Sim).hPoolUpdate)
@@ -534,10 +536,12 @@ func aclRoleRefusal(mine map[string]bool, role string, privs map[string]bool, pr
 	for _, p := range sortedPrivs(privs) {
 		prop, has := mine[p]
 		if !has {
-			return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' - requires 'Permissions.Modify' or superset of privileges.", verb, role)})
+			return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' - requires "+
+				"'Permissions.Modify' or superset of privileges.", verb, role)})
 		}
 		if propagate && !prop && !del {
-			return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' with propagation - requires 'Permissions.Modify' or propagated superset of privileges.", verb, role)})
+			return paramError(map[string]string{"role": fmt.Sprintf("Cannot %s role '%s' with propagation - requires "+
+				"'Permissions.Modify' or propagated superset of privileges.", verb, role)})
 		}
 	}
 	if role == "NoAccess" {
@@ -710,7 +714,8 @@ func (s *Sim) hTokenDelete(c *call) *response {
 func (s *Sim) hRoles(c *call) *response {
 	out := []map[string]any{}
 	for _, id := range slices.Sorted(maps.Keys(s.access.roles)) {
-		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedPrivs(s.access.roles[id]), ","), "special": b2i(specialRoles[id] != nil)})
+		out = append(out, map[string]any{"roleid": id, "privs": strings.Join(sortedPrivs(s.access.roles[id]), ","),
+			"special": b2i(specialRoles[id] != nil)})
 	}
 	return okData(out)
 }
@@ -756,12 +761,4 @@ func (s *Sim) PoolOf(vmid int) string {
 	defer s.mu.Unlock()
 	s.advance(time.Now())
 	return s.access.vmPool[vmid]
-}
-
-// Permissions returns the effective privileges of a user or token id on an ACL path (as
-// GET /access/permissions?path= does, Deny included), sorted.
-func (s *Sim) Permissions(id, path string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return sortedPrivs(s.effective(id, path))
 }

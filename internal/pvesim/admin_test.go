@@ -1,6 +1,7 @@
 package pvesim_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -192,7 +193,8 @@ func TestUPID_formatAndOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Node != tg.node || u.Type != "qmstart" || u.ID != "100" || u.User != sim.TokenID() || u.String() != upid {
+	if u.Node != tg.node || u.Type != "qmstart" || u.ID != "100" || u.User != sim.TokenID() ||
+		fmt.Sprintf("UPID:%s:%08X:%08X:%08X:%s:%s:%s:", u.Node, u.PID, u.PStart, u.StartTime, u.Type, u.ID, u.User) != upid {
 		t.Errorf("UPID %s parsed %+v", upid, u)
 	}
 	if ts, ok := sim.Task(upid); !ok || ts.VMID != 100 {

@@ -320,7 +320,8 @@ func (s *Sim) hAgentNetwork(c *call) *response {
 }
 
 func stats(rx, tx int) map[string]any {
-	return map[string]any{"rx-bytes": rx, "rx-packets": rx / 100, "rx-errs": 0, "rx-dropped": 0, "tx-bytes": tx, "tx-packets": tx / 100, "tx-errs": 0, "tx-dropped": 0}
+	return map[string]any{"rx-bytes": rx, "rx-packets": rx / 100, "rx-errs": 0, "rx-dropped": 0, "tx-bytes": tx,
+		"tx-packets": tx / 100, "tx-errs": 0, "tx-dropped": 0}
 }
 
 // linkLocal is the EUI-64 fe80:: address of a MAC.

@@ -77,7 +77,8 @@ func (s *Sim) handle(req *http.Request) *response {
 		rel = "/"
 	}
 	rt, vars := s.routeOf(method, rel)
-	if (method == http.MethodGet || method == http.MethodHead || method == http.MethodDelete) && (req.ContentLength > 0 || len(req.TransferEncoding) > 0) {
+	if (method == http.MethodGet || method == http.MethodHead || method == http.MethodDelete) &&
+		(req.ContentLength > 0 || len(req.TransferEncoding) > 0) {
 		return apiError(501, fmt.Sprintf("Unexpected content for method '%s'", method))
 	}
 	authid, r := s.authenticate(req)

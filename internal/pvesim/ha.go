@@ -307,18 +307,21 @@ func init() {
 		if sc == nil {
 			sc = fixed(nil)
 		}
-		routes = append(routes, &route{method: method, tmpl: tmpl, segs: strings.Split(strings.TrimPrefix(tmpl, "/"), "/"), schema: sc, perms: perms, h: h})
+		routes = append(routes, &route{method: method, tmpl: tmpl, segs: strings.Split(strings.TrimPrefix(tmpl, "/"),
+			"/"), schema: sc, perms: perms, h: h})
 	}
 	// Resources.pm index (lines 53-99), read (101-175), create (177-231), update (233-279),
 	// delete (281-321).
-	add("GET", "/cluster/ha/resources", fixed(map[string]pspec{"type": {optional: true, enum: []string{"ct", "vm"}}}), haAudit, (*Sim).hHAResources)
+	add("GET", "/cluster/ha/resources", fixed(map[string]pspec{"type": {optional: true, enum: []string{"ct", "vm"}}}),
+		haAudit, (*Sim).hHAResources)
 	add("GET", "/cluster/ha/resources/{sid}", nil, haAudit, (*Sim).hHAResource)
 	add("POST", "/cluster/ha/resources", haResourceSchema(false), haConsole, (*Sim).hHAResourceCreate)
 	add("PUT", "/cluster/ha/resources/{sid}", haResourceSchema(true), haConsole, (*Sim).hHAResourceUpdate)
 	add("DELETE", "/cluster/ha/resources/{sid}", fixed(map[string]pspec{"purge": pBool}), haConsole, (*Sim).hHAResourceDelete)
 	// Rules.pm index (139-206), read_rule (208-249), create_rule (251-303), update_rule
 	// (305-363), delete_rule (365-404).
-	add("GET", "/cluster/ha/rules", fixed(map[string]pspec{"type": {optional: true, enum: haRuleTypes}, "resource": pStr}), haAudit, (*Sim).hHARules)
+	add("GET", "/cluster/ha/rules", fixed(map[string]pspec{"type": {optional: true, enum: haRuleTypes},
+		"resource": pStr}), haAudit, (*Sim).hHARules)
 	add("GET", "/cluster/ha/rules/{rule}", nil, haAudit, (*Sim).hHARule)
 	add("POST", "/cluster/ha/rules", haRuleSchema(false), haConsole, (*Sim).hHARuleCreate)
 	add("PUT", "/cluster/ha/rules/{rule}", haRuleSchema(true), haConsole, (*Sim).hHARuleUpdate)
@@ -947,7 +950,8 @@ func (f *feasibility) negativeNodeConsistency() {
 		if len(allowed) < len(located) {
 			f.add(ng.id, "two or more resources are restricted to less nodes than available to the resources")
 			for _, id := range paired {
-				f.add(id, "at least one resource is in a negative resource affinity rule and this rule would restrict these to less nodes than available to the resources")
+				f.add(id, "at least one resource is in a negative resource affinity rule and this rule would restrict "+
+					"these to less nodes than available to the resources")
 			}
 		}
 	}

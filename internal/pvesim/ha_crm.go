@@ -295,7 +295,8 @@ func (s *Sim) haStart(r *haResource, v *vm, at time.Time) {
 			r.dueAt = at.Add(s.real(s.dur.HARound))
 			return
 		}
-		s.haLog(at, "err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", r.sid, strings.Join(r.failedNodes, ", "))
+		s.haLog(at, "err", "recovery policy for service %s failed, entering error state. Failed nodes: %s", r.sid,
+			strings.Join(r.failedNodes, ", "))
 		s.haSetState(r, "error", at)
 		return
 	}
@@ -331,7 +332,8 @@ func (s *Sim) haMigrate(r *haResource, v *vm, at time.Time) {
 		}
 		for _, other := range rule.resources {
 			if o := s.ha.resources[other]; other != r.sid && o != nil && o.reqState() != "ignored" && s.haNodeOf(o) == target {
-				s.haLog(at, "err", "crm command '%s' error - service '%s' on node '%s' in negative affinity with service '%s'", cmd, other, target, r.sid)
+				s.haLog(at, "err", "crm command '%s' error - service '%s' on node '%s' in negative affinity with "+
+					"service '%s'", cmd, other, target, r.sid)
 				return
 			}
 		}
@@ -612,7 +614,8 @@ func (s *Sim) hHAStatus(c *call) *response {
 			crm = "old timestamp - dead?"
 		}
 		out = append(out,
-			map[string]any{"id": "master", "type": "master", "node": local, "status": fmt.Sprintf("%s (%s, %s)", local, crm, stamp), "timestamp": ts},
+			map[string]any{"id": "master", "type": "master", "node": local, "status": fmt.Sprintf("%s (%s, %s)",
+				local, crm, stamp), "timestamp": ts},
 			map[string]any{"id": "fencing", "type": "fencing", "node": local, "status": "armed (CRM watchdog active)", "armed-state": "armed"})
 		for _, n := range s.nodeOrder {
 			active := 0

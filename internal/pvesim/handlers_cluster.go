@@ -65,8 +65,9 @@ func (s *Sim) hNodeStatus(c *call) *response {
 			"cpus": 16, "cores": 8, "sockets": 1, "model": "AMD Ryzen 7 5700G with Radeon Graphics",
 			"mhz": "3800.000", "hvm": "1", "user_hz": 100, "flags": "fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge",
 		},
-		"boot-info":      map[string]any{"mode": "efi", "secureboot": 0},
-		"current-kernel": map[string]any{"sysname": "Linux", "release": "7.0.14-17-pve", "machine": "x86_64", "version": "#1 SMP PREEMPT_DYNAMIC PMX 7.0.14-17 (2026-09-01T10:00Z)"},
+		"boot-info": map[string]any{"mode": "efi", "secureboot": 0},
+		"current-kernel": map[string]any{"sysname": "Linux", "release": "7.0.14-17-pve", "machine": "x86_64",
+			"version": "#1 SMP PREEMPT_DYNAMIC PMX 7.0.14-17 (2026-09-01T10:00Z)"},
 	})
 }
 

@@ -144,7 +144,8 @@ func (s *Sim) localVolumes(v *vm, running, withLocalDisks bool) (local []string,
 		case r.cdrom:
 			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': local cdrom image", vol))
 		case r.attached && running && !withLocalDisks:
-			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local disks without with-local-disks option", vol))
+			refusals = append(refusals, fmt.Sprintf("can't migrate local disk '%s': can't live migrate attached local "+
+				"disks without with-local-disks option", vol))
 		}
 	}
 	return local, refusals

@@ -39,7 +39,8 @@ func (s *Sim) hConfigGet(c *call) *response {
 	// pve-guest-common src/PVE/AbstractConfig.pm load_snapshot_config); not with current.
 	if name := c.params["snapshot"]; name != "" {
 		if c.params["current"] == "1" {
-			return paramError(map[string]string{"snapshot": "cannot use 'snapshot' parameter with 'current'", "current": "cannot use 'snapshot' parameter with 'current'"})
+			return paramError(map[string]string{"snapshot": "cannot use 'snapshot' parameter with 'current'",
+				"current": "cannot use 'snapshot' parameter with 'current'"})
 		}
 		snap, ok := v.snapshots[name]
 		if !ok {
@@ -273,7 +274,8 @@ func (s *Sim) applyConfig(c *call, v *vm) *response {
 }
 
 // configControlParams are the parameters of a config write that are not config keys.
-var configControlParams = map[string]bool{"delete": true, "digest": true, "skiplock": true, "background_delay": true, "revert": true, "force": true}
+var configControlParams = map[string]bool{"delete": true, "digest": true, "skiplock": true, "background_delay": true,
+	"revert": true, "force": true}
 
 // applyConfigDeletes removes the keys of the delete parameter from conf: an unknown key or
 // one also set is a parameter error; deleting lock unlocks v.
@@ -343,7 +345,8 @@ var configValueRules = []configValueRule{
 	}},
 	// parse_vm_config strips trailing whitespace (qemu-server src/PVE/QemuServer.pm, line
 	// 1971: $descr =~ s/\s+$//).
-	{match: func(k string) bool { return k == "description" }, value: func(_ *Sim, _ *vm, _ map[string]string, _, val string) (string, *response) {
+	{match: func(k string) bool { return k == "description" }, value: func(_ *Sim, _ *vm, _ map[string]string, _,
+		val string) (string, *response) {
 		return trimTrailingSpace(val), nil
 	}},
 	{match: driveKeyRe.MatchString, value: func(s *Sim, v *vm, conf map[string]string, _, val string) (string, *response) {
@@ -599,7 +602,8 @@ func (s *Sim) hClone(c *call) *response {
 	pool := c.params["pool"]
 	srcConf := maps.Clone(src.conf)
 	srcGuest := src.guest
-	nv := &vm{vmid: newid, node: targetNode, typ: "qemu", status: "stopped", qmp: "stopped", conf: map[string]string{}, lock: "clone", midClone: true}
+	nv := &vm{vmid: newid, node: targetNode, typ: "qemu", status: "stopped", qmp: "stopped",
+		conf: map[string]string{}, lock: "clone", midClone: true}
 	s.vms[newid] = nv
 	delete(s.seeds, newid)
 	t := s.newTask(c, c.node, "qmclone", strconv.Itoa(c.vmid), newid, true, s.dur.Clone)

@@ -149,7 +149,8 @@ func (s *Sim) AddVM(spec VMSpec) error {
 	} else if _, ok := conf["rootfs"]; !ok {
 		conf["rootfs"] = fmt.Sprintf("local-lvm:vm-%d-disk-0,size=8G", spec.VMID)
 	}
-	v := &vm{vmid: spec.VMID, node: spec.Node, typ: typ, conf: conf, status: "stopped", qmp: "stopped", lock: spec.Lock, guest: guest{agentInstalled: spec.ShipsAgent}}
+	v := &vm{vmid: spec.VMID, node: spec.Node, typ: typ, conf: conf, status: "stopped", qmp: "stopped",
+		lock: spec.Lock, guest: guest{agentInstalled: spec.ShipsAgent}}
 	if spec.CloneOf != 0 {
 		v.recordVolumeSizes()
 	}
@@ -399,7 +400,8 @@ type Info struct {
 
 // Info returns the connection details.
 func (s *Sim) Info() Info {
-	return Info{Endpoint: s.Endpoint, APIToken: s.APIToken, CAFile: s.CAFile, Nodes: s.Nodes, ISOStorage: s.ISOStorage, Templates: maps.Clone(s.Templates)}
+	return Info{Endpoint: s.Endpoint, APIToken: s.APIToken, CAFile: s.CAFile, Nodes: s.Nodes,
+		ISOStorage: s.ISOStorage, Templates: maps.Clone(s.Templates)}
 }
 
 func trimSlash(p string) string { return strings.Trim(p, "/") }

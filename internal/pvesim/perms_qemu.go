@@ -20,7 +20,8 @@ var configOptionPrivs = func() map[string]string {
 	for priv, opts := range map[string][]string{
 		"VM.Config.CPU":    {"cores", "cpu", "runningcpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus"},
 		"VM.Config.Memory": {"memory", "balloon", "shares", "allow-ksm"},
-		"VM.Config.HWType": {"acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw", "smbios1", "tablet", "vga", "watchdog", "audio0", "rng0"},
+		"VM.Config.HWType": {"acpi", "hotplug", "kvm", "machine", "runningmachine", "scsihw", "smbios1", "tablet",
+			"vga", "watchdog", "audio0", "rng0"},
 		"VM.Config.Options": {"agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime", "migrate_speed",
 			"name", "onboot", "ostype", "protection", "reboot", "startdate", "startup", "tdf", "template"},
 		"VM.PowerMgmt":   {"freeze"},
@@ -56,11 +57,11 @@ func (c *call) checkModifyConfigPerm(keys []string) error {
 		case driveKeyRe.MatchString(opt), opt == "cdrom", skippedConfigKeyRe.MatchString(opt), opt == "tags":
 			continue
 		case numaKeyRe.MatchString(opt):
-			if err := c.checkVMPerm(vmid, "", "VM.Config.CPU"); err != nil {
+			if err := c.checkVMPerm(vmid, "VM.Config.CPU"); err != nil {
 				return err
 			}
 		case configOptionPrivs[opt] != "":
-			if err := c.checkVMPerm(vmid, "", configOptionPrivs[opt]); err != nil {
+			if err := c.checkVMPerm(vmid, configOptionPrivs[opt]); err != nil {
 				return err
 			}
 			if opt == "startup" {
@@ -69,7 +70,7 @@ func (c *call) checkModifyConfigPerm(keys []string) error {
 				}
 			}
 		case netKeyRe.MatchString(opt), opt == "running-nets-host-mtu":
-			if err := c.checkVMPerm(vmid, "", "VM.Config.Network"); err != nil {
+			if err := c.checkVMPerm(vmid, "VM.Config.Network"); err != nil {
 				return err
 			}
 		case cloudinitOptions[opt], ipconfigKeyRe.MatchString(opt):
@@ -77,7 +78,7 @@ func (c *call) checkModifyConfigPerm(keys []string) error {
 				return &permError{"/vms/" + vmid + ", VM.Config.Cloudinit|VM.Config.Network"}
 			}
 		case opt == "vmstate":
-			if err := c.checkVMPerm(vmid, "", "VM.Config.Disk", "VM.PowerMgmt"); err != nil {
+			if err := c.checkVMPerm(vmid, "VM.Config.Disk", "VM.PowerMgmt"); err != nil {
 				return err
 			}
 		default:
@@ -145,11 +146,11 @@ func (c *call) checkDeletedPerms(deleted []string) error {
 		var err error
 		switch {
 		case unusedKeyRe.MatchString(k):
-			err = c.checkVMPerm(vmid, "", "VM.Config.Disk")
+			err = c.checkVMPerm(vmid, "VM.Config.Disk")
 		case driveKeyRe.MatchString(k) && cur[k] != "":
 			err = c.checkDrivePerm(cur[k])
 		case k == "tags":
-			err = c.checkVMPerm(vmid, "", "VM.Config.Options")
+			err = c.checkVMPerm(vmid, "VM.Config.Options")
 		case netKeyRe.MatchString(k) && cur[k] != "":
 			err = c.checkVnetAccess(cur[k])
 		}
@@ -170,7 +171,7 @@ func (c *call) checkSetPerms(keys []string) error {
 		case driveKeyRe.MatchString(k):
 			err = c.checkDrivePerm(c.params[k])
 		case k == "tags":
-			err = c.checkVMPerm(vmid, "", "VM.Config.Options")
+			err = c.checkVMPerm(vmid, "VM.Config.Options")
 		}
 		if err != nil {
 			return err
@@ -185,11 +186,11 @@ func (c *call) checkDrivePerm(drive string) error {
 	vol := driveVolume(drive)
 	switch {
 	case vol == "cloudinit" || strings.HasSuffix(vol, "-cloudinit") || strings.HasSuffix(vol, ":cloudinit"):
-		return c.checkVMPerm(vmid, "", "VM.Config.Cloudinit", "VM.Config.CDROM")
+		return c.checkVMPerm(vmid, "VM.Config.Cloudinit", "VM.Config.CDROM")
 	case isCDROM(drive):
-		return c.checkVMPerm(vmid, "", "VM.Config.CDROM")
+		return c.checkVMPerm(vmid, "VM.Config.CDROM")
 	}
-	return c.checkVMPerm(vmid, "", "VM.Config.Disk")
+	return c.checkVMPerm(vmid, "VM.Config.Disk")
 }
 
 // checkStorageAccess is qemu-server src/PVE/API2/Qemu.pm $check_storage_access for one

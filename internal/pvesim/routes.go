@@ -41,31 +41,39 @@ func init() {
 		if sc == nil {
 			sc = fixed(nil)
 		}
-		routes = append(routes, &route{method: method, tmpl: tmpl, segs: strings.Split(strings.TrimPrefix(tmpl, "/"), "/"), schema: sc, perms: perms, h: h})
+		routes = append(routes, &route{method: method, tmpl: tmpl, segs: strings.Split(strings.TrimPrefix(tmpl, "/"),
+			"/"), schema: sc, perms: perms, h: h})
 	}
 	// withCode adds the checks a method's code makes before it acts to the route just added.
 	withCode := func(code func(c *call) error) { routes[len(routes)-1].code = code }
 	add("GET", "/version", nil, nil, (*Sim).hVersion)
 	add("GET", "/nodes", nil, nil, (*Sim).hNodes)
 	add("GET", "/nodes/{node}/status", nil, perm("/nodes/{node}", false, "Sys.Audit"), (*Sim).hNodeStatus)
-	add("GET", "/cluster/resources", fixed(map[string]pspec{"type": {optional: true, enum: []string{"vm", "storage", "node", "sdn"}}}), nil, (*Sim).hResources)
+	add("GET", "/cluster/resources", fixed(map[string]pspec{"type": {optional: true, enum: []string{"vm", "storage",
+		"node", "sdn"}}}), nil, (*Sim).hResources)
 	add("GET", "/cluster/nextid", fixed(map[string]pspec{"vmid": optional(pVMID)}), nil, (*Sim).hNextID)
 	add("GET", "/nodes/{node}/tasks/{upid}/status", nil, nil, (*Sim).hTaskStatus)
-	add("GET", "/nodes/{node}/tasks/{upid}/log", fixed(map[string]pspec{"start": {typ: tInt, optional: true, min: i64(0)}, "limit": {typ: tInt, optional: true, min: i64(0)}, "download": pBool}), nil, (*Sim).hTaskLog)
+	add("GET", "/nodes/{node}/tasks/{upid}/log", fixed(map[string]pspec{"start": {typ: tInt, optional: true,
+		min: i64(0)}, "limit": {typ: tInt, optional: true, min: i64(0)}, "download": pBool}), nil, (*Sim).hTaskLog)
 
-	add("GET", "/nodes/{node}/storage", fixed(map[string]pspec{"content": pStr, "enabled": pBool, "format": pBool, "storage": optional(pStorage), "target": pStr}), nil, (*Sim).hStorageList)
+	add("GET", "/nodes/{node}/storage", fixed(map[string]pspec{"content": pStr, "enabled": pBool, "format": pBool,
+		"storage": optional(pStorage), "target": pStr}), nil, (*Sim).hStorageList)
 	add("GET", "/nodes/{node}/storage/{storage}/status", nil, storageRead, (*Sim).hStorageStatus)
-	add("GET", "/nodes/{node}/capabilities/qemu/cpu", fixed(map[string]pspec{"arch": {optional: true, enum: []string{"x86_64", "aarch64"}}}), nil, (*Sim).hCPUModels)
-	add("GET", "/nodes/{node}/storage/{storage}/content", fixed(map[string]pspec{"content": pStr, "vmid": optional(pVMID)}), storageRead, (*Sim).hStorageContent)
+	add("GET", "/nodes/{node}/capabilities/qemu/cpu", fixed(map[string]pspec{"arch": {optional: true,
+		enum: []string{"x86_64", "aarch64"}}}), nil, (*Sim).hCPUModels)
+	add("GET", "/nodes/{node}/storage/{storage}/content", fixed(map[string]pspec{"content": pStr,
+		"vmid": optional(pVMID)}), storageRead, (*Sim).hStorageContent)
 	add("POST", uploadTmpl, fixed(map[string]pspec{
 		"content": {}, "filename": {maxLen: 255}, "checksum": pStr, "tmpfilename": pStr,
 		"checksum-algorithm": {optional: true, enum: []string{"md5", "sha1", "sha224", "sha256", "sha384", "sha512"}},
 	}), storagePriv("Datastore.AllocateTemplate"), (*Sim).hUpload)
 	add("GET", "/nodes/{node}/storage/{storage}/content/{volume}", nil, nil, (*Sim).hVolumeInfo)
-	add("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", fixed(map[string]pspec{"delay": {typ: tInt, optional: true, min: i64(1), max: i64(30)}}), nil, (*Sim).hVolumeDelete)
+	add("DELETE", "/nodes/{node}/storage/{storage}/content/{volume}", fixed(map[string]pspec{"delay": {typ: tInt,
+		optional: true, min: i64(1), max: i64(30)}}), nil, (*Sim).hVolumeDelete)
 
 	add("GET", "/nodes/{node}/qemu", fixed(map[string]pspec{"full": pBool}), nil, (*Sim).hQemuList)
-	add("GET", "/nodes/{node}/qemu/{vmid}/config", fixed(map[string]pspec{"current": pBool, "snapshot": pStr}), vmPriv("VM.Audit"), (*Sim).hConfigGet)
+	add("GET", "/nodes/{node}/qemu/{vmid}/config", fixed(map[string]pspec{"current": pBool, "snapshot": pStr}),
+		vmPriv("VM.Audit"), (*Sim).hConfigGet)
 	add("GET", "/nodes/{node}/qemu/{vmid}/pending", nil, vmPriv("VM.Audit"), (*Sim).hPending)
 	add("GET", "/nodes/{node}/qemu/{vmid}/snapshot", nil, vmPriv("VM.Audit"), (*Sim).hSnapshots)
 	add("PUT", "/nodes/{node}/qemu/{vmid}/config", configSchema, perm("/vms/{vmid}", true, vmConfigPrivs...), (*Sim).hConfigPut)
@@ -94,8 +102,10 @@ func init() {
 	add("POST", "/nodes/{node}/qemu/{vmid}/status/suspend", fixed(map[string]pspec{
 		"todisk": pBool, "skiplock": pBool, "statestorage": optional(pStorage),
 	}), vmPriv("VM.PowerMgmt"), (*Sim).hSuspend)
-	add("POST", "/nodes/{node}/qemu/{vmid}/status/resume", fixed(map[string]pspec{"skiplock": pBool, "nocheck": pBool}), vmPriv("VM.PowerMgmt"), (*Sim).hResume)
-	add("DELETE", "/nodes/{node}/qemu/{vmid}", fixed(map[string]pspec{"purge": pBool, "destroy-unreferenced-disks": pBool, "skiplock": pBool}), vmPriv("VM.Allocate"), (*Sim).hDestroy)
+	add("POST", "/nodes/{node}/qemu/{vmid}/status/resume", fixed(map[string]pspec{"skiplock": pBool,
+		"nocheck": pBool}), vmPriv("VM.PowerMgmt"), (*Sim).hResume)
+	add("DELETE", "/nodes/{node}/qemu/{vmid}", fixed(map[string]pspec{"purge": pBool,
+		"destroy-unreferenced-disks": pBool, "skiplock": pBool}), vmPriv("VM.Allocate"), (*Sim).hDestroy)
 	add("GET", "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces", nil, agentPerm, (*Sim).hAgentNetwork)
 	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-osinfo", nil, agentPerm, (*Sim).hAgentOSInfo)
 	add("GET", "/nodes/{node}/qemu/{vmid}/agent/get-host-name", nil, agentPerm, (*Sim).hAgentHostName)
@@ -105,7 +115,7 @@ func init() {
 	add("GET", "/cluster/status", nil, perm("/", false, "Sys.Audit"), (*Sim).hClusterStatus)
 	add("GET", "/cluster/tasks", nil, nil, (*Sim).hClusterTasks)
 	add("GET", "/nodes/{node}/version", nil, nil, (*Sim).hNodeVersion)
-	addAccessRoutes(add, withCode)
+	addAccessRoutes(add)
 }
 
 // vmConfigPrivs is qemu-server src/PVE/API2/Qemu.pm $vm_config_perm_list: the config

@@ -230,7 +230,8 @@ func fmtDrive(v string) string {
 	return ""
 }
 
-var netModels = []string{"e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b", "i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3"}
+var netModels = []string{"e1000", "e1000-82540em", "e1000-82544gc", "e1000-82545em", "e1000e", "i82551", "i82557b",
+	"i82559er", "ne2k_isa", "ne2k_pci", "pcnet", "rtl8139", "virtio", "vmxnet3"}
 
 func fmtNet(v string) string {
 	parts := strings.Split(v, ",")
@@ -344,7 +345,8 @@ var configSchema = &schema{
 		"keyboard": pStr, "kvm": pBool, "localtime": pBool, "lock": pStr, "machine": pStr,
 		"memory": {optional: true, format: fmtMemory}, "name": {optional: true, format: fmtDNSName},
 		"nameserver": pStr, "numa": pBool, "onboot": pBool,
-		"ostype":     {optional: true, enum: []string{"other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8", "win10", "win11", "l24", "l26", "solaris"}},
+		"ostype": {optional: true, enum: []string{"other", "wxp", "w2k", "w2k3", "w2k8", "wvista", "win7", "win8",
+			"win10", "win11", "l24", "l26", "solaris"}},
 		"protection": pBool, "reboot": pBool, "revert": pStr, "rng0": pStr,
 		"scsihw":       {optional: true, enum: []string{"lsi", "lsi53c810", "virtio-scsi-pci", "virtio-scsi-single", "megasas", "pvscsi"}},
 		"searchdomain": pStr, "shares": {typ: tInt, optional: true, min: i64(0), max: i64(50000)},

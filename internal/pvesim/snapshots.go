@@ -19,7 +19,8 @@ type SnapshotOp struct {
 
 // snapshotCopySkip are the keys __snapshot_copy_config leaves out of a copy
 // (AbstractConfig.pm lines 691-706), besides unusedN.
-var snapshotCopySkip = map[string]bool{"snapstate": true, "snaptime": true, "vmstate": true, "lock": true, "digest": true, "description": true}
+var snapshotCopySkip = map[string]bool{"snapstate": true, "snaptime": true, "vmstate": true, "lock": true,
+	"digest": true, "description": true}
 
 // copySnapshotConfig is __snapshot_copy_config (AbstractConfig.pm lines 691-706): every key
 // of src but the skipped ones into dst, parent included (that is how a new snapshot gets

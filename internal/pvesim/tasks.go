@@ -56,7 +56,8 @@ type task struct {
 
 const maxTasks = 50000
 
-var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
+var upidRe = regexp.MustCompile(`^UPID:([a-zA-Z0-9](?:[a-zA-Z0-9\-]*[a-zA-Z0-9])?):([0-9A-Fa-f]{8}):([0-9A-Fa-f]{8,9}):` +
+	`([0-9A-Fa-f]{8}):([^:\s]+):([^:\s]*):([^:\s]+):$`)
 
 // newTask builds a task owned by the token user; submitTask registers and schedules it.
 func (s *Sim) newTask(c *call, nodeName, typ, id string, vmid int, flock bool, d time.Duration) *task {
@@ -233,7 +234,8 @@ func (s *Sim) nextTaskEvent(now time.Time) (next *task, at time.Time, timeout bo
 func (s *Sim) nextLockExpiry(now time.Time, next *task, at time.Time) *vm {
 	var lockVM *vm
 	for _, v := range s.vms {
-		if !v.lockUntil.IsZero() && !v.lockUntil.After(now) && (next == nil || v.lockUntil.Before(at)) && (lockVM == nil || v.lockUntil.Before(lockVM.lockUntil)) {
+		if !v.lockUntil.IsZero() && !v.lockUntil.After(now) && (next == nil || v.lockUntil.Before(at)) &&
+			(lockVM == nil || v.lockUntil.Before(lockVM.lockUntil)) {
 			lockVM = v
 		}
 	}

@@ -28,8 +28,9 @@ func newCerts(extraHosts []string) (*certs, error) {
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{
-		SerialNumber:          randSerial(),
-		Subject:               pkix.Name{CommonName: "Proxmox Virtual Environment (pvesim)", OrganizationalUnit: []string{"pvesim"}, Organization: []string{"PVE Cluster Manager CA"}},
+		SerialNumber: randSerial(),
+		Subject: pkix.Name{CommonName: "Proxmox Virtual Environment (pvesim)",
+			OrganizationalUnit: []string{"pvesim"}, Organization: []string{"PVE Cluster Manager CA"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,

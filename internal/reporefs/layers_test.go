@@ -44,10 +44,13 @@ func TestCheckLayers_importNotAllowedFails(t *testing.T) {
 	write("internal/pveapi/api.go", "package pveapi\n\nimport _ \"example.com/m/internal/proxmox\"\n")
 	write("internal/proxmox/backend.go", "package proxmox\n\nimport _ \"example.com/m/internal/pveapi\"\n")
 	write("internal/proxmox/backend_test.go", "package proxmox\n\nimport _ \"example.com/m/internal/pvesim\"\n")
-	write("internal/provider/provider.go", "package provider\n\nimport _ \"example.com/m/internal/pvesim\"\n")
+	write("internal/provider/provider.go", "package provider\n\nimport (\n\t_ \"example.com/m/internal/pveapi\"\n\t_ \"example.com/m/internal/pvesim\"\n)\n")
 	// The table is an allow-list: nocloud is allowed to proxmox, not to the provider.
 	write("internal/provider/network.go", "package provider\n\nimport _ \"example.com/m/internal/nocloud\"\n")
 	write("internal/provider/resource.go", "package provider\n\nimport _ \"example.com/m/internal/proxmox\"\n")
+	// pveapi is allowed to the provider in provider.go only (it builds the client there).
+	write("internal/provider/client.go", "package provider\n\nimport _ \"example.com/m/internal/pveapi\"\n")
+	write("internal/provider/provider_test.go", "package provider\n\nimport _ \"example.com/m/internal/pveapi\"\n")
 	// A package the table does not list fails, whatever it imports.
 	write("internal/newpkg/new.go", "package newpkg\n")
 	write("internal/newpkg/other.go", "package newpkg\n")
@@ -59,6 +62,7 @@ func TestCheckLayers_importNotAllowedFails(t *testing.T) {
 	}
 	want := []string{
 		"internal/newpkg/new.go: internal/newpkg is not in the import table",
+		"internal/provider/client.go: internal/provider imports internal/pveapi outside provider.go",
 		"internal/provider/network.go: internal/provider imports internal/nocloud",
 		"internal/provider/provider.go: internal/provider imports internal/pvesim",
 		"internal/pveapi/api.go: internal/pveapi imports internal/proxmox",

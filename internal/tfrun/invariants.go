@@ -55,7 +55,10 @@ type Checker struct {
 
 // NewChecker snapshots the baseline now; names with prefix belong to the scenario.
 func NewChecker(s *pvesim.Sim, prefix string) *Checker {
-	return &Checker{Sim: s, Baseline: TakeBaseline(s), Owns: func(n string) bool { return strings.HasPrefix(n, prefix) }, ISOStorage: s.ISOStorage}
+	return &Checker{Sim: s, Baseline: TakeBaseline(s), Owns: func(n string) bool {
+		return strings.HasPrefix(n,
+			prefix)
+	}, ISOStorage: s.ISOStorage}
 }
 
 // Findings are what a check found. Violations break an invariant; Orphans are leftovers
@@ -339,7 +342,8 @@ func haConfig(r pvesim.HAResourceState) string {
 	if r.Failback != nil {
 		fb = fmt.Sprint(*r.Failback)
 	}
-	return fmt.Sprintf("state=%q max_restart=%s max_relocate=%s failback=%s comment=%q", r.State, deref(r.MaxRestart), deref(r.MaxRelocate), fb, r.Comment)
+	return fmt.Sprintf("state=%q max_restart=%s max_relocate=%s failback=%s comment=%q", r.State, deref(r.MaxRestart),
+		deref(r.MaxRelocate), fb, r.Comment)
 }
 
 func diffVM(a, b pvesim.VMState) string {

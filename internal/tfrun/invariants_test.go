@@ -138,6 +138,8 @@ func TestSeedName(t *testing.T) {
 		"local:vztmpl/px-a-seed.iso":                                     "",
 		SeedVolID("s", "n"):                                              "n",
 		UIDSeedVolID("s", "n-x", "0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10"): "n-x",
+		// a seed swapped in place (decision: seed-swap) is still the VM's
+		"s:iso/n-x-0b7c6f2e-3f0a-4c1e-9a51-2d1f6c9e8a10-2-seed.iso": "n-x",
 	} {
 		if got, _ := seedName(volid); got != want {
 			t.Errorf("seedName(%q) = %q, want %q", volid, got, want)

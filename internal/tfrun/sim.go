@@ -6,12 +6,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/seedname"
 )
 
 // SimConfig renders a provider configuration for a simulator: endpoint, token (inline),
@@ -100,26 +100,22 @@ func WaitTask(ctx context.Context, s *pvesim.Sim, typ string, since time.Time, t
 }
 
 // SeedVolID is the volume id of the proxy operator's seed ISO, <name>-seed.iso.
-func SeedVolID(isoStorage, name string) string { return isoStorage + ":iso/" + name + "-seed.iso" }
+func SeedVolID(isoStorage, name string) string { return isoStorage + ":iso/" + name + seedname.Suffix }
 
 // UIDSeedVolID is the volume id of a VM's own seed ISO, <name>-<uid>-seed.iso.
 func UIDSeedVolID(isoStorage, name, uid string) string {
-	return isoStorage + ":iso/" + name + "-" + uid + "-seed.iso"
+	return isoStorage + ":iso/" + seedname.File(name, uid, 1)
 }
 
-var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-seed\.iso$`)
-
-// seedName returns the VM name (and, for <name>-<uid>-seed.iso, the uid) of a seed ISO
-// volume id; "" when volid is not a seed.
+// seedName returns the VM name (and, for a VM's own seed of any generation, the uid) of a
+// seed ISO volume id (seedname.Parse); "" when volid is not a seed.
 func seedName(volid string) (name, uid string) {
 	_, file, ok := strings.Cut(volid, ":iso/")
-	if !ok || !strings.HasSuffix(file, "-seed.iso") {
+	if !ok {
 		return "", ""
 	}
-	if m := uidSeedRE.FindStringSubmatch(file); m != nil {
-		return m[1], m[2]
-	}
-	return strings.TrimSuffix(file, "-seed.iso"), ""
+	name, uid, _ = seedname.Parse(file)
+	return name, uid
 }
 
 // Describe lists the simulator's guests and seed ISOs in one line each, for failure

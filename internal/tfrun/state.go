@@ -102,9 +102,3 @@ func ParseShow(out string) (*State, error) {
 	walk(sj.Values.RootModule)
 	return st, nil
 }
-
-// RawState reads terraform.tfstate as written ("" when there is none).
-func (w *Workspace) RawState() string {
-	b, _ := os.ReadFile(w.StateFile())
-	return string(b)
-}

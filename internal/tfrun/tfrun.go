@@ -527,25 +527,6 @@ func (p *Process) ProviderPIDs() []int {
 	return pids
 }
 
-// WaitProvider waits until a provider process runs (or the command ends, or timeout) and
-// returns its PIDs.
-func (p *Process) WaitProvider(timeout time.Duration) []int {
-	deadline := time.Now().Add(timeout)
-	for {
-		if pids := p.ProviderPIDs(); len(pids) > 0 {
-			return pids
-		}
-		select {
-		case <-p.done:
-			return nil
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return nil
-		}
-	}
-}
-
 // reapProviders kills the remembered provider processes still alive and returns how many.
 func (p *Process) reapProviders() int {
 	p.mu.Lock()

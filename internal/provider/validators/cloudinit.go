@@ -41,7 +41,8 @@ func (v cloudInit) ValidateString(_ context.Context, req validator.StringRequest
 	s := req.ConfigValue.ValueString()
 	if s == "" {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid cloud_init",
-			"cloud_init is empty. Remove the attribute for a VM without user-data, or set it to a cloud-init document such as \"#cloud-config\\n...\".")
+			"cloud_init is empty. Remove the attribute for a VM without user-data, or set it to a cloud-init document "+
+				"such as \"#cloud-config\\n...\".")
 		return
 	}
 	if KnownCloudInitFormat(s) {

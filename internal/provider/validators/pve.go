@@ -81,14 +81,3 @@ func Tag() validator.String {
 	return pveFormat{re: tagRE, name: "tag (pve-tag)",
 		rule: "lowercase letters, digits and '_', then also '-', '+' and '.'"}
 }
-
-// Checks for values that come from elsewhere than an attribute.
-
-// IsBridgeID reports whether s is a valid bridge id (BridgeID).
-func IsBridgeID(s string) bool { return bridgeIDRE.MatchString(s) }
-
-// IsStorageID reports whether s is a valid storage id (StorageID).
-func IsStorageID(s string) bool { return storageIDRE.MatchString(s) }
-
-// IsNodeName reports whether s is a valid node name (NodeName).
-func IsNodeName(s string) bool { return nodeNameRE.MatchString(s) }

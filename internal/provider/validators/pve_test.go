@@ -59,3 +59,14 @@ func run(name string, v validator.String, s string) string {
 	}
 	return resp.Diagnostics[0].Detail()
 }
+
+// The patterns as plain checks, for the tests.
+
+// IsBridgeID reports whether s is a valid bridge id (BridgeID).
+func IsBridgeID(s string) bool { return bridgeIDRE.MatchString(s) }
+
+// IsStorageID reports whether s is a valid storage id (StorageID).
+func IsStorageID(s string) bool { return storageIDRE.MatchString(s) }
+
+// IsNodeName reports whether s is a valid node name (NodeName).
+func IsNodeName(s string) bool { return nodeNameRE.MatchString(s) }

@@ -199,7 +199,8 @@ func marshalProvider(s *tfprotov6.GetProviderSchemaResponse, id *tfprotov6.GetRe
 		unsupported = append(unsupported, fmt.Sprintf("%d state stores", len(s.StateStoreSchemas)))
 	}
 	if len(unsupported) > 0 {
-		return nil, fmt.Errorf("the provider serves %s, which this command does not convert yet: add them (Terraform's jsonprovider shows the shape)", strings.Join(unsupported, ", "))
+		return nil, fmt.Errorf("the provider serves %s, which this command does not convert yet: add them "+
+			"(Terraform's jsonprovider shows the shape)", strings.Join(unsupported, ", "))
 	}
 	p := &providerJSON{}
 	var err error

@@ -99,7 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(stdout, "\n"+md)
 	r := res.Ratios()
-	fmt.Fprintf(stdout, "\nPeer comparison (ours/peer): apply %.2fx, destroy %.2fx, no-op plan requests %.2fx (load %.2f -> %.2f on %d CPUs)\n",
+	fmt.Fprintf(stdout, "\nPeer comparison (ours/peer): apply %.2fx, destroy %.2fx, no-op plan requests %.2fx (load "+
+		"%.2f -> %.2f on %d CPUs)\n",
 		r.ApplyWall, r.DestroyWall, r.PlanRequests, res.LoadBefore, res.LoadAfter, res.CPUs)
 	fmt.Fprintf(stderr, "wrote the peer section of %s in %s\n", opts.Out+"/results.md", time.Since(start).Round(time.Second))
 	return nil

@@ -63,14 +63,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	start := fs.Duration("start", def.Start, "simulated duration of a start task")
 	stopD := fs.Duration("stop", def.Stop, "simulated duration of a stop task")
 	destroy := fs.Duration("destroy", def.Destroy, "simulated duration of a destroy task")
-	agent := fs.Duration("agent", def.AgentInstall, "simulated time from the end of a start to the guest agent answering, when cloud-init installs it")
-	agentBoot := fs.Duration("agent-boot", def.AgentBoot, "simulated time from the end of a start to the guest agent answering, when it is already installed")
-	statusInterval := fs.Duration("status-interval", def.StatusInterval, "period of the status snapshot /cluster/resources reads names and states from (0: live listing, no lag)")
+	agent := fs.Duration("agent", def.AgentInstall, "simulated time from the end of a start to the guest agent "+
+		"answering, when cloud-init installs it")
+	agentBoot := fs.Duration("agent-boot", def.AgentBoot, "simulated time from the end of a start to the guest agent "+
+		"answering, when it is already installed")
+	statusInterval := fs.Duration("status-interval", def.StatusInterval, "period of the status snapshot "+
+		"/cluster/resources reads names and states from (0: live listing, no lag)")
 	haRound := fs.Duration("ha-round", def.HARound, "simulated time the HA managers take to act on a request (one CRM and LRM loop)")
 	haFence := fs.Duration("ha-fence-delay", def.HAFenceDelay, "simulated time a node is down before its HA services are put to fence")
-	haLock := fs.Duration("ha-lock-timeout", def.HALockTimeout, "simulated time from a node going down to its fencing and the recovery of its HA services")
-	snapAtClone := fs.Bool("snapshot-at-clone-start", false, "take a status snapshot right after each clone creates its config (listed \"VM <vmid>\", stopped)")
-	staleAfterClone := fs.Bool("stale-after-clone", false, "take a status snapshot right before each clone ends, the next a full interval later")
+	haLock := fs.Duration("ha-lock-timeout", def.HALockTimeout, "simulated time from a node going down to its fencing "+
+		"and the recovery of its HA services")
+	snapAtClone := fs.Bool("snapshot-at-clone-start", false, "take a status snapshot right after each clone creates "+
+		"its config (listed \"VM <vmid>\", stopped)")
+	staleAfterClone := fs.Bool("stale-after-clone", false, "take a status snapshot right before each clone ends, the "+
+		"next a full interval later")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -80,7 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *speed <= 0 {
 		return errors.New("-speed must be positive")
 	}
-	for name, d := range map[string]time.Duration{"clone": *clone, "upload": *upload, "start": *start, "stop": *stopD, "destroy": *destroy, "agent": *agent, "agent-boot": *agentBoot,
+	for name, d := range map[string]time.Duration{"clone": *clone, "upload": *upload, "start": *start, "stop": *stopD,
+		"destroy": *destroy, "agent": *agent, "agent-boot": *agentBoot,
 		"ha-round": *haRound, "ha-fence-delay": *haFence, "ha-lock-timeout": *haLock} {
 		if d <= 0 {
 			return fmt.Errorf("-%s must be positive", name)
