@@ -128,13 +128,39 @@ func withInstance(l MarkLines, inst string) MarkLines {
 
 // TestOwnership_predicate: ownedBy accepts only our name, the mark and the caller's uid;
 // an empty uid on either side owns nothing; a mark bound to another VM (its instance line
-// not the VM's SMBIOS uuid, decision: instance-binding) is refused.
+// not the VM's SMBIOS uuid, decision: instance-binding) is refused; a state that recorded
+// the VM's SMBIOS uuid refuses a VM with another one whatever the mark says, and a caller
+// without a state (Bound) refuses a mark without an instance line (decision:
+// state-binding).
 func TestOwnership_predicate(t *testing.T) {
 	ours := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now())}
 	const inst = "6d1f2a9e-0f3b-4c55-9b2e-5a4c3d2e1f90"
 	bound := MarkLines{UID: testUID, CreatedAt: time.Now(), Instance: inst}.Format()
 	finishedAt := func(smbios string) map[string]string {
 		return map[string]string{"name": testName, "description": bound, "smbios1": smbios}
+	}
+	// The finished mark with its instance line deleted (a Notes-only edit), on a VM made
+	// by hand at a reused VMID (finding 1 of the review of instance-binding).
+	stripped := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now()), "smbios1": "uuid=0a0b0c0d-0000-4000-8000-000000000002"}
+	for _, tc := range []struct {
+		name  string
+		cfg   map[string]string
+		owner Owner
+		want  notOurs
+	}{
+		{"recorded: the stripped mark on a hand-made VM", stripped, Owner{UID: testUID, Instance: inst}, notOursBound},
+		{"recorded: the bound mark copied verbatim on a hand-made VM", finishedAt("uuid=0a0b0c0d-0000-4000-8000-000000000003"), Owner{UID: testUID, Instance: inst}, notOursBound},
+		{"recorded: the VM without smbios1", finishedAt(""), Owner{UID: testUID, Instance: inst}, notOursBound},
+		{"recorded: this VM, its mark bound", finishedAt("uuid=" + inst), Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM, its instance line deleted", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: strings.ToUpper(inst)}, notOursNone},
+		{"recorded: this VM, another uid in its mark", map[string]string{"name": testName, "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursOtherUID},
+		{"no state: the stripped mark", stripped, Owner{UID: testUID, Bound: true}, notOursUnbound},
+		{"no state: a bound mark on its VM", finishedAt("uuid=" + inst), Owner{UID: testUID, Bound: true}, notOursNone},
+		{"no state: a bound mark copied", finishedAt("uuid=0a0b0c0d-0000-4000-8000-000000000003"), Owner{UID: testUID, Bound: true}, notOursInstance},
+	} {
+		if _, got := ownedBy(tc.cfg, testName, tc.owner); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 	for _, tc := range []struct {
 		name string
@@ -156,7 +182,7 @@ func TestOwnership_predicate(t *testing.T) {
 		{"a bound mark on a VM without smbios1", finishedAt(""), testUID, notOursInstance},
 		{"an older version's mark (no instance line) binds to nothing", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, testUID, notOursNone},
 	} {
-		if _, got := ownedBy(tc.cfg, testName, tc.uid); got != tc.want {
+		if _, got := ownedBy(tc.cfg, testName, Owner{UID: tc.uid}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -317,7 +343,7 @@ func TestUpdate_noteBindsAnOlderMark(t *testing.T) {
 	if m := ParseMark(desc); m.Instance != inst || !strings.Contains(desc, MarkKeyNamespace+"=ns\n"+MarkKeyInstance+"="+inst+"\n") || NoteOf(desc) != "team A" {
 		t.Errorf("description after the update %q", desc)
 	}
-	if _, why := ownedBy(h.f.vm(testVMID0).Config, testName, testUID); why != notOursNone {
+	if _, why := ownedBy(h.f.vm(testVMID0).Config, testName, Owner{UID: testUID}); why != notOursNone {
 		t.Errorf("the VM is not the resource's after the update: %s", why)
 	}
 	if got := withInstanceLine(desc, map[string]string{"smbios1": "uuid=another"}); got != desc {
