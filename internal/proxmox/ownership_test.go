@@ -1,6 +1,8 @@
 package proxmox
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -408,4 +410,67 @@ func TestDelete_unboundMarkOnARunningVMIsLeftWithANote(t *testing.T) {
 		t.Errorf("the VM was stopped or destroyed")
 	}
 	assertContains(t, strings.Join(notes.Lines(), "\n"), "VMID 105967 was not destroyed", "qm stop 105967 && qm destroy 105967 --purge")
+}
+
+// TestUpdate_bindsAndFinishesTheMark (decision: state-binding): an update with Bind and
+// nothing else writes, on a VM whose mark has no instance line, the mark with the line
+// naming its SMBIOS uuid, and that alone; any config write of an update, on a VM whose
+// mark carries a replayed creating line and proof, writes the finished mark; an update
+// whose state recorded another SMBIOS uuid sends nothing, whatever the mark says.
+func TestUpdate_bindsAndFinishesTheMark(t *testing.T) {
+	t.Run("bind alone", func(t *testing.T) {
+		h := newHarness(t)
+		v := h.f.addOlderVM(testVMID0, testName, testUID)
+		inst := instanceOf(v.Config)
+		h.f.calllog = nil
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Bind: true}); err != nil {
+			t.Fatal(err)
+		}
+		var written []map[string]string
+		for _, c := range h.f.log() {
+			if c.Method == "SetVMConfig" {
+				written = append(written, c.Args)
+			}
+		}
+		if w := mutating(h.f); len(w) != 1 || len(written) != 1 || len(written[0]) != 1 || ParseMark(written[0]["description"]).Instance != inst {
+			t.Errorf("writes %v %+v, want one config write of the bound mark alone (instance %s)", w, written, inst)
+		}
+		h.f.calllog = nil
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Instance: inst, Bind: true}); err != nil {
+			t.Fatal(err)
+		}
+		if w := mutating(h.f); len(w) != 0 {
+			t.Errorf("a bound mark was written again: %+v", w)
+		}
+	})
+	t.Run("a replayed creating mark", func(t *testing.T) {
+		h := newHarness(t)
+		v := h.ourRunningVM(testVMID0, testName)
+		inst := instanceOf(v.Config)
+		replayed := CreatingMark([]byte("key"), MarkLines{UID: testUID, CreatedAt: h.b.clock.Now().Add(-time.Hour), Instance: inst}, testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = replayed })
+		onboot := true // a config write without a restart
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Instance: inst, OnBoot: &onboot}); err != nil {
+			t.Fatal(err)
+		}
+		desc := h.f.vm(testVMID0).Config["description"]
+		if m := ParseMark(desc); m.Creating || m.Proof != "" || m.Instance != inst || m.UID != testUID {
+			t.Errorf("the description after the update is not the finished, bound mark: %q (calls %+v)", desc, h.f.log())
+		}
+	})
+	t.Run("another SMBIOS uuid recorded", func(t *testing.T) {
+		h := newHarness(t)
+		h.ourRunningVM(testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = FormatMark(testUID, h.b.clock.Now()) })
+		h.f.calllog = nil
+		cores := 2
+		err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Instance: "0a0b0c0d-0000-4000-8000-000000000009", Cores: &cores, Bind: true})
+		if !errors.Is(err, ErrNotOurs) {
+			t.Errorf("%v, want ErrNotOurs", err)
+		}
+		assertContains(t, fmt.Sprint(err), "is not the one this resource's VM had")
+		if w := mutating(h.f); len(w) != 0 {
+			t.Errorf("writes to a VM of another SMBIOS uuid: %+v", w)
+		}
+	})
 }
