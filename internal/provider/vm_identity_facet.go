@@ -126,8 +126,8 @@ type vmBinding struct {
 func bindingAttrs() []facetAttr {
 	return []facetAttr{{
 		name:         "smbios_uuid",
-		md:           "The VM's SMBIOS uuid, to which its description's mark is bound: the resource acts only on a VM with this uuid.",
-		change:       "Recorded at create and import; a state without it (version 0.1.0) is bound by the next apply.",
+		md:           "The VM's SMBIOS uuid, which its mark is bound to: only a VM with it is this resource's.",
+		change:       "A 0.1.0 state gets it at the next apply.",
 		resourceOnly: true,
 		resource: schema.StringAttribute{
 			Computed:      true,
