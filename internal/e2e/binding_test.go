@@ -313,3 +313,44 @@ func TestE2E_Binding_ReplayedCreatingMarkFinished(t *testing.T) {
 		t.Errorf("the plan after the update is not empty (exit %d):\n%s", again.ExitCode, again)
 	}
 }
+
+// TestE2E_Binding_RenamedByOptionsActor: someone with VM.Config.Options (the right that
+// writes the description) renames the resource's VM. Its mark carries the resource's uid
+// and its SMBIOS uuid is the recorded one, so it is still the resource's: the plan warns
+// and updates it in place, the apply names it back, the next plan has no changes, and the
+// destroy removes it and its seed (review finding 12: the plan replaced it and the VM and
+// its seed outlived the resource).
+func TestE2E_Binding_RenamedByOptionsActor(t *testing.T) {
+	needTF(t)
+	s := newScenario(t, "identity/renamed", scenarioOpts{NoForeign: true})
+	vm := s.vm("rn")
+	s.vms = []tfrun.VM{vm}
+	s.mustApply()
+	vmid := s.state().OfType("proxy_vm")[0].Int("vmid")
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{"name": "renamed-by-actor"}}); err != nil {
+		t.Fatal(err)
+	}
+	plan := s.ws.Plan(s.ctx)
+	flat := strings.Join(strings.Fields(plan.Output()), " ")
+	if plan.ExitCode != 2 || !strings.Contains(flat, "0 to add, 1 to change, 0 to destroy") || !strings.Contains(flat, "Proxy VM renamed outside Terraform") {
+		t.Errorf("plan: want one in-place update with the rename warning, got exit %d:\n%s", plan.ExitCode, plan)
+	}
+	if r := s.apply(); !r.OK() {
+		t.Fatalf("apply:\n%s", r)
+	}
+	if v, _ := s.sim.VM(vmid); v.Config["name"] != vm.Name {
+		t.Errorf("the VM is named %q after the apply, want %q", v.Config["name"], vm.Name)
+	}
+	if st := s.state().OfType("proxy_vm"); len(st) != 1 || st[0].Int("vmid") != vmid {
+		t.Errorf("state %+v: want the same VM at %d", st, vmid)
+	}
+	if again := s.ws.Plan(s.ctx); again.ExitCode != 0 {
+		t.Errorf("the plan after the rename back is not empty (exit %d):\n%s", again.ExitCode, again)
+	}
+	if r := s.destroy(); !r.OK() {
+		t.Errorf("destroy:\n%s", r)
+	}
+	if _, ok := s.sim.VM(vmid); ok {
+		t.Errorf("the destroy left VM %d", vmid)
+	}
+}

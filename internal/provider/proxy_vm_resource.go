@@ -158,7 +158,9 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
 	if len(resp.RequiresReplace) == 0 { // a replacement makes a VM bound from its create
-		resp.Diagnostics.Append(planBinding(&plan, prior)...) // vm_identity_facet.go
+		renamed, _, diags := privateKeyRenamed.read(ctx, req.Private)
+		resp.Diagnostics.Append(diags...)
+		resp.Diagnostics.Append(planBinding(&plan, prior, renamed)...) // vm_identity_facet.go
 	}
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
 }
@@ -358,6 +360,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// (an HA recovery moves the config alone).
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, seedWrite{volid: vm.Seed, lastSeen: priorNode})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
+	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
 }
 
@@ -489,8 +492,8 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 	changes.UID = prior.UID.ValueString()
 	// A state that recorded no SMBIOS uuid is bound by this update (vm_binding.go).
 	changes.Instance = prior.SMBIOSUUID.ValueString()
-	if changes.Instance == "" {
-		changes.Bind, changed = true, true
+	if renamed, _, _ := privateKeyRenamed.read(ctx, req.Private); changes.Instance == "" || renamed != "" {
+		changes.Bind, changed = true, true // the update writes the name back too
 	}
 	if readReseed(ctx, req.Private) {
 		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
@@ -516,6 +519,7 @@ func recordUpdate(ctx context.Context, req resource.UpdateRequest, resp *resourc
 	sw := seedWrite{volid: vm.Seed, lastSeen: prior.Node.ValueString(), put: vm.Node}
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, sw)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
+	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
 }

@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -155,19 +157,36 @@ func (b *vmBinding) nullUnknown() {
 // summaryBinding is the warning of a plan that binds the VM's mark.
 const summaryBinding = "Proxy VM mark to be bound to its SMBIOS uuid"
 
+// recordRename keeps, for the next plan, the name the VM was renamed to outside Terraform
+// (proxmox.VM.Renamed; cleared when it has the resource's name).
+func recordRename(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
+	if vm.Renamed == "" {
+		return privateKeyRenamed.clear(ctx, p)
+	}
+	return privateKeyRenamed.write(ctx, p, vm.Renamed)
+}
+
 // planBinding plans the binding of a resource whose state recorded no SMBIOS uuid (made
 // by version 0.1.0, or an import of a VM whose mark has no instance line): the uuid
 // unknown, which the update writes in the mark and records, with a warning saying why.
-func planBinding(plan, prior *proxyVMModel) diag.Diagnostics {
+// A VM the last refresh found renamed (renamed) is planned the same way: the update
+// writes the resource's name back.
+func planBinding(plan, prior *proxyVMModel, renamed string) diag.Diagnostics {
 	if prior == nil {
 		return nil
 	}
-	if v, ok := knownString(prior.SMBIOSUUID); ok && v != "" {
-		return nil
-	}
-	plan.SMBIOSUUID = types.StringUnknown()
 	vmid, _ := knownInt(prior.VMID)
 	var diags diag.Diagnostics
+	if renamed != "" {
+		plan.SMBIOSUUID = types.StringUnknown()
+		diags.AddWarning("Proxy VM renamed outside Terraform", fmt.Sprintf("%s: the VM is now named %q in Proxmox; its mark carries this "+
+			"resource's uid and its SMBIOS uuid is the one the state recorded, so it is still this resource's VM. This apply names it %q again, "+
+			"in place.", vmLabel(prior.Name.ValueString(), vmid), renamed, prior.Name.ValueString()))
+	}
+	if v, ok := knownString(prior.SMBIOSUUID); ok && v != "" {
+		return diags
+	}
+	plan.SMBIOSUUID = types.StringUnknown()
 	diags.AddWarning(summaryBinding, vmLabel(prior.Name.ValueString(), vmid)+
 		": the state records no SMBIOS uuid for this VM (a state made by version 0.1.0, or an import of a VM whose mark has no "+
 		proxmox.MarkKeyInstance+" line), so only the uid in its description, which whoever may edit the VM's notes can copy, shows it "+

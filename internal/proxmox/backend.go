@@ -190,6 +190,9 @@ type VM struct {
 	// BoundInstance is the VM's SMBIOS uuid when its mark's instance line names it (the
 	// mark is bound to this VM, decision: instance-binding), else "".
 	BoundInstance string
+	// Renamed is the name the VM's config holds when it is not the ID's: a VM renamed
+	// outside Terraform, still the resource's by its recorded SMBIOS uuid (renamedBound).
+	Renamed string
 	// Seed is the seed ISO file the VM's ide2 names, when it is a seed of this VM
 	// (<name>-<uid>-seed.iso, or the proxy operator's <name>-seed.iso).
 	Seed string

@@ -384,6 +384,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		Meta:          cfg["meta"],
 		Creating:      mark.Creating,
 		BoundInstance: boundInstance(cfg, mark),
+		Renamed:       renamedTo(cfg, id),
 		MarkExtra:     ParseMarkExtra(cfg["description"]),
 		Note:          NoteOf(cfg["description"]),
 		Protected:     cfg["protection"] == "1",

@@ -93,15 +93,15 @@ type Owner struct {
 }
 
 // ownedBy is the ownership predicate: the VM whose config is cfg is the resource's (name,
-// o.UID) only when cfg names it, carries the managed mark, the mark carries o.UID, which
+// o.UID) only when cfg names it (or the VM was renamed, renamedBound), carries the managed mark, the mark carries o.UID, which
 // must not be empty, and cfg's SMBIOS uuid is o.Instance when that is set; without it, the
 // mark's instance line must name cfg's SMBIOS uuid when it has one (or must have one,
 // o.Bound). It returns the mark read and, when the VM is not the resource's, why.
 func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
-	if cfg["name"] != name {
+	m := ParseMark(cfg["description"])
+	if cfg["name"] != name && !renamedBound(cfg, m, o) {
 		return Mark{}, notOursName
 	}
-	m := ParseMark(cfg["description"])
 	switch {
 	case !m.Managed:
 		return m, notOursUnmarked
@@ -123,6 +123,14 @@ func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
 		return m, notOursUnbound
 	}
 	return m, notOursNone
+}
+
+// renamedBound reports a VM renamed outside Terraform that is still the resource's: its
+// mark carries o.UID and its SMBIOS uuid is the one the state recorded (decision:
+// state-binding). The name, like the description, is a VM.Config.Options key
+// (Qemu.pm:823-839); smbios1 is not. An update writes the name back.
+func renamedBound(cfg map[string]string, m Mark, o Owner) bool {
+	return o.Instance != "" && o.UID != "" && m.Managed && m.UID == o.UID && strings.EqualFold(o.Instance, instanceOf(cfg))
 }
 
 // boundInstance is the VM's SMBIOS uuid when the mark in its description has an instance
@@ -317,4 +325,12 @@ func finishedMark(desc string, cfg map[string]string) string {
 		}
 	}
 	return withInstanceLine(strings.Join(keep, "\n"), cfg)
+}
+
+// renamedTo is the name cfg holds when it is not id's ("" when it is).
+func renamedTo(cfg map[string]string, id ID) string {
+	if n := cfg["name"]; n != id.Name {
+		return n
+	}
+	return ""
 }

@@ -304,8 +304,8 @@ func (r *updateRun) reseed(ctx context.Context) error {
 }
 
 // writeConfig is the one config write. It writes the finished mark bound to the VM
-// (finishedMark) when the VM's mark is not that, with the other values or, when
-// Changes.Bind asks, alone (decision: state-binding); a hibernated VM (lock suspended)
+// (finishedMark) when the VM's mark is not that, and the resource's name when the VM was
+// renamed, with the other values or, when Changes.Bind asks, alone (decision: state-binding); a hibernated VM (lock suspended)
 // takes no write for that alone. A memory hotplug Proxmox refuses leaves the other values
 // written and the memory pending, for a restart (or DeferRestart).
 func (r *updateRun) writeConfig(ctx context.Context) error {
@@ -313,8 +313,12 @@ func (r *updateRun) writeConfig(ctx context.Context) error {
 	if !ok {
 		desc = r.cfg["description"]
 	}
-	if fin := finishedMark(desc, r.cfg); ok || (fin != desc && (len(r.params) > 0 || (r.ch.Bind && r.cfg["lock"] == ""))) {
+	repair := len(r.params) > 0 || (r.ch.Bind && r.cfg["lock"] == "")
+	if fin := finishedMark(desc, r.cfg); ok || (fin != desc && repair) {
 		r.params["description"] = fin
+	}
+	if r.cfg["name"] != r.id.Name && repair {
+		r.params["name"] = r.id.Name // renamed outside Terraform (renamedBound)
 	}
 	if len(r.params) == 0 {
 		return nil
