@@ -20,7 +20,8 @@ import (
 // VM.Config.CDROM; power: Options and VM.PowerMgmt; a pool administrator: everything on the
 // pool's VMs, nothing on the storage) writes a description value they have seen (the
 // resource's creating text captured before or after the config step, its finished text,
-// the finished text of another resource's VM) and whatever else their privileges allow
+// the finished text of another resource's VM, the finished text with its instance line
+// deleted) and whatever else their privileges allow
 // (detach ide2, stop), on the resource's own live VM or on a VM they made by hand at its
 // VMID after it was removed. Then each path runs as the provider runs it, and every write
 // the provider sends that the actor could not have made alone (from the simulator's
@@ -28,6 +29,8 @@ import (
 // migration, a clone, a resize, a seed ISO delete) and every object of someone else's the
 // provider touched is counted: 0 expected. The residual risks ADR 0015 states are rows
 // that run, are logged with what they did, and are counted apart, never passed silently.
+// The state-driven paths run with the state this version writes: the uid and the VM's
+// SMBIOS uuid (smbios_uuid, decision: state-binding).
 
 type threatActor struct {
 	name string
@@ -45,7 +48,8 @@ var threatActors = []threatActor{
 }
 
 // threatTexts are the description values an actor may have seen.
-var threatTexts = []string{"creating text before the config step", "creating text after the config step", "finished text", "another VM's finished text"}
+var threatTexts = []string{"creating text before the config step", "creating text after the config step", "finished text", "another VM's finished text",
+	"finished text without its instance line"}
 
 // threatTarget is where the actor writes: the resource's own VM, or a VM of their own made
 // at its VMID once it was removed: running with two disks of its own, or stopped with only
@@ -64,6 +68,7 @@ type threatWorld struct {
 	texts    map[string]string
 	seed     string // the resource's seed volume id
 	allocKey string
+	inst     string // the resource's VM's SMBIOS uuid, as its state records it
 }
 
 // threatPaths: name, whether it applies to the own-VM target (a path the resource's state
@@ -77,18 +82,6 @@ type threatPath struct {
 
 func threatPaths() []threatPath {
 	id := func(w *threatWorld) proxmox.ID { return proxmox.ID{VMID: w.vmid, Name: propName} }
-	// stateDriven is the residual of the paths a state drives (update, migrate, destroy): the
-	// state's uid in a creating mark without an instance line, on a stopped VM made by hand
-	// at its VMID, is read as the resource's interrupted create. The fix is the instance
-	// recorded beside the state (the stripped-instance-line gap ADR 0015 states), not the untouched-clone
-	// check, which binds the clean-up and a retry's takeover only.
-	stateDriven := func(a threatActor, text, target string) string {
-		if target == threatTargets[2] && text == threatTexts[0] && !a.destroy {
-			return "a path the state drives accepts a stopped VM made by hand at its VMID that carries the resource's creating text " +
-				"read before the config step (until the instance is recorded beside the state)"
-		}
-		return ""
-	}
 	return []threatPath{
 		{"create retry", true, func(w *threatWorld) {
 			s := w.spec
@@ -102,12 +95,12 @@ func threatPaths() []threatPath {
 			return ""
 		}},
 		{"refresh", false, func(w *threatWorld) {
-			_, _ = w.b.Get(w.ctx, id(w), proxmox.GetOptions{UID: propStateUID})
+			_, _ = w.b.Get(w.ctx, id(w), proxmox.GetOptions{UID: propStateUID, Instance: w.inst})
 		}, nil},
 		{"update", false, func(w *threatWorld) {
 			n := 4
-			_ = w.b.Update(w.ctx, id(w), proxmox.Changes{UID: propStateUID, Cores: &n, Note: ptrTo("changed")})
-		}, stateDriven},
+			_ = w.b.Update(w.ctx, id(w), proxmox.Changes{UID: propStateUID, Instance: w.inst, Cores: &n, Note: ptrTo("changed")})
+		}, nil},
 		{"power action", false, func(w *threatWorld) {
 			for _, op := range proxmox.PowerOps {
 				_, _ = w.b.Power(w.ctx, id(w), proxmox.PowerOptions{Op: op, UID: propStateUID, ShutdownTimeout: time.Second})
@@ -115,14 +108,20 @@ func threatPaths() []threatPath {
 		}, nil},
 		{"migrate", false, func(w *threatWorld) {
 			to := "pve2"
-			_ = w.b.Update(w.ctx, id(w), proxmox.Changes{UID: propStateUID, Node: &to})
-		}, stateDriven},
+			_ = w.b.Update(w.ctx, id(w), proxmox.Changes{UID: propStateUID, Instance: w.inst, Node: &to})
+		}, nil},
 		{"destroy", false, func(w *threatWorld) {
-			_ = w.b.DeleteVM(w.ctx, id(w), proxmox.DeleteOptions{Node: "pve1", UID: propStateUID, Seed: proxmox.SeedFile(propName, propStateUID)})
-		}, stateDriven},
+			_ = w.b.DeleteVM(w.ctx, id(w), proxmox.DeleteOptions{Node: "pve1", UID: propStateUID, Instance: w.inst, Seed: proxmox.SeedFile(propName, propStateUID)})
+		}, nil},
 		{"import", false, func(w *threatWorld) {
 			_, _ = w.b.FindByVMID(w.ctx, w.vmid) // an acceptance is counted by runThreatCase
-		}, nil},
+		}, func(a threatActor, text, target string) string {
+			if text == threatTexts[4] {
+				return "an import accepts a mark without an instance line (the proxy operator's and version 0.1.0's VMs must stay importable), " +
+					"warning that it binds the VM's current SMBIOS uuid and what to check; nothing is written until the user applies"
+			}
+			return ""
+		}},
 		{"clean-up", true, func(w *threatWorld) {
 			_, _ = w.b.CleanOrphans(w.ctx, proxmox.CleanOptions{Grace: 10 * time.Minute, VMs: true, Seeds: false}, nil)
 		}, nil},
@@ -297,11 +296,19 @@ func newThreatWorld(t *testing.T) *threatWorld {
 	post := lines
 	post.Instance = inst
 	extra := proxmox.FormatMarkExtra(w.spec)
+	var stripped []string
+	for _, l := range strings.Split(own.Description, "\n") {
+		if !strings.HasPrefix(l, proxmox.MarkKeyInstance+"=") {
+			stripped = append(stripped, l)
+		}
+	}
+	w.inst = inst
 	w.texts = map[string]string{
 		threatTexts[0]: proxmox.CreatingMark(key, lines, w.vmid, propName) + extra,
 		threatTexts[1]: proxmox.CreatingMark(key, post, w.vmid, propName) + extra,
 		threatTexts[2]: own.Description,
 		threatTexts[3]: strings.ReplaceAll(oth.Description, "proxy-other", propName),
+		threatTexts[4]: strings.Join(stripped, "\n"),
 	}
 	w.seed = sim.ISOStorage + ":iso/" + proxmox.SeedFile(propName, propStateUID)
 	return w

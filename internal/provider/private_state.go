@@ -28,12 +28,15 @@ var (
 	privateKeyReseed = privateKey[bool]{name: "reseed", what: "seed swap"}
 	// privateKeyNetworkDigest: the network digest an import read from the mark (vm_network.go).
 	privateKeyNetworkDigest = privateKey[string]{name: "network_digest", what: "network digest"}
+	// privateKeyRenamed: the name the last refresh found on the VM, renamed outside
+	// Terraform (vm_identity_facet.go).
+	privateKeyRenamed = privateKey[string]{name: "renamed", what: "rename"}
 )
 
 // privateKeyNames lists every key's name; a name is used by one key only.
 var privateKeyNames = []string{
 	privateKeyGone.name, privateKeySeed.name, privateKeyNode.name, privateKeyImport.name,
-	privateKeyPower.name, privateKeyReseed.name, privateKeyNetworkDigest.name,
+	privateKeyPower.name, privateKeyReseed.name, privateKeyNetworkDigest.name, privateKeyRenamed.name,
 }
 
 // privateKey is a private-state key whose value is a T, stored as JSON.

@@ -71,9 +71,9 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 			"uid_namespace), and the other one owns the VM now. Applying this workspace again creates a VM of its own beside it: " +
 			"if both were meant to manage one VM, keep one workspace; if each needs its own VMs, give each workspace its own uid_namespace.")
 	case errors.Is(err, proxmox.ErrNotOurs) && op != "import":
-		b.WriteString("The VM at this VMID exists but is not this resource's any more (the message says why), so nothing was " +
-			"sent to it and retrying will not help. Refresh the proxy_vm (terraform plan): the plan then says why and replaces it, " +
-			"leaving that VM alone.")
+		b.WriteString("The VM at this VMID exists but is not this resource's any more, or is not shown to be (the message says why and " +
+			"what to do), so nothing was sent to it and retrying will not help until that changes. When a refresh (terraform plan) finds " +
+			"it is not this resource's either, the plan says so and replaces the resource, leaving that VM alone.")
 	case errors.Is(err, proxmox.ErrStillCreating):
 		b.WriteString("Retrying helps once that create finishes: wait for the apply creating it to end or, if that apply was " +
 			"interrupted, apply its configuration again to finish it (or destroy the VM in Proxmox)")

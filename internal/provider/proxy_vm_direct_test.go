@@ -104,7 +104,7 @@ func TestSettle_sharesTheListing(t *testing.T) {
 	}
 	e.sim.ResetStats()
 	start := time.Now()
-	got, err := e.r.settle(e.ctx, vm.ID, directUID, "", true)
+	got, err := e.r.settle(e.ctx, vm.ID, proxmox.Changes{UID: directUID}, "", true)
 	elapsed := time.Since(start)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ type proxyVMModel struct {
 	vmAddresses                // vm_addresses.go
 	vmNoteTags                 // vm_note_tags.go
 	vmHA                       // vm_ha.go
+	vmBinding                  // vm_identity_facet.go
 }
 
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
@@ -125,6 +126,7 @@ func formatCreatedAt(t time.Time) types.String {
 // could not read (StatusUnknown) keeps the prior status, and the addresses known before.
 func applyVM(m *proxyVMModel, vm proxmox.VM) {
 	m.vmIdentityFacet.read(vm)
+	m.vmBinding.read(vm)
 	m.vmPlacement.read(vm)
 	m.vmSize.read(vm)
 	m.vmNetwork.read(vm)
@@ -140,6 +142,7 @@ func applyVM(m *proxyVMModel, vm proxmox.VM) {
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
 	m.vmIdentityFacet.nullUnknown()
+	m.vmBinding.nullUnknown()
 	m.vmPlacement.nullUnknown()
 	m.vmTemplate.nullUnknown()
 	m.vmSize.nullUnknown()

@@ -156,6 +156,11 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
+	if len(resp.RequiresReplace) == 0 { // a replacement makes a VM bound from its create
+		renamed, _, diags := privateKeyRenamed.read(ctx, req.Private)
+		resp.Diagnostics.Append(diags...)
+		resp.Diagnostics.Append(planBinding(&plan, prior, renamed)...) // vm_identity_facet.go
+	}
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
 }
 
@@ -292,7 +297,10 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// The uid too: our name and mark with another uid is another workspace's VM (one cloned
 	// onto the VMID saved before our clone was refused), not this resource.
 	// Never another uid, and never none: the state's uid is never replaced by the VM's.
-	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString(), Pool: state.Pool.ValueString(), HA: !state.HA.IsNull()})
+	// And the SMBIOS uuid the state recorded: a VM with another one is not this resource's,
+	// whatever its description says (decision: state-binding).
+	vm, err := r.data.backend.Get(ctx, id, proxmox.GetOptions{UID: state.UID.ValueString(), Instance: state.SMBIOSUUID.ValueString(),
+		Pool: state.Pool.ValueString(), HA: !state.HA.IsNull()})
 	switch {
 	case errors.Is(err, proxmox.ErrNotFound):
 		// Kept in the state, marked deleted, so that the plan replaces it and the seed ISO it
@@ -351,6 +359,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// (an HA recovery moves the config alone).
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, seedWrite{volid: vm.Seed, lastSeen: priorNode})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
+	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
 }
 
@@ -428,7 +437,8 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 		}
 		if err != nil {
 			// Record what did change before the failure, so the next plan shows only the rest.
-			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: prior.Pool.ValueString(), HA: changes.HA != nil || !prior.HA.IsNull()}); gerr == nil {
+			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Instance: changes.Instance,
+				Pool: prior.Pool.ValueString(), HA: changes.HA != nil || !prior.HA.IsNull()}); gerr == nil {
 				state := prior
 				applyVM(&state, vm)
 				resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
@@ -440,9 +450,10 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 
 	var vm proxmox.VM
 	if changes.Start || restarts(prior.Status, changes) {
-		vm, err = r.settle(ctx, id, changes.UID, plan.Pool.ValueString(), waitIP)
+		vm, err = r.settle(ctx, id, changes, plan.Pool.ValueString(), waitIP)
 	} else {
-		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Pool: plan.Pool.ValueString(), HA: !plan.HA.IsNull()})
+		vm, err = r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Instance: changes.Instance,
+			Pool: plan.Pool.ValueString(), HA: !plan.HA.IsNull()})
 	}
 	if err != nil {
 		note := "The changes were applied, but the VM could not be read back; the next plan shows what remains."
@@ -484,6 +495,11 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
+	// A state that recorded no SMBIOS uuid is bound by this update (vm_binding.go).
+	changes.Instance = prior.SMBIOSUUID.ValueString()
+	if renamed, _, _ := privateKeyRenamed.read(ctx, req.Private); changes.Instance == "" || renamed != "" {
+		changes.Bind, changed = true, true // the update writes the name back too
+	}
 	if readReseed(ctx, req.Private) {
 		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
 		// the configured text only (none configured any more: none in the new seed).
@@ -508,6 +524,7 @@ func recordUpdate(ctx context.Context, req resource.UpdateRequest, resp *resourc
 	sw := seedWrite{volid: vm.Seed, lastSeen: prior.Node.ValueString(), put: vm.Node}
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, sw)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
+	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
 }
@@ -538,7 +555,7 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
-	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Seed: readSeed(ctx, req.Private), SeedNodes: readSeedNodes(ctx, req.Private),
+	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Instance: state.SMBIOSUUID.ValueString(), Seed: readSeed(ctx, req.Private), SeedNodes: readSeedNodes(ctx, req.Private),
 		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart, HA: !state.HA.IsNull()}
 	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
@@ -593,6 +610,14 @@ func (r *proxyVMResource) ImportState(ctx context.Context, req resource.ImportSt
 			vmLabel(vm.ID.Name, vm.ID.VMID)+": its description's "+proxmox.MarkKeyStaticIPv4+" line does not read as one this provider "+
 				"writes (was it edited?), so static_ipv4 is left unset and the first value set is compared with the mark's network digest. "+
 				"Restore the line, or check the VM's network before setting static_ipv4.")
+	}
+	if vm.BoundInstance == "" {
+		resp.Diagnostics.AddWarning("Imported proxy VM bound to its current SMBIOS uuid",
+			vmLabel(vm.ID.Name, vm.ID.VMID)+": its mark has no "+proxmox.MarkKeyInstance+" line (a VM made by the proxy operator or by "+
+				"version 0.1.0, or a description edited by hand), so nothing but the uid in its description, which whoever may edit the VM's "+
+				"notes can copy, shows it is the VM you mean. The next apply binds the resource to the VM's current SMBIOS uuid (the uuid= "+
+				"of the smbios1 line of `qm config "+strconv.Itoa(vm.ID.VMID)+"`) and writes that line: check first that this VMID holds the "+
+				"VM you meant to import (its name, disks, and when it was made), not one made by hand at a VMID a deleted VM left.")
 	}
 	resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: vm.Seed, put: vm.Node, maybe: r.cfg().Nodes})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
@@ -664,10 +689,10 @@ func (r *proxyVMResource) importVMErr(ctx context.Context, ref importRef) (proxm
 
 // settle waits, within ctx, until a VM that was just started or restarted runs and, with
 // waitIP, until its agent reports an address (proxmox.Backend.WaitReady: a VM found
-// stopped, gone or without its agent ends the wait at once with the reason). uid is the
-// state's (GetOptions.UID).
-func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, uid, pool string, waitIP bool) (proxmox.VM, error) {
-	return r.data.backend.WaitReady(ctx, id, proxmox.ReadyOptions{UID: uid, Pool: pool, Address: waitIP})
+// stopped, gone or without its agent ends the wait at once with the reason). ch holds the
+// state's uid and SMBIOS uuid (GetOptions.UID, GetOptions.Instance).
+func (r *proxyVMResource) settle(ctx context.Context, id proxmox.ID, ch proxmox.Changes, pool string, waitIP bool) (proxmox.VM, error) {
+	return r.data.backend.WaitReady(ctx, id, proxmox.ReadyOptions{UID: ch.UID, Instance: ch.Instance, Pool: pool, Address: waitIP})
 }
 
 // mismatch names the planned values the VM does not have after an apply, with what to

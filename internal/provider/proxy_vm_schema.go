@@ -68,7 +68,7 @@ func positiveTimeouts(b schema.Block) schema.Block {
 }
 
 // conceptAttributes are the proxy_vm attributes, declared in the files of their facets:
-// identity (vm_identity_facet.go), placement (vm_placement.go), template (vm_template.go),
+// identity and binding (vm_identity_facet.go), placement (vm_placement.go), template (vm_template.go),
 // size (vm_size.go), cloud-init (vm_cloud_init.go), network (vm_network.go), power
 // (vm_power.go), guest addresses (vm_addresses.go), note and tags (vm_note_tags.go), HA
 // (vm_ha.go).
@@ -76,7 +76,7 @@ func conceptAttributes() map[string]schema.Attribute {
 	out := map[string]schema.Attribute{}
 	for _, attrs := range [][]facetAttr{
 		identityFacetAttrs(), placementAttrs(), templateAttrs(), sizeAttrs(), cloudInitAttrs(),
-		networkAttrs(), powerAttrs(), addressesAttrs(), noteTagsAttrs(), haAttrs(),
+		networkAttrs(), powerAttrs(), addressesAttrs(), noteTagsAttrs(), haAttrs(), bindingAttrs(),
 	} {
 		maps.Copy(out, resourceAttributes(attrs))
 	}

@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -110,4 +113,85 @@ func (f *vmIdentityFacet) nullUnknown() {
 // spec puts the name and the uid (minted by the create before its spec) into a create.
 func (f vmIdentityFacet) spec(s *proxmox.Spec) {
 	s.Name, s.UID = f.Name.ValueString(), f.UID.ValueString()
+}
+
+// vmBinding is the resource's record of the VM's SMBIOS uuid (decision: state-binding):
+// the VM's own value, which only VM.Config.HWType may change, bound to its mark. It is the
+// resource's alone (the data sources have no state to bind), embedded in proxyVMModel.
+// Every path that acts on the VM passes it to the backend (GetOptions.Instance and the
+// like): a VM with another SMBIOS uuid is not this resource's, whatever its mark says.
+type vmBinding struct {
+	SMBIOSUUID types.String `tfsdk:"smbios_uuid"`
+}
+
+// bindingAttrs are the binding's attributes.
+func bindingAttrs() []facetAttr {
+	return []facetAttr{{
+		name:         "smbios_uuid",
+		md:           "The VM's SMBIOS uuid, which its mark is bound to: only a VM with it is this resource's.",
+		change:       "A 0.1.0 state gets it at the next apply.",
+		resourceOnly: true,
+		resource: schema.StringAttribute{
+			Computed:      true,
+			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+		},
+	}}
+}
+
+// read records the SMBIOS uuid of a VM whose mark is bound to it (proxmox.VM.BoundInstance)
+// when none is recorded; a recorded one is kept (the backend refused a VM with another).
+func (b *vmBinding) read(vm proxmox.VM) {
+	if v, ok := knownString(b.SMBIOSUUID); ok && v != "" {
+		return
+	}
+	b.SMBIOSUUID = stringOrNull(vm.BoundInstance)
+}
+
+// nullUnknown nulls an unknown uuid (the partial state of a create).
+func (b *vmBinding) nullUnknown() {
+	if b.SMBIOSUUID.IsUnknown() {
+		b.SMBIOSUUID = types.StringNull()
+	}
+}
+
+// summaryBinding is the warning of a plan that binds the VM's mark.
+const summaryBinding = "Proxy VM mark to be bound to its SMBIOS uuid"
+
+// recordRename keeps, for the next plan, the name the VM was renamed to outside Terraform
+// (proxmox.VM.Renamed; cleared when it has the resource's name).
+func recordRename(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
+	if vm.Renamed == "" {
+		return privateKeyRenamed.clear(ctx, p)
+	}
+	return privateKeyRenamed.write(ctx, p, vm.Renamed)
+}
+
+// planBinding plans the binding of a resource whose state recorded no SMBIOS uuid (made
+// by version 0.1.0, or an import of a VM whose mark has no instance line): the uuid
+// unknown, which the update writes in the mark and records, with a warning saying why.
+// A VM the last refresh found renamed (renamed) is planned the same way: the update
+// writes the resource's name back.
+func planBinding(plan, prior *proxyVMModel, renamed string) diag.Diagnostics {
+	if prior == nil {
+		return nil
+	}
+	vmid, _ := knownInt(prior.VMID)
+	var diags diag.Diagnostics
+	if renamed != "" {
+		plan.SMBIOSUUID = types.StringUnknown()
+		diags.AddWarning("Proxy VM renamed outside Terraform", fmt.Sprintf("%s: the VM is now named %q in Proxmox; its mark carries this "+
+			"resource's uid and its SMBIOS uuid is the one the state recorded, so it is still this resource's VM. This apply names it %q again, "+
+			"in place.", vmLabel(prior.Name.ValueString(), vmid), renamed, prior.Name.ValueString()))
+	}
+	if v, ok := knownString(prior.SMBIOSUUID); ok && v != "" {
+		return diags
+	}
+	plan.SMBIOSUUID = types.StringUnknown()
+	diags.AddWarning(summaryBinding, vmLabel(prior.Name.ValueString(), vmid)+
+		": the state records no SMBIOS uuid for this VM (a state made by version 0.1.0, or an import of a VM whose mark has no "+
+		proxmox.MarkKeyInstance+" line), so only the uid in its description, which whoever may edit the VM's notes can copy, shows it "+
+		"is this resource's. This apply writes the finished mark with a line naming the VM's SMBIOS uuid and records that uuid in "+
+		"smbios_uuid; from then on a VM with another SMBIOS uuid is never taken for this resource's. Check that this VMID holds the VM "+
+		"this resource manages before applying.")
+	return diags
 }

@@ -187,6 +187,12 @@ type VM struct {
 	Meta string
 	// Creating is set while the mark still says "creating" (a Create has not finished).
 	Creating bool
+	// BoundInstance is the VM's SMBIOS uuid when its mark's instance line names it (the
+	// mark is bound to this VM, decision: instance-binding), else "".
+	BoundInstance string
+	// Renamed is the name the VM's config holds when it is not the ID's: a VM renamed
+	// outside Terraform, still the resource's by its recorded SMBIOS uuid (renamedBound).
+	Renamed string
 	// Seed is the seed ISO file the VM's ide2 names, when it is a seed of this VM
 	// (<name>-<uid>-seed.iso, or the proxy operator's <name>-seed.iso).
 	Seed string
@@ -278,6 +284,9 @@ type GetOptions struct {
 	// resource's (another workspace's VM, a VMID reused) and Get answers ErrNotFound for
 	// it. An empty UID owns nothing: Get answers ErrNotFound, unless AnyOwner.
 	UID string
+	// Instance is the SMBIOS uuid the caller's state recorded (Owner.Instance): a VM with
+	// another one is not the resource's, whatever its mark says. Empty: none recorded.
+	Instance string
 	// AnyOwner reads a VM that carries our name and the mark whatever its uid (marked):
 	// for callers that never write on what they read (the data sources, an import's
 	// read-back after its own check, a create's read-back before its last step checks
@@ -323,6 +332,12 @@ type Changes struct {
 	// UID, when set, is the uid the VM's mark must carry, as in GetOptions.UID: a VM of
 	// another uid is not ours and Update answers ErrNotFound without touching it.
 	UID string
+	// Instance is the SMBIOS uuid the caller's state recorded, as in GetOptions.Instance.
+	Instance string
+	// Bind writes the finished mark bound to the VM (finishedMark) even when nothing else
+	// is written: the apply that binds a state that recorded no SMBIOS uuid. Any config
+	// write of an update writes it anyway. Not a change by itself.
+	Bind bool
 	// Tags, Note and Protection, when set, replace the user tags, the note and the
 	// protection flag (note_tags.go); none of them restarts the VM.
 	Tags       *[]string

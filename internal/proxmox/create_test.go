@@ -253,6 +253,7 @@ func TestCreate_allocationTable(t *testing.T) {
 			s.AllocKey, s.UID = testUID, prevUID
 		}, setup: func(h *harness) {
 			h.ourRunningVM(testVMID0, testName)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = FormatMark(testUID, h.b.clock.Now()) })
 		}, class: pveapi.Permanent, msg: []string{"VMID 105967", "did not create", "terraform import proxy_vm.<name> vms/105967/proxy-a"}, configs: 1},
 		{name: "an interrupted create of this name in another namespace is skipped", setup: func(h *harness) {
 			h.addInterrupted(testVMID0, testName, prevUID)
@@ -261,7 +262,7 @@ func TestCreate_allocationTable(t *testing.T) {
 			})
 		}, vmid: testVMID1, configs: 3},
 		{name: "an operator's VM of our name (mark without uid) is refused with the import command", setup: func(h *harness) {
-			h.f.addOurVM(150000, testName, "")
+			h.f.addOlderVM(150000, testName, "")
 		}, class: pveapi.Permanent, msg: []string{"VMID 150000", "carries no uid line", "add a line proxy-operator-uid=", "terraform import proxy_vm.<name> vms/150000/proxy-a"}, configs: 1},
 		{name: "nameless clone at attempt 0 is waited on, then foreign", setup: func(h *harness) {
 			h.f.addTemplate(9100, "pv1-1", nil)
@@ -291,12 +292,12 @@ func TestCreate_allocationTable(t *testing.T) {
 			h.f.addVM(&fakeVM{VMID: testVMID0, Name: testName, Config: map[string]string{"description": "hand-made"}})
 		}, class: pveapi.Permanent, msg: []string{"VMID 105967", "without the", "never takes over", "vms/105967/proxy-a"}, configs: 1},
 		{name: "our name with another uid and no provider lines (the operator's) is refused with the import command", setup: func(h *harness) {
-			h.f.addOurVM(testVMID0, testName, otherUID)
+			h.f.addOlderVM(testVMID0, testName, otherUID)
 		}, class: pveapi.Permanent, msg: []string{"VMID 105967", otherUID, "terraform import proxy_vm.<name> vms/105967/proxy-a"}, configs: 1},
 		{name: "our name at a probe VMID after the lookup (clone race) is refused", setup: func(h *harness) {
 			h.f.onCall("Clone", func(_ context.Context, c fakeCall) error {
 				if c.Args["newid"] == strconv.Itoa(testVMID0) && h.f.vm(testVMID0) == nil {
-					h.f.addOurVM(testVMID0, testName, otherUID)
+					h.f.addOlderVM(testVMID0, testName, otherUID)
 				}
 				return nil
 			})

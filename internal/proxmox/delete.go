@@ -21,6 +21,8 @@ type DeleteOptions struct {
 	// uid, or none, is not ours (another resource's VM of that name) and is left alone;
 	// without a UID no VM is ours.
 	UID string
+	// Instance is the SMBIOS uuid the caller's state recorded (Owner.Instance).
+	Instance string
 	// Seed is the seed ISO file the caller recorded (VM.Seed of its last read). It is the
 	// one deleted when the VM is gone or is not ours. Empty: <name>-<UID>-seed.iso and, when
 	// no VM of that name is listed, the proxy operator's <name>-seed.iso.
@@ -85,7 +87,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 	defer unlock()
 
 	// On the node the state names, when the VM is there and ours; else from a fresh listing.
-	st, err := b.settleOn(ctx, "delete", id, opts.Node, opts.UID, b.cfg.Budgets.Destroy)
+	st, err := b.settleOn(ctx, "delete", id, opts.Node, Owner{UID: opts.UID, Instance: opts.Instance}, b.cfg.Budgets.Destroy)
 	swept := map[string]bool{} // the seeds a settle's sweep deleted: the next settle's skips them
 	for attempt := 1; ; attempt++ {
 		if err != nil {
@@ -104,7 +106,7 @@ func (b *Backend) delete(ctx context.Context, id ID, opts DeleteOptions) (bool, 
 		// that moved is destroyed where it is now, never reported gone while it lives.
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm left its node during the delete, settling again", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "node": node})
-		st, err = b.settle(ctx, "delete", id, opts.UID, b.cfg.Budgets.Destroy)
+		st, err = b.settle(ctx, "delete", id, Owner{UID: opts.UID, Instance: opts.Instance}, b.cfg.Budgets.Destroy)
 	}
 }
 

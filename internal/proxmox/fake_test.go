@@ -269,9 +269,17 @@ func (f *fakeAPI) addTemplate(vmid int, node string, cfg map[string]string) {
 	f.addVM(&fakeVM{VMID: vmid, Node: node, Name: cfg["name"], Template: true, Config: cfg})
 }
 
-// addOurVM adds a stopped VM carrying our mark, shaped like vm_config_clone (the state a
-// Create leaves after its clone), on the first node.
+// addOurVM adds a stopped VM carrying our finished mark, bound to it (its instance line),
+// shaped like vm_config_clone, on the first node. addOlderVM is one made by version 0.1.0.
 func (f *fakeAPI) addOurVM(vmid int, name, uid string) *fakeVM {
+	v := f.addOlderVM(vmid, name, uid)
+	v.Config["description"] = MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC), Instance: instanceOf(v.Config)}.Format()
+	return v
+}
+
+// addOlderVM adds a stopped VM carrying the finished mark version 0.1.0 wrote (no instance
+// line), shaped like vm_config_clone, on the first node.
+func (f *fakeAPI) addOlderVM(vmid int, name, uid string) *fakeVM {
 	cfg := fixtureConfig("vm_config_clone")
 	cfg["description"] = FormatMark(uid, time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC))
 	cfg["scsi0"] = fmt.Sprintf("local-lvm:vm-%d-disk-1,iothread=1,size=3G", vmid)

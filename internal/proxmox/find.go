@@ -161,8 +161,11 @@ func (b *Backend) creatingAdvice(cfg map[string]string, vmid int, mark Mark) str
 	_, proved, why := provedCreating(key, cfg, vmid, cfg["name"], mark.Namespace)
 	if proved {
 		if age := b.clock.Now().Sub(mark.CreatedAt); age <= TakeoverWindow && age >= -TakeoverWindow {
-			return "an apply creating it is running or was interrupted; apply the configuration that creates it again " +
-				"(its uid_namespace " + strconv.Quote(mark.Namespace) + ") to finish it, or destroy the VM in Proxmox"
+			return "either an apply creating it is running or was interrupted (then apply the configuration that creates it again, its " +
+				"uid_namespace " + strconv.Quote(mark.Namespace) + ", to finish it, or destroy the VM in Proxmox), or the VM was finished and its " +
+				"description rewritten with an older text (a VM that runs or has its seed attached): then do not apply to finish it, which " +
+				"would destroy it and clone it afresh, but restore its finished mark in Proxmox (delete its " + MarkKeyState + " and " +
+				MarkKeyProof + " lines) and import it again"
 		}
 		why = "it is older than the " + TakeoverWindow.String() + " a create may take an interrupted create over in"
 	}

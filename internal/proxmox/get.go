@@ -64,7 +64,7 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	if err != nil {
 		return VM{}, err
 	}
-	mark, err := b.owned(ctx, id, r.Node, cfg, opts.UID, opts.AnyOwner)
+	mark, err := b.owned(ctx, id, r.Node, cfg, Owner{UID: opts.UID, Instance: opts.Instance}, opts.AnyOwner)
 	if err != nil {
 		return VM{}, err
 	}
@@ -264,7 +264,7 @@ func (b *Backend) applyRunningSizes(ctx context.Context, vm *VM, node string, cf
 // that is not the resource's (another name, no mark, a mark without a uid or with another
 // uid, or a caller without a uid) is NotFound, logged. With anyOwner (read-only callers)
 // our name and the mark suffice (marked).
-func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, uid string, anyOwner bool) (Mark, error) {
+func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]string, o Owner, anyOwner bool) (Mark, error) {
 	if anyOwner {
 		if cfg["name"] != id.Name {
 			b.logReused(ctx, id, node, cfg["name"])
@@ -276,9 +276,9 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
 	}
-	mark, why := ownedBy(cfg, id.Name, uid)
+	mark, why := ownedBy(cfg, id.Name, o)
 	if why != notOursNone {
-		return Mark{}, b.notOursErr(ctx, id, node, cfg, uid, mark, why)
+		return Mark{}, b.notOursErr(ctx, id, node, cfg, o, mark, why)
 	}
 	return mark, nil
 }
@@ -288,8 +288,8 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 // mark, no uid, another uid, or a state without uid) is also ErrNotOurs: it exists, so a
 // message says it is not this resource's any more rather than gone. A VMID that holds a VM
 // of another name is only NotFound: the resource's VM was removed and the VMID reused.
-func (b *Backend) notOursErr(ctx context.Context, id ID, node string, cfg map[string]string, uid string, mark Mark, why notOurs) error {
-	err := b.notOursFound(ctx, id, node, cfg, uid, mark, why)
+func (b *Backend) notOursErr(ctx context.Context, id ID, node string, cfg map[string]string, o Owner, mark Mark, why notOurs) error {
+	err := b.notOursFound(ctx, id, node, cfg, o, mark, why)
 	if why == notOursName {
 		return err
 	}
@@ -297,7 +297,7 @@ func (b *Backend) notOursErr(ctx context.Context, id ID, node string, cfg map[st
 }
 
 // notOursFound is notOursErr's message, as a NotFound.
-func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[string]string, uid string, mark Mark, why notOurs) *Error {
+func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[string]string, o Owner, mark Mark, why notOurs) *Error {
 	switch why {
 	case notOursName:
 		b.logReused(ctx, id, node, cfg["name"])
@@ -309,12 +309,26 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: the state records no uid", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("the state records no uid for this VM, so no VM can be proved this resource's: VMID %d is left alone", id.VMID)
 	case notOursNoUID:
-		b.logOtherUID(ctx, id, node, uid, "")
-		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID", id.VMID, id.Name, uid)
+		b.logOtherUID(ctx, id, node, o.UID, "")
+		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID", id.VMID, id.Name, o.UID)
 	case notOursRanUnbound:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: an unbound creating mark on a VM that ran", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid and says it is being created, as written before the "+
-			"create's config step, but the VM has run: a description copied onto another VM at a reused VMID", id.VMID, id.Name)
+			"create's config step, but the VM has run: a description copied onto another VM at a reused VMID, or this resource's VM with its "+
+			"description rewritten with an older text. If it is this resource's VM, restore its finished mark in Proxmox (delete its %s and %s "+
+			"lines and add the line %s=%s), or destroy it (`qm stop %d && qm destroy %d --purge`)",
+			id.VMID, id.Name, MarkKeyState, MarkKeyProof, MarkKeyInstance, instanceOf(cfg), id.VMID, id.VMID)
+	case notOursBound:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: not the recorded instance", map[string]any{
+			"vmid": id.VMID, "name": id.Name, "node": node, "recorded": o.Instance, "smbios_uuid": instanceOf(cfg),
+		})
+		return notFoundf("VMID %d holds a VM named %q whose SMBIOS uuid (%q) is not the one this resource's VM had (%s, recorded in the state): "+
+			"another VM at a reused VMID, whatever its description says", id.VMID, id.Name, instanceOf(cfg), o.Instance)
+	case notOursUnbound:
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not shown ours: a mark without an instance line", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return notFoundf("VM %s (VMID %d) carries this resource's uid, but its mark has no %s line, so nothing shows it is the VM this resource made "+
+			"(a VM made by version 0.1.0 or imported, or a description rewritten by hand): apply the proxy_vm once with this version to bind it "+
+			"(the apply writes that line), then run the action again", id.Name, id.VMID, MarkKeyInstance)
 	case notOursInstance:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: another instance", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "node": node, "instance": mark.Instance, "smbios_uuid": instanceOf(cfg),
@@ -322,8 +336,8 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid but was written for another VM "+
 			"(its %s line names SMBIOS uuid %s, the VM's is %q): a copied mark, or another VM at a reused VMID", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg))
 	default:
-		b.logOtherUID(ctx, id, node, uid, mark.UID)
-		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, uid)
+		b.logOtherUID(ctx, id, node, o.UID, mark.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, o.UID)
 	}
 }
 
@@ -362,16 +376,18 @@ func mapState(status, qmp string) State {
 func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 	vm := VM{
 		ID: id, Node: node, UID: mark.UID, CreatedAt: mark.CreatedAt,
-		Cores:        atoiDefault(cfg["cores"], 1),
-		MemoryMiB:    atoiDefault(strings.TrimPrefix(getOptionOrValue(cfg["memory"], "current"), "current="), 512),
-		OnBoot:       cfg["onboot"] == "1",
-		AgentEnabled: agentEnabled(cfg["agent"]),
-		Tags:         splitTags(cfg["tags"]),
-		Meta:         cfg["meta"],
-		Creating:     mark.Creating,
-		MarkExtra:    ParseMarkExtra(cfg["description"]),
-		Note:         NoteOf(cfg["description"]),
-		Protected:    cfg["protection"] == "1",
+		Cores:         atoiDefault(cfg["cores"], 1),
+		MemoryMiB:     atoiDefault(strings.TrimPrefix(getOptionOrValue(cfg["memory"], "current"), "current="), 512),
+		OnBoot:        cfg["onboot"] == "1",
+		AgentEnabled:  agentEnabled(cfg["agent"]),
+		Tags:          splitTags(cfg["tags"]),
+		Meta:          cfg["meta"],
+		Creating:      mark.Creating,
+		BoundInstance: boundInstance(cfg, mark),
+		Renamed:       renamedTo(cfg, id),
+		MarkExtra:     ParseMarkExtra(cfg["description"]),
+		Note:          NoteOf(cfg["description"]),
+		Protected:     cfg["protection"] == "1",
 	}
 	if _, n, ok := bootDiskSize(cfg); ok {
 		vm.DiskGiB = ceilGiB(n)

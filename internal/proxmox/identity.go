@@ -237,7 +237,7 @@ const verdictResume verdict = verdictGone + 1
 // touched.
 func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict, error) {
 	s := &c.s
-	mark, why := ownedBy(cfg, s.Name, s.UID)
+	mark, why := ownedBy(cfg, s.Name, Owner{UID: s.UID})
 	switch why {
 	case notOursNone:
 		if cfg["lock"] == "suspended" {
@@ -404,7 +404,7 @@ func (c *creation) checkStillOurs(ctx context.Context) (map[string]string, error
 	case gone:
 		return nil, Transientf("VMID %d does not exist on node %s any more; apply again", c.vmid, c.node)
 	}
-	switch m, why := ownedBy(cfg, c.s.Name, c.s.UID); why {
+	switch m, why := ownedBy(cfg, c.s.Name, Owner{UID: c.s.UID}); why {
 	case notOursNone:
 		return cfg, nil
 	case notOursName:
@@ -456,7 +456,7 @@ func (c *creation) finalize(ctx context.Context) error {
 		default:
 			return apiErrorf("create", err, "reading the config on node %s to finish the mark", c.node)
 		}
-		m, why := ownedBy(cfg, s.Name, s.UID)
+		m, why := ownedBy(cfg, s.Name, Owner{UID: s.UID})
 		if why != notOursNone {
 			return takenOverErr(c.vmid, s.Name, m.UID)
 		}

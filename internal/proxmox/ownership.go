@@ -18,10 +18,13 @@ import (
 // functions of this file only:
 //
 //   - ownedBy: a VM is the resource (name, uid)'s only when its config names it, its
-//     description carries the managed mark, the mark carries uid, and the mark's instance
-//     line, when it has one, names the VM's SMBIOS uuid (decision: instance-binding: a
-//     mark copied to another VM, or left on a VMID reused by another VM, names another
-//     uuid, and smbios1 takes VM.Config.HWType to write). An empty uid owns
+//     description carries the managed mark, the mark carries uid, the VM's SMBIOS uuid is
+//     the one the state recorded, when it recorded one, whatever the mark says (decision:
+//     state-binding: a Notes-only user can delete the mark's instance line, not change the
+//     state), and the mark's instance line, when it has one, names the VM's SMBIOS uuid
+//     (decision: instance-binding: a mark copied to another VM, or left on a VMID reused
+//     by another VM, names another uuid, and smbios1 takes VM.Config.HWType to write). A
+//     caller without a state (the power action) requires the instance line. An empty uid owns
 //     nothing (a mark without a uid line, or a state that records none, proves nothing),
 //     and a state never takes the uid of the VM it reads: refresh, update, power, migrate
 //     and destroy act only on a VM that ownedBy accepts.
@@ -49,6 +52,12 @@ const (
 	notOursOtherUID  notOurs = "another uid"
 	notOursNoUIDHere notOurs = "no uid in the state"
 	notOursInstance  notOurs = "another VM at this VMID: its SMBIOS uuid is not the one its mark was written for"
+	// notOursBound is a VM whose SMBIOS uuid is not the one the state recorded
+	// (Owner.Instance), whatever its mark says.
+	notOursBound notOurs = "another VM at this VMID: its SMBIOS uuid is not the one the state recorded"
+	// notOursUnbound is a mark without an instance line, refused where the caller has no
+	// recorded uuid to check the VM by (Owner.Bound: the power action).
+	notOursUnbound notOurs = "a mark without an instance line, and no state to check the VM by"
 	// notOursRanUnbound is settle's (it needs the VM's status): a mark written before its
 	// create's config step on a VM that has run (unboundButRan).
 	notOursRanUnbound notOurs = "a creating mark written before its create's config step, on a VM that has run: copied from another VM"
@@ -69,27 +78,68 @@ func instanceMismatch(cfg map[string]string, m Mark) bool {
 	return m.Instance != "" && !strings.EqualFold(m.Instance, instanceOf(cfg))
 }
 
+// Owner is what a caller knows of the VM it acts on (decision: state-binding): the uid
+// its mark must carry and the SMBIOS uuid the state recorded.
+type Owner struct {
+	UID string
+	// Instance is the VM's SMBIOS uuid as the state recorded it (proxy_vm's smbios_uuid):
+	// a VM with another one is not the resource's, whatever its mark says. Empty: none
+	// recorded (a state made before the uuid was kept, or an import of an unbound mark),
+	// and the mark's instance line, when it has one, decides alone.
+	Instance string
+	// Bound requires, when Instance is empty, a mark whose instance line names the VM's
+	// SMBIOS uuid: for a caller that has no state (the power action).
+	Bound bool
+}
+
 // ownedBy is the ownership predicate: the VM whose config is cfg is the resource's (name,
-// uid) only when cfg names it, carries the managed mark, and the mark carries uid, which
-// must not be empty. It returns the mark read and, when the VM is not the resource's, why.
-func ownedBy(cfg map[string]string, name, uid string) (Mark, notOurs) {
-	if cfg["name"] != name {
+// o.UID) only when cfg names it (or the VM was renamed, renamedBound), carries the managed mark, the mark carries o.UID, which
+// must not be empty, and cfg's SMBIOS uuid is o.Instance when that is set; without it, the
+// mark's instance line must name cfg's SMBIOS uuid when it has one (or must have one,
+// o.Bound). It returns the mark read and, when the VM is not the resource's, why.
+func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
+	m := ParseMark(cfg["description"])
+	if cfg["name"] != name && !renamedBound(cfg, m, o) {
 		return Mark{}, notOursName
 	}
-	m := ParseMark(cfg["description"])
 	switch {
 	case !m.Managed:
 		return m, notOursUnmarked
-	case uid == "":
+	case o.UID == "":
 		return m, notOursNoUIDHere
 	case m.UID == "":
 		return m, notOursNoUID
-	case m.UID != uid:
+	case m.UID != o.UID:
 		return m, notOursOtherUID
+	case o.Instance != "":
+		// The state's record decides: a Notes-only user can rewrite the mark's instance
+		// line, never smbios1 or the state.
+		if !strings.EqualFold(o.Instance, instanceOf(cfg)) {
+			return m, notOursBound
+		}
 	case instanceMismatch(cfg, m):
 		return m, notOursInstance
+	case o.Bound && m.Instance == "":
+		return m, notOursUnbound
 	}
 	return m, notOursNone
+}
+
+// renamedBound reports a VM renamed outside Terraform that is still the resource's: its
+// mark carries o.UID and its SMBIOS uuid is the one the state recorded (decision:
+// state-binding). The name, like the description, is a VM.Config.Options key
+// (Qemu.pm:823-839); smbios1 is not. An update writes the name back.
+func renamedBound(cfg map[string]string, m Mark, o Owner) bool {
+	return o.Instance != "" && o.UID != "" && m.Managed && m.UID == o.UID && strings.EqualFold(o.Instance, instanceOf(cfg))
+}
+
+// boundInstance is the VM's SMBIOS uuid when the mark in its description has an instance
+// line naming it (the mark is bound to this VM), else "".
+func boundInstance(cfg map[string]string, m Mark) string {
+	if m.Instance == "" || instanceMismatch(cfg, m) {
+		return ""
+	}
+	return instanceOf(cfg)
 }
 
 // ErrNotOurs is matched (errors.Is) by the refusal of an action that needs the resource's
@@ -252,4 +302,35 @@ func withInstanceLine(desc string, cfg map[string]string) string {
 		return desc
 	}
 	return strings.Join(slices.Insert(lines, at+1, MarkKeyInstance+"="+inst), "\n")
+}
+
+// finishedMark is desc, a description an update writes on a VM shown to be this
+// resource's, as the finished mark bound to it: without the creating state line and its
+// proof (a create's last step removes them; a text replayed on the VM brings them back),
+// with one instance line, naming cfg's SMBIOS uuid (withInstanceLine; a line naming
+// another is dropped: the state's record showed the VM this resource's). Any other state
+// line is kept, and desc as it is when it carries no mark or cfg has no uuid.
+func finishedMark(desc string, cfg map[string]string) string {
+	inst := instanceOf(cfg)
+	if m := ParseMark(desc); !m.Managed || inst == "" || (!m.Creating && (m.Instance == "" || strings.EqualFold(m.Instance, inst))) {
+		return withInstanceLine(desc, cfg)
+	}
+	var keep []string
+	for _, line := range strings.Split(desc, "\n") {
+		k, v, ok := parseMarkLine(line)
+		drop := ok && ((k == MarkKeyState && v == MarkStateCreating) || k == MarkKeyProof ||
+			(k == MarkKeyInstance && !strings.EqualFold(v, inst)))
+		if !drop {
+			keep = append(keep, line)
+		}
+	}
+	return withInstanceLine(strings.Join(keep, "\n"), cfg)
+}
+
+// renamedTo is the name cfg holds when it is not id's ("" when it is).
+func renamedTo(cfg map[string]string, id ID) string {
+	if n := cfg["name"]; n != id.Name {
+		return n
+	}
+	return ""
 }

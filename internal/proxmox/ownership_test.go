@@ -1,6 +1,8 @@
 package proxmox
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,13 +130,43 @@ func withInstance(l MarkLines, inst string) MarkLines {
 
 // TestOwnership_predicate: ownedBy accepts only our name, the mark and the caller's uid;
 // an empty uid on either side owns nothing; a mark bound to another VM (its instance line
-// not the VM's SMBIOS uuid, decision: instance-binding) is refused.
+// not the VM's SMBIOS uuid, decision: instance-binding) is refused; a state that recorded
+// the VM's SMBIOS uuid refuses a VM with another one whatever the mark says, and a caller
+// without a state (Bound) refuses a mark without an instance line (decision:
+// state-binding).
 func TestOwnership_predicate(t *testing.T) {
 	ours := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now())}
 	const inst = "6d1f2a9e-0f3b-4c55-9b2e-5a4c3d2e1f90"
 	bound := MarkLines{UID: testUID, CreatedAt: time.Now(), Instance: inst}.Format()
 	finishedAt := func(smbios string) map[string]string {
 		return map[string]string{"name": testName, "description": bound, "smbios1": smbios}
+	}
+	// The finished mark with its instance line deleted (a Notes-only edit), on a VM made
+	// by hand at a reused VMID (finding 1 of the review of instance-binding).
+	stripped := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now()), "smbios1": "uuid=0a0b0c0d-0000-4000-8000-000000000002"}
+	for _, tc := range []struct {
+		name  string
+		cfg   map[string]string
+		owner Owner
+		want  notOurs
+	}{
+		{"recorded: the stripped mark on a hand-made VM", stripped, Owner{UID: testUID, Instance: inst}, notOursBound},
+		{"recorded: the bound mark copied verbatim on a hand-made VM", finishedAt("uuid=0a0b0c0d-0000-4000-8000-000000000003"), Owner{UID: testUID, Instance: inst}, notOursBound},
+		{"recorded: the VM without smbios1", finishedAt(""), Owner{UID: testUID, Instance: inst}, notOursBound},
+		{"recorded: this VM, its mark bound", finishedAt("uuid=" + inst), Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM, its instance line deleted", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: strings.ToUpper(inst)}, notOursNone},
+		{"recorded: this VM, another uid in its mark", map[string]string{"name": testName, "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursOtherUID},
+		{"recorded: this VM renamed", map[string]string{"name": "renamed", "description": bound, "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: a hand-made VM renamed", map[string]string{"name": "renamed", "description": bound, "smbios1": "uuid=0a0b0c0d-0000-4000-8000-000000000003"}, Owner{UID: testUID, Instance: inst}, notOursName},
+		{"recorded: this VM renamed, another uid in its mark", map[string]string{"name": "renamed", "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursName},
+		{"no state: this VM renamed", map[string]string{"name": "renamed", "description": bound, "smbios1": "uuid=" + inst}, Owner{UID: testUID, Bound: true}, notOursName},
+		{"no state: the stripped mark", stripped, Owner{UID: testUID, Bound: true}, notOursUnbound},
+		{"no state: a bound mark on its VM", finishedAt("uuid=" + inst), Owner{UID: testUID, Bound: true}, notOursNone},
+		{"no state: a bound mark copied", finishedAt("uuid=0a0b0c0d-0000-4000-8000-000000000003"), Owner{UID: testUID, Bound: true}, notOursInstance},
+	} {
+		if _, got := ownedBy(tc.cfg, testName, tc.owner); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 	for _, tc := range []struct {
 		name string
@@ -156,7 +188,7 @@ func TestOwnership_predicate(t *testing.T) {
 		{"a bound mark on a VM without smbios1", finishedAt(""), testUID, notOursInstance},
 		{"an older version's mark (no instance line) binds to nothing", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, testUID, notOursNone},
 	} {
-		if _, got := ownedBy(tc.cfg, testName, tc.uid); got != tc.want {
+		if _, got := ownedBy(tc.cfg, testName, Owner{UID: tc.uid}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -323,7 +355,7 @@ func TestUpdate_noteBindsAnOlderMark(t *testing.T) {
 	if m := ParseMark(desc); m.Instance != inst || !strings.Contains(desc, MarkKeyNamespace+"=ns\n"+MarkKeyInstance+"="+inst+"\n") || NoteOf(desc) != "team A" {
 		t.Errorf("description after the update %q", desc)
 	}
-	if _, why := ownedBy(h.f.vm(testVMID0).Config, testName, testUID); why != notOursNone {
+	if _, why := ownedBy(h.f.vm(testVMID0).Config, testName, Owner{UID: testUID}); why != notOursNone {
 		t.Errorf("the VM is not the resource's after the update: %s", why)
 	}
 	if got := withInstanceLine(desc, map[string]string{"smbios1": "uuid=another"}); got != desc {
@@ -388,4 +420,67 @@ func TestDelete_unboundMarkOnARunningVMIsLeftWithANote(t *testing.T) {
 		t.Errorf("the VM was stopped or destroyed")
 	}
 	assertContains(t, strings.Join(notes.Lines(), "\n"), "VMID 105967 was not destroyed", "qm stop 105967 && qm destroy 105967 --purge")
+}
+
+// TestUpdate_bindsAndFinishesTheMark (decision: state-binding): an update with Bind and
+// nothing else writes, on a VM whose mark has no instance line, the mark with the line
+// naming its SMBIOS uuid, and that alone; any config write of an update, on a VM whose
+// mark carries a replayed creating line and proof, writes the finished mark; an update
+// whose state recorded another SMBIOS uuid sends nothing, whatever the mark says.
+func TestUpdate_bindsAndFinishesTheMark(t *testing.T) {
+	t.Run("bind alone", func(t *testing.T) {
+		h := newHarness(t)
+		v := h.f.addOlderVM(testVMID0, testName, testUID)
+		inst := instanceOf(v.Config)
+		h.f.calllog = nil
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Bind: true}); err != nil {
+			t.Fatal(err)
+		}
+		var written []map[string]string
+		for _, c := range h.f.log() {
+			if c.Method == "SetVMConfig" {
+				written = append(written, c.Args)
+			}
+		}
+		if w := mutating(h.f); len(w) != 1 || len(written) != 1 || len(written[0]) != 1 || ParseMark(written[0]["description"]).Instance != inst {
+			t.Errorf("writes %v %+v, want one config write of the bound mark alone (instance %s)", w, written, inst)
+		}
+		h.f.calllog = nil
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Instance: inst, Bind: true}); err != nil {
+			t.Fatal(err)
+		}
+		if w := mutating(h.f); len(w) != 0 {
+			t.Errorf("a bound mark was written again: %+v", w)
+		}
+	})
+	t.Run("a replayed creating mark", func(t *testing.T) {
+		h := newHarness(t)
+		v := h.ourRunningVM(testVMID0, testName)
+		inst := instanceOf(v.Config)
+		replayed := CreatingMark([]byte("key"), MarkLines{UID: testUID, CreatedAt: h.b.clock.Now().Add(-time.Hour), Instance: inst}, testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = replayed })
+		onboot := true // a config write without a restart
+		if err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Instance: inst, OnBoot: &onboot}); err != nil {
+			t.Fatal(err)
+		}
+		desc := h.f.vm(testVMID0).Config["description"]
+		if m := ParseMark(desc); m.Creating || m.Proof != "" || m.Instance != inst || m.UID != testUID {
+			t.Errorf("the description after the update is not the finished, bound mark: %q (calls %+v)", desc, h.f.log())
+		}
+	})
+	t.Run("another SMBIOS uuid recorded", func(t *testing.T) {
+		h := newHarness(t)
+		h.ourRunningVM(testVMID0, testName)
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = FormatMark(testUID, h.b.clock.Now()) })
+		h.f.calllog = nil
+		cores := 2
+		err := h.b.Update(h.ctx, testID, Changes{UID: testUID, Instance: "0a0b0c0d-0000-4000-8000-000000000009", Cores: &cores, Bind: true})
+		if !errors.Is(err, ErrNotOurs) {
+			t.Errorf("%v, want ErrNotOurs", err)
+		}
+		assertContains(t, fmt.Sprint(err), "is not the one this resource's VM had")
+		if w := mutating(h.f); len(w) != 0 {
+			t.Errorf("writes to a VM of another SMBIOS uuid: %+v", w)
+		}
+	})
 }

@@ -136,7 +136,7 @@ func checkPowerInput(id ID, op PowerOp) error {
 // gone is NotFound, a foreign one is refused as not ours (ErrNotOurs), and one still
 // marked creating is refused.
 func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (settled, error) {
-	st, err := b.settle(ctx, string(opts.Op), id, opts.UID, b.cfg.Budgets.Destroy)
+	st, err := b.settle(ctx, string(opts.Op), id, powerOwner(opts), b.cfg.Budgets.Destroy)
 	if err != nil {
 		return st, err
 	}
@@ -144,7 +144,7 @@ func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (se
 	case verdictGone:
 		return st, notFoundf("VMID %d is not in the cluster any more", id.VMID)
 	case verdictForeign:
-		return st, refusedNotOurs(b.notOursErr(ctx, id, st.r.Node, st.cfg, opts.UID, st.mark, st.why))
+		return st, refusedNotOurs(b.notOursErr(ctx, id, st.r.Node, st.cfg, powerOwner(opts), st.mark, st.why))
 	}
 	switch state := markState(st.cfg["description"]); state {
 	case "":
@@ -153,7 +153,9 @@ func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (se
 		// carries the uid a tainted state holds); only the create that finishes it, or the
 		// one that takes it over with its proof (decision: creating-proof), may act on it.
 		return st, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM "+
-			"before its create has finished it; apply the configuration that creates it, or destroy it", id.Name, id.VMID, MarkKeyState, MarkStateCreating)
+			"before its create has finished it. If an apply is creating it, wait for that apply to end. If its create finished and its "+
+			"description was rewritten with an older text, apply the proxy_vm that manages it (the apply writes the finished mark), or "+
+			"restore that mark in Proxmox (delete its %s and %s lines)", id.Name, id.VMID, MarkKeyState, MarkStateCreating, MarkKeyState, MarkKeyProof)
 	default:
 		// Any other state line (abandoned: a clean-up claimed it as half-made) says the VM
 		// is not a finished VM of this resource's: it is never powered.
@@ -162,6 +164,13 @@ func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (se
 			"(`qm stop %d && qm destroy %d --purge`) and apply the configuration that creates it", id.Name, id.VMID, MarkKeyState, state, id.VMID, id.VMID)
 	}
 	return st, nil
+}
+
+// powerOwner is the power action's Owner: it has no state, so the VM's mark must be bound
+// to it (Owner.Bound, decision: state-binding): a mark without an instance line may be a
+// finished one with that line deleted, copied onto a VM made by hand at a reused VMID.
+func powerOwner(opts PowerOptions) Owner {
+	return Owner{UID: opts.UID, Bound: true}
 }
 
 // powerState is a VM's power state as status/current and its config report it.

@@ -97,7 +97,12 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		// Written before the config step (no instance line) on a VM that runs: copied.
 		{"an unbound creating mark with our uid on a running VM", func(v *fakeVM) {
 			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Creating: true}.Format()
-		}, testUID, "as written before the create's config step, but the VM has run"},
+		}, testUID, "its mark has no proxy-operator-instance line"},
+		// The finished mark with its instance line deleted (a Notes-only edit): the action
+		// has no state to check the VM by, so it refuses it (decision: state-binding).
+		{"the finished mark without its instance line", func(v *fakeVM) {
+			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at}.Format()
+		}, testUID, "apply the proxy_vm once with this version to bind it"},
 		// A mark a clean-up claimed (abandoned) is not finished; a
 		// finished mark copied verbatim to a VM at a reused VMID is bound to another VM.
 		{"an abandoned mark with our uid", func(v *fakeVM) {
@@ -157,10 +162,11 @@ func TestPower_refusalOfAVMNotOursSaysItExists(t *testing.T) {
 // TestPower_markReadExactly: the action reads the mark as the format says (decision:
 // mark-format). A mark line with blanks around its key or value is not a mark line, so a
 // VM whose uid line is padded is not proved ours: nothing is sent. The proxy operator's
-// mark, its three lines exactly, with LF or CRLF, is ours.
+// mark, its three lines exactly, with LF or CRLF, is ours once bound (the instance line a
+// proxy_vm's apply adds, decision: state-binding).
 func TestPower_markReadExactly(t *testing.T) {
 	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
-	operator := FormatMark(testUID, at)
+	operator := FormatMark(testUID, at) + "\n" + MarkKeyInstance + "=INSTANCE"
 	for _, tc := range []struct {
 		name, desc string
 		ours       bool
@@ -176,7 +182,9 @@ func TestPower_markReadExactly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			h.ourRunningVM(testVMID0, testName)
-			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = tc.desc })
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["description"] = strings.ReplaceAll(tc.desc, "INSTANCE", instanceOf(v.Config))
+			})
 			h.f.calllog = nil
 			_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: PowerStop, UID: testUID})
 			stopped := h.f.vm(testVMID0).Status == "stopped"

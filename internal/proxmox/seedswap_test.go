@@ -75,7 +75,7 @@ func TestReseed_swapsTheSeedKeepsTheVMAndRestarts(t *testing.T) {
 			t.Errorf("%s changed: %q -> %q", k, before.Config[k], v.Config[k])
 		}
 	}
-	if m, why := ownedBy(v.Config, testName, testUID); why != notOursNone || m.UID != testUID {
+	if m, why := ownedBy(v.Config, testName, Owner{UID: testUID}); why != notOursNone || m.UID != testUID {
 		t.Errorf("the VM is no longer the resource's after the swap: %s", why)
 	}
 	if got := ParseMarkExtra(v.Config["description"]).UserDataDigest; got != swapDigest {

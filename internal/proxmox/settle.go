@@ -29,7 +29,7 @@ type settled struct {
 // a hibernated VM). A listing that reports the VM's status "unknown" (its node not
 // answering) for longer than Budgets.NodeGrace ends the wait (wait). uid is the uid the
 // mark must carry (ownedBy): a VM without it, or a caller without a uid, is foreign.
-func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budget time.Duration) (settled, error) {
+func (b *Backend) settle(ctx context.Context, op string, id ID, o Owner, budget time.Duration) (settled, error) {
 	var out settled
 	var listed []pveapi.Resource
 	spec := waitSpec{kind: "lock", what: "no task to hold the VM", vmid: id.VMID, budget: budget,
@@ -73,11 +73,11 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 		if name == "" {
 			return keep(fmt.Sprintf("a clone in progress, lock %q", cfg["lock"]))
 		}
-		if mark, why := ownedBy(cfg, id.Name, uid); why != notOursNone {
+		if mark, why := ownedBy(cfg, id.Name, o); why != notOursNone {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg, why: why, mark: mark}
 			return done(string(why))
 		}
-		if ran, err := b.unboundButRan(ctx, op, r.Node, id.VMID, cfg); err != nil {
+		if ran, err := b.unboundButRanFor(ctx, op, r.Node, id.VMID, cfg, o); err != nil {
 			return pollFailed(op, err, "its status could not be read", "reading the status on node %s", r.Node)
 		} else if ran {
 			out = settled{verdict: verdictForeign, r: r, cfg: cfg, why: notOursRanUnbound, mark: ParseMark(cfg["description"])}
@@ -106,24 +106,26 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, uid string, budg
 // lives under one node only (pmxcfs), and a node that answers is up, so the listing would
 // say no more. Anything else (no config there, a config being cloned, not ours, a lock, an
 // error) is settle's, from a fresh listing, as if nothing had been read.
-func (b *Backend) settleOn(ctx context.Context, op string, id ID, node, uid string, budget time.Duration) (settled, error) {
+func (b *Backend) settleOn(ctx context.Context, op string, id ID, node string, o Owner, budget time.Duration) (settled, error) {
 	if node != "" {
 		cfg, err := b.api.VMConfig(ctx, node, id.VMID)
 		if err == nil && cfg["template"] != "1" {
-			mark, why := ownedBy(cfg, id.Name, uid)
-			if l := cfg["lock"]; why == notOursNone && (l == "" || l == "suspended") && !unbound(cfg) {
+			mark, why := ownedBy(cfg, id.Name, o)
+			if l := cfg["lock"]; why == notOursNone && (l == "" || l == "suspended") && (o.Instance != "" || !unbound(cfg)) {
 				r := pveapi.Resource{ID: fmt.Sprintf("qemu/%d", id.VMID), VMID: id.VMID, Node: node, Type: "qemu", Name: cfg["name"]}
 				return settled{verdict: verdictOurs, r: r, cfg: cfg, mark: mark}, nil
 			}
 		}
 	}
-	return b.settle(ctx, op, id, uid, budget)
+	return b.settle(ctx, op, id, o, budget)
 }
 
 // ReadyOptions tune WaitReady.
 type ReadyOptions struct {
-	// UID is the uid the mark must carry (GetOptions.UID).
-	UID string
+	// UID is the uid the mark must carry (GetOptions.UID), Instance the SMBIOS uuid the
+	// state recorded (GetOptions.Instance).
+	UID      string
+	Instance string
 	// Pool is the pool the caller expects the VM in (GetOptions.Pool).
 	Pool string
 	// Address waits for the guest agent's IPv4 too (wait_for_ip).
@@ -164,7 +166,7 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 	fresh := true
 	spec := waitSpec{kind: "settle", what: "the VM to run after the update", vmid: id.VMID, budget: b.cfg.Budgets.Running}
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
-		got, err := b.get(ctx, id, GetOptions{UID: o.UID, Pool: o.Pool, FreshListing: fresh})
+		got, err := b.get(ctx, id, GetOptions{UID: o.UID, Instance: o.Instance, Pool: o.Pool, FreshListing: fresh})
 		fresh = false
 		switch {
 		case err != nil && ClassOf(err) == pveapi.NotFound:
@@ -215,6 +217,17 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 // instance line: written before its create's config step (decision: instance-binding).
 func unbound(cfg map[string]string) bool {
 	return markState(cfg["description"]) != "" && ParseMark(cfg["description"]).Instance == ""
+}
+
+// unboundButRanFor is unboundButRan for a caller whose state is o: never when the state
+// recorded the VM's SMBIOS uuid (o.Instance, which ownedBy checked). That record shows the
+// VM this resource's, and its mark a text replayed on it, which an update's config write
+// replaces with the finished mark (decision: state-binding).
+func (b *Backend) unboundButRanFor(ctx context.Context, op, node string, vmid int, cfg map[string]string, o Owner) (bool, error) {
+	if o.Instance != "" {
+		return false, nil
+	}
+	return b.unboundButRan(ctx, op, node, vmid, cfg)
 }
 
 // unboundButRan reports a VM whose mark is unbound (written before its create's config

@@ -73,7 +73,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	}
 	defer unlock()
 
-	st, err := b.settle(ctx, "update", id, ch.UID, b.cfg.Budgets.Destroy)
+	st, err := b.settle(ctx, "update", id, Owner{UID: ch.UID, Instance: ch.Instance}, b.cfg.Budgets.Destroy)
 	if err != nil {
 		return "", nil, err
 	}
@@ -81,7 +81,7 @@ func (b *Backend) update(ctx context.Context, id ID, ch Changes) (string, []stri
 	case verdictGone:
 		return "", nil, notFoundf("VMID %d is not in the cluster any more", id.VMID)
 	case verdictForeign:
-		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, ch.UID, st.mark, st.why)
+		return "", nil, b.notOursErr(ctx, id, st.r.Node, st.cfg, Owner{UID: ch.UID, Instance: ch.Instance}, st.mark, st.why)
 	}
 	// Ours from here on. Everything is planned, and refused, before the first write.
 	node := st.r.Node
@@ -307,14 +307,25 @@ func (r *updateRun) reseed(ctx context.Context) error {
 	return nil
 }
 
-// writeConfig is the one config write. A memory hotplug Proxmox refuses leaves the other
-// values written and the memory pending, for a restart (or DeferRestart).
+// writeConfig is the one config write. It writes the finished mark bound to the VM
+// (finishedMark) when the VM's mark is not that, and the resource's name when the VM was
+// renamed, with the other values or, when Changes.Bind asks, alone (decision: state-binding); a hibernated VM (lock suspended)
+// takes no write for that alone. A memory hotplug Proxmox refuses leaves the other values
+// written and the memory pending, for a restart (or DeferRestart).
 func (r *updateRun) writeConfig(ctx context.Context) error {
+	desc, ok := r.params["description"]
+	if !ok {
+		desc = r.cfg["description"]
+	}
+	repair := len(r.params) > 0 || (r.ch.Bind && r.cfg["lock"] == "")
+	if fin := finishedMark(desc, r.cfg); ok || (fin != desc && repair) {
+		r.params["description"] = fin
+	}
+	if r.cfg["name"] != r.id.Name && repair {
+		r.params["name"] = r.id.Name // renamed outside Terraform (renamedBound)
+	}
 	if len(r.params) == 0 {
 		return nil
-	}
-	if desc, ok := r.params["description"]; ok {
-		r.params["description"] = withInstanceLine(desc, r.cfg)
 	}
 	err := r.b.api.SetVMConfig(ctx, r.node, r.id.VMID, r.params)
 	switch {
