@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+	"github.com/proxy-operator/terraform-provider-proxy/internal/seedname"
 )
 
 // Seed ISOs (decision: seed-iso, decision: seed-location). Everything about a VM's NoCloud
@@ -30,12 +30,12 @@ import (
 // resource's private state, refreshed by every read).
 
 // seedSuffix ends every seed ISO's file name: <name>-seed.iso (decision: seed-iso).
-const seedSuffix = "-seed.iso"
+const seedSuffix = seedname.Suffix
 
 // seedFile is the seed ISO file of VM name with uid. A VM this provider creates boots from
 // <name>-<uid>-seed.iso, unique per VM, so same-name VMs (a create_before_destroy
 // replacement and its predecessor, two workspaces) never share one.
-func seedFile(name, uid string) string { return name + "-" + uid + seedSuffix }
+func seedFile(name, uid string) string { return seedname.File(name, uid, 1) }
 
 // operatorSeedFile is the proxy operator's seed ISO file, <name>-seed.iso, shared by every
 // VM of that name it made; its VMs can be imported, and keep booting from it.
@@ -61,7 +61,6 @@ func (b *Backend) SeedVolID(name, uid string) string {
 // carries a new instance-id, <name>-<uid>-<g>, so cloud-init runs its per-instance modules
 // again at the next boot; generation 1's instance-id is the name, as it has always been.
 // The uid in every generation's name is what proves a seed is this VM's.
-var uidSeedRE = regexp.MustCompile(`^(.+)-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?:-([2-9]|[1-9][0-9]{1,8}))?` + regexp.QuoteMeta(seedSuffix) + `$`)
 
 // parseUIDSeed splits <name>-<uid>-seed.iso and <name>-<uid>-<g>-seed.iso.
 func parseUIDSeed(file string) (name, uid string, ok bool) {
@@ -71,17 +70,7 @@ func parseUIDSeed(file string) (name, uid string, ok bool) {
 
 // parseSeedGen splits a seed file of this provider into its VM name, uid and generation
 // (1 for <name>-<uid>-seed.iso).
-func parseSeedGen(file string) (name, uid string, gen int, ok bool) {
-	m := uidSeedRE.FindStringSubmatch(file)
-	if m == nil {
-		return "", "", 0, false
-	}
-	gen = 1
-	if m[3] != "" {
-		gen, _ = strconv.Atoi(m[3])
-	}
-	return m[1], m[2], gen, true
-}
+func parseSeedGen(file string) (name, uid string, gen int, ok bool) { return seedname.ParseUID(file) }
 
 // SeedGeneration is the generation of the seed ISO volid names when it is a seed of VM
 // name with uid (decision: seed-swap); ok is false for any other volume, the proxy
@@ -102,12 +91,7 @@ func SeedGeneration(volid, name, uid string) (gen int, ok bool) {
 func SeedFileGen(name, uid string, gen int) string { return seedFileGen(name, uid, gen) }
 
 // seedFileGen is generation gen of the seed of VM name with uid (seedFile for 1).
-func seedFileGen(name, uid string, gen int) string {
-	if gen <= 1 {
-		return seedFile(name, uid)
-	}
-	return name + "-" + uid + "-" + strconv.Itoa(gen) + seedSuffix
-}
+func seedFileGen(name, uid string, gen int) string { return seedname.File(name, uid, gen) }
 
 // instanceIDOf is the meta-data instance-id of seed file of VM name: the name for a first
 // seed (and for the proxy operator's), <name>-<uid>-<g> for a later generation. A seed
@@ -179,16 +163,7 @@ func seedName(volid string) (name, uid string, ok bool) {
 }
 
 // seedFileName is seedName of a file name: <name>-<uid>-seed.iso or <name>-seed.iso.
-func seedFileName(file string) (name, uid string, ok bool) {
-	if n, u, ok := parseUIDSeed(file); ok {
-		return n, u, true
-	}
-	name, ok = strings.CutSuffix(file, seedSuffix)
-	if !ok || name == "" {
-		return "", "", false
-	}
-	return name, "", true
-}
+func seedFileName(file string) (name, uid string, ok bool) { return seedname.Parse(file) }
 
 // isSeedOf reports whether file is a seed of VM name: <name>-seed.iso or
 // <name>-<uid>-seed.iso. An ISO of anything else (an installer image) is not a seed and is
