@@ -87,7 +87,7 @@ func TestPlanPower_restartWarning(t *testing.T) {
 	prior := runningPrior()
 	plan := prior
 	plan.Cores = types.Int64Value(4)
-	plan.IPAddress = types.StringUnknown() // as planProxyVM plans a restart
+	plan.IPAddress = types.StringUnknown() // as the addresses facet plans a restart
 	diags := planPower(prior, &plan, &prior, powerRecord{})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "proxy VM proxy-a will be restarted to apply cores 2 → 4", "reboot_on_change = false")
 	if !plan.IPAddress.IsUnknown() {

@@ -23,6 +23,7 @@ import (
 // The proxy_vm data source's name and vmid are its lookup arguments, declared there; its
 // other attributes, and proxy_vms', are the facet's.
 type vmIdentityFacet struct {
+	facetBase              // no changes, no plan: the uid of a new VM stays unknown (newUID)
 	ID        types.String `tfsdk:"id"`
 	Name      types.String `tfsdk:"name"`
 	VMID      types.Int64  `tfsdk:"vmid"`
@@ -79,8 +80,8 @@ func identityFacetAttrs() []facetAttr {
 }
 
 // read takes the identity of the VM as the backend read it.
-func (f *vmIdentityFacet) read(vm proxmox.VM) {
-	f.identify(vm.ID, vm.UID, vm.CreatedAt)
+func (f *vmIdentityFacet) read(fc *facetCtx) {
+	f.identify(fc.vm.ID, fc.vm.UID, fc.vm.CreatedAt)
 }
 
 // identify sets the identity of the VM id whose mark carries uid and createdAt (zero when
@@ -108,6 +109,6 @@ func (f *vmIdentityFacet) nullUnknown() {
 }
 
 // spec puts the name and the uid (minted by the create before its spec) into a create.
-func (f vmIdentityFacet) spec(s *proxmox.Spec) {
-	s.Name, s.UID = f.Name.ValueString(), f.UID.ValueString()
+func (f vmIdentityFacet) spec(fc *facetCtx) {
+	fc.spec.Name, fc.spec.UID = f.Name.ValueString(), f.UID.ValueString()
 }

@@ -17,8 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // vmSize is the size facet (vm_facet.go): cores, memory, the boot disk and the CPU type.
@@ -83,7 +81,8 @@ func sizeAttrs() []facetAttr {
 }
 
 // read takes the sizes of the VM as the backend read it (what a running VM runs with).
-func (s *vmSize) read(vm proxmox.VM) {
+func (s *vmSize) read(fc *facetCtx) {
+	vm := fc.vm
 	s.Cores = intOrNull(vm.Cores)
 	s.MemoryMiB = intOrNull(vm.MemoryMiB)
 	s.DiskGiB = intOrNull(vm.DiskGiB)
@@ -103,8 +102,9 @@ func (s *vmSize) nullUnknown() {
 }
 
 // spec puts the planned sizes into a create; a disk_gib the plan leaves unknown is the
-// machine type's (mt, nil when none), or the template's.
-func (s vmSize) spec(spec *proxmox.Spec, mt *machineType) {
+// machine type's (fc.machineType, nil when none), or the template's.
+func (s vmSize) spec(fc *facetCtx) {
+	spec, mt := fc.spec, fc.machineType
 	if v, ok := knownInt(s.Cores); ok {
 		spec.Cores = v
 	}
@@ -124,8 +124,9 @@ func (s vmSize) spec(spec *proxmox.Spec, mt *machineType) {
 	}
 }
 
-// changes puts the sizes that change from prior into an update, and says whether any does.
-func (s vmSize) changes(prior vmSize, c *proxmox.Changes) bool {
+// changes puts the sizes that change from the prior ones into an update.
+func (s vmSize) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmSize, fc.changes
 	c.Cores = intChange(prior.Cores, s.Cores)
 	c.MemoryMiB = intChange(prior.MemoryMiB, s.MemoryMiB)
 	c.DiskGiB = intChange(prior.DiskGiB, s.DiskGiB)
@@ -136,7 +137,7 @@ func (s vmSize) changes(prior vmSize, c *proxmox.Changes) bool {
 		}
 		c.Options["cpu"], changed = v, true
 	}
-	return changed
+	fc.changed = fc.changed || changed
 }
 
 // intChange is the new value of an integer attribute when it is known and differs from
@@ -147,6 +148,17 @@ func intChange(prior, planned types.Int64) *int {
 		return nil
 	}
 	return &v
+}
+
+// plan completes the sizes from the machine type (planSize) and checks a cpu_type that
+// changes against the node's CPU models (planCPUType).
+func (s *vmSize) plan(fc *facetCtx) {
+	if fc.cfg != nil {
+		fc.diags.Append(planSize(fc.cfg, fc.config, fc.m, fc.prior)...)
+	}
+	if fc.r != nil {
+		fc.diags.Append(fc.r.planCPUType(fc.r.data.withLogging(fc.ctx), fc.config, fc.m, fc.prior)...)
+	}
 }
 
 // planSize gives cores and memory_mib the machine type's values where the configuration
@@ -213,7 +225,12 @@ func (r *proxyVMResource) planCPUType(ctx context.Context, config proxyVMModel, 
 	if !ok || r.data == nil || r.data.backend == nil || (prior != nil && prior.CPUType.Equal(plan.CPUType)) {
 		return diags
 	}
-	node, ok := knownString(plan.Node)
+	// The configured node, else the planned one: the node the plan asks for, before the
+	// placement's and HA's plans may keep the node a VM moved to.
+	node, ok := knownString(config.Node)
+	if !ok {
+		node, ok = knownString(plan.Node)
+	}
 	if !ok {
 		if nodes := r.data.cfg.Nodes; len(nodes) > 0 {
 			node = nodes[0] // the cluster's nodes share the built-in list and cpu-models.conf

@@ -19,35 +19,35 @@ import (
 // and is null in a create's partial state while unknown.
 func TestVMSize_cpuType(t *testing.T) {
 	var spec proxmox.Spec
-	vmSize{CPUType: types.StringValue("host")}.spec(&spec, nil)
+	vmSize{CPUType: types.StringValue("host")}.spec(intoSpec(&spec))
 	if spec.Options["cpu"] != "host" {
 		t.Errorf("spec options %v", spec.Options)
 	}
 	spec = proxmox.Spec{}
-	vmSize{CPUType: types.StringUnknown()}.spec(&spec, nil)
+	vmSize{CPUType: types.StringUnknown()}.spec(intoSpec(&spec))
 	if _, ok := spec.Options["cpu"]; ok {
 		t.Errorf("unknown cpu_type in the spec: %v", spec.Options)
 	}
 
 	prior := vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("kvm64")}
 	var c proxmox.Changes
-	if (vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("host")}).changes(prior, &c) != true || c.Options["cpu"] != "host" {
+	if facetChanges(&vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("host")}, proxyVMModel{vmSize: prior}, &c) != true || c.Options["cpu"] != "host" {
 		t.Errorf("changed cpu_type: changes %v", c.Options)
 	}
 	if !restarts(types.StringValue(statusRunning), c) {
 		t.Error("a cpu_type change does not restart a running VM")
 	}
 	c = proxmox.Changes{}
-	if (vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("kvm64")}).changes(prior, &c) || c.Options != nil {
+	if facetChanges(&vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("kvm64")}, proxyVMModel{vmSize: prior}, &c) || c.Options != nil {
 		t.Errorf("same cpu_type: changes %v", c.Options)
 	}
 
 	var s vmSize
-	s.read(proxmox.VM{Cores: 1, Options: map[string]string{"cpu": "host"}})
+	s.read(onVM(proxmox.VM{Cores: 1, Options: map[string]string{"cpu": "host"}}))
 	if s.CPUType.ValueString() != "host" {
 		t.Errorf("read %v", s.CPUType)
 	}
-	s.read(proxmox.VM{Cores: 1})
+	s.read(onVM(proxmox.VM{Cores: 1}))
 	if !s.CPUType.IsNull() {
 		t.Errorf("read without cpu: %v", s.CPUType)
 	}
