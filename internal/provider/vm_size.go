@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -19,13 +20,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
-// vmSize is the size facet (vm_facet.go): cores, memory, the boot disk and the CPU type.
-// Without them in the configuration the sizes come from the machine type (machine_type).
+// vmSize is the size facet (vm_facet.go): cores, memory, the boot disk, the CPU type and
+// the CPU weight. Without them in the configuration the sizes come from the machine type
+// (machine_type).
 type vmSize struct {
 	Cores     types.Int64  `tfsdk:"cores"`
 	MemoryMiB types.Int64  `tfsdk:"memory_mib"`
 	DiskGiB   types.Int64  `tfsdk:"disk_gib"`
 	CPUType   types.String `tfsdk:"cpu_type"`
+	CPUUnits  types.Int64  `tfsdk:"cpu_units"`
 }
 
 // cpuTypeRE is a CPU model name as qemu-server's CPU models are named (CPUConfig.pm
@@ -77,6 +80,17 @@ func sizeAttrs() []facetAttr {
 				"must be a CPU model name: letters, digits, '-', '_' and '.', such as host or x86-64-v2-AES")},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
+	}, {
+		// qemu-server PVE/QemuServer.pm confdesc cpuunits: 1 to 262144, clamped in cgroup v2.
+		name:   "cpu_units",
+		md:     "CPU weight against other VMs (Proxmox's `cpuunits`): 1 to 262144, clamped to 10000.",
+		change: "Unset: left as it is (Proxmox's default: 100). Changed in place, no restart.",
+		read:   "Null when the VM's config has no `cpuunits` option.",
+		resource: schema.Int64Attribute{
+			Optional: true, Computed: true,
+			Validators:    []validator.Int64{int64validator.Between(1, 262144)},
+			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+		},
 	}}
 }
 
@@ -87,11 +101,15 @@ func (s *vmSize) read(fc *facetCtx) {
 	s.MemoryMiB = intOrNull(vm.MemoryMiB)
 	s.DiskGiB = intOrNull(vm.DiskGiB)
 	s.CPUType = stringOrNull(vm.Options["cpu"])
+	s.CPUUnits = types.Int64Null()
+	if n, err := strconv.Atoi(vm.Options["cpuunits"]); err == nil {
+		s.CPUUnits = types.Int64Value(int64(n))
+	}
 }
 
 // nullUnknown nulls the values still unknown (the partial state of a create).
 func (s *vmSize) nullUnknown() {
-	for _, n := range []*types.Int64{&s.Cores, &s.MemoryMiB, &s.DiskGiB} {
+	for _, n := range []*types.Int64{&s.Cores, &s.MemoryMiB, &s.DiskGiB, &s.CPUUnits} {
 		if n.IsUnknown() {
 			*n = types.Int64Null()
 		}
@@ -122,6 +140,12 @@ func (s vmSize) spec(fc *facetCtx) {
 		}
 		spec.Options["cpu"] = v
 	}
+	if v, ok := knownInt(s.CPUUnits); ok {
+		if spec.Options == nil {
+			spec.Options = map[string]string{}
+		}
+		spec.Options["cpuunits"] = strconv.Itoa(v)
+	}
 }
 
 // changes puts the sizes that change from the prior ones into an update.
@@ -136,6 +160,12 @@ func (s vmSize) changes(fc *facetCtx) {
 			c.Options = map[string]string{}
 		}
 		c.Options["cpu"], changed = v, true
+	}
+	if v, ok := knownInt(s.CPUUnits); ok && !s.CPUUnits.Equal(prior.CPUUnits) {
+		if c.Options == nil {
+			c.Options = map[string]string{}
+		}
+		c.Options["cpuunits"], changed = strconv.Itoa(v), true
 	}
 	fc.changed = fc.changed || changed
 }

@@ -15,7 +15,13 @@ type InPlaceOption struct {
 }
 
 // InPlaceOptions are the options a running VM takes without a restart.
-var InPlaceOptions = []InPlaceOption{}
+var InPlaceOptions = []InPlaceOption{
+	// The CPU weight: an integer from 1 to 262144 (qemu-server src/PVE/QemuServer.pm
+	// confdesc cpuunits, lines 287-298). vmconfig_hotplug_pending sets it on the running
+	// VM's cgroup (lines 4879-4881) and resets it when deleted (lines 4783-4784), for any
+	// hotplug setting.
+	{Key: "cpuunits", Attr: "cpu_units"},
+}
 
 // inPlaceParams adds the Spec's in-place options to a create's config write: those that
 // differ from the cloned config cfg.
