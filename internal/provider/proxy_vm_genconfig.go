@@ -24,7 +24,7 @@ func checkTemplatePair(cfg *resolvedConfig, config proxyVMModel) diag.Diagnostic
 	}
 	resolved, err := cfg.Template(key)
 	if err != nil {
-		return nil // planProxyVM reports the unknown key on image
+		return nil // the template facet's plan reports the unknown key on image
 	}
 	if resolved != vmid {
 		diags.AddAttributeError(path.Root("template_vmid"), summaryInvalidConfig,

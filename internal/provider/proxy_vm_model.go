@@ -29,6 +29,28 @@ type proxyVMModel struct {
 	vmBinding                  // vm_identity_facet.go
 }
 
+// facets are m's facets in the order every step runs them: read, nullUnknown, spec,
+// changes and, in ModifyPlan, the plan checks. The order matters where a facet's step uses
+// another's result: the template's spec gives the size's disk its machine type, the sizes
+// are planned before the addresses and the power plan look at a restart, the addresses
+// are read before the network's static address, and the power plan before the network's
+// ip_address.
+func (m *proxyVMModel) facets() []vmFacet {
+	return []vmFacet{
+		&m.vmIdentityFacet,
+		&m.vmBinding,
+		&m.vmPlacement,
+		&m.vmTemplate,
+		&m.vmSize,
+		&m.vmHA,
+		&m.vmCloudInit,
+		&m.vmAddresses,
+		&m.vmPower,
+		&m.vmNetwork,
+		&m.vmNoteTags,
+	}
+}
+
 // uidNamespace is the UUID namespace of proxy_vm UIDs (a fixed random UUID).
 var uidNamespace = [16]byte{
 	0x97, 0xf2, 0xa1, 0x8c, 0x28, 0x0b, 0x47, 0xd9, 0xb6, 0xb4, 0x54, 0xc4, 0xae, 0x21, 0xa2, 0x31,
@@ -117,43 +139,31 @@ func formatCreatedAt(t time.Time) types.String {
 	return types.StringValue(t.UTC().Format(time.RFC3339))
 }
 
-// applyVM copies what the backend read into m: identity, placement, the effective sizes
-// and network, and the runtime values. Inputs that cannot be read back (image,
-// template_vmid, machine_type, cloud_init, timeouts) are left alone; the power settings
-// that cannot be read get their defaults where they have none (vmPower.read).
-//
-// The addresses are the guest-addresses facet's (vmAddresses.read). A status the backend
-// could not read (StatusUnknown) keeps the prior status, and the addresses known before.
+// applyVM copies what the backend read into m (vmFacet.read). Inputs that cannot be read
+// back (image, template_vmid, machine_type, cloud_init, timeouts) are left alone; the
+// settings that cannot be read get their defaults where they have none.
 func applyVM(m *proxyVMModel, vm proxmox.VM) {
-	m.vmIdentityFacet.read(vm)
-	m.vmBinding.read(vm)
-	m.vmPlacement.read(vm)
-	m.vmSize.read(vm)
-	m.vmNetwork.read(vm)
-	m.vmPower.read(vm)
-	m.vmAddresses.read(vm)
-	m.vmHA.read(vm)
-	importedCloudInitChange(m) // an import, which cannot read it
-	applyConcepts(m, vm)
+	readFacets(m, &facetCtx{vm: vm})
+}
+
+// readFacets reads fc.vm into every facet of m.
+func readFacets(m *proxyVMModel, fc *facetCtx) {
+	fc.m = m
+	for _, f := range m.facets() {
+		f.read(fc)
+	}
 }
 
 // partialState is what Create saves as soon as the VMID is known: the plan with every
 // unknown value nulled, and the identity. A later failure leaves it as a tainted resource.
 func partialState(plan proxyVMModel, id proxmox.ID, node, uid string, createdAt time.Time) proxyVMModel {
 	m := plan
-	m.vmIdentityFacet.nullUnknown()
-	m.vmBinding.nullUnknown()
-	m.vmPlacement.nullUnknown()
-	m.vmTemplate.nullUnknown()
-	m.vmSize.nullUnknown()
-	m.vmCloudInit.nullUnknown()
-	m.vmNetwork.nullUnknown()
-	m.vmPower.nullUnknown()
-	m.vmHA.nullUnknown()
+	for _, f := range m.facets() {
+		f.nullUnknown()
+	}
 	if m.Timeouts.IsUnknown() {
 		m.Timeouts = timeouts.Value{Object: types.ObjectNull(m.Timeouts.AttributeTypes(context.Background()))}
 	}
-	nullUnknownConcepts(&m)
 	m.identify(id, uid, createdAt)
 	m.Node = types.StringValue(node)
 	return m
@@ -169,15 +179,15 @@ func importedModel(vm proxmox.VM, cfg *resolvedConfig, templateVMID int, nullTim
 		vmAddresses: vmAddresses{IPAddress: types.StringNull()},
 		Timeouts:    nullTimeouts,
 	}
-	m.vmCloudInit.read(vm)
 	unread := []unreadAttr{unreadCloudInit, unreadNetwork}
 	if vm.MarkExtra.Static != nil {
 		// The mark says the static address the VM was made with: read back, not unread.
 		m.StaticIPv4 = staticValue(vm.MarkExtra.Static)
 		unread = []unreadAttr{unreadCloudInit}
 	}
-	applyVM(&m, vm)
-	if !m.vmTemplate.read(vm, cfg, templateVMID) {
+	fc := &facetCtx{vm: vm, cfg: cfg, imported: true, templateVMID: templateVMID}
+	readFacets(&m, fc)
+	if fc.templateUnread {
 		unread = append(unread, unreadTemplate)
 	}
 	return m, unread
@@ -203,67 +213,26 @@ func templateCandidates(cfg *resolvedConfig) []int {
 // so node, template and sizes are known unless they depend on the template (disk).
 func specFor(plan proxyVMModel, cfg *resolvedConfig, createdAt time.Time) proxmox.Spec {
 	s := proxmox.Spec{CreatedAt: createdAt}
-	plan.vmIdentityFacet.spec(&s)
-	plan.vmPlacement.spec(&s)
-	plan.vmPower.spec(&s)
-	plan.vmSize.spec(&s, plan.vmTemplate.spec(&s, cfg))
-	plan.vmCloudInit.spec(&s)
-	plan.vmNetwork.spec(&s)
-	plan.vmHA.spec(&s)
-	applyConceptsSpec(&s, plan)
+	fc := &facetCtx{cfg: cfg, m: &plan, spec: &s}
+	for _, f := range plan.facets() {
+		f.spec(fc)
+	}
 	return s
 }
 
-// changesFor is the in-place update from prior to planned. start is set when the prior
-// status needs a start; restart reports whether a running VM will be restarted.
-func changesFor(prior, plan proxyVMModel) (c proxmox.Changes, changed bool) {
-	changed = plan.vmSize.changes(prior.vmSize, &c)
-	if plan.vmNetwork.changes(prior.vmNetwork, &c) {
-		changed = true
+// changesFor is the in-place update from prior to planned, and whether it changes the VM;
+// cloudInitUnread says an import left cloud_init unread.
+func changesFor(prior, plan proxyVMModel, cloudInitUnread bool) (proxmox.Changes, bool) {
+	var c proxmox.Changes
+	fc := &facetCtx{m: &plan, prior: &prior, changes: &c, cloudInitUnread: cloudInitUnread}
+	for _, f := range plan.facets() {
+		f.changes(fc)
 	}
-	if plan.vmPower.changes(prior.vmPower, &c) {
-		changed = true
-	}
-	if plan.vmPlacement.changes(prior.vmPlacement, &c) {
-		changed = true
-	}
-	if conceptChanges(&c, prior, plan) {
-		changed = true
-	}
-	if plan.vmHA.changes(prior.vmHA, &c) {
-		changed = true
-	}
-	return c, changed
+	return c, fc.changed
 }
 
 // restarts reports whether applying c to a VM with the prior status restarts it.
 func restarts(prior types.String, c proxmox.Changes) bool {
 	running := !prior.IsNull() && !prior.IsUnknown() && !needsStart(prior)
 	return running && !c.Stop && !c.DeferRestart && (proxmox.ChangesRestartOption(c) || c.Reseed != nil)
-}
-
-// applyConcepts copies what the backend read beyond applyVM's fields: the static address
-// as ip_address when the agent reports it (vm_network.go), user tags, note and protection
-// (vm_note_tags.go).
-func applyConcepts(m *proxyVMModel, vm proxmox.VM) {
-	m.staticIPAddress(&m.vmAddresses, vm)
-	m.vmNoteTags.read(vm)
-}
-
-// nullUnknownConcepts nulls the values of conceptAttributes still unknown (the partial state
-// of a create).
-func nullUnknownConcepts(m *proxyVMModel) {
-	m.vmAddresses.nullUnknown()
-	m.vmNoteTags.nullUnknown()
-}
-
-// applyConceptsSpec puts the planned tags, note and protection into a create's spec.
-func applyConceptsSpec(s *proxmox.Spec, plan proxyVMModel) {
-	plan.vmNoteTags.spec(s)
-}
-
-// conceptChanges puts the changed tags, note and protection into an update; it reports
-// whether there was any.
-func conceptChanges(c *proxmox.Changes, prior, plan proxyVMModel) bool {
-	return plan.vmNoteTags.changes(prior.vmNoteTags, c)
 }

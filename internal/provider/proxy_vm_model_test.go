@@ -358,12 +358,12 @@ func TestChangesFor(t *testing.T) {
 		vmSize: vmSize{Cores: types.Int64Value(1), MemoryMiB: types.Int64Value(512), DiskGiB: types.Int64Value(3)}, vmNetwork: vmNetwork{vmNetworkReadable: vmNetworkReadable{Bridge: types.StringValue("vmbr0"), VLANTag: types.Int64Null()}},
 		vmPower: vmPower{vmPowerState: vmPowerState{Status: types.StringValue("running"), StartOnBoot: types.BoolValue(true)}},
 	}
-	if _, changed := changesFor(prior, prior); changed {
+	if _, changed := changesFor(prior, prior, false); changed {
 		t.Error("no change reported as a change")
 	}
 	plan := prior
 	plan.Cores, plan.DiskGiB, plan.VLANTag, plan.StartOnBoot = types.Int64Value(2), types.Int64Value(8), types.Int64Value(4), types.BoolValue(false)
-	c, changed := changesFor(prior, plan)
+	c, changed := changesFor(prior, plan, false)
 	if !changed || c.Cores == nil || *c.Cores != 2 || c.DiskGiB == nil || *c.DiskGiB != 8 || c.VLANTag == nil || *c.VLANTag != 4 ||
 		c.OnBoot == nil || *c.OnBoot || c.MemoryMiB != nil || c.Bridge != nil || c.Start {
 		t.Errorf("changes = %+v", c)
@@ -373,7 +373,7 @@ func TestChangesFor(t *testing.T) {
 	}
 	stopped := prior
 	stopped.Status = types.StringValue("stopped")
-	c, changed = changesFor(stopped, prior)
+	c, changed = changesFor(stopped, prior, false)
 	if !changed || !c.Start || restarts(stopped.Status, c) {
 		t.Errorf("stopped VM: %+v changed=%v", c, changed)
 	}
@@ -396,7 +396,7 @@ func TestSeedUserData(t *testing.T) {
 		{"imported, never set", null, null, true, "", false},
 	} {
 		var c proxmox.Changes
-		vmCloudInit{CloudInit: tc.plan}.changes(vmCloudInit{CloudInit: tc.prior}, &c, tc.unread)
+		vmCloudInit{CloudInit: tc.plan}.changes(&facetCtx{prior: &proxyVMModel{vmCloudInit: vmCloudInit{CloudInit: tc.prior}}, changes: &c, cloudInitUnread: tc.unread})
 		got, known := c.UserData, c.UserDataKnown
 		if string(got) != tc.want || known != tc.known || (known && got == nil) {
 			t.Errorf("%s: %q, %t (nil %t); want %q, %t", tc.name, got, known, got == nil, tc.want, tc.known)

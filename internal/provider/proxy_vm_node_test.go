@@ -16,7 +16,7 @@ func TestPlanProxyVM_nodeUnsetIsPlacedOnMultiNodeProviders(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := planFrom(config)
-	if _, d := planProxyVM(cfg, config, &plan, nil, false); d.HasError() {
+	if _, d := planFacets(cfg, config, &plan, nil, false); d.HasError() {
 		t.Fatal(d)
 	}
 	if !plan.Node.IsUnknown() {
@@ -24,7 +24,7 @@ func TestPlanProxyVM_nodeUnsetIsPlacedOnMultiNodeProviders(t *testing.T) {
 	}
 	cfg.Nodes = []string{"pve2"}
 	plan = planFrom(config)
-	if _, d := planProxyVM(cfg, config, &plan, nil, false); d.HasError() || plan.Node.ValueString() != "pve2" {
+	if _, d := planFacets(cfg, config, &plan, nil, false); d.HasError() || plan.Node.ValueString() != "pve2" {
 		t.Errorf("one node: %v %v", plan.Node, d)
 	}
 	cfg.Nodes = []string{"pve1", "pve2"}
@@ -32,7 +32,7 @@ func TestPlanProxyVM_nodeUnsetIsPlacedOnMultiNodeProviders(t *testing.T) {
 	prior.Node = types.StringValue("pve2")
 	plan = planFrom(config)
 	plan.Node = prior.Node // UseStateForUnknown
-	if _, d := planProxyVM(cfg, config, &plan, &prior, false); d.HasError() || plan.Node.ValueString() != "pve2" {
+	if _, d := planFacets(cfg, config, &plan, &prior, false); d.HasError() || plan.Node.ValueString() != "pve2" {
 		t.Errorf("update without node: %v %v", plan.Node, d)
 	}
 }
@@ -79,11 +79,11 @@ func TestChangesFor_nodeChangeIsAMigration(t *testing.T) {
 	})
 	plan := prior
 	plan.Node = types.StringValue("pve1")
-	c, changed := changesFor(prior, plan)
+	c, changed := changesFor(prior, plan, false)
 	if !changed || c.Node == nil || *c.Node != "pve1" {
 		t.Errorf("changes %+v changed %v", c, changed)
 	}
-	if c, changed := changesFor(prior, prior); changed || c.Node != nil {
+	if c, changed := changesFor(prior, prior, false); changed || c.Node != nil {
 		t.Errorf("no node change: %+v %v", c, changed)
 	}
 }

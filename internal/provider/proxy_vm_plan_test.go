@@ -87,7 +87,7 @@ func TestPlanProxyVM_createResolvesCatalogue(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := planFrom(config)
-	replace, d := planProxyVM(testCfg(), config, &plan, nil, false)
+	replace, d := planFacets(testCfg(), config, &plan, nil, false)
 	if d.HasError() || len(replace) != 0 {
 		t.Fatalf("diags %v replace %v", d, replace)
 	}
@@ -110,7 +110,7 @@ func TestPlanProxyVM_createExplicitOverridesAndProviderNetwork(t *testing.T) {
 		m.VLANTag = types.Int64Value(7)
 	})
 	plan := planFrom(config)
-	if _, d := planProxyVM(cfg, config, &plan, nil, false); d.HasError() {
+	if _, d := planFacets(cfg, config, &plan, nil, false); d.HasError() {
 		t.Fatal(d)
 	}
 	if plan.TemplateVMID.ValueInt64() != 9100 || plan.Cores.ValueInt64() != 8 || plan.MemoryMiB.ValueInt64() != 4096 {
@@ -142,7 +142,7 @@ func TestPlanProxyVM_catalogueErrorsCarryPaths(t *testing.T) {
 	for _, c := range cases {
 		config := cfgModel("proxy-a", c.set)
 		plan := planFrom(config)
-		_, d := planProxyVM(cfg, config, &plan, nil, false)
+		_, d := planFacets(cfg, config, &plan, nil, false)
 		if got := fmt.Sprint(errorPaths(d)); got != "["+c.want+"]" {
 			t.Errorf("%s: error paths %s, want [%s] (%v)", c.name, got, c.want, d)
 		}
@@ -154,7 +154,7 @@ func TestPlanProxyVM_unknownValuesTolerated(t *testing.T) {
 		m.Node, m.Image, m.MachineType = types.StringUnknown(), types.StringUnknown(), types.StringUnknown()
 	})
 	plan := planFrom(config)
-	if _, d := planProxyVM(testCfg(), config, &plan, nil, false); d.HasError() {
+	if _, d := planFacets(testCfg(), config, &plan, nil, false); d.HasError() {
 		t.Fatal(d)
 	}
 	if !plan.Node.IsUnknown() || !plan.TemplateVMID.IsUnknown() || !plan.Cores.IsUnknown() || !plan.MemoryMiB.IsUnknown() {
@@ -162,7 +162,7 @@ func TestPlanProxyVM_unknownValuesTolerated(t *testing.T) {
 	}
 	unnamed := cfgModel("", func(m *proxyVMModel) { m.Name = types.StringUnknown() })
 	plan = planFrom(unnamed)
-	planProxyVM(testCfg(), unnamed, &plan, nil, false)
+	planFacets(testCfg(), unnamed, &plan, nil, false)
 	if !plan.UID.IsUnknown() {
 		t.Errorf("uid of an unknown name = %v, want unknown", plan.UID)
 	}
@@ -171,7 +171,7 @@ func TestPlanProxyVM_unknownValuesTolerated(t *testing.T) {
 func TestPlanProxyVM_unconfiguredProviderPlansNothing(t *testing.T) {
 	config := cfgModel("proxy-a", func(m *proxyVMModel) { m.Image, m.MachineType = types.StringValue("x"), types.StringValue("y") })
 	plan := planFrom(config)
-	replace, d := planProxyVM(nil, config, &plan, nil, false)
+	replace, d := planFacets(nil, config, &plan, nil, false)
 	// The UID depends on uid_namespace, unknown without the provider's configuration.
 	if d.HasError() || replace != nil || !plan.UID.IsUnknown() || !plan.Node.IsUnknown() {
 		t.Errorf("diags %v replace %v uid %v node %v", d, replace, plan.UID, plan.Node)
@@ -185,7 +185,7 @@ func TestPlanProxyVM_uidNamespace(t *testing.T) {
 	cfg := testCfg()
 	cfg.UIDNamespace = "team-x.prod_1"
 	plan := planFrom(config)
-	if _, d := planProxyVM(cfg, config, &plan, nil, false); d.HasError() {
+	if _, d := planFacets(cfg, config, &plan, nil, false); d.HasError() {
 		t.Fatal(d)
 	}
 	if !plan.UID.IsUnknown() {
@@ -198,7 +198,7 @@ func TestPlanProxyVM_uidNamespace(t *testing.T) {
 	prior := priorState()
 	cfg.UIDNamespace = "another"
 	plan = updatePlan(config, prior)
-	if _, d := planProxyVM(cfg, config, &plan, &prior, false); d.HasError() || !plan.UID.Equal(prior.UID) {
+	if _, d := planFacets(cfg, config, &plan, &prior, false); d.HasError() || !plan.UID.Equal(prior.UID) {
 		t.Errorf("uid after a namespace change = %v, want the prior %v (%v)", plan.UID, prior.UID, d)
 	}
 }
@@ -229,7 +229,7 @@ func TestPlanProxyVM_updateMatchingConfigIsNoChange(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := updatePlan(config, prior)
-	replace, d := planProxyVM(testCfg(), config, &plan, &prior, false)
+	replace, d := planFacets(testCfg(), config, &plan, &prior, false)
 	if d.HasError() || len(replace) != 0 {
 		t.Fatalf("diags %v replace %v", d, replace)
 	}
@@ -247,7 +247,7 @@ func TestPlanProxyVM_catalogueEditsShowAsChanges(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := updatePlan(config, prior)
-	replace, d := planProxyVM(cfg, config, &plan, &prior, false)
+	replace, d := planFacets(cfg, config, &plan, &prior, false)
 	if d.HasError() {
 		t.Fatal(d)
 	}
@@ -270,7 +270,7 @@ func TestPlanProxyVM_catalogueNeverShrinksDisk(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("large")
 	})
 	plan := updatePlan(config, prior)
-	if _, d := planProxyVM(cfg, config, &plan, &prior, false); d.HasError() {
+	if _, d := planFacets(cfg, config, &plan, &prior, false); d.HasError() {
 		t.Fatal(d)
 	}
 	if plan.DiskGiB.ValueInt64() != 30 {
@@ -291,7 +291,7 @@ func TestPlanProxyVM_sameTemplateOtherKeyIsInPlace(t *testing.T) {
 		}),
 	} {
 		plan := updatePlan(config, prior)
-		replace, d := planProxyVM(cfg, config, &plan, &prior, false)
+		replace, d := planFacets(cfg, config, &plan, &prior, false)
 		if d.HasError() || len(replace) != 0 || plan.TemplateVMID.ValueInt64() != 9001 {
 			t.Errorf("%v/%v: diags %v replace %v template %v", config.Image, config.TemplateVMID, d, replace, plan.TemplateVMID)
 		}
@@ -305,13 +305,13 @@ func TestPlanProxyVM_importedTemplateNotReplaced(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := updatePlan(config, prior)
-	replace, d := planProxyVM(testCfg(), config, &plan, &prior, true)
+	replace, d := planFacets(testCfg(), config, &plan, &prior, true)
 	if d.HasError() || len(replace) != 0 || plan.TemplateVMID.ValueInt64() != 9001 {
 		t.Errorf("imported: diags %v replace %v template %v", d, replace, plan.TemplateVMID)
 	}
 	// Without the import marker a null template is not a reason to keep the VM.
 	plan = updatePlan(config, prior)
-	if replace, _ := planProxyVM(testCfg(), config, &plan, &prior, false); fmt.Sprint(replace) != "[template_vmid]" {
+	if replace, _ := planFacets(testCfg(), config, &plan, &prior, false); fmt.Sprint(replace) != "[template_vmid]" {
 		t.Errorf("not imported: replace %v, want [template_vmid]", replace)
 	}
 }
@@ -325,14 +325,14 @@ func TestPlanProxyVM_removedKeyKeepsVM(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := updatePlan(config, prior)
-	replace, d := planProxyVM(cfg, config, &plan, &prior, false)
+	replace, d := planFacets(cfg, config, &plan, &prior, false)
 	if d.HasError() || len(replace) != 0 || plan.TemplateVMID.ValueInt64() != 9001 {
 		t.Errorf("diags %v replace %v template %v", d, replace, plan.TemplateVMID)
 	}
 	// Choosing a missing key is an error, though.
 	config.Image = types.StringValue("debian-12")
 	plan = updatePlan(config, prior)
-	if _, d := planProxyVM(cfg, config, &plan, &prior, false); fmt.Sprint(errorPaths(d)) != "[image]" {
+	if _, d := planFacets(cfg, config, &plan, &prior, false); fmt.Sprint(errorPaths(d)) != "[image]" {
 		t.Errorf("missing key chosen: %v", d)
 	}
 }
@@ -344,7 +344,7 @@ func TestPlanProxyVM_stoppedVMAddressUnknown(t *testing.T) {
 		m.Image, m.MachineType = types.StringValue("debian-13"), types.StringValue("small")
 	})
 	plan := updatePlan(config, prior)
-	if _, d := planProxyVM(testCfg(), config, &plan, &prior, false); d.HasError() {
+	if _, d := planFacets(testCfg(), config, &plan, &prior, false); d.HasError() {
 		t.Fatal(d)
 	}
 	if !plan.IPAddress.IsUnknown() {
@@ -355,7 +355,7 @@ func TestPlanProxyVM_stoppedVMAddressUnknown(t *testing.T) {
 	config.StartOnBoot = types.BoolValue(false)
 	plan = updatePlan(config, prior)
 	plan.StartOnBoot = types.BoolValue(false)
-	planProxyVM(testCfg(), config, &plan, &prior, false)
+	planFacets(testCfg(), config, &plan, &prior, false)
 	if plan.IPAddress.ValueString() != "192.0.2.10" {
 		t.Errorf("ip = %v, want the prior address", plan.IPAddress)
 	}

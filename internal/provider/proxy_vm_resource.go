@@ -105,38 +105,16 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		planGone(ctx, req, resp, prior, &plan) // deleted outside Terraform: replaced (proxy_vm_gone.go)
 		return
 	}
-	templateUnread, diags := isUnread(ctx, req.Private, unreadTemplate)
-	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...)
-	replace, diags := planProxyVM(r.cfg(), config, &plan, prior, templateUnread)
-	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(r.planCPUType(r.data.withLogging(ctx), config, &plan, prior)...) // vm_size.go
+	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...) // image and template_vmid agree
+	// The facets' plan checks, in the facets' order (proxyVMModel.facets).
+	fc := &facetCtx{ctx: ctx, cfg: r.cfg(), m: &plan, prior: prior, r: r, config: config, private: req.Private}
+	for _, f := range plan.facets() {
+		f.plan(fc)
+	}
+	resp.Diagnostics.Append(fc.diags...)
+	replace := fc.replace
 	// What changes the seed's content: replaced, or swapped in place (proxy_vm_reseed.go).
-	var seedReplace []path.Path
-	{
-		// cloud_init_digest, and when cloud_init or cloud_init_wo replaces the VM (vm_cloud_init.go).
-		cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
-		resp.Diagnostics.Append(diags...)
-		ciReplace, diags := planCloudInitDigest(r.cfg(), config, &plan, prior, cloudInitUnread)
-		resp.Diagnostics.Append(diags...)
-		seedReplace = append(seedReplace, ciReplace...)
-	}
-	recorded, hasRecord, diags := readNodeRecord(ctx, req.Private)
-	resp.Diagnostics.Append(diags...)
-	planNodeDrift(config, &plan, prior, recorded, hasRecord)
-	// A VM the HA manager moved is left where it is (vm_ha.go).
-	resp.Diagnostics.Append(planHANode(config, &plan, prior, recorded, hasRecord)...)
-	planStatus(&plan, prior) // a start, started = false (vm_power.go)
-	// What a cores or memory change does to a running VM (proxy_vm_restart.go).
-	resp.Diagnostics.Append(planPower(config, &plan, prior, readPower(ctx, req.Private))...)
-	{
-		// network_config and static_ipv4: ip_address, and the replacement (vm_network.go).
-		imp, diags := readNetworkImport(ctx, req.Private)
-		resp.Diagnostics.Append(diags...)
-		seedReplace = append(seedReplace, planNetwork(ctx, config, &plan, prior, imp)...)
-		resp.Diagnostics.Append(warnNetworkConfigNoIPv4(config, prior)...)
-	}
-	seedReplace, reseed, diags := planReseed(ctx, config, &plan, prior, seedReplace)
+	seedReplace, reseed, diags := planReseed(ctx, config, &plan, prior, fc.seedReplace)
 	resp.Diagnostics.Append(diags...)
 	replace = append(replace, seedReplace...)
 	if resp.Diagnostics.HasError() {
@@ -481,14 +459,13 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 // be read.
 func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.UpdateRequest, plan, prior proxyVMModel,
 	timeout time.Duration, diagnostics *diag.Diagnostics) (changes proxmox.Changes, changed, ok bool) {
-	changes, changed = changesFor(prior, plan)
 	// What a start needs to rebuild a seed ISO a failed destroy deleted (not a change).
 	cloudInitUnread, diags := isUnread(ctx, req.Private, unreadCloudInit)
 	diagnostics.Append(diags...)
 	if diagnostics.HasError() {
 		return changes, changed, false
 	}
-	plan.vmCloudInit.changes(prior.vmCloudInit, &changes, cloudInitUnread)
+	changes, changed = changesFor(prior, plan, cloudInitUnread)
 	var config proxyVMModel
 	diagnostics.Append(getConfig(ctx, req.Config, &config)...)
 	if v, ok := knownString(config.CloudInitWO); ok {

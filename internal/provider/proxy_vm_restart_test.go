@@ -29,6 +29,25 @@ func TestRestartOptions_attributes(t *testing.T) {
 	}
 }
 
+// TestInPlaceOptions_attributes: each of proxmox.InPlaceOptions is an attribute of proxy_vm
+// and a field of its model, and none is also a restart option.
+func TestInPlaceOptions_attributes(t *testing.T) {
+	s := proxyVMSchema(context.Background())
+	for _, o := range proxmox.InPlaceOptions {
+		if _, ok := s.Attributes[o.Attr]; !ok {
+			t.Errorf("in-place option %s: proxy_vm has no attribute %s", o.Key, o.Attr)
+		}
+		if modelValue(proxyVMModel{}, o.Attr) == nil {
+			t.Errorf("in-place option %s: proxyVMModel has no field for %s", o.Key, o.Attr)
+		}
+		for _, r := range proxmox.RestartOptions {
+			if r.Key == o.Key {
+				t.Errorf("option %s is both in place and a restart option", o.Key)
+			}
+		}
+	}
+}
+
 // TestRestartOptionChanges: a changed or unknown value of a restart option's attribute is
 // a change; other attributes are not.
 func TestRestartOptionChanges(t *testing.T) {
@@ -87,7 +106,7 @@ func TestPlanPower_restartWarning(t *testing.T) {
 	prior := runningPrior()
 	plan := prior
 	plan.Cores = types.Int64Value(4)
-	plan.IPAddress = types.StringUnknown() // as planProxyVM plans a restart
+	plan.IPAddress = types.StringUnknown() // as the addresses facet plans a restart
 	diags := planPower(prior, &plan, &prior, powerRecord{})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "proxy VM proxy-a will be restarted to apply cores 2 → 4", "reboot_on_change = false")
 	if !plan.IPAddress.IsUnknown() {

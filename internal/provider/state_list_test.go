@@ -36,7 +36,7 @@ func vmsStateModel(t testing.TB, s tfsdk.State, n int) vmsModel {
 		o := vmsVMModel{vmLocation: vmLocation{Node: types.StringValue("pve1"), Pool: stringOrNull(map[bool]string{true: "egress"}[i%3 == 0])},
 			Status: types.StringValue("running"), MadeBy: types.StringValue(madeByProvider)}
 		o.identify(id, fmt.Sprintf("uid-%d", i), time.Date(2026, 11, 1, 0, 0, i%60, 0, time.UTC))
-		o.vmSize.read(proxmox.VM{Cores: 1 + i%4, MemoryMiB: 512, DiskGiB: i % 2 * 8, Options: map[string]string{"cpu": map[bool]string{true: "host"}[i%5 == 0]}})
+		o.vmSize.read(onVM(proxmox.VM{Cores: 1 + i%4, MemoryMiB: 512, DiskGiB: i % 2 * 8, Options: map[string]string{"cpu": map[bool]string{true: "host"}[i%5 == 0]}}))
 		var v4, v6 []string
 		if i%4 != 0 {
 			v4 = []string{fmt.Sprintf("10.0.%d.%d", i/250, i%250)}

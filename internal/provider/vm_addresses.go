@@ -26,6 +26,7 @@ import (
 // proxy_vms lists ip_address and the two address lists without it: its lists are empty,
 // not null, when there are none, and it has no interface, MAC address or agent flag.
 type vmAddresses struct {
+	facetBase                     // no spec, no changes
 	IPAddress        types.String `tfsdk:"ip_address"`
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
@@ -102,7 +103,8 @@ func addressesAttrs() []facetAttr {
 // read it. An address the backend reports is taken; without one (a refresh does not ask
 // the agent) the prior one is kept while the VM runs, and cleared once it is stopped. A
 // status the backend could not read (StatusUnknown) keeps the prior addresses.
-func (a *vmAddresses) read(vm proxmox.VM) {
+func (a *vmAddresses) read(fc *facetCtx) {
+	vm := fc.vm
 	a.MACAddress = stringOrNull(vm.MAC)
 	a.AgentEnabled = types.BoolValue(vm.AgentEnabled)
 	a.IPv4Addresses, a.IPv6Addresses = typedList(a.IPv4Addresses), typedList(a.IPv6Addresses)
@@ -138,6 +140,21 @@ func (a *vmAddresses) nullUnknown() {
 	}
 	if a.AgentEnabled.IsUnknown() {
 		a.AgentEnabled = types.BoolNull()
+	}
+}
+
+// plan makes the addresses unknown when the update starts the VM, or may restart it for a
+// new value of a restart option (proxmox.RestartOptions): the guest may come back with
+// other addresses. planPower keeps them when nothing restarts after all.
+func (a *vmAddresses) plan(fc *facetCtx) {
+	plan, prior := fc.m, fc.prior
+	if fc.cfg == nil || prior == nil {
+		return
+	}
+	running := !prior.Status.IsNull() && !prior.Status.IsUnknown() && !needsStart(prior.Status)
+	if needsStart(prior.Status) || (running && restartOptionChanges(*prior, *plan)) {
+		plan.IPAddress = types.StringUnknown()
+		a.planAddressesUnknown()
 	}
 }
 

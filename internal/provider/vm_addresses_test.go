@@ -38,7 +38,7 @@ func TestVMAddresses_read(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			a := prior
 			c.vm.MAC, c.vm.AgentEnabled = "BC:24:11:EE:48:83", true
-			a.read(c.vm)
+			a.read(onVM(c.vm))
 			if !a.IPAddress.Equal(c.ip) || !a.NetworkInterface.Equal(c.nic) || !a.IPv4Addresses.Equal(c.ipv4) || a.IPv6Addresses.IsNull() != c.ipv6Null {
 				t.Errorf("read = %v %v %v %v, want %v %v %v (ipv6 null %v)", a.IPAddress, a.NetworkInterface, a.IPv4Addresses, a.IPv6Addresses, c.ip, c.nic, c.ipv4, c.ipv6Null)
 			}
@@ -55,7 +55,7 @@ func TestVMAddresses_readNullsUnknown(t *testing.T) {
 	var a vmAddresses
 	a.IPAddress = types.StringUnknown()
 	a.planAddressesUnknown()
-	a.read(proxmox.VM{State: proxmox.StateRunning})
+	a.read(onVM(proxmox.VM{State: proxmox.StateRunning}))
 	if !a.IPAddress.IsNull() || !a.IPv4Addresses.Equal(nullStringList) || !a.IPv6Addresses.Equal(nullStringList) || !a.NetworkInterface.IsNull() {
 		t.Errorf("read after planAddressesUnknown = %+v, want every address null", a)
 	}

@@ -137,11 +137,18 @@ func seedGenerationOf(vm proxmox.VM, uid string) types.Int64 {
 
 // read is what an import reads of the cloud-init: the text cannot be read back (null), the
 // digest the VM was made with is in its mark, so a matching cloud_init_wo plans nothing. A
-// refresh reads none of it (the VM does not say).
-func (c *vmCloudInit) read(vm proxmox.VM) {
-	c.CloudInit, c.CloudInitWO = types.StringNull(), types.StringNull()
-	c.CloudInitDigest = stringOrNull(vm.MarkExtra.UserDataDigest)
-	c.SeedGeneration = seedGenerationOf(vm, vm.UID)
+// refresh reads none of it (the VM does not say). cloud_init_change gets its default where
+// it has no value (an import, which cannot read it).
+func (c *vmCloudInit) read(fc *facetCtx) {
+	if fc.imported {
+		vm := fc.vm
+		c.CloudInit, c.CloudInitWO = types.StringNull(), types.StringNull()
+		c.CloudInitDigest = stringOrNull(vm.MarkExtra.UserDataDigest)
+		c.SeedGeneration = seedGenerationOf(vm, vm.UID)
+	}
+	if c.CloudInitChange.IsNull() || c.CloudInitChange.IsUnknown() {
+		c.CloudInitChange = types.StringValue(cloudInitChangeReplace)
+	}
 }
 
 // nullUnknown nulls the values still unknown (the partial state of a create).
@@ -159,9 +166,9 @@ func (c *vmCloudInit) nullUnknown() {
 // spec puts the planned cloud_init into a create; a cloud_init_wo, which only the
 // configuration holds, and the digest, keyed by the uid the create mints, are put by
 // applyCloudInitWO.
-func (c vmCloudInit) spec(s *proxmox.Spec) {
+func (c vmCloudInit) spec(fc *facetCtx) {
 	if v, ok := knownString(c.CloudInit); ok {
-		s.UserData = []byte(v)
+		fc.spec.UserData = []byte(v)
 	}
 }
 
@@ -169,9 +176,10 @@ func (c vmCloudInit) spec(s *proxmox.Spec) {
 // backend needs to rebuild a seed ISO that a failed destroy deleted: the configured
 // cloud_init, else the one in the state; a VM made without cloud_init has empty
 // user-data. It is unknown (UserDataKnown false) only for an imported VM whose cloud_init
-// was never set, since an import cannot read it back (cloudInitUnread). It is no change
+// was never set, since an import cannot read it back (fc.cloudInitUnread). It is no change
 // of the VM: a new text replaces it or swaps its seed (planReseed).
-func (c vmCloudInit) changes(prior vmCloudInit, ch *proxmox.Changes, cloudInitUnread bool) {
+func (c vmCloudInit) changes(fc *facetCtx) {
+	prior, ch, cloudInitUnread := fc.prior.vmCloudInit, fc.changes, fc.cloudInitUnread
 	ch.UserData, ch.UserDataKnown = nil, false
 	switch {
 	case !c.CloudInit.IsNull() && !c.CloudInit.IsUnknown():
@@ -183,12 +191,13 @@ func (c vmCloudInit) changes(prior vmCloudInit, ch *proxmox.Changes, cloudInitUn
 	}
 }
 
-// importedCloudInitChange fills cloud_init_change of an imported VM, which cannot read
-// it, with its default.
-func importedCloudInitChange(m *proxyVMModel) {
-	if m.CloudInitChange.IsNull() || m.CloudInitChange.IsUnknown() {
-		m.CloudInitChange = types.StringValue(cloudInitChangeReplace)
-	}
+// plan plans the digest of the configured cloud-init and whether a change replaces the
+// VM or swaps its seed (planCloudInitDigest; the swap is planReseed's).
+func (c *vmCloudInit) plan(fc *facetCtx) {
+	unread := fc.unread(unreadCloudInit)
+	replace, diags := planCloudInitDigest(fc.cfg, fc.config, fc.m, fc.prior, unread)
+	fc.diags.Append(diags...)
+	fc.seedReplace = append(fc.seedReplace, replace...)
 }
 
 // cloudInitText is the configured cloud-init and which attribute holds it: the write-only

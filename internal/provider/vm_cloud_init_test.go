@@ -10,28 +10,33 @@ import (
 
 // TestVMCloudInit_read: an import cannot read the text back (cloud_init and cloud_init_wo
 // null) and reads the digest from the mark (null when the mark has none); cloud_init_change
-// is left to its default (importedCloudInitChange).
+// gets its default when it has none, and a refresh reads none of the rest.
 func TestVMCloudInit_read(t *testing.T) {
 	c := vmCloudInit{CloudInit: types.StringValue("x"), CloudInitWO: types.StringValue("y"), CloudInitChange: types.StringValue("restart")}
-	c.read(proxmox.VM{MarkExtra: proxmox.MarkExtra{UserDataDigest: "hmac-sha256:ab"}})
+	imported := func(vm proxmox.VM) *facetCtx { return &facetCtx{vm: vm, imported: true} }
+	c.read(imported(proxmox.VM{MarkExtra: proxmox.MarkExtra{UserDataDigest: "hmac-sha256:ab"}}))
 	if !c.CloudInit.IsNull() || !c.CloudInitWO.IsNull() || c.CloudInitDigest.ValueString() != "hmac-sha256:ab" {
 		t.Errorf("import read: cloud_init %v cloud_init_wo %v digest %v", c.CloudInit, c.CloudInitWO, c.CloudInitDigest)
 	}
 	if c.CloudInitChange.ValueString() != "restart" {
 		t.Errorf("read changed cloud_init_change: %v", c.CloudInitChange)
 	}
-	c.read(proxmox.VM{})
+	c.read(onVM(proxmox.VM{})) // a refresh
+	if c.CloudInitDigest.ValueString() != "hmac-sha256:ab" {
+		t.Errorf("a refresh read the digest: %v", c.CloudInitDigest)
+	}
+	c.read(imported(proxmox.VM{}))
 	if !c.CloudInitDigest.IsNull() {
 		t.Errorf("a mark without digest read as %v", c.CloudInitDigest)
 	}
 
 	m := proxyVMModel{}
-	importedCloudInitChange(&m)
+	m.vmCloudInit.read(onVM(proxmox.VM{}))
 	if m.CloudInitChange.ValueString() != cloudInitChangeReplace {
 		t.Errorf("imported cloud_init_change %v, want %q", m.CloudInitChange, cloudInitChangeReplace)
 	}
 	m.CloudInitChange = types.StringValue(cloudInitChangeRestart)
-	importedCloudInitChange(&m)
+	m.vmCloudInit.read(onVM(proxmox.VM{}))
 	if m.CloudInitChange.ValueString() != cloudInitChangeRestart {
 		t.Errorf("a set cloud_init_change overwritten: %v", m.CloudInitChange)
 	}
@@ -60,13 +65,13 @@ func TestVMCloudInit_nullUnknown(t *testing.T) {
 // applyCloudInitWO).
 func TestVMCloudInit_spec(t *testing.T) {
 	var s proxmox.Spec
-	vmCloudInit{CloudInit: types.StringValue("#cloud-config\n")}.spec(&s)
+	vmCloudInit{CloudInit: types.StringValue("#cloud-config\n")}.spec(intoSpec(&s))
 	if string(s.UserData) != "#cloud-config\n" {
 		t.Errorf("user-data %q", s.UserData)
 	}
 	for _, v := range []types.String{types.StringNull(), types.StringUnknown()} {
 		s = proxmox.Spec{}
-		vmCloudInit{CloudInit: v, CloudInitWO: types.StringNull()}.spec(&s)
+		vmCloudInit{CloudInit: v, CloudInitWO: types.StringNull()}.spec(intoSpec(&s))
 		if s.UserData != nil {
 			t.Errorf("cloud_init %v: user-data %q", v, s.UserData)
 		}
@@ -94,7 +99,7 @@ func TestVMCloudInit_changes(t *testing.T) {
 		{"imported, never set", null, null, true, "", false},
 	} {
 		c := proxmox.Changes{UserData: []byte("stale"), UserDataKnown: true}
-		vmCloudInit{CloudInit: tc.plan}.changes(vmCloudInit{CloudInit: tc.prior}, &c, tc.unread)
+		vmCloudInit{CloudInit: tc.plan}.changes(&facetCtx{prior: &proxyVMModel{vmCloudInit: vmCloudInit{CloudInit: tc.prior}}, changes: &c, cloudInitUnread: tc.unread})
 		if string(c.UserData) != tc.want || c.UserDataKnown != tc.known || (tc.known && c.UserData == nil) {
 			t.Errorf("%s: %q, %t; want %q, %t", tc.name, c.UserData, c.UserDataKnown, tc.want, tc.known)
 		}

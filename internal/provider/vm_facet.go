@@ -1,32 +1,120 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
 // A proxy VM is put together from facets, one file each (vm_<facet>.go): a Go struct of
 // the facet's attributes, which the resource's model (proxyVMModel), the proxy_vm data
 // source's (vmDataModel) and, when the list shows the facet, proxy_vms' per-VM model
-// (vmsVMModel) embed, so that the HCL schema stays flat (a facet of which the data sources
-// show only the values read from the VM embeds those as a struct of their own, which the
-// data sources embed alone: vmPowerState, vmLocation); and the same small set of
-// functions (called through the facet, m.vmSize.read(vm), as several facets share names):
-//
-//   - <facet>Attrs: its attributes, declared and described once (facetAttr), from which
-//     the resource's and the data sources' schema attributes are made;
-//   - read: its values from the VM as the backend returns it (proxmox.VM);
-//   - nullUnknown: its values still unknown nulled (the partial state of a create);
-//   - spec: what it puts into a create (proxmox.Spec);
-//   - changes: what it puts into an in-place update (proxmox.Changes), when it has any;
-//   - plan: its plan checks (called by planProxyVM, or, for the seed's facets, cloud-init
-//     and network, by ModifyPlan, which decides their replacement or seed swap).
-//
+// (vmsVMModel) embed, so that the HCL schema stays flat (decision: code-conventions). Its
+// attributes are declared once (<facet>Attrs, facetAttr); its steps are vmFacet's methods.
 // A facet whose data-source models show only some of its attributes embeds the part they
-// show as a struct of its own (vmNetworkReadable), and marks the others resourceOnly.
+// show as a struct of its own (vmPowerState, vmLocation, vmNetworkReadable), and marks the
+// others resourceOnly.
+
+// vmFacet is the contract of a facet of proxy_vm. proxyVMModel.facets lists the facets in
+// the one order every step runs them in; a facet with nothing to do for a step takes
+// facetBase's no-op.
+type vmFacet interface {
+	// read takes its values from the VM as the backend returns it (fc.vm) into the facet.
+	read(fc *facetCtx)
+	// nullUnknown nulls its values still unknown (the partial state of a create).
+	nullUnknown()
+	// spec puts what it needs into a create (fc.spec).
+	spec(fc *facetCtx)
+	// changes puts what changes from fc.prior into an in-place update (fc.changes), and sets
+	// fc.changed when there is any.
+	changes(fc *facetCtx)
+	// plan runs its plan checks on fc.m, the planned model, adding diagnostics to fc.diags
+	// and the paths whose change replaces the VM to fc.replace or, for the seed's content,
+	// fc.seedReplace.
+	plan(fc *facetCtx)
+}
+
+// facetCtx is what a facet's step reads and writes; each step uses its part.
+type facetCtx struct {
+	ctx context.Context
+	// cfg is the provider's resolved configuration, nil before Configure or while the
+	// provider's own configuration holds unknown values (then the catalogue plans nothing).
+	cfg *resolvedConfig
+	// m is the model read into (read), or the planned model (spec, changes, plan).
+	m *proxyVMModel
+	// prior is the state before the update (changes, plan); nil for a create.
+	prior *proxyVMModel
+
+	// read: the VM; on an import (imported) also the template the backend identified
+	// (templateVMID, 0 when it could not tell), and templateUnread set when none was.
+	vm             proxmox.VM
+	imported       bool
+	templateVMID   int
+	templateUnread bool
+
+	// spec: the create's request, and the planned machine type (template's spec, for the
+	// size's disk).
+	spec        *proxmox.Spec
+	machineType *machineType
+
+	// changes: the update's request; cloudInitUnread says an import left cloud_init unread.
+	changes         *proxmox.Changes
+	changed         bool
+	cloudInitUnread bool
+
+	// plan: the resource (its backend, for the checks that ask the cluster), the
+	// configuration, the private state, and what the checks found.
+	r           *proxyVMResource
+	config      proxyVMModel
+	private     privateGetter
+	diags       diag.Diagnostics
+	replace     []path.Path
+	seedReplace []path.Path
+	// node is the node record of the private state, read once (nodeRecord).
+	node *nodeRecordRead
+}
+
+// nodeRecordRead is the node recorded at the last apply, and whether there is a record.
+type nodeRecordRead struct {
+	recorded string
+	ok       bool
+}
+
+// nodeRecord is the node recorded at the last apply (readNodeRecord), read once for the
+// facets that need it (placement, HA).
+func (fc *facetCtx) nodeRecord() (string, bool) {
+	if fc.node == nil {
+		recorded, ok, diags := readNodeRecord(fc.ctx, fc.private)
+		fc.diags.Append(diags...)
+		fc.node = &nodeRecordRead{recorded: recorded, ok: ok}
+	}
+	return fc.node.recorded, fc.node.ok
+}
+
+// unread says whether the import marker in the private state lists a; a marker that
+// cannot be read adds its diagnostics.
+func (fc *facetCtx) unread(a unreadAttr) bool {
+	v, diags := isUnread(fc.ctx, fc.private, a)
+	fc.diags.Append(diags...)
+	return v
+}
+
+// facetBase is the no-op of every step, embedded by each facet for the steps it has
+// nothing to do in.
+type facetBase struct{}
+
+func (facetBase) read(*facetCtx)    {}
+func (facetBase) nullUnknown()      {}
+func (facetBase) spec(*facetCtx)    {}
+func (facetBase) changes(*facetCtx) {}
+func (facetBase) plan(*facetCtx)    {}
 
 // facetAttr is one attribute of a facet, declared once.
 type facetAttr struct {

@@ -112,7 +112,8 @@ func (h vmHA) owns() bool {
 
 // read takes the HA resource the backend read (proxmox.VM.HARead): null when the VM has
 // none. A VM read without it, or whose HA resource could not be read, keeps the prior value.
-func (h *vmHA) read(vm proxmox.VM) {
+func (h *vmHA) read(fc *facetCtx) {
+	vm := fc.vm
 	if len(h.HA.AttributeTypes(context.Background())) == 0 {
 		h.HA = nullHA // a model made in Go (an import)
 	}
@@ -135,23 +136,32 @@ func (h *vmHA) nullUnknown() {
 }
 
 // spec puts the HA resource into a create.
-func (h vmHA) spec(s *proxmox.Spec) { s.HA = h.value() }
+func (h vmHA) spec(fc *facetCtx) { fc.spec.HA = h.value() }
 
 // changes puts an HA change into an update: written when set and different from the
-// prior, removed when unset; it says whether there is one.
-func (h vmHA) changes(prior vmHA, c *proxmox.Changes) bool {
+// prior, removed when unset.
+func (h vmHA) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmHA, fc.changes
 	if h.HA.IsUnknown() || h.HA.Equal(prior.HA) {
-		return false
+		return
 	}
 	if v := h.value(); v != nil {
-		c.HA = &proxmox.HAChange{Set: v}
-		return true
+		c.HA, fc.changed = &proxmox.HAChange{Set: v}, true
+		return
 	}
-	if prior.HA.IsNull() {
-		return false
+	if !prior.HA.IsNull() {
+		c.HA, fc.changed = &proxmox.HAChange{Remove: true}, true
 	}
-	c.HA = &proxmox.HAChange{Remove: true}
-	return true
+}
+
+// plan checks the power settings against the HA state (planHA) and keeps a VM the HA
+// manager moved where it is (planHANode).
+func (h *vmHA) plan(fc *facetCtx) {
+	if fc.cfg != nil {
+		fc.diags.Append(planHA(fc.config)...)
+	}
+	recorded, hasRecord := fc.nodeRecord()
+	fc.diags.Append(planHANode(fc.config, fc.m, fc.prior, recorded, hasRecord)...)
 }
 
 // planHA checks that the power settings agree with the HA state asked for: HA starts a VM

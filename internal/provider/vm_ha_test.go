@@ -20,11 +20,11 @@ func haValue(state string, restart, relocate int64, failback bool) types.Object 
 
 func TestVMHA_specAndChanges(t *testing.T) {
 	var s proxmox.Spec
-	vmHA{HA: nullHA}.spec(&s)
+	vmHA{HA: nullHA}.spec(intoSpec(&s))
 	if s.HA != nil {
 		t.Fatalf("spec without ha: %+v", s.HA)
 	}
-	vmHA{HA: haValue("stopped", 2, 3, false)}.spec(&s)
+	vmHA{HA: haValue("stopped", 2, 3, false)}.spec(intoSpec(&s))
 	if want := (proxmox.HA{State: "stopped", MaxRestart: 2, MaxRelocate: 3}); s.HA == nil || *s.HA != want {
 		t.Fatalf("spec %+v, want %+v", s.HA, want)
 	}
@@ -41,7 +41,7 @@ func TestVMHA_specAndChanges(t *testing.T) {
 		{"unknown", nullHA, types.ObjectUnknown(haAttrTypes), nil},
 	} {
 		var c proxmox.Changes
-		changed := vmHA{HA: tc.plan}.changes(vmHA{HA: tc.prior}, &c)
+		changed := facetChanges(&vmHA{HA: tc.plan}, proxyVMModel{vmHA: vmHA{HA: tc.prior}}, &c)
 		if changed != (tc.want != nil) {
 			t.Errorf("%s: changed %v", tc.name, changed)
 		}
@@ -56,24 +56,24 @@ func TestVMHA_specAndChanges(t *testing.T) {
 
 func TestVMHA_read(t *testing.T) {
 	h := vmHA{HA: haValue("started", 1, 1, true)}
-	h.read(proxmox.VM{}) // not read: kept
+	h.read(onVM(proxmox.VM{})) // not read: kept
 	if !h.HA.Equal(haValue("started", 1, 1, true)) {
 		t.Fatalf("a VM read without HA changed ha: %v", h.HA)
 	}
-	h.read(proxmox.VM{HAUnread: true})
+	h.read(onVM(proxmox.VM{HAUnread: true}))
 	if !h.HA.Equal(haValue("started", 1, 1, true)) {
 		t.Fatalf("an unread HA resource changed ha: %v", h.HA)
 	}
-	h.read(proxmox.VM{HARead: true, HA: &proxmox.HA{State: "stopped", MaxRestart: 3, MaxRelocate: 0, Failback: false}})
+	h.read(onVM(proxmox.VM{HARead: true, HA: &proxmox.HA{State: "stopped", MaxRestart: 3, MaxRelocate: 0, Failback: false}}))
 	if !h.HA.Equal(haValue("stopped", 3, 0, false)) {
 		t.Fatalf("read back %v", h.HA)
 	}
-	h.read(proxmox.VM{HARead: true})
+	h.read(onVM(proxmox.VM{HARead: true}))
 	if !h.HA.IsNull() {
 		t.Fatalf("an HA resource removed outside Terraform reads %v, want null", h.HA)
 	}
 	var zero vmHA // a model made in Go (an import)
-	zero.read(proxmox.VM{})
+	zero.read(onVM(proxmox.VM{}))
 	if !zero.HA.Equal(nullHA) {
 		t.Fatalf("zero value read as %v", zero.HA)
 	}

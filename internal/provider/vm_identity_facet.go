@@ -26,6 +26,7 @@ import (
 // The proxy_vm data source's name and vmid are its lookup arguments, declared there; its
 // other attributes, and proxy_vms', are the facet's.
 type vmIdentityFacet struct {
+	facetBase              // no changes, no plan: the uid of a new VM stays unknown (newUID)
 	ID        types.String `tfsdk:"id"`
 	Name      types.String `tfsdk:"name"`
 	VMID      types.Int64  `tfsdk:"vmid"`
@@ -82,8 +83,8 @@ func identityFacetAttrs() []facetAttr {
 }
 
 // read takes the identity of the VM as the backend read it.
-func (f *vmIdentityFacet) read(vm proxmox.VM) {
-	f.identify(vm.ID, vm.UID, vm.CreatedAt)
+func (f *vmIdentityFacet) read(fc *facetCtx) {
+	f.identify(fc.vm.ID, fc.vm.UID, fc.vm.CreatedAt)
 }
 
 // identify sets the identity of the VM id whose mark carries uid and createdAt (zero when
@@ -111,8 +112,8 @@ func (f *vmIdentityFacet) nullUnknown() {
 }
 
 // spec puts the name and the uid (minted by the create before its spec) into a create.
-func (f vmIdentityFacet) spec(s *proxmox.Spec) {
-	s.Name, s.UID = f.Name.ValueString(), f.UID.ValueString()
+func (f vmIdentityFacet) spec(fc *facetCtx) {
+	fc.spec.Name, fc.spec.UID = f.Name.ValueString(), f.UID.ValueString()
 }
 
 // vmBinding is the resource's record of the VM's SMBIOS uuid (decision: state-binding):
@@ -121,6 +122,7 @@ func (f vmIdentityFacet) spec(s *proxmox.Spec) {
 // Every path that acts on the VM passes it to the backend (GetOptions.Instance and the
 // like): a VM with another SMBIOS uuid is not this resource's, whatever its mark says.
 type vmBinding struct {
+	facetBase
 	SMBIOSUUID types.String `tfsdk:"smbios_uuid"`
 }
 
@@ -140,11 +142,11 @@ func bindingAttrs() []facetAttr {
 
 // read records the SMBIOS uuid of a VM whose mark is bound to it (proxmox.VM.BoundInstance)
 // when none is recorded; a recorded one is kept (the backend refused a VM with another).
-func (b *vmBinding) read(vm proxmox.VM) {
+func (b *vmBinding) read(fc *facetCtx) {
 	if v, ok := knownString(b.SMBIOSUUID); ok && v != "" {
 		return
 	}
-	b.SMBIOSUUID = stringOrNull(vm.BoundInstance)
+	b.SMBIOSUUID = stringOrNull(fc.vm.BoundInstance)
 }
 
 // nullUnknown nulls an unknown uuid (the partial state of a create).

@@ -19,7 +19,7 @@ func TestVMIdentityFacet_identify(t *testing.T) {
 	if f != want {
 		t.Errorf("identify = %+v, want %+v", f, want)
 	}
-	f.read(proxmox.VM{ID: proxmox.ID{VMID: 101, Name: "b"}})
+	f.read(onVM(proxmox.VM{ID: proxmox.ID{VMID: 101, Name: "b"}}))
 	if f.UID.ValueString() != "" || f.UID.IsNull() || !f.CreatedAt.IsNull() || f.ID.ValueString() != "vms/101/b" {
 		t.Errorf("read of a mark without uid and creation time = %+v, want an empty uid and a null created_at", f)
 	}
@@ -31,7 +31,7 @@ func TestVMIdentityFacet_specAndNullUnknown(t *testing.T) {
 	f := vmIdentityFacet{ID: types.StringUnknown(), Name: types.StringValue("proxy-a"), VMID: types.Int64Unknown(),
 		UID: types.StringValue("u-1"), CreatedAt: types.StringUnknown()}
 	var s proxmox.Spec
-	f.spec(&s)
+	f.spec(intoSpec(&s))
 	if s.Name != "proxy-a" || s.UID != "u-1" {
 		t.Errorf("spec name %q uid %q, want proxy-a u-1", s.Name, s.UID)
 	}

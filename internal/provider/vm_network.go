@@ -145,11 +145,15 @@ func networkAttrs() []facetAttr {
 
 // read takes net0's bridge and VLAN tag of the VM as the backend read it, and types a zero
 // static_ipv4 (a model built field by field). The network configuration is not read back:
-// an import reads static_ipv4 from the mark (importedModel).
-func (n *vmNetwork) read(vm proxmox.VM) {
-	n.Bridge = stringOrNull(vm.Bridge)
-	n.VLANTag = intOrNull(vm.VLANTag)
+// an import reads static_ipv4 from the mark (importedModel). In a model (fc.m), the
+// static address is ip_address when the agent reports it (staticIPAddress).
+func (n *vmNetwork) read(fc *facetCtx) {
+	n.Bridge = stringOrNull(fc.vm.Bridge)
+	n.VLANTag = intOrNull(fc.vm.VLANTag)
 	n.typeStatic()
+	if fc.m != nil {
+		n.staticIPAddress(&fc.m.vmAddresses, fc.vm)
+	}
 }
 
 // typeStatic gives a zero static_ipv4 its type.
@@ -191,7 +195,8 @@ func (n *vmNetwork) nullUnknown() {
 
 // spec puts the planned bridge, VLAN tag and network configuration (with its digest) into
 // a create.
-func (n vmNetwork) spec(s *proxmox.Spec) {
+func (n vmNetwork) spec(fc *facetCtx) {
+	s := fc.spec
 	if v, ok := knownString(n.Bridge); ok {
 		s.Bridge = v
 	}
@@ -203,9 +208,10 @@ func (n vmNetwork) spec(s *proxmox.Spec) {
 	}
 }
 
-// changes puts the bridge and VLAN tag that change from prior into an update, and says
-// whether any does (a new network configuration is no change: see planNetwork).
-func (n vmNetwork) changes(prior vmNetwork, c *proxmox.Changes) bool {
+// changes puts the bridge and VLAN tag that change from the prior ones into an update (a
+// new network configuration is no change: see planNetwork).
+func (n vmNetwork) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmNetwork, fc.changes
 	changed := false
 	if c.VLANTag = intChange(prior.VLANTag, n.VLANTag); c.VLANTag != nil {
 		changed = true
@@ -214,7 +220,20 @@ func (n vmNetwork) changes(prior vmNetwork, c *proxmox.Changes) bool {
 		c.Bridge = &v
 		changed = true
 	}
-	return changed
+	fc.changed = fc.changed || changed
+}
+
+// plan gives bridge and vlan_tag their defaults (planNetworkDefaults), plans ip_address for
+// a static address and whether the network configuration replaces the VM (planNetwork),
+// and warns of a network_config that gives no IPv4 address (warnNetworkConfigNoIPv4).
+func (n *vmNetwork) plan(fc *facetCtx) {
+	if fc.cfg != nil {
+		planNetworkDefaults(fc.cfg, fc.config, fc.m, fc.prior)
+	}
+	imp, diags := readNetworkImport(fc.ctx, fc.private)
+	fc.diags.Append(diags...)
+	fc.seedReplace = append(fc.seedReplace, planNetwork(fc.ctx, fc.config, fc.m, fc.prior, imp)...)
+	fc.diags.Append(warnNetworkConfigNoIPv4(fc.config, fc.prior)...)
 }
 
 // planNetworkDefaults gives bridge and vlan_tag the resource's value, else the provider's,

@@ -29,7 +29,7 @@ func staticObject(address string) types.Object {
 // from the config), and network_config is left as it is.
 func TestVMNetwork_read(t *testing.T) {
 	var n vmNetwork
-	n.read(proxmox.VM{Bridge: "vmbr1", VLANTag: 42})
+	n.read(onVM(proxmox.VM{Bridge: "vmbr1", VLANTag: 42}))
 	if n.Bridge.ValueString() != "vmbr1" || n.VLANTag.ValueInt64() != 42 {
 		t.Errorf("read bridge %v vlan_tag %v, want vmbr1 and 42", n.Bridge, n.VLANTag)
 	}
@@ -38,7 +38,7 @@ func TestVMNetwork_read(t *testing.T) {
 	}
 	n = vmNetwork{NetworkConfig: types.StringValue("version: 2\n")}
 	n.StaticIPv4 = staticObject("10.0.0.5/24")
-	n.read(proxmox.VM{})
+	n.read(onVM(proxmox.VM{}))
 	if !n.Bridge.IsNull() || !n.VLANTag.IsNull() {
 		t.Errorf("a NIC without bridge or tag read as %v, %v, want null", n.Bridge, n.VLANTag)
 	}
@@ -103,7 +103,7 @@ func TestVMNetwork_spec(t *testing.T) {
 	n := vmNetwork{NetworkConfig: types.StringValue(raw)}
 	n.Bridge, n.VLANTag, n.StaticIPv4 = types.StringValue("vmbr1"), types.Int64Value(9), nullStatic
 	var s proxmox.Spec
-	n.spec(&s)
+	n.spec(intoSpec(&s))
 	if s.Bridge != "vmbr1" || s.VLANTag != 9 || s.Network == nil || string(s.Network.Raw) != raw ||
 		s.NetworkDigest != proxmox.NetworkDigest(&proxmox.NetworkConfig{Raw: []byte(raw)}) || s.NetworkDigest == "" {
 		t.Errorf("raw spec: bridge %q vlan %d network %+v digest %q", s.Bridge, s.VLANTag, s.Network, s.NetworkDigest)
@@ -112,7 +112,7 @@ func TestVMNetwork_spec(t *testing.T) {
 	st := vmNetwork{NetworkConfig: types.StringNull()}
 	st.Bridge, st.VLANTag, st.StaticIPv4 = types.StringUnknown(), types.Int64Null(), staticObject("10.0.0.5/24")
 	s = proxmox.Spec{}
-	st.spec(&s)
+	st.spec(intoSpec(&s))
 	want := &proxmox.NetworkConfig{Static: &proxmox.StaticIPv4{Address: netip.MustParsePrefix("10.0.0.5/24")}}
 	if s.Bridge != "" || s.VLANTag != 0 || s.Network == nil || s.Network.Static == nil ||
 		s.Network.Static.Address != want.Static.Address || s.NetworkDigest != proxmox.NetworkDigest(want) {
@@ -122,14 +122,14 @@ func TestVMNetwork_spec(t *testing.T) {
 	none := vmNetwork{NetworkConfig: types.StringNull()}
 	none.StaticIPv4 = nullStatic
 	s = proxmox.Spec{}
-	none.spec(&s)
+	none.spec(intoSpec(&s))
 	if s.Network != nil || s.NetworkDigest != "" {
 		t.Errorf("no network configuration, yet %+v %q", s.Network, s.NetworkDigest)
 	}
 	unknown := vmNetwork{NetworkConfig: types.StringUnknown()}
 	unknown.StaticIPv4 = nullStatic
 	s = proxmox.Spec{}
-	unknown.spec(&s)
+	unknown.spec(intoSpec(&s))
 	if s.Network != nil || s.NetworkDigest != "" {
 		t.Errorf("unknown network_config, yet %+v %q", s.Network, s.NetworkDigest)
 	}
@@ -142,31 +142,31 @@ func TestVMNetwork_changes(t *testing.T) {
 	prior.Bridge, prior.VLANTag, prior.StaticIPv4 = types.StringValue("vmbr0"), types.Int64Null(), nullStatic
 
 	var c proxmox.Changes
-	if prior.changes(prior, &c) || c.Bridge != nil || c.VLANTag != nil {
+	if facetChanges(&prior, proxyVMModel{vmNetwork: prior}, &c) || c.Bridge != nil || c.VLANTag != nil {
 		t.Errorf("no change, yet bridge %v vlan %v", c.Bridge, c.VLANTag)
 	}
 	plan := prior
 	plan.Bridge, plan.VLANTag = types.StringValue("vmbr1"), types.Int64Value(5)
 	c = proxmox.Changes{}
-	if !plan.changes(prior, &c) || c.Bridge == nil || *c.Bridge != "vmbr1" || c.VLANTag == nil || *c.VLANTag != 5 {
+	if !facetChanges(&plan, proxyVMModel{vmNetwork: prior}, &c) || c.Bridge == nil || *c.Bridge != "vmbr1" || c.VLANTag == nil || *c.VLANTag != 5 {
 		t.Errorf("bridge and tag changed: bridge %v vlan %v", c.Bridge, c.VLANTag)
 	}
 	plan = prior
 	plan.VLANTag = types.Int64Value(5)
 	c = proxmox.Changes{}
-	if !plan.changes(prior, &c) || c.Bridge != nil || c.VLANTag == nil || *c.VLANTag != 5 {
+	if !facetChanges(&plan, proxyVMModel{vmNetwork: prior}, &c) || c.Bridge != nil || c.VLANTag == nil || *c.VLANTag != 5 {
 		t.Errorf("tag changed: bridge %v vlan %v", c.Bridge, c.VLANTag)
 	}
 	plan = prior
 	plan.Bridge = types.StringUnknown()
 	c = proxmox.Changes{}
-	if plan.changes(prior, &c) || c.Bridge != nil {
+	if facetChanges(&plan, proxyVMModel{vmNetwork: prior}, &c) || c.Bridge != nil {
 		t.Errorf("unknown bridge: %v", c.Bridge)
 	}
 	plan = prior
 	plan.NetworkConfig, plan.StaticIPv4 = types.StringValue("version: 2\n"), staticObject("10.0.0.5/24")
 	c = proxmox.Changes{}
-	if plan.changes(prior, &c) || c.Bridge != nil || c.VLANTag != nil || c.Network != nil || c.Reseed != nil {
+	if facetChanges(&plan, proxyVMModel{vmNetwork: prior}, &c) || c.Bridge != nil || c.VLANTag != nil || c.Network != nil || c.Reseed != nil {
 		t.Errorf("a new network configuration made an in-place change: %+v", c)
 	}
 }

@@ -25,6 +25,7 @@ import (
 //
 // proxy_vms lists VMs without them.
 type vmNoteTags struct {
+	facetBase                // no plan
 	Tags        types.Set    `tfsdk:"tags"`
 	Description types.String `tfsdk:"description"`
 	Protection  types.Bool   `tfsdk:"protection"`
@@ -74,7 +75,8 @@ func noteTagsAttrs() []facetAttr {
 }
 
 // read takes the user tags, the note and the flag of the VM as the backend read it.
-func (n *vmNoteTags) read(vm proxmox.VM) {
+func (n *vmNoteTags) read(fc *facetCtx) {
+	vm := fc.vm
 	tags := proxmox.UserTags(vm.Tags)
 	elems := make([]attr.Value, len(tags))
 	for i, t := range tags {
@@ -99,7 +101,8 @@ func (n *vmNoteTags) nullUnknown() {
 }
 
 // spec puts the planned tags, note and protection into a create.
-func (n vmNoteTags) spec(s *proxmox.Spec) {
+func (n vmNoteTags) spec(fc *facetCtx) {
+	s := fc.spec
 	if tags, ok := knownTags(n.Tags); ok {
 		s.Tags = &tags
 	}
@@ -109,9 +112,10 @@ func (n vmNoteTags) spec(s *proxmox.Spec) {
 	s.Protection = !n.Protection.IsUnknown() && n.Protection.ValueBool()
 }
 
-// changes puts the tags, note and protection that change from prior into an update, and
-// says whether any does.
-func (n vmNoteTags) changes(prior vmNoteTags, c *proxmox.Changes) bool {
+// changes puts the tags, note and protection that change from the prior ones into an
+// update.
+func (n vmNoteTags) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmNoteTags, fc.changes
 	changed := false
 	if tags, ok := knownTags(n.Tags); ok && !n.Tags.Equal(prior.Tags) {
 		c.Tags, changed = &tags, true
@@ -123,7 +127,7 @@ func (n vmNoteTags) changes(prior vmNoteTags, c *proxmox.Changes) bool {
 		v := n.Protection.ValueBool()
 		c.Protection, changed = &v, true
 	}
-	return changed
+	fc.changed = fc.changed || changed
 }
 
 // knownTags is a known set of tags as a slice.

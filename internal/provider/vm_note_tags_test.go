@@ -177,20 +177,20 @@ func TestVMNoteTags_specChangesRead(t *testing.T) {
 	}
 	n := vmNoteTags{Tags: tags("web"), Description: types.StringValue("hello"), Protection: types.BoolValue(true)}
 	var s proxmox.Spec
-	n.spec(&s)
+	n.spec(intoSpec(&s))
 	if s.Tags == nil || len(*s.Tags) != 1 || (*s.Tags)[0] != "web" || s.Note == nil || *s.Note != "hello" || !s.Protection {
 		t.Errorf("spec %+v", s)
 	}
 	var c proxmox.Changes
-	if n.changes(n, &c) || c.Tags != nil || c.Note != nil || c.Protection != nil {
+	if facetChanges(&n, proxyVMModel{vmNoteTags: n}, &c) || c.Tags != nil || c.Note != nil || c.Protection != nil {
 		t.Errorf("no change: %+v", c)
 	}
 	prior := vmNoteTags{Tags: tags(), Description: types.StringValue(""), Protection: types.BoolValue(false)}
-	if !n.changes(prior, &c) || c.Tags == nil || c.Note == nil || c.Protection == nil || !*c.Protection {
+	if !facetChanges(&n, proxyVMModel{vmNoteTags: prior}, &c) || c.Tags == nil || c.Note == nil || c.Protection == nil || !*c.Protection {
 		t.Errorf("changes %+v", c)
 	}
 	var r vmNoteTags
-	r.read(proxmox.VM{Tags: []string{proxmox.ManagedTag, "web"}, Note: "hello", Protected: true})
+	r.read(onVM(proxmox.VM{Tags: []string{proxmox.ManagedTag, "web"}, Note: "hello", Protected: true}))
 	if !r.Tags.Equal(tags("web")) || r.Description.ValueString() != "hello" || !r.Protection.ValueBool() {
 		t.Errorf("read %+v", r)
 	}

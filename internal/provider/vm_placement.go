@@ -73,7 +73,8 @@ func placementAttrs() []facetAttr {
 // read takes the node and the pool of the VM as the backend read it (a VM read without
 // a node keeps the prior one; the pool is poolValue's). migrate_back, which cannot be
 // read, gets its default where it has no value (an import).
-func (p *vmPlacement) read(vm proxmox.VM) {
+func (p *vmPlacement) read(fc *facetCtx) {
+	vm := fc.vm
 	if vm.Node != "" {
 		p.Node = types.StringValue(vm.Node)
 	}
@@ -97,25 +98,31 @@ func (p *vmPlacement) nullUnknown() {
 
 // spec puts the planned node and pool into a create (a node planned unknown, "": placed
 // by the backend).
-func (p vmPlacement) spec(s *proxmox.Spec) {
+func (p vmPlacement) spec(fc *facetCtx) {
+	s := fc.spec
 	s.Node = p.Node.ValueString()
 	s.Pool = p.Pool.ValueString()
 }
 
-// changes puts a migration and a pool move into an update (nodeChange, poolChange), and
-// says whether there is either.
-func (p vmPlacement) changes(prior vmPlacement, c *proxmox.Changes) bool {
+// changes puts a migration and a pool move into an update (nodeChange, poolChange).
+func (p vmPlacement) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmPlacement, fc.changes
 	c.Node = nodeChange(prior.Node, p.Node)
 	c.Pool, c.PriorPool = poolChange(prior.Pool, p.Pool)
-	return c.Node != nil || c.Pool != nil
+	if c.Node != nil || c.Pool != nil {
+		fc.changed = true
+	}
 }
 
-// planPlacement plans the node (planNode) and the pool (planPool); the node a VM moved to
-// outside Terraform is planNodeDrift's, which needs the private state.
-func planPlacement(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel) diag.Diagnostics {
-	diags := planNode(cfg, config, plan, prior)
-	planPool(cfg, config, plan, prior)
-	return diags
+// plan plans the node (planNode) and the pool (planPool) from the catalogue, and keeps the
+// node a VM moved to outside Terraform when migrate_back is false (planNodeDrift).
+func (p *vmPlacement) plan(fc *facetCtx) {
+	if fc.cfg != nil {
+		fc.diags.Append(planNode(fc.cfg, fc.config, fc.m, fc.prior)...)
+		planPool(fc.cfg, fc.config, fc.m, fc.prior)
+	}
+	recorded, hasRecord := fc.nodeRecord()
+	planNodeDrift(fc.config, fc.m, fc.prior, recorded, hasRecord)
 }
 
 // planNode checks a configured node against the provider's nodes; without one, a new VM

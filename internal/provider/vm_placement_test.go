@@ -16,20 +16,20 @@ import (
 // default only when it has no value.
 func TestVMPlacement_read(t *testing.T) {
 	var p vmPlacement
-	p.read(proxmox.VM{Node: "pve2", Pool: "blue"})
+	p.read(onVM(proxmox.VM{Node: "pve2", Pool: "blue"}))
 	if p.Node.ValueString() != "pve2" || p.Pool.ValueString() != "blue" || p.MigrateBack.IsNull() || !p.MigrateBack.ValueBool() {
 		t.Errorf("nothing known: %+v", p)
 	}
 
 	p = vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve1"), Pool: types.StringValue("")},
 		MigrateBack: types.BoolValue(false)}
-	p.read(proxmox.VM{})
+	p.read(onVM(proxmox.VM{}))
 	if p.Node.ValueString() != "pve1" || p.Pool.IsNull() || p.Pool.ValueString() != "" || p.MigrateBack.ValueBool() {
 		t.Errorf("read without node or pool, pool \"\" and migrate_back false in the state: %+v", p)
 	}
 
 	p = vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve1"), Pool: types.StringValue("blue")}}
-	p.read(proxmox.VM{Node: "pve3"})
+	p.read(onVM(proxmox.VM{Node: "pve3"}))
 	if p.Node.ValueString() != "pve3" || !p.Pool.IsNull() {
 		t.Errorf("moved out of its pool to pve3: %+v, want node pve3 and pool null", p)
 	}
@@ -54,12 +54,12 @@ func TestVMPlacement_nullUnknown(t *testing.T) {
 // (placed at create) and no pool are "".
 func TestVMPlacement_spec(t *testing.T) {
 	var s proxmox.Spec
-	vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve2"), Pool: types.StringValue("blue")}}.spec(&s)
+	vmPlacement{vmLocation: vmLocation{Node: types.StringValue("pve2"), Pool: types.StringValue("blue")}}.spec(intoSpec(&s))
 	if s.Node != "pve2" || s.Pool != "blue" {
 		t.Errorf("spec node %q pool %q, want pve2 blue", s.Node, s.Pool)
 	}
 	s = proxmox.Spec{Node: "x", Pool: "y"}
-	vmPlacement{vmLocation: vmLocation{Node: types.StringUnknown(), Pool: types.StringNull()}}.spec(&s)
+	vmPlacement{vmLocation: vmLocation{Node: types.StringUnknown(), Pool: types.StringNull()}}.spec(intoSpec(&s))
 	if s.Node != "" || s.Pool != "" {
 		t.Errorf("spec node %q pool %q, want both empty", s.Node, s.Pool)
 	}
@@ -89,7 +89,7 @@ func TestVMPlacement_changes(t *testing.T) {
 		{"unknown", vmPlacement{vmLocation: vmLocation{Node: types.StringUnknown(), Pool: types.StringUnknown()}}, false, "-", "-", ""},
 	} {
 		var c proxmox.Changes
-		changed := tc.plan.changes(prior, &c)
+		changed := facetChanges(&tc.plan, proxyVMModel{vmPlacement: prior}, &c)
 		str := func(p *string) string {
 			if p == nil {
 				return "-"
@@ -112,7 +112,9 @@ func TestPlanPlacement(t *testing.T) {
 		m.Node, m.Pool = types.StringValue("pve9"), types.StringNull()
 	})
 	plan := planFrom(config)
-	d := planPlacement(cfg, config, &plan, nil)
+	fc := &facetCtx{ctx: context.Background(), cfg: cfg, m: &plan, config: config}
+	plan.vmPlacement.plan(fc)
+	d := fc.diags
 	if !d.HasError() || len(errorPaths(d)) != 1 || errorPaths(d)[0] != "node" {
 		t.Errorf("unknown node: %v", d)
 	}

@@ -105,7 +105,8 @@ func powerAttrs() []facetAttr {
 // could not read (StatusUnknown) keeps the prior one. The settings that cannot be read
 // get their defaults where they have no value (an import); started is whether the VM
 // runs.
-func (p *vmPower) read(vm proxmox.VM) {
+func (p *vmPower) read(fc *facetCtx) {
+	vm := fc.vm
 	p.StartOnBoot = types.BoolValue(vm.OnBoot)
 	switch {
 	case !vm.StatusUnknown:
@@ -156,7 +157,8 @@ func (p *vmPower) nullUnknown() {
 
 // spec puts onboot and the address wait into a create (both true unless known false);
 // started = false makes the VM without starting it, and so without the wait.
-func (p vmPower) spec(s *proxmox.Spec) {
+func (p vmPower) spec(fc *facetCtx) {
+	s := fc.spec
 	s.OnBoot = p.StartOnBoot.IsNull() || p.StartOnBoot.IsUnknown() || p.StartOnBoot.ValueBool()
 	s.WaitForIP = p.WaitForIP.IsNull() || p.WaitForIP.IsUnknown() || p.WaitForIP.ValueBool()
 	if startedFalse(p.Started) {
@@ -165,9 +167,9 @@ func (p vmPower) spec(s *proxmox.Spec) {
 }
 
 // changes puts a changed onboot into an update, a start when the prior status needs one,
-// and, with started = false, no start but a stop of a VM that runs; it says whether there
-// is any of these.
-func (p vmPower) changes(prior vmPower, c *proxmox.Changes) bool {
+// and, with started = false, no start but a stop of a VM that runs.
+func (p vmPower) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmPower, fc.changes
 	changed := false
 	if !p.StartOnBoot.IsNull() && !p.StartOnBoot.IsUnknown() && !p.StartOnBoot.Equal(prior.StartOnBoot) {
 		v := p.StartOnBoot.ValueBool()
@@ -182,7 +184,14 @@ func (p vmPower) changes(prior vmPower, c *proxmox.Changes) bool {
 			c.Stop, changed = true, true
 		}
 	}
-	return changed
+	fc.changed = fc.changed || changed
+}
+
+// plan plans the status an update leaves (planStatus) and what a size or option change
+// does to a running VM (planPower, with the power record of the private state).
+func (p *vmPower) plan(fc *facetCtx) {
+	planStatus(fc.m, fc.prior)
+	fc.diags.Append(planPower(fc.config, fc.m, fc.prior, readPower(fc.ctx, fc.private))...)
 }
 
 // startedFalse reports a known false (started = false, reboot_on_change = false).

@@ -17,14 +17,14 @@ import (
 // they have no value (started from whether the VM runs), and keep a value they have.
 func TestVMPower_read(t *testing.T) {
 	var p vmPower
-	p.read(proxmox.VM{State: proxmox.StateRunning, OnBoot: true})
+	p.read(onVM(proxmox.VM{State: proxmox.StateRunning, OnBoot: true}))
 	if p.Status.ValueString() != statusRunning || !p.StartOnBoot.ValueBool() || !p.Started.ValueBool() ||
 		p.ShutdownTimeout.ValueString() != "2m" || !p.RebootOnChange.ValueBool() || !p.WaitForIP.ValueBool() {
 		t.Errorf("running VM, nothing known: %+v", p)
 	}
 
 	p = vmPower{}
-	p.read(proxmox.VM{State: proxmox.StateStopped})
+	p.read(onVM(proxmox.VM{State: proxmox.StateStopped}))
 	if p.Status.ValueString() != statusStopped || p.StartOnBoot.IsNull() || p.StartOnBoot.ValueBool() ||
 		p.Started.IsNull() || p.Started.ValueBool() {
 		t.Errorf("stopped VM without onboot: %+v", p)
@@ -33,19 +33,19 @@ func TestVMPower_read(t *testing.T) {
 	p = vmPower{vmPowerState: vmPowerState{StartOnBoot: types.BoolValue(true)},
 		Started: types.BoolValue(false), ShutdownTimeout: types.StringValue("30s"),
 		RebootOnChange: types.BoolValue(false), WaitForIP: types.BoolValue(false)}
-	p.read(proxmox.VM{State: proxmox.StateProvisioning})
+	p.read(onVM(proxmox.VM{State: proxmox.StateProvisioning}))
 	if p.Status.ValueString() != statusProvisioning || p.StartOnBoot.ValueBool() || p.Started.ValueBool() ||
 		p.ShutdownTimeout.ValueString() != "30s" || p.RebootOnChange.ValueBool() || p.WaitForIP.ValueBool() {
 		t.Errorf("settings known: %+v, want them kept and onboot false", p)
 	}
 
 	p = vmPower{vmPowerState: vmPowerState{Status: types.StringValue(statusRunning)}}
-	p.read(proxmox.VM{State: proxmox.StateStopped, StatusUnknown: true})
+	p.read(onVM(proxmox.VM{State: proxmox.StateStopped, StatusUnknown: true}))
 	if p.Status.ValueString() != statusRunning {
 		t.Errorf("status unknown to the backend: %v, want the prior running", p.Status)
 	}
 	p = vmPower{vmPowerState: vmPowerState{Status: types.StringUnknown()}}
-	p.read(proxmox.VM{StatusUnknown: true})
+	p.read(onVM(proxmox.VM{StatusUnknown: true}))
 	if !p.Status.IsNull() {
 		t.Errorf("status unknown to the backend and to the plan: %v, want null", p.Status)
 	}
@@ -88,7 +88,7 @@ func TestVMPower_spec(t *testing.T) {
 			Started: types.BoolValue(false)}, true, false, true},
 	} {
 		var s proxmox.Spec
-		tc.p.spec(&s)
+		tc.p.spec(intoSpec(&s))
 		if s.OnBoot != tc.onBoot || s.WaitForIP != tc.wait || s.Stopped != tc.stopped {
 			t.Errorf("%s: onboot %v, wait %v, stopped %v; want %v, %v, %v", tc.name, s.OnBoot, s.WaitForIP, s.Stopped,
 				tc.onBoot, tc.wait, tc.stopped)
@@ -121,7 +121,7 @@ func TestVMPower_changes(t *testing.T) {
 		{"stop, status null", vmPower{}, vmPower{Started: types.BoolValue(false)}, false, nil, false, false},
 	} {
 		var c proxmox.Changes
-		changed := tc.plan.changes(tc.prior, &c)
+		changed := facetChanges(&tc.plan, proxyVMModel{vmPower: tc.prior}, &c)
 		if changed != tc.changed || c.Start != tc.start || c.Stop != tc.stop || (c.OnBoot == nil) != (tc.onBoot == nil) ||
 			(c.OnBoot != nil && *c.OnBoot != *tc.onBoot) {
 			t.Errorf("%s: changed %v, start %v, stop %v, onboot %v; want %v, %v, %v, %v", tc.name, changed, c.Start, c.Stop,

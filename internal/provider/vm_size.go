@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -17,17 +18,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-
-	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// vmSize is the size facet (vm_facet.go): cores, memory, the boot disk and the CPU type.
-// Without them in the configuration the sizes come from the machine type (machine_type).
+// vmSize is the size facet (vm_facet.go): cores, memory, the boot disk, the CPU type and
+// the CPU weight. Without them in the configuration the sizes come from the machine type
+// (machine_type).
 type vmSize struct {
 	Cores     types.Int64  `tfsdk:"cores"`
 	MemoryMiB types.Int64  `tfsdk:"memory_mib"`
 	DiskGiB   types.Int64  `tfsdk:"disk_gib"`
 	CPUType   types.String `tfsdk:"cpu_type"`
+	CPUUnits  types.Int64  `tfsdk:"cpu_units"`
 }
 
 // cpuTypeRE is a CPU model name as qemu-server's CPU models are named (CPUConfig.pm
@@ -79,20 +80,36 @@ func sizeAttrs() []facetAttr {
 				"must be a CPU model name: letters, digits, '-', '_' and '.', such as host or x86-64-v2-AES")},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
+	}, {
+		// qemu-server PVE/QemuServer.pm confdesc cpuunits: 1 to 262144, clamped in cgroup v2.
+		name:   "cpu_units",
+		md:     "CPU weight against other VMs (Proxmox's `cpuunits`): 1 to 262144, clamped to 10000.",
+		change: "Unset: left as it is (Proxmox's default: 100). Changed in place, no restart.",
+		read:   "Null when the VM's config has no `cpuunits` option.",
+		resource: schema.Int64Attribute{
+			Optional: true, Computed: true,
+			Validators:    []validator.Int64{int64validator.Between(1, 262144)},
+			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+		},
 	}}
 }
 
 // read takes the sizes of the VM as the backend read it (what a running VM runs with).
-func (s *vmSize) read(vm proxmox.VM) {
+func (s *vmSize) read(fc *facetCtx) {
+	vm := fc.vm
 	s.Cores = intOrNull(vm.Cores)
 	s.MemoryMiB = intOrNull(vm.MemoryMiB)
 	s.DiskGiB = intOrNull(vm.DiskGiB)
 	s.CPUType = stringOrNull(vm.Options["cpu"])
+	s.CPUUnits = types.Int64Null()
+	if n, err := strconv.Atoi(vm.Options["cpuunits"]); err == nil {
+		s.CPUUnits = types.Int64Value(int64(n))
+	}
 }
 
 // nullUnknown nulls the values still unknown (the partial state of a create).
 func (s *vmSize) nullUnknown() {
-	for _, n := range []*types.Int64{&s.Cores, &s.MemoryMiB, &s.DiskGiB} {
+	for _, n := range []*types.Int64{&s.Cores, &s.MemoryMiB, &s.DiskGiB, &s.CPUUnits} {
 		if n.IsUnknown() {
 			*n = types.Int64Null()
 		}
@@ -103,8 +120,9 @@ func (s *vmSize) nullUnknown() {
 }
 
 // spec puts the planned sizes into a create; a disk_gib the plan leaves unknown is the
-// machine type's (mt, nil when none), or the template's.
-func (s vmSize) spec(spec *proxmox.Spec, mt *machineType) {
+// machine type's (fc.machineType, nil when none), or the template's.
+func (s vmSize) spec(fc *facetCtx) {
+	spec, mt := fc.spec, fc.machineType
 	if v, ok := knownInt(s.Cores); ok {
 		spec.Cores = v
 	}
@@ -122,10 +140,17 @@ func (s vmSize) spec(spec *proxmox.Spec, mt *machineType) {
 		}
 		spec.Options["cpu"] = v
 	}
+	if v, ok := knownInt(s.CPUUnits); ok {
+		if spec.Options == nil {
+			spec.Options = map[string]string{}
+		}
+		spec.Options["cpuunits"] = strconv.Itoa(v)
+	}
 }
 
-// changes puts the sizes that change from prior into an update, and says whether any does.
-func (s vmSize) changes(prior vmSize, c *proxmox.Changes) bool {
+// changes puts the sizes that change from the prior ones into an update.
+func (s vmSize) changes(fc *facetCtx) {
+	prior, c := fc.prior.vmSize, fc.changes
 	c.Cores = intChange(prior.Cores, s.Cores)
 	c.MemoryMiB = intChange(prior.MemoryMiB, s.MemoryMiB)
 	c.DiskGiB = intChange(prior.DiskGiB, s.DiskGiB)
@@ -136,7 +161,13 @@ func (s vmSize) changes(prior vmSize, c *proxmox.Changes) bool {
 		}
 		c.Options["cpu"], changed = v, true
 	}
-	return changed
+	if v, ok := knownInt(s.CPUUnits); ok && !s.CPUUnits.Equal(prior.CPUUnits) {
+		if c.Options == nil {
+			c.Options = map[string]string{}
+		}
+		c.Options["cpuunits"], changed = strconv.Itoa(v), true
+	}
+	fc.changed = fc.changed || changed
 }
 
 // intChange is the new value of an integer attribute when it is known and differs from
@@ -147,6 +178,17 @@ func intChange(prior, planned types.Int64) *int {
 		return nil
 	}
 	return &v
+}
+
+// plan completes the sizes from the machine type (planSize) and checks a cpu_type that
+// changes against the node's CPU models (planCPUType).
+func (s *vmSize) plan(fc *facetCtx) {
+	if fc.cfg != nil {
+		fc.diags.Append(planSize(fc.cfg, fc.config, fc.m, fc.prior)...)
+	}
+	if fc.r != nil {
+		fc.diags.Append(fc.r.planCPUType(fc.r.data.withLogging(fc.ctx), fc.config, fc.m, fc.prior)...)
+	}
 }
 
 // planSize gives cores and memory_mib the machine type's values where the configuration
@@ -213,7 +255,12 @@ func (r *proxyVMResource) planCPUType(ctx context.Context, config proxyVMModel, 
 	if !ok || r.data == nil || r.data.backend == nil || (prior != nil && prior.CPUType.Equal(plan.CPUType)) {
 		return diags
 	}
-	node, ok := knownString(plan.Node)
+	// The configured node, else the planned one: the node the plan asks for, before the
+	// placement's and HA's plans may keep the node a VM moved to.
+	node, ok := knownString(config.Node)
+	if !ok {
+		node, ok = knownString(plan.Node)
+	}
 	if !ok {
 		if nodes := r.data.cfg.Nodes; len(nodes) > 0 {
 			node = nodes[0] // the cluster's nodes share the built-in list and cpu-models.conf

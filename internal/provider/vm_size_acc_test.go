@@ -133,3 +133,90 @@ data "proxy_vms" "f" {
 		},
 	})
 }
+
+// TestAccProxyVM_cpuUnits: cpu_units is written at create as cpuunits, shown by both data
+// sources, and changed in place with no power request (qemu-server applies cpuunits to a
+// running VM at once); a weight changed outside Terraform shows as drift and is written
+// back, again without a restart; a value outside 1 to 262144 is refused at plan on
+// cpu_units, before any write; left out, the VM keeps the weight it has.
+func TestAccProxyVM_cpuUnits(t *testing.T) {
+	f := newPowerFixture(t, "cpuu", "reads the simulator's request log")
+	env, c, name, base, log := f.env, f.c, f.name, f.base, f.log
+	cfg := func(units string) string {
+		return base + vmResource(env, name, "  cores = 1\n  memory_mib = 512\n"+units) + `
+data "proxy_vm" "x" {
+  name       = proxy_vm.test.name
+  depends_on = [proxy_vm.test]
+}
+data "proxy_vms" "f" {
+  name_prefix = proxy_vm.test.name
+  depends_on  = [proxy_vm.test]
+}
+`
+	}
+	var vmid int
+	same := statecheck.CompareValue(compare.ValuesSame())
+	shows := func(units int64) []statecheck.StateCheck {
+		return []statecheck.StateCheck{
+			same.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+			statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cpu_units"), knownvalue.Int64Exact(units)),
+			statecheck.ExpectKnownValue(vmDS, tfjsonpath.New("cpu_units"), knownvalue.Int64Exact(units)),
+			statecheck.ExpectKnownValue("data.proxy_vms.f", tfjsonpath.New("vms").AtSliceIndex(0).AtMapKey("cpu_units"), knownvalue.Int64Exact(units)),
+		}
+	}
+	f.run(t, []resource.TestStep{
+		{
+			Config:      cfg("  cpu_units = 0\n"),
+			ExpectError: regexp.MustCompile(`(?s)cpu_units.*must be between 1 and 262144`),
+		},
+		{
+			Config:            cfg("  cpu_units = 300\n"),
+			ConfigStateChecks: shows(300),
+			Check: resource.ComposeTestCheckFunc(saveVMID(&vmid),
+				checkSimConfig(env, &vmid, map[string]string{"cpuunits": "300"}, nil),
+				func(*terraform.State) error { log.reset(); return nil }),
+		},
+		{
+			Config: cfg("  cpu_units = 500\n"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+			}},
+			ConfigStateChecks: shows(500),
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config"),
+				checkSimConfig(env, &vmid, map[string]string{"cpuunits": "500"}, map[string]string{"cpuunits": ""}),
+				checkPower(env, "running")),
+		},
+		{
+			// An admin changes the weight in Proxmox: the plan shows the drift and the apply
+			// writes it back, without a restart.
+			PreConfig: func() {
+				putConfig(t, env, c, vmid, map[string]string{"cpuunits": "50"})
+				log.reset()
+			},
+			Config: cfg("  cpu_units = 500\n"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("cpu_units"), knownvalue.Int64Exact(500)),
+			}},
+			ConfigStateChecks: shows(500),
+			Check: resource.ComposeTestCheckFunc(
+				log.check(&vmid, "config"),
+				checkSimConfig(env, &vmid, map[string]string{"cpuunits": "500"}, nil),
+				checkPower(env, "running")),
+		},
+		{
+			Config:      cfg("  cpu_units = 262145\n"),
+			ExpectError: regexp.MustCompile(`(?s)cpu_units.*must be between 1 and 262144`),
+		},
+		{
+			// Left out: nothing to change, the VM keeps its weight, and nothing was written by
+			// the refused plan.
+			Config:            cfg(""),
+			ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			ConfigStateChecks: shows(500),
+			Check:             log.check(&vmid),
+		},
+	})
+}

@@ -1,12 +1,15 @@
 package provider
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
@@ -19,35 +22,35 @@ import (
 // and is null in a create's partial state while unknown.
 func TestVMSize_cpuType(t *testing.T) {
 	var spec proxmox.Spec
-	vmSize{CPUType: types.StringValue("host")}.spec(&spec, nil)
+	vmSize{CPUType: types.StringValue("host")}.spec(intoSpec(&spec))
 	if spec.Options["cpu"] != "host" {
 		t.Errorf("spec options %v", spec.Options)
 	}
 	spec = proxmox.Spec{}
-	vmSize{CPUType: types.StringUnknown()}.spec(&spec, nil)
+	vmSize{CPUType: types.StringUnknown()}.spec(intoSpec(&spec))
 	if _, ok := spec.Options["cpu"]; ok {
 		t.Errorf("unknown cpu_type in the spec: %v", spec.Options)
 	}
 
 	prior := vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("kvm64")}
 	var c proxmox.Changes
-	if (vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("host")}).changes(prior, &c) != true || c.Options["cpu"] != "host" {
+	if facetChanges(&vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("host")}, proxyVMModel{vmSize: prior}, &c) != true || c.Options["cpu"] != "host" {
 		t.Errorf("changed cpu_type: changes %v", c.Options)
 	}
 	if !restarts(types.StringValue(statusRunning), c) {
 		t.Error("a cpu_type change does not restart a running VM")
 	}
 	c = proxmox.Changes{}
-	if (vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("kvm64")}).changes(prior, &c) || c.Options != nil {
+	if facetChanges(&vmSize{Cores: types.Int64Value(1), CPUType: types.StringValue("kvm64")}, proxyVMModel{vmSize: prior}, &c) || c.Options != nil {
 		t.Errorf("same cpu_type: changes %v", c.Options)
 	}
 
 	var s vmSize
-	s.read(proxmox.VM{Cores: 1, Options: map[string]string{"cpu": "host"}})
+	s.read(onVM(proxmox.VM{Cores: 1, Options: map[string]string{"cpu": "host"}}))
 	if s.CPUType.ValueString() != "host" {
 		t.Errorf("read %v", s.CPUType)
 	}
-	s.read(proxmox.VM{Cores: 1})
+	s.read(onVM(proxmox.VM{Cores: 1}))
 	if !s.CPUType.IsNull() {
 		t.Errorf("read without cpu: %v", s.CPUType)
 	}
@@ -55,6 +58,65 @@ func TestVMSize_cpuType(t *testing.T) {
 	s.nullUnknown()
 	if !s.CPUType.IsNull() {
 		t.Errorf("partial state: %v", s.CPUType)
+	}
+}
+
+// TestVMSize_cpuUnits: cpu_units goes into a create's Options as cpuunits, into an
+// update's only when it changes (and then the update restarts nothing), is read back from
+// the VM's Options (null when the config sets none), is null in a create's partial state
+// while unknown, and is refused at plan outside qemu-server's 1 to 262144.
+func TestVMSize_cpuUnits(t *testing.T) {
+	var spec proxmox.Spec
+	vmSize{CPUUnits: types.Int64Value(300)}.spec(intoSpec(&spec))
+	if spec.Options["cpuunits"] != "300" {
+		t.Errorf("spec options %v", spec.Options)
+	}
+	spec = proxmox.Spec{}
+	vmSize{CPUUnits: types.Int64Null()}.spec(intoSpec(&spec))
+	if _, ok := spec.Options["cpuunits"]; ok {
+		t.Errorf("null cpu_units in the spec: %v", spec.Options)
+	}
+
+	prior := vmSize{Cores: types.Int64Value(1), CPUUnits: types.Int64Value(100)}
+	var c proxmox.Changes
+	if !facetChanges(&vmSize{Cores: types.Int64Value(1), CPUUnits: types.Int64Value(500)}, proxyVMModel{vmSize: prior}, &c) || c.Options["cpuunits"] != "500" {
+		t.Errorf("changed cpu_units: changes %v", c.Options)
+	}
+	if restarts(types.StringValue(statusRunning), c) {
+		t.Error("a cpu_units change restarts a running VM")
+	}
+	c = proxmox.Changes{}
+	if facetChanges(&prior, proxyVMModel{vmSize: prior}, &c) || c.Options != nil {
+		t.Errorf("same cpu_units: changes %v", c.Options)
+	}
+	if restartOptionChanges(proxyVMModel{vmSize: prior}, proxyVMModel{vmSize: vmSize{Cores: prior.Cores, CPUUnits: types.Int64Value(7)}}) {
+		t.Error("a cpu_units change planned as a restart")
+	}
+
+	var s vmSize
+	s.read(onVM(proxmox.VM{Cores: 1, Options: map[string]string{"cpuunits": "2048"}}))
+	if s.CPUUnits.ValueInt64() != 2048 {
+		t.Errorf("read %v", s.CPUUnits)
+	}
+	s.read(onVM(proxmox.VM{Cores: 1}))
+	if !s.CPUUnits.IsNull() {
+		t.Errorf("read without cpuunits: %v", s.CPUUnits)
+	}
+	s = vmSize{CPUUnits: types.Int64Unknown()}
+	s.nullUnknown()
+	if !s.CPUUnits.IsNull() {
+		t.Errorf("partial state: %v", s.CPUUnits)
+	}
+
+	attr := proxyVMSchema(context.Background()).Attributes["cpu_units"].(schema.Int64Attribute)
+	for v, ok := range map[int64]bool{0: false, 1: true, 262144: true, 262145: false} {
+		var resp validator.Int64Response
+		for _, vd := range attr.Validators {
+			vd.ValidateInt64(context.Background(), validator.Int64Request{Path: path.Root("cpu_units"), ConfigValue: types.Int64Value(v)}, &resp)
+		}
+		if resp.Diagnostics.HasError() == ok {
+			t.Errorf("cpu_units = %d: errors %v, want accepted %t", v, resp.Diagnostics, ok)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 //
 // proxy_vms lists VMs without them (identifying a template asks the backend per VM).
 type vmTemplate struct {
+	facetBase                 // no changes
 	Image        types.String `tfsdk:"image"`
 	TemplateVMID types.Int64  `tfsdk:"template_vmid"`
 	MachineType  types.String `tfsdk:"machine_type"`
@@ -63,21 +64,26 @@ func templateAttrs() []facetAttr {
 	}}
 }
 
-// read identifies the template and the machine type of an imported VM: the template the
-// backend identified (templateVMID, 0 when it could not tell) with its catalogue key when
-// exactly one key names it, and the machine type when it resolves unambiguously. It
-// reports whether the template was identified; what it cannot tell stays null.
-func (t *vmTemplate) read(vm proxmox.VM, cfg *resolvedConfig, templateVMID int) bool {
+// read identifies the template and the machine type of an imported VM (a refresh reads
+// none of them): the template the backend identified (fc.templateVMID, 0 when it could not
+// tell) with its catalogue key when exactly one key names it, and the machine type when it
+// resolves unambiguously. What it cannot tell stays null; fc.templateUnread says the
+// template was not identified.
+func (t *vmTemplate) read(fc *facetCtx) {
+	if !fc.imported {
+		return
+	}
+	vm, cfg, templateVMID := fc.vm, fc.cfg, fc.templateVMID
 	t.Image, t.TemplateVMID, t.MachineType = types.StringNull(), types.Int64Null(), types.StringNull()
 	if key, ok := resolveMachineType(cfg, vm); ok {
 		t.MachineType = types.StringValue(key)
 	}
 	if templateVMID == 0 {
-		return false
+		fc.templateUnread = true
+		return
 	}
 	t.TemplateVMID = types.Int64Value(int64(templateVMID))
 	t.Image = stringOrNull(imageKeyOf(cfg, templateVMID))
-	return true
 }
 
 // nullUnknown nulls the values still unknown (the partial state of a create).
@@ -92,18 +98,18 @@ func (t *vmTemplate) nullUnknown() {
 	}
 }
 
-// spec puts the planned template into a create, and returns the planned machine type
-// (nil when none, or cfg is nil), whose disk the size facet's spec takes.
-func (t vmTemplate) spec(spec *proxmox.Spec, cfg *resolvedConfig) *machineType {
+// spec puts the planned template into a create, and the planned machine type (nil when
+// none, or fc.cfg is nil) into fc.machineType, whose disk the size facet's spec takes.
+func (t vmTemplate) spec(fc *facetCtx) {
 	if v, ok := knownInt(t.TemplateVMID); ok {
-		spec.TemplateVMID = v
+		fc.spec.TemplateVMID = v
 	}
-	if key, ok := knownString(t.MachineType); ok && cfg != nil {
-		if m, found := cfg.MachineTypes[key]; found {
-			return &m
+	fc.machineType = nil
+	if key, ok := knownString(t.MachineType); ok && fc.cfg != nil {
+		if m, found := fc.cfg.MachineTypes[key]; found {
+			fc.machineType = &m
 		}
 	}
-	return nil
 }
 
 // imageKeyOf is the one catalogue key of templateVMID, "" when none or several name it
@@ -140,6 +146,18 @@ func resolveMachineType(cfg *resolvedConfig, vm proxmox.VM) (string, bool) {
 		return "", false
 	}
 	return keys[0], true
+}
+
+// plan resolves the template (planTemplate); an import that left the template unread
+// replaces nothing for the first value set.
+func (t *vmTemplate) plan(fc *facetCtx) {
+	unread := fc.unread(unreadTemplate)
+	if fc.cfg == nil {
+		return
+	}
+	replace, diags := planTemplate(fc.cfg, fc.config, fc.m, fc.prior, unread)
+	fc.diags.Append(diags...)
+	fc.replace = append(fc.replace, replace...)
 }
 
 // planTemplate resolves image through the catalogue (template_vmid is taken as set) and

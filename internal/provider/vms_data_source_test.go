@@ -132,6 +132,7 @@ func vmObject(vmid int, name, node, uid, status string) knownvalue.Check {
 		"memory_mib":     knownvalue.Int64Exact(1024),
 		"disk_gib":       knownvalue.Int64Exact(4),
 		"cpu_type":       knownvalue.Null(), // no cpu option in their config
+		"cpu_units":      knownvalue.Null(), // no cpuunits option in their config
 		"ip_address":     knownvalue.Null(),
 		"ipv4_addresses": knownvalue.ListExact([]knownvalue.Check{}),
 		"ipv6_addresses": knownvalue.ListExact([]knownvalue.Check{}),

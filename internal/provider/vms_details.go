@@ -109,7 +109,7 @@ func (d *vmsDataSource) vmsDetails(ctx context.Context, ins []proxmox.Instance, 
 		c := in.Config
 		o := &out[i]
 		o.MadeBy = types.StringValue(madeByOf(in.CreatedBy))
-		o.vmSize.read(c)
+		o.vmSize.read(&facetCtx{vm: c})
 		o.IPv4Addresses, o.IPv6Addresses = stringList(addrs[i].IPv4), stringList(addrs[i].IPv6)
 		o.IPAddress = types.StringNull()
 		if len(addrs[i].IPv4) > 0 {

@@ -148,8 +148,9 @@ type Spec struct {
 	// the mark (MarkKeyNetworkDigest).
 	Network       *NetworkConfig
 	NetworkDigest string
-	// Options are the values of the RestartOptions beyond cores and memory, by config key
-	// (the attribute's value, as RestartOption.Value takes it; absent: as cloned).
+	// Options are the values of the RestartOptions beyond cores and memory and of the
+	// InPlaceOptions, by config key (the attribute's value, as RestartOption.Value takes
+	// it; absent: as cloned).
 	Options map[string]string
 	// HA, when set, is the HA resource the VM gets once it is finished (ha.go).
 	HA *HA
@@ -222,8 +223,9 @@ type VM struct {
 	// steps depend on (MemoryHotplugStep): 1 GiB hugepages, and the sockets then.
 	HotplugHugepages1G bool
 	HotplugSockets     int
-	// Options are the values of the RestartOptions beyond cores and memory, by config key,
-	// as their attributes show them (absent: the config does not set the option).
+	// Options are the values of the RestartOptions beyond cores and memory and of the
+	// InPlaceOptions, by config key, as their attributes show them (absent: the config does
+	// not set the option).
 	Options map[string]string
 	// HA is the VM's HA resource (ha.go), read when GetOptions.HA asks (HARead set): nil
 	// when it has none. HAUnread says it was asked for but could not be read (HAUnreadWhy
@@ -367,8 +369,8 @@ type Changes struct {
 	// hotplug that Proxmox refused (or plugged short of the size), so the VM was restarted
 	// to apply the memory (or, with DeferRestart, the memory was left pending).
 	Notify func(msg string)
-	// Options are the new values of the RestartOptions beyond cores and memory, by config
-	// key (absent: left alone).
+	// Options are the new values of the RestartOptions beyond cores and memory and of the
+	// InPlaceOptions, by config key (absent: left alone).
 	Options map[string]string
 	// HA, when set, writes or removes the VM's HA resource, after every other change
 	// (ha.go).

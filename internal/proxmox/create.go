@@ -783,6 +783,9 @@ func configParams(s Spec, cfg map[string]string, isoStorage string) (map[string]
 	if err := optionParams(p, s, cfg); err != nil {
 		return nil, err
 	}
+	if err := inPlaceParams(p, s, cfg); err != nil {
+		return nil, err
+	}
 	if s.Bridge != "" || s.VLANTag != 0 {
 		var tag *int
 		if s.VLANTag != 0 {

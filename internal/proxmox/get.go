@@ -395,6 +395,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 	n := parseNet0(cfg["net0"])
 	vm.Bridge, vm.VLANTag, vm.MAC = n.Bridge, n.Tag, n.MAC
 	readOptions(&vm, cfg)
+	readInPlaceOptions(&vm, cfg)
 	return vm
 }
 

@@ -56,7 +56,8 @@ type updatePlan struct {
 
 // planUpdate decides an update from the VM as read and ch, without a request. Its errors
 // are Permanent refusals, in the order the checks run: cores, memory (a memory hotplug
-// size), the other RestartOptions (a value that breaks out of its option string), VLAN tag, net0, boot disk, a hibernated VM.
+// size), the other RestartOptions and the InPlaceOptions (a value that breaks out of its
+// option string), VLAN tag, net0, boot disk, a hibernated VM.
 func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 	p := updatePlan{cfg: v.cfg, vs: v.vs, params: map[string]string{}}
 	p.hibernated = v.vs.Lock == "suspended" || v.cfg["lock"] == "suspended"
@@ -78,6 +79,9 @@ func planUpdate(v updateView, ch Changes) (updatePlan, error) {
 		return p, err
 	}
 	if err := p.planRestartOptions(ch, runs); err != nil {
+		return p, err
+	}
+	if err := p.planInPlaceOptions(ch); err != nil {
 		return p, err
 	}
 	if ch.OnBoot != nil && *ch.OnBoot != (v.cfg["onboot"] == "1") {
