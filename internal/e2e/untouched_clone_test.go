@@ -48,9 +48,9 @@ func handMadeAtLostVMID(t *testing.T, s *scenario, vm tfrun.VM, age time.Duratio
 	return vmid
 }
 
-// writesTo counts (and reports) the requests other than reads that reached vmid since the
+// noWritesTo counts (and reports) the requests other than reads that reached vmid since the
 // request log was enabled.
-func writesTo(t *testing.T, s *scenario, vmid int) int {
+func noWritesTo(t *testing.T, s *scenario, vmid int) int {
 	t.Helper()
 	n := 0
 	for _, req := range s.sim.RequestLog() {
@@ -95,7 +95,7 @@ func TestE2E_Cleanup_HandMadeStoppedVMNeedsALook(t *testing.T) {
 		t.Fatalf("the cleanup failed:\n%s", r)
 	}
 	out := strings.Join(strings.Fields(r.Output()), " ")
-	wrong := writesTo(t, s, vmid)
+	wrong := noWritesTo(t, s, vmid)
 	if after, ok := s.sim.VM(vmid); !ok || after.Description != before.Description || after.Power != "stopped" || after.Config["scsi1"] != before.Config["scsi1"] {
 		wrong++
 		t.Errorf("the hand-made VM changed or is gone (there %v):\nbefore %+v\nafter  %+v", ok, before, after)
@@ -131,7 +131,7 @@ func TestE2E_Ownership_RetryLeavesAHandMadeVMWithTheTemplatesDisk(t *testing.T) 
 		t.Fatalf("the apply failed:\n%s", r)
 	}
 	flat := strings.Join(strings.Fields(r.Output()), " ")
-	wrong := writesTo(t, s, vmid)
+	wrong := noWritesTo(t, s, vmid)
 	if st := s.state().OfType("proxy_vm"); len(st) != 1 || st[0].Int("vmid") == vmid {
 		wrong++
 		t.Errorf("state %+v: want one VM at another VMID than the hand-made %d", st, vmid)
