@@ -39,7 +39,8 @@ import (
 var cloneDriveRE = regexp.MustCompile(`^((ide|sata|scsi|virtio)[0-9]+|efidisk0|tpmstate0)$`)
 
 // cloneSkipRE is the template keys clone_vm does not copy (Qemu.pm:4513-4525, 4601).
-var cloneSkipRE = regexp.MustCompile(`^(snapshots|parent|snaptime|vmstate|snapstate|runningcpu|runningmachine|running-nets-host-mtu|unused[0-9]+|template|digest)$`)
+var cloneSkipRE = regexp.MustCompile(`^(snapshots|parent|snaptime|vmstate|snapstate|runningcpu|runningmachine|` +
+	`running-nets-host-mtu|unused[0-9]+|template|digest)$`)
 
 // maxCloneDiffs bounds how many differences a sign lists.
 const maxCloneDiffs = 6
@@ -219,8 +220,8 @@ func (b *Backend) catalogueClone(ctx context.Context, op string, cfg map[string]
 	if meta == "" {
 		meta = "none"
 	}
-	return fmt.Sprintf("its creating mark was written before its create's config step, yet no template of the provider's catalogue (templates) "+
-		"has its meta (%s), so it is not shown to be an untouched clone of one", meta), nil
+	return fmt.Sprintf("its creating mark was written before its create's config step, yet no template of the provider's "+
+		"catalogue (templates) has its meta (%s), so it is not shown to be an untouched clone of one", meta), nil
 }
 
 // untouchedCloneSign is the clean-up's sign that the half-made VM o, its mark without an
