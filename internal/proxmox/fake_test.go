@@ -272,14 +272,21 @@ func (f *fakeAPI) addTemplate(vmid int, node string, cfg map[string]string) {
 // addOurVM adds a stopped VM carrying our finished mark, bound to it (its instance line),
 // shaped like vm_config_clone, on the first node. addOlderVM is one made by version 0.1.0.
 func (f *fakeAPI) addOurVM(vmid int, name, uid string) *fakeVM {
-	v := f.addOlderVM(vmid, name, uid)
+	v := f.addUnboundVM(vmid, name, uid)
 	v.Config["description"] = MarkLines{UID: uid, CreatedAt: time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC), Instance: instanceOf(v.Config)}.Format()
 	return v
 }
 
 // addOlderVM adds a stopped VM carrying the finished mark version 0.1.0 wrote (no instance
-// line), shaped like vm_config_clone, on the first node.
+// line) and its seed ISO on ide2, shaped like vm_config_clone, on the first node.
 func (f *fakeAPI) addOlderVM(vmid int, name, uid string) *fakeVM {
+	v := f.addUnboundVM(vmid, name, uid)
+	v.Config["ide2"] = "local:iso/" + seedFile(name, uid) + ",media=cdrom"
+	return v
+}
+
+// addUnboundVM is addOlderVM without a seed on any drive.
+func (f *fakeAPI) addUnboundVM(vmid int, name, uid string) *fakeVM {
 	cfg := fixtureConfig("vm_config_clone")
 	cfg["description"] = FormatMark(uid, time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC))
 	cfg["scsi0"] = fmt.Sprintf("local-lvm:vm-%d-disk-1,iothread=1,size=3G", vmid)

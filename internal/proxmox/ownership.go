@@ -58,6 +58,11 @@ const (
 	// notOursUnbound is a mark without an instance line, refused where the caller has no
 	// recorded uuid to check the VM by (Owner.Bound: the power action).
 	notOursUnbound notOurs = "a mark without an instance line, and no state to check the VM by"
+	// notOursUnboundNoSeed is a finished mark without an instance line, met by a state that
+	// recorded no SMBIOS uuid (a 0.1.0 state, an import of an unbound mark), on a VM whose
+	// drives name no seed ISO of the resource: a Notes-only user can write that mark on any
+	// VM, not attach the resource's seed (VM.Config.CDROM), so it shows nothing.
+	notOursUnboundNoSeed notOurs = "a mark without an instance line on a VM none of whose drives names the resource's seed ISO"
 	// notOursRanUnbound is settle's (it needs the VM's status): a mark written before its
 	// create's config step on a VM that has run (unboundButRan).
 	notOursRanUnbound notOurs = "a creating mark written before its create's config step, on a VM that has run: copied from another VM"
@@ -121,8 +126,32 @@ func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
 		return m, notOursInstance
 	case o.Bound && m.Instance == "":
 		return m, notOursUnbound
+	case m.Instance == "" && markState(cfg["description"]) == "" && !seedOnDrive(cfg, name, o.UID):
+		return m, notOursUnboundNoSeed
 	}
 	return m, notOursNone
+}
+
+// seedOnDrive reports whether a drive of cfg names a seed ISO of the resource (name, uid):
+// one of its generations, or the proxy operator's <name>-seed.iso an imported VM boots
+// from (decision: state-binding: the evidence an unbound mark needs).
+func seedOnDrive(cfg map[string]string, name, uid string) bool {
+	for k, v := range cfg {
+		if !isDriveKey(k) {
+			continue
+		}
+		sv, ok := parseISOVol(driveVolume(v))
+		if !ok {
+			continue
+		}
+		if sv.file == operatorSeedFile(name) {
+			return true
+		}
+		if n, u, _, ok := parseSeedGen(sv.file); ok && n == name && u == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // renamedBound reports a VM renamed outside Terraform that is still the resource's: its

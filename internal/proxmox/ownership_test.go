@@ -135,7 +135,7 @@ func withInstance(l MarkLines, inst string) MarkLines {
 // without a state (Bound) refuses a mark without an instance line (decision:
 // state-binding).
 func TestOwnership_predicate(t *testing.T) {
-	ours := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now())}
+	ours := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now()), "ide2": "local:iso/" + seedFile(testName, testUID) + ",media=cdrom"}
 	const inst = "6d1f2a9e-0f3b-4c55-9b2e-5a4c3d2e1f90"
 	bound := MarkLines{UID: testUID, CreatedAt: time.Now(), Instance: inst}.Format()
 	finishedAt := func(smbios string) map[string]string {
@@ -186,7 +186,14 @@ func TestOwnership_predicate(t *testing.T) {
 		{"bound to this VM, uuid in upper case", finishedAt("uuid=" + strings.ToUpper(inst)), testUID, notOursNone},
 		{"a finished mark copied to another VM at a reused VMID", finishedAt("uuid=0a0b0c0d-0000-4000-8000-000000000001"), testUID, notOursInstance},
 		{"a bound mark on a VM without smbios1", finishedAt(""), testUID, notOursInstance},
-		{"an older version's mark (no instance line) binds to nothing", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, testUID, notOursNone},
+		{"an older version's mark (no instance line) with its seed on a drive", map[string]string{"name": testName, "description": ours["description"],
+			"smbios1": "uuid=" + inst, "ide2": "local:iso/" + seedFile(testName, testUID) + ",media=cdrom"}, testUID, notOursNone},
+		{"an operator's mark with its seed by path-less volume on another drive", map[string]string{"name": testName, "description": ours["description"],
+			"ide3": "nfs:iso/" + operatorSeedFile(testName) + ",media=cdrom"}, testUID, notOursNone},
+		{"an older version's mark (no instance line) without a seed on any drive", map[string]string{"name": testName, "description": ours["description"],
+			"smbios1": "uuid=" + inst, "ide2": "local:iso/debian-13-netinst.iso,media=cdrom"}, testUID, notOursUnboundNoSeed},
+		{"an older version's mark with another uid's seed", map[string]string{"name": testName, "description": ours["description"],
+			"ide2": "local:iso/" + seedFile(testName, otherUID) + ",media=cdrom"}, testUID, notOursUnboundNoSeed},
 	} {
 		if _, got := ownedBy(tc.cfg, testName, Owner{UID: tc.uid}); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
