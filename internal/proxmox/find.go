@@ -123,6 +123,14 @@ func (b *Backend) claim(ctx context.Context, r pveapi.Resource) (ID, error) {
 			"If it is a proxy VM to manage here, add a line %s=<a new UUID, e.g. from uuidgen> to its description in Proxmox, then import it again",
 			cfg["name"], r.VMID, MarkKeyManaged, MarkKeyUID, MarkKeyUID)
 	}
+	if why == notOursUnboundNoSeed {
+		// decision: state-binding: a mark without an instance line is anyone's to copy with
+		// VM.Config.Options; the resource's seed on a drive is not.
+		return ID{}, Permanentf("VM %q (VMID %d) carries a mark without a %s line and none of its drives names a seed ISO of "+
+			"that mark (%s or %s): a description copied onto another VM is not imported. If it is the proxy VM to manage "+
+			"here, attach its seed ISO as its CD-ROM in Proxmox (qm set %d --ide2 <storage>:iso/<seed>,media=cdrom), then import it again",
+			cfg["name"], r.VMID, MarkKeyInstance, seedFile(cfg["name"], mark.UID), operatorSeedFile(cfg["name"]), r.VMID)
+	}
 	if why == notOursInstance {
 		return ID{}, Permanentf("VM %q (VMID %d) carries a mark written for another VM (its %s line names SMBIOS uuid %s, the VM's is %q): "+
 			"a description copied from another VM, or left on a VMID another VM now holds, is not imported; if this "+

@@ -300,6 +300,8 @@ func importable(cfg map[string]string) (Mark, notOurs) {
 		return m, notOursNoUID
 	case instanceMismatch(cfg, m):
 		return m, notOursInstance
+	case m.Instance == "" && markState(cfg["description"]) == "" && !seedOnDrive(cfg, cfg["name"], m.UID):
+		return m, notOursUnboundNoSeed
 	}
 	return m, notOursNone
 }
