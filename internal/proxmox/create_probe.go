@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 

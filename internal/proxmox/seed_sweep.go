@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 

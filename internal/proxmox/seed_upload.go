@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/proxy-operator/terraform-provider-proxy/internal/nocloud"
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
