@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
