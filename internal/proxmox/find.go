@@ -160,7 +160,7 @@ func (e stillCreating) Unwrap() error { return e.error }
 
 // creatingAdvice says what becomes of a VM still marked creating: the next apply of its
 // configuration takes it over only when its proof verifies under this provider's API token
-// and it is dated within TakeoverWindow (identity.go judge); otherwise nothing ever will.
+// and it is dated within TakeoverWindow (create_identity.go judge); otherwise nothing ever will.
 func (b *Backend) creatingAdvice(cfg map[string]string, vmid int, mark Mark) string {
 	var key []byte
 	if b.cfg.ProofKey != nil {

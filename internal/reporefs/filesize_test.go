@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// maxProductionLines bounds a core production file (issue 37: the backend cut along
-// its operations).
+// maxProductionLines bounds a core production file, so that the backend stays cut
+// along its operations (decision: code-conventions).
 const maxProductionLines = 600
 
 // TestRepository_coreFilesShort fails when a production .go file directly under
