@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
+
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
