@@ -29,10 +29,17 @@ func TestAccProxyVMList_query(t *testing.T) {
 	c := newCluster(t, env)
 	prefix := vmName("list") + "-"
 	opName, opVMID := prefix+"op", 150123
-	if err := env.Sim.AddVM(pvesim.VMSpec{VMID: opVMID, Name: opName, Power: "running", ShipsAgent: true, Config: map[string]string{
-		"description": proxmox.FormatMark("7d1f2c3b-aaaa-4bbb-8ccc-123456789abc", time.Now()),
-		"tags":        proxmox.ManagedTag,
-	}}); err != nil {
+	// An operator VM boots from its seed, <name>-seed.iso: an unbound mark is listed only with it.
+	opNode := env.Sim.Nodes[0]
+	if err := env.Sim.AddISO(opNode, env.Sim.ISOStorage, opName+"-seed.iso", []byte("seed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Sim.AddVM(pvesim.VMSpec{VMID: opVMID, Name: opName, Node: opNode, Power: "running", ShipsAgent: true,
+		Config: map[string]string{
+			"description": proxmox.FormatMark("7d1f2c3b-aaaa-4bbb-8ccc-123456789abc", time.Now()),
+			"tags":        proxmox.ManagedTag,
+			"ide2":        env.Sim.ISOStorage + ":iso/" + opName + "-seed.iso,media=cdrom",
+		}}); err != nil {
 		t.Fatal(err)
 	}
 	// Unmarked VMs with the prefix are never listed.
