@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -46,4 +47,25 @@ func withoutInPlaceWarnings(diags diag.Diagnostics, replaces bool) diag.Diagnost
 	return slices.DeleteFunc(slices.Clone(diags), func(d diag.Diagnostic) bool {
 		return d.Severity() == diag.SeverityWarning && slices.Contains(inPlaceSummaries, d.Summary())
 	})
+}
+
+// agentOffWarning says, on a plan that replaces the VM because its guest agent was switched
+// off outside Terraform (agentModifier), that the apply destroys the VM and clones a new
+// one, and how to keep it instead: switch the agent back on in Proxmox before applying
+// (adv1 finding 13). None for any other plan.
+func agentOffWarning(prior *proxyVMModel) diag.Diagnostics {
+	if prior == nil {
+		return nil
+	}
+	if a := prior.AgentEnabled; a.IsNull() || a.IsUnknown() || a.ValueBool() {
+		return nil
+	}
+	vmid, _ := knownInt(prior.VMID)
+	var diags diag.Diagnostics
+	diags.AddAttributeWarning(path.Root("agent_enabled"), "Proxy VM replaced: its guest agent was switched off",
+		fmt.Sprintf("%s: its QEMU guest agent option was switched off outside Terraform, and without it the VM cannot report its address, "+
+			"so this plan destroys the VM and clones a new one (a new VMID, MAC address and disks). To keep the VM, do not apply: switch the "+
+			"agent back on (`qm set %d --agent 1` on its node, then stop and start the VM) and plan again.",
+			vmLabel(prior.Name.ValueString(), vmid), vmid))
+	return diags
 }

@@ -14,8 +14,9 @@ import (
 // TestModifyPlan_replaceDropsInPlaceWarnings: a plan that replaces the VM (here: its guest
 // agent switched off outside Terraform, which agentModifier replaces, while ModifyPlan does
 // not see that replacement) says nothing of an in-place update: no "will be restarted" for
-// a cores change, no binding of a 0.1.0 state. The same plan with the agent on keeps both
-// warnings (adversary finding B3).
+// a cores change, no binding of a 0.1.0 state (adversary finding B3), and says that it
+// replaces the VM and how to keep it (adv1 finding 13). The same plan with the agent on
+// keeps the in-place warnings and has no agent warning.
 func TestModifyPlan_replaceDropsInPlaceWarnings(t *testing.T) {
 	ctx := context.Background()
 	sch := proxyVMSchema(ctx)
@@ -62,6 +63,10 @@ func TestModifyPlan_replaceDropsInPlaceWarnings(t *testing.T) {
 		inPlace := slices.Contains(got, "Proxy VM will be restarted") && slices.Contains(got, summaryBinding)
 		if agent != inPlace || !agent && (slices.Contains(got, "Proxy VM will be restarted") || slices.Contains(got, summaryBinding)) {
 			t.Errorf("agent_enabled %t in the state (replaced: %t): warnings %q", agent, !agent, got)
+		}
+		// The replacement itself is said, with how to keep the VM (adv1 finding 13).
+		if warned := slices.Contains(got, "Proxy VM replaced: its guest agent was switched off"); warned == agent {
+			t.Errorf("agent_enabled %t in the state: agent warning %t, want %t (%q)", agent, warned, !agent, got)
 		}
 	}
 }
