@@ -90,3 +90,26 @@ func readDoc(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestDocsIndex_upgradeFrom010: docs/index.md and the README say what the first apply of a
+// 0.1.0 state does (one in-place update recording smbios_uuid) under the warning the plan
+// really shows (summaryBinding), and how to check the VM first (adversary finding B4).
+func TestDocsIndex_upgradeFrom010(t *testing.T) {
+	for _, file := range []string{filepath.Join("..", "..", "docs", "index.md"), filepath.Join("..", "..", "README.md")} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, ok := strings.Cut(string(b), "\n## Upgrading from 0.1.0\n")
+		if !ok {
+			t.Errorf("%s has no section \"Upgrading from 0.1.0\"", file)
+			continue
+		}
+		section, _, _ = strings.Cut(section, "\n## ")
+		for _, want := range []string{"smbios_uuid", "in-place update", summaryBinding, "qm config <vmid>", "proxy_vm_power"} {
+			if !strings.Contains(strings.Join(strings.Fields(section), " "), want) {
+				t.Errorf("%s, \"Upgrading from 0.1.0\", does not say %q", file, want)
+			}
+		}
+	}
+}

@@ -112,20 +112,15 @@ func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, sta
 	name, uid := vm.ID.Name, state.UID.ValueString()
 	now, nowOK := proxmox.SeedGeneration(vm.Seed, name, uid)
 	prior := state.SeedGeneration
-	want, wantOK := knownInt(prior)
-	switch {
-	case nowOK:
-		state.SeedGeneration = types.Int64Value(int64(now))
-	case wantOK && vm.Seed == "":
-		// The seed was ejected (ide2 empty, or another ISO there): the state keeps its
-		// generation, so every plan says so until the seed is attached again.
+	want, _ := knownInt(prior)
+	gen, ejected := seedGenerationKept(vm, uid, prior)
+	state.SeedGeneration = gen
+	if ejected {
 		diags.AddWarning("Proxy VM seed ISO not attached", fmt.Sprintf("%s: its CD-ROM (ide2) names no seed ISO of this VM, while the "+
 			"state holds seed generation %d (%s). Someone ejected it or put another ISO there, and cloud-init finds no seed at the "+
 			"VM's next boot. Attach it again (`qm set %d --ide2 <storage>:iso/%s,media=cdrom` on the VM's node), or change cloud_init "+
 			"to make a new one.", vmLabel(name, vm.ID.VMID), want, seedOfGeneration(ctx, in, name, uid, want), vm.ID.VMID,
 			proxmox.SeedFileGen(name, uid, want)))
-	default:
-		state.SeedGeneration = types.Int64Null()
 	}
 	why := seedDrift(ctx, in, *state, prior, vm, now, nowOK, leftovers)
 	if why == "" {

@@ -266,3 +266,36 @@ func TestAccProxyVM_cloudInitRestartKilledBeforeItsWrite(t *testing.T) {
 // seedSwapLine is the mark key of a seed swap under way (proxmox.MarkKeySeedSwap), spelt
 // out: the mark is an interface the tests pin.
 const seedSwapLine = "proxy-operator-seed-swap"
+
+// TestAccProxyVM_seedEjectedThenUpdate: a CD-ROM actor ejects the seed (ide2 none); the
+// user's next in-place update (a tag) succeeds and keeps seed_generation (a refresh keeps
+// it, so the update must too: no "inconsistent result after apply"), so the plans after it
+// still see the eject (readSeedDrift warns while the state holds a generation). Adversary
+// finding E1.
+func TestAccProxyVM_seedEjectedThenUpdate(t *testing.T) {
+	f := newPowerFixture(t, "eject", "ejects the seed in the simulator")
+	env, c, name := f.env, f.c, f.name
+	cfg := func(extra string) string { return f.base + vmResource(env, name, "  machine_type = \"small\"\n"+extra) }
+	keeps := []statecheck.StateCheck{statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("seed_generation"), knownvalue.Int64Exact(1))}
+	var vmid int
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             c.checkGone(name),
+		Steps: []resource.TestStep{
+			{Config: cfg(""), Check: saveVMID(&vmid), ConfigStateChecks: keeps},
+			{
+				PreConfig: func() { c.setConfig(vmid, map[string]string{"ide2": "none,media=cdrom"}) },
+				Config:    cfg("  tags = [\"eject\"]\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: keeps,
+			},
+			{
+				Config:            cfg("  tags = [\"eject\"]\n"),
+				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: keeps,
+			},
+		},
+	})
+}

@@ -133,7 +133,11 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		}
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
-	if len(resp.RequiresReplace) == 0 { // a replacement makes a VM bound from its create
+	// A replacement makes a new VM, bound from its create: no in-place warning holds.
+	replaces := replacesVM(replace, prior, &plan) // proxy_vm_replace_warnings.go
+	resp.Diagnostics = withoutInPlaceWarnings(resp.Diagnostics, replaces)
+	resp.Diagnostics.Append(agentOffWarning(prior)...)
+	if !replaces {
 		renamed, _, diags := privateKeyRenamed.read(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
 		resp.Diagnostics.Append(planBinding(&plan, prior, renamed)...) // vm_identity_facet.go

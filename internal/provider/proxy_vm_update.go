@@ -86,7 +86,8 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	state := plan
 	applyVM(&state, vm)
-	state.SeedGeneration = seedGenerationOf(vm, changes.UID)
+	// An ejected seed keeps the planned generation, as a refresh keeps the state's.
+	state.SeedGeneration, _ = seedGenerationKept(vm, changes.UID, plan.SeedGeneration)
 	keepPending(&state, plan, vm) // reboot_on_change = false: the written value (proxy_vm_restart.go)
 	if msg := mismatch(plan, state); msg != "" {
 		resp.Diagnostics.AddError("Unable to update proxy VM", vmLabel(id.Name, id.VMID)+": "+msg)

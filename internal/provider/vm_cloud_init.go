@@ -135,6 +135,22 @@ func seedGenerationOf(vm proxmox.VM, uid string) types.Int64 {
 	return types.Int64Null()
 }
 
+// seedGenerationKept is seed_generation once a refresh or an update has read vm, one rule
+// for both (decision: seed-swap): the generation of the seed its ide2 names
+// (seedGenerationOf); when ide2 names no seed of this VM (ejected, or another ISO there),
+// the generation held before (the state's on a refresh, the plan's on an update), so that
+// every plan warns until the seed is attached again (readSeedDrift); else null. ejected
+// says the second case.
+func seedGenerationKept(vm proxmox.VM, uid string, held types.Int64) (gen types.Int64, ejected bool) {
+	if g := seedGenerationOf(vm, uid); !g.IsNull() {
+		return g, false
+	}
+	if _, ok := knownInt(held); ok && vm.Seed == "" {
+		return held, true
+	}
+	return types.Int64Null(), false
+}
+
 // read is what an import reads of the cloud-init: the text cannot be read back (null), the
 // digest the VM was made with is in its mark, so a matching cloud_init_wo plans nothing. A
 // refresh reads none of it (the VM does not say). cloud_init_change gets its default where

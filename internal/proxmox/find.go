@@ -169,11 +169,16 @@ func (b *Backend) creatingAdvice(cfg map[string]string, vmid int, mark Mark) str
 	_, proved, why := provedCreating(key, cfg, vmid, cfg["name"], mark.Namespace)
 	if proved {
 		if age := b.clock.Now().Sub(mark.CreatedAt); age <= TakeoverWindow && age >= -TakeoverWindow {
-			return "either an apply creating it is running or was interrupted (then apply the configuration that creates it again, its " +
-				"uid_namespace " + strconv.Quote(mark.Namespace) + ", to finish it, or destroy the VM in Proxmox), or the VM was finished and its " +
-				"description rewritten with an older text (a VM that runs or has its seed attached): then do not apply to finish it, which " +
-				"would destroy it and clone it afresh, but restore its finished mark in Proxmox (delete its " + MarkKeyState + " and " +
-				MarkKeyProof + " lines) and import it again"
+			// The safe reading first: following the finish-it route on a live VM destroys it
+			// (adversary finding adv1 #6).
+			v := strconv.Itoa(vmid)
+			return "check the VM first (`qm status " + v + "`, `qm config " + v + "`). If it runs or has its seed ISO attached, it is a " +
+				"live VM whose description was rewritten with an older text: do not apply to finish it, which would destroy it and clone " +
+				"it afresh. If it is someone's VM, remove the copied proxy-operator-* lines from its description in Proxmox; if it is a " +
+				"proxy VM to manage here, delete only its " + MarkKeyState + " and " + MarkKeyProof + " lines and import it again. " +
+				"Only if it is stopped with no seed attached is it an apply creating it that is running or was interrupted: then apply " +
+				"the configuration that creates it again (its uid_namespace " + strconv.Quote(mark.Namespace) + ") to finish it, or " +
+				"destroy the VM in Proxmox"
 		}
 		why = "it is older than the " + TakeoverWindow.String() + " a create may take an interrupted create over in"
 	}

@@ -1,6 +1,7 @@
 package proxmox
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
@@ -58,7 +59,7 @@ func TestFindByVMID_table(t *testing.T) {
 		// A VM still marked creating: whether an apply will ever finish it is what its proof
 		// and its age say, and the error says which.
 		{"interrupted create, proved", func(h *harness) { h.addInterrupted(testVMID0, testName, prevUID) }, pveapi.Permanent,
-			"apply the configuration that creates it again"},
+			"check the VM first"},
 		{"creating mark without a proof", func(h *harness) {
 			h.addInterrupted(testVMID0, testName, prevUID)
 			h.f.mutate(testVMID0, func(v *fakeVM) {
@@ -85,6 +86,24 @@ func TestFindByVMID_table(t *testing.T) {
 			assertClass(t, err, tc.class)
 			assertContains(t, err.Error(), tc.msg, "import")
 		})
+	}
+}
+
+// TestFindByVMID_creatingAdviceSafeFirst: the refusal of a VM marked creating, within the
+// takeover window, leads with the reading that keeps a live VM (check it; remove the copied
+// lines) and only then offers the apply that would destroy and re-clone it (adv1 #6).
+func TestFindByVMID_creatingAdviceSafeFirst(t *testing.T) {
+	h := newHarness(t)
+	h.addInterrupted(testVMID0, testName, prevUID)
+	_, err := h.b.FindByVMID(h.ctx, testVMID0)
+	if err == nil {
+		t.Fatal("FindByVMID accepted a VM marked creating")
+	}
+	msg := err.Error()
+	check, remove := strings.Index(msg, "check the VM first"), strings.Index(msg, "remove the copied proxy-operator-* lines")
+	doNot, finish := strings.Index(msg, "do not apply to finish it"), strings.Index(msg, "apply the configuration that creates it again")
+	if check < 0 || remove < 0 || doNot < 0 || finish < 0 || check > doNot || doNot > finish || remove > finish {
+		t.Errorf("refusal does not lead with the safe reading (check %d, do not %d, remove %d, finish %d): %s", check, doNot, remove, finish, msg)
 	}
 }
 
