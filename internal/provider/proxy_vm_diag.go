@@ -70,6 +70,10 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		b.WriteString("Two applies of this configuration ran at once (two pipelines or workspaces declaring the same name with the same " +
 			"uid_namespace), and the other one owns the VM now. Applying this workspace again creates a VM of its own beside it: " +
 			"if both were meant to manage one VM, keep one workspace; if each needs its own VMs, give each workspace its own uid_namespace.")
+	case errors.Is(err, proxmox.ErrNotOurs) && isPowerOp(op):
+		// The message names the case (not bound yet, renamed, a line edited, another VM) and
+		// its way out: no generic reading here that contradicts it.
+		b.WriteString("Nothing was sent to the VM, and retrying will not help until what the message describes changes.")
 	case errors.Is(err, proxmox.ErrNotOurs) && op != "import":
 		b.WriteString("The VM at this VMID exists but is not this resource's any more, or is not shown to be (the message says why and " +
 			"what to do), so nothing was sent to it and retrying will not help until that changes. When a refresh (terraform plan) finds " +

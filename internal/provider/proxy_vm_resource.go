@@ -134,9 +134,9 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
 	if len(resp.RequiresReplace) == 0 { // a replacement makes a VM bound from its create
-		renamed, _, diags := privateKeyRenamed.read(ctx, req.Private)
+		drift, diags := readMarkDrift(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
-		resp.Diagnostics.Append(planBinding(&plan, prior, renamed)...) // vm_identity_facet.go
+		resp.Diagnostics.Append(planBinding(&plan, prior, drift)...) // vm_identity_facet.go
 	}
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
 }
@@ -230,7 +230,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// (an HA recovery moves the config alone).
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, seedWrite{volid: vm.Seed, lastSeen: priorNode})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
-	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
+	resp.Diagnostics.Append(recordMarkDrift(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
 }
 
