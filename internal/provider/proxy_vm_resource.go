@@ -87,6 +87,7 @@ func (r *proxyVMResource) configured(verb string, resp interface{ AddError(strin
 func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		warnGoneDestroy(ctx, req, resp) // destroy
+		refuseUnboundDestroy(ctx, req, resp)
 		return
 	}
 	var plan, config proxyVMModel
@@ -101,9 +102,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	if isGone(prior) {
-		planGone(ctx, req, resp, prior, &plan) // deleted outside Terraform: replaced (proxy_vm_gone.go)
+		if !refuseUnboundGone(ctx, req, resp, prior, "replace") { // vm_binding.go
+			planGone(ctx, req, resp, prior, &plan) // deleted outside Terraform: replaced (proxy_vm_gone.go)
+		}
 		return
 	}
+	asPlanned := plan                                              // before the facets: what the schema's plan modifiers planned
 	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...) // image and template_vmid agree
 	// The facets' plan checks, in the facets' order (proxyVMModel.facets).
 	fc := &facetCtx{ctx: ctx, cfg: r.cfg(), m: &plan, prior: prior, r: r, config: config, private: req.Private}
@@ -116,6 +120,11 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	seedReplace, reseed, diags := planReseed(ctx, config, &plan, prior, fc.seedReplace)
 	resp.Diagnostics.Append(diags...)
 	replace = append(replace, seedReplace...)
+	if unbound(prior) { // no SMBIOS uuid recorded: no replacement (vm_binding.go)
+		if what := unboundReplaces(prior, &asPlanned, replace); len(what) > 0 {
+			refuseUnbound(resp, prior, "replace", strings.Join(what, "; "), "")
+		}
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
