@@ -118,3 +118,51 @@ func TestE2E_Binding_RenamedPowerSaysRenamed(t *testing.T) {
 		t.Errorf("the power action wrote to VM %d: %v", vmid, w)
 	}
 }
+
+// TestE2E_Binding_OldStatePowerSaysBind (Terraform 1.14+, actions): on a 0.1.0 state's VM
+// (no instance line, no smbios_uuid) proxy_vm_power refuses with no write, saying to
+// apply once to bind it, and not that the VM is "not this resource's any more" or that a
+// plan replaces it (adv3 P1); after that apply the action acts.
+func TestE2E_Binding_OldStatePowerSaysBind(t *testing.T) {
+	needTF(t)
+	s := newScenario(t, "identity/old-power", scenarioOpts{NoForeign: true})
+	p := *provider
+	p.Terraform = latestTerraform(t)
+	s.ws = p.NewWorkspace(t)
+	s.ws.Timeout = commandTimeout
+	vm := s.vm("op")
+	vm.Resource = "edge"
+	s.vms = []tfrun.VM{vm}
+	action := "\naction \"proxy_vm_power\" \"reboot_edge\" {\n  config {\n    id = proxy_vm.edge.id\n    uid = proxy_vm.edge.uid\n    power = \"reboot\"\n  }\n}\n"
+	if err := s.ws.WriteConfig(s.config() + action); err != nil {
+		t.Fatal(err)
+	}
+	if r := s.ws.Apply(s.ctx); !r.OK() {
+		t.Fatalf("apply:\n%s", r)
+	}
+	vmid := s.state().OfType("proxy_vm")[0].Int("vmid")
+	made, _ := s.sim.VM(vmid)
+	if err := s.sim.SetVMState(vmid, pvesim.VMPatch{Config: map[string]string{"description": withoutInstanceLine(made.Description)}}); err != nil {
+		t.Fatal(err)
+	}
+	stripStateUUID(t, s)
+	s.sim.EnableRequestLog()
+	invoke := func() *tfrun.Result {
+		return s.ws.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_vm_power.reboot_edge")
+	}
+	r := invoke()
+	flat := strings.Join(strings.Fields(r.Output()), " ")
+	if r.OK() || !strings.Contains(flat, "apply the proxy_vm once with this version to bind it") ||
+		strings.Contains(flat, "any more") || strings.Contains(flat, "replaces") {
+		t.Errorf("the power action before binding: want a refusal saying only to bind:\n%s", r)
+	}
+	if w := writesTo(s, vmid); len(w) != 0 {
+		t.Errorf("the refused action wrote to VM %d: %v", vmid, w)
+	}
+	if r := s.ws.Apply(s.ctx); !r.OK() {
+		t.Fatalf("binding apply:\n%s", r)
+	}
+	if r := invoke(); !r.OK() {
+		t.Errorf("the power action after binding:\n%s", r)
+	}
+}
