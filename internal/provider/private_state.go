@@ -31,12 +31,16 @@ var (
 	// privateKeyRenamed: the name the last refresh found on the VM, renamed outside
 	// Terraform (vm_identity_facet.go).
 	privateKeyRenamed = privateKey[string]{name: "renamed", what: "rename"}
+	// privateKeyMarkEdited: the last refresh found the VM's mark not bound to its SMBIOS
+	// uuid, its instance line deleted or rewritten outside Terraform (vm_identity_facet.go).
+	privateKeyMarkEdited = privateKey[bool]{name: "mark_edited", what: "mark edit"}
 )
 
 // privateKeyNames lists every key's name; a name is used by one key only.
 var privateKeyNames = []string{
 	privateKeyGone.name, privateKeySeed.name, privateKeyNode.name, privateKeyImport.name,
 	privateKeyPower.name, privateKeyReseed.name, privateKeyNetworkDigest.name, privateKeyRenamed.name,
+	privateKeyMarkEdited.name,
 }
 
 // privateKey is a private-state key whose value is a T, stored as JSON.

@@ -71,9 +71,7 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 			"uid_namespace), and the other one owns the VM now. Applying this workspace again creates a VM of its own beside it: " +
 			"if both were meant to manage one VM, keep one workspace; if each needs its own VMs, give each workspace its own uid_namespace.")
 	case errors.Is(err, proxmox.ErrNotOurs) && op != "import":
-		b.WriteString("The VM at this VMID exists but is not this resource's any more, or is not shown to be (the message says why and " +
-			"what to do), so nothing was sent to it and retrying will not help until that changes. When a refresh (terraform plan) finds " +
-			"it is not this resource's either, the plan says so and replaces the resource, leaving that VM alone.")
+		b.WriteString(notOursAdvice(op))
 	case errors.Is(err, proxmox.ErrStillCreating):
 		b.WriteString("Retrying helps once that create finishes: wait for the apply creating it to end or, if that apply was " +
 			"interrupted, apply its configuration again to finish it (or destroy the VM in Proxmox)")
@@ -113,6 +111,18 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		b.WriteString(note)
 	}
 	return b.String()
+}
+
+// notOursAdvice is what a refusal of a VM not shown to be the resource's (ErrNotOurs)
+// adds to its message. The power action's message names the case (not bound yet, renamed,
+// a line edited, another VM) and its way out: no generic reading that contradicts it.
+func notOursAdvice(op string) string {
+	if isPowerOp(op) {
+		return "Nothing was sent to the VM, and retrying will not help until what the message describes changes."
+	}
+	return "The VM at this VMID exists but is not this resource's any more, or is not shown to be (the message says why and " +
+		"what to do), so nothing was sent to it and retrying will not help until that changes. When a refresh (terraform plan) finds " +
+		"it is not this resource's either, the plan says so and what it does about it, leaving that VM alone."
 }
 
 // againFor says how to run op again, for a message's "then ...".

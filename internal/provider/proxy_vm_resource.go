@@ -87,6 +87,7 @@ func (r *proxyVMResource) configured(verb string, resp interface{ AddError(strin
 func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		warnGoneDestroy(ctx, req, resp) // destroy
+		refuseUnboundDestroy(ctx, req, resp)
 		return
 	}
 	var plan, config proxyVMModel
@@ -101,9 +102,12 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	if isGone(prior) {
-		planGone(ctx, req, resp, prior, &plan) // deleted outside Terraform: replaced (proxy_vm_gone.go)
+		if !refuseUnboundGone(ctx, req, resp, prior, "replace") { // vm_binding.go
+			planGone(ctx, req, resp, prior, &plan) // deleted outside Terraform: replaced (proxy_vm_gone.go)
+		}
 		return
 	}
+	asPlanned := plan                                              // before the facets: what the schema's plan modifiers planned
 	resp.Diagnostics.Append(checkTemplatePair(r.cfg(), config)...) // image and template_vmid agree
 	// The facets' plan checks, in the facets' order (proxyVMModel.facets).
 	fc := &facetCtx{ctx: ctx, cfg: r.cfg(), m: &plan, prior: prior, r: r, config: config, private: req.Private}
@@ -116,6 +120,11 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	seedReplace, reseed, diags := planReseed(ctx, config, &plan, prior, fc.seedReplace)
 	resp.Diagnostics.Append(diags...)
 	replace = append(replace, seedReplace...)
+	if unbound(prior) { // no SMBIOS uuid recorded: no replacement (vm_binding.go)
+		if what := unboundReplaces(prior, &asPlanned, replace); len(what) > 0 {
+			refuseUnbound(resp, prior, "replace", strings.Join(what, "; "), "")
+		}
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -138,9 +147,9 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	resp.Diagnostics = withoutInPlaceWarnings(resp.Diagnostics, replaces)
 	resp.Diagnostics.Append(agentOffWarning(prior)...)
 	if !replaces {
-		renamed, _, diags := privateKeyRenamed.read(ctx, req.Private)
+		drift, diags := readMarkDrift(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)
-		resp.Diagnostics.Append(planBinding(&plan, prior, renamed)...) // vm_identity_facet.go
+		resp.Diagnostics.Append(planBinding(&plan, prior, drift)...) // vm_identity_facet.go
 	}
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
 }
@@ -234,7 +243,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	// (an HA recovery moves the config alone).
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, seedWrite{volid: vm.Seed, lastSeen: priorNode})...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
-	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
+	resp.Diagnostics.Append(recordMarkDrift(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
 }
 

@@ -116,10 +116,11 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 		changes.UserData, changes.UserDataKnown = []byte(v), true // write-only: only in the config
 	}
 	changes.UID = prior.UID.ValueString()
-	// A state that recorded no SMBIOS uuid is bound by this update (vm_binding.go).
+	// A state that recorded no SMBIOS uuid is bound by this update, and a VM renamed, or
+	// whose mark's instance line was edited, outside Terraform is repaired (vm_identity_facet.go).
 	changes.Instance = prior.SMBIOSUUID.ValueString()
-	if renamed, _, _ := privateKeyRenamed.read(ctx, req.Private); changes.Instance == "" || renamed != "" {
-		changes.Bind, changed = true, true // the update writes the name back too
+	if drift, _ := readMarkDrift(ctx, req.Private); changes.Instance == "" || drift.renamed != "" || drift.edited {
+		changes.Bind, changed = true, true
 	}
 	if readReseed(ctx, req.Private) {
 		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
@@ -145,7 +146,7 @@ func recordUpdate(ctx context.Context, req resource.UpdateRequest, resp *resourc
 	sw := seedWrite{volid: vm.Seed, lastSeen: prior.Node.ValueString(), put: vm.Node}
 	resp.Diagnostics.Append(writeSeed(ctx, req.Private, resp.Private, sw)...)
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
-	resp.Diagnostics.Append(recordRename(ctx, resp.Private, vm)...) // vm_identity_facet.go
+	resp.Diagnostics.Append(recordMarkDrift(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(recordConfiguredNode(ctx, req.Config, resp.Private)...)
 
 }

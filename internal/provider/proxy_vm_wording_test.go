@@ -31,7 +31,7 @@ func TestProxyVM_handEditedMarkIsNotOursNotDeleted(t *testing.T) {
 	}{
 		{"uid edited", map[string]string{"description": proxmox.FormatMark(otherSpaceUID, time.Now())}, true},
 		{"mark removed", map[string]string{"description": "egress for team A"}, true},
-		{"renamed: VMID reused", map[string]string{"name": "db-1"}, false},
+		{"renamed: VMID reused", map[string]string{"name": "db-1", "description": "made by hand"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vm := e.create(t, "mark-"+strings.ReplaceAll(strings.Fields(tc.name)[0], ":", ""), directUID)

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -159,41 +160,74 @@ func (b *vmBinding) nullUnknown() {
 // summaryBinding is the warning of a plan that binds the VM's mark.
 const summaryBinding = "Proxy VM mark to be bound to its SMBIOS uuid"
 
-// recordRename keeps, for the next plan, the name the VM was renamed to outside Terraform
-// (proxmox.VM.Renamed; cleared when it has the resource's name).
-func recordRename(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
-	if vm.Renamed == "" {
-		return privateKeyRenamed.clear(ctx, p)
-	}
-	return privateKeyRenamed.write(ctx, p, vm.Renamed)
+// markDrift is what the last refresh found changed outside Terraform on a VM still shown
+// to be this resource's, which an update writes back: its name, and its mark's instance
+// line (decision: state-binding).
+type markDrift struct {
+	renamed string // the name the VM was renamed to, "" when it has the resource's
+	edited  bool   // its mark's instance line deleted or naming another uuid
 }
+
+// recordMarkDrift keeps, for the next plan, what the refresh or update found changed on
+// the VM outside Terraform (proxmox.VM.Renamed and MarkEdited; each cleared when not).
+func recordMarkDrift(ctx context.Context, p privateSetter, vm proxmox.VM) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if vm.Renamed == "" {
+		diags.Append(privateKeyRenamed.clear(ctx, p)...)
+	} else {
+		diags.Append(privateKeyRenamed.write(ctx, p, vm.Renamed)...)
+	}
+	if !vm.MarkEdited {
+		return append(diags, privateKeyMarkEdited.clear(ctx, p)...)
+	}
+	return append(diags, privateKeyMarkEdited.write(ctx, p, true)...)
+}
+
+// readMarkDrift is what recordMarkDrift kept.
+func readMarkDrift(ctx context.Context, p privateGetter) (markDrift, diag.Diagnostics) {
+	renamed, _, diags := privateKeyRenamed.read(ctx, p)
+	edited, _, d := privateKeyMarkEdited.read(ctx, p)
+	return markDrift{renamed: renamed, edited: edited}, append(diags, d...)
+}
+
+// summaryMarkEdited is the warning of a plan that writes back a bound VM's instance line.
+const summaryMarkEdited = "Proxy VM mark edited outside Terraform"
 
 // planBinding plans the binding of a resource whose state recorded no SMBIOS uuid (made
 // by version 0.1.0, or an import of a VM whose mark has no instance line): the uuid
 // unknown, which the update writes in the mark and records, with a warning saying why.
-// A VM the last refresh found renamed (renamed) is planned the same way: the update
-// writes the resource's name back.
-func planBinding(plan, prior *proxyVMModel, renamed string) diag.Diagnostics {
+// A bound VM the last refresh found renamed, or with its mark's instance line deleted or
+// rewritten (drift), is planned the same way: the update writes the resource's name and
+// the line back, so that the power action, which has only the mark to go by, accepts it.
+func planBinding(plan, prior *proxyVMModel, drift markDrift) diag.Diagnostics {
 	if prior == nil {
 		return nil
 	}
 	vmid, _ := knownInt(prior.VMID)
+	label := vmLabel(prior.Name.ValueString(), vmid)
 	var diags diag.Diagnostics
-	if renamed != "" {
+	if drift.renamed != "" {
 		plan.SMBIOSUUID = types.StringUnknown()
 		diags.AddWarning("Proxy VM renamed outside Terraform", fmt.Sprintf("%s: the VM is now named %q in Proxmox; its mark carries this "+
 			"resource's uid and its SMBIOS uuid is the one the state recorded, so it is still this resource's VM. This apply names it %q again, "+
-			"in place.", vmLabel(prior.Name.ValueString(), vmid), renamed, prior.Name.ValueString()))
+			"in place.", label, drift.renamed, prior.Name.ValueString()))
 	}
-	if v, ok := knownString(prior.SMBIOSUUID); ok && v != "" {
+	v, bound := knownString(prior.SMBIOSUUID)
+	if bound && v != "" {
+		if drift.edited {
+			plan.SMBIOSUUID = types.StringUnknown()
+			diags.AddWarning(summaryMarkEdited, label+": the "+proxmox.MarkKeyInstance+" line of its mark was deleted or rewritten "+
+				"in Proxmox, but its SMBIOS uuid is the one the state recorded, so it is still this resource's VM. This apply writes the "+
+				"line back, in place; until then proxy_vm_power, which has only the mark to go by, refuses the VM.")
+		}
 		return diags
 	}
 	plan.SMBIOSUUID = types.StringUnknown()
-	diags.AddWarning(summaryBinding, vmLabel(prior.Name.ValueString(), vmid)+
+	diags.AddWarning(summaryBinding, label+
 		": the state records no SMBIOS uuid for this VM (a state made by version 0.1.0, or an import of a VM whose mark has no "+
 		proxmox.MarkKeyInstance+" line), so only the uid in its description, which whoever may edit the VM's notes can copy, shows it "+
 		"is this resource's. This apply writes the finished mark with a line naming the VM's SMBIOS uuid and records that uuid in "+
 		"smbios_uuid; from then on a VM with another SMBIOS uuid is never taken for this resource's. Check that this VMID holds the VM "+
-		"this resource manages before applying.")
+		"this resource manages before applying (`qm config "+strconv.Itoa(vmid)+"`: its name, disks, memory and seed ISO).")
 	return diags
 }

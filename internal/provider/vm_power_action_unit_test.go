@@ -71,7 +71,7 @@ func TestVMPowerAction_notOursDetail(t *testing.T) {
 	if strings.Contains(detail, "no longer exists") {
 		t.Errorf("the refusal of an existing VM says it no longer exists: %s", detail)
 	}
-	for _, want := range []string{"another workspace's VM", "exists but is not this resource's", "retrying will not help"} {
+	for _, want := range []string{"another workspace's VM", "Nothing was sent to the VM", "retrying will not help"} {
 		if !strings.Contains(detail, want) {
 			t.Errorf("detail lacks %q: %s", want, detail)
 		}

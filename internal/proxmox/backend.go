@@ -191,6 +191,10 @@ type VM struct {
 	// BoundInstance is the VM's SMBIOS uuid when its mark's instance line names it (the
 	// mark is bound to this VM, decision: instance-binding), else "".
 	BoundInstance string
+	// MarkEdited is set when the VM has an SMBIOS uuid but its mark's instance line is
+	// missing or names another uuid: on a VM the state's recorded uuid shows to be the
+	// resource's, an edit outside Terraform that an update writes back (finishedMark).
+	MarkEdited bool
 	// Renamed is the name the VM's config holds when it is not the ID's: a VM renamed
 	// outside Terraform, still the resource's by its recorded SMBIOS uuid (renamedBound).
 	Renamed string

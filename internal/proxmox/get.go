@@ -290,7 +290,7 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 // of another name is only NotFound: the resource's VM was removed and the VMID reused.
 func (b *Backend) notOursErr(ctx context.Context, id ID, node string, cfg map[string]string, o Owner, mark Mark, why notOurs) error {
 	err := b.notOursFound(ctx, id, node, cfg, o, mark, why)
-	if why == notOursName {
+	if _, renamed := renamedUnbound(cfg, o); why == notOursName && !renamed {
 		return err
 	}
 	return &Error{Class: err.Class, Op: err.Op, Name: err.Name, VMID: err.VMID, Err: notOursError{err.Err}}
@@ -301,6 +301,9 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 	switch why {
 	case notOursName:
 		b.logReused(ctx, id, node, cfg["name"])
+		if m, ok := renamedUnbound(cfg, o); ok {
+			return renamedFound(id, cfg, o, m)
+		}
 		return notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
 	case notOursUnmarked:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
@@ -328,17 +331,47 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not shown ours: a mark without an instance line", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("VM %s (VMID %d) carries this resource's uid, but its mark has no %s line, so nothing shows it is the VM this resource made "+
 			"(a VM made by version 0.1.0 or imported, or a description rewritten by hand): apply the proxy_vm once with this version to bind it "+
-			"(the apply writes that line), then run the action again", id.Name, id.VMID, MarkKeyInstance)
+			"(the apply writes that line, or writes it back when it was deleted), then run the action again", id.Name, id.VMID, MarkKeyInstance)
 	case notOursInstance:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: another instance", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "node": node, "instance": mark.Instance, "smbios_uuid": instanceOf(cfg),
 		})
-		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid but was written for another VM "+
-			"(its %s line names SMBIOS uuid %s, the VM's is %q): a copied mark, or another VM at a reused VMID", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg))
+		then := ""
+		if o.Bound {
+			then = " (then the plan of the proxy_vm that manages it warns that its mark was edited outside Terraform, and its apply " +
+				"writes the line back: run the action again after it)"
+		}
+		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid but names another VM "+
+			"(its %s line names SMBIOS uuid %s, the VM's is %q): a copied mark, another VM at a reused VMID, or this resource's "+
+			"VM with that line rewritten outside Terraform%s", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg), then)
 	default:
 		b.logOtherUID(ctx, id, node, o.UID, mark.UID)
 		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, o.UID)
 	}
+}
+
+// renamedUnbound reports a VM of another name whose mark carries o.UID, met by a caller
+// with no recorded SMBIOS uuid (a 0.1.0 state, an import of an unbound mark, the power
+// action): the resource's VM renamed outside Terraform (name is a VM.Config.Options key,
+// Qemu.pm:823-839), or a VM carrying a copy of its mark. A caller with a recorded uuid
+// tells them apart (renamedBound). It is refused as ErrNotOurs, not as a reused VMID.
+func renamedUnbound(cfg map[string]string, o Owner) (Mark, bool) {
+	m := ParseMark(cfg["description"])
+	return m, o.Instance == "" && o.UID != "" && m.Managed && m.UID == o.UID
+}
+
+// renamedFound is notOursFound's message for renamedUnbound: the power action (o.Bound)
+// on a VM whose mark names its SMBIOS uuid is told the VM was renamed and what puts the
+// name back (decision: state-binding); a caller without that evidence, that both
+// readings are open.
+func renamedFound(id ID, cfg map[string]string, o Owner, m Mark) *Error {
+	if o.Bound && boundInstance(cfg, m) != "" {
+		return notFoundf("VM %s (VMID %d) was renamed outside Terraform to %q: its mark carries this resource's uid and names its "+
+			"SMBIOS uuid, but the action acts only on a VM with the resource's name. Apply the proxy_vm that manages it (its plan "+
+			"names the VM %s again, in place), then run the action again", id.Name, id.VMID, cfg["name"], id.Name)
+	}
+	return notFoundf("VMID %d holds VM %q, not %q, and its mark carries this resource's uid: this resource's VM renamed outside "+
+		"Terraform, or another VM carrying a copy of its mark, and no recorded SMBIOS uuid tells which", id.VMID, cfg["name"], id.Name)
 }
 
 // logOtherUID logs a VM with our name and mark but another uid than the caller's.
@@ -384,6 +417,7 @@ func vmFromConfig(id ID, node string, cfg map[string]string, mark Mark) VM {
 		Meta:          cfg["meta"],
 		Creating:      mark.Creating,
 		BoundInstance: boundInstance(cfg, mark),
+		MarkEdited:    mark.Managed && instanceOf(cfg) != "" && boundInstance(cfg, mark) == "",
 		Renamed:       renamedTo(cfg, id),
 		MarkExtra:     ParseMarkExtra(cfg["description"]),
 		Note:          NoteOf(cfg["description"]),

@@ -87,7 +87,10 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		{"another uid", func(v *fakeVM) { v.Config["description"] = FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", at) }, testUID, "another workspace's VM"},
 		{"a mark without a uid", func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() }, testUID, "carries no uid"},
 		{"no mark", func(v *fakeVM) { v.Config["description"] = "made by hand" }, testUID, "carries no"},
-		{"another name", func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, testUID, "reused"},
+		{"another name", func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, testUID, "renamed outside Terraform"},
+		{"another name and mark", func(v *fakeVM) {
+			v.Name, v.Config["name"], v.Config["description"] = "db-1", "db-1", "made by hand"
+		}, testUID, "reused"},
 		{"no uid given", func(*fakeVM) {}, "", "no uid"},
 		// A mark still creating, with the uid a tainted state holds: copied onto a VM whose
 		// proof fails, or a create not finished; the action never powers it.
@@ -110,7 +113,7 @@ func TestPower_refusedOnAVMNotProvedOurs(t *testing.T) {
 		}, testUID, "exists, but its mark says proxy-operator-state=abandoned"},
 		{"a finished mark copied to another VM", func(v *fakeVM) {
 			v.Config["description"] = MarkLines{UID: testUID, CreatedAt: at, Instance: "0a0b0c0d-0000-4000-8000-000000000001"}.Format()
-		}, testUID, "written for another VM"},
+		}, testUID, "names another VM"},
 	} {
 		for _, op := range PowerOps {
 			t.Run(tc.name+"/"+string(op), func(t *testing.T) {
@@ -245,7 +248,8 @@ func TestPlanPower_table(t *testing.T) {
 // resource's name whose mark does not prove it this resource's (another uid, no mark, a
 // mark without uid) answers NotFound (a refresh keeps the resource as gone) that is also
 // ErrNotOurs, so the messages say the VM exists but is not this resource's any more; a VMID
-// holding a VM of another name is only NotFound (the resource's VM was removed).
+// holding a VM of another name is only NotFound (the resource's VM was removed), unless its
+// mark carries the resource's uid: then it may be the resource's VM renamed (ErrNotOurs).
 func TestNotOurs_readAndUpdateSayTheVMExists(t *testing.T) {
 	at := time.Date(2026, 9, 19, 9, 12, 0, 0, time.UTC)
 	for name, tc := range map[string]struct {
@@ -255,7 +259,8 @@ func TestNotOurs_readAndUpdateSayTheVMExists(t *testing.T) {
 		"another uid":  {func(v *fakeVM) { v.Config["description"] = FormatMark("7d1e0c3a-5b2f-4a8e-9c61-0e4f2a7b9d35", at) }, true},
 		"no mark":      {func(v *fakeVM) { v.Config["description"] = "made by hand" }, true},
 		"mark, no uid": {func(v *fakeVM) { v.Config["description"] = MarkLines{CreatedAt: at}.Format() }, true},
-		"another name": {func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, false},
+		"another name": {func(v *fakeVM) { v.Name, v.Config["name"], v.Config["description"] = "db-1", "db-1", "made by hand" }, false},
+		"renamed":      {func(v *fakeVM) { v.Name, v.Config["name"] = "db-1", "db-1" }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t)
