@@ -193,7 +193,7 @@ func (p vmPower) changes(fc *facetCtx) {
 // does to a running VM (planPower, with the power record of the private state).
 func (p *vmPower) plan(fc *facetCtx) {
 	planStatus(fc.m, fc.prior)
-	fc.diags.Append(planPower(fc.config, fc.m, fc.prior, readPower(fc.ctx, fc.private))...)
+	fc.diags.Append(planPower(fc.m, fc.prior, readPower(fc.ctx, fc.private))...)
 }
 
 // startedFalse reports a known false (started = false, reboot_on_change = false).
