@@ -210,3 +210,13 @@ func checkIDE2Free(templateVMID int, cfg map[string]string) error {
 		templateVMID,
 	)
 }
+
+// storageOf is the storage of a volume id, <storage>:<content>/<file>.
+func storageOf(volid string) string {
+	for i := range len(volid) {
+		if volid[i] == ':' {
+			return volid[:i]
+		}
+	}
+	return volid
+}
