@@ -15,24 +15,14 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Create runs the create steps (decision: create-steps) under the per-name lock: the by-name
-// lookup, the template checks, the VMID allocation with the ownership check
-// (decision: vmid-function, decision: identity-and-adoption),
-// the clone with the mark and, while its task runs, the seed upload (a failed clone
-// deletes the seed again; a failed upload fails the create once the clone task ended, the
-// VM tracked), then config, resize, start and the wait for running/running; then, when
-// s.WaitForIP, the wait for the guest agent's IPv4, bounded only by ctx (the Terraform
-// create timeout).
+// Create makes the VM s describes under the per-name lock (decision: create-steps), taking
+// over an interrupted create of this name or probing past a VMID that is not this
+// resource's (decision: vmid-function, decision: identity-and-adoption); every step
+// resumes after an interruption, and a repeat Create of a running VM changes nothing.
 //
-// onAllocated is called as soon as a VMID and node are chosen: before each clone request
-// is sent (so that a request whose answer is lost, or a Ctrl-C while it is in flight,
-// never leaves a VM that no state tracks), again if the allocator then moves to another
-// VMID, and when an existing VM of ours is adopted. The last call names the VM Create
-// works on. An earlier VMID whose clone Proxmox refused (taken meanwhile, fact: clone-vmid-taken) or never
-// made holds no VM of ours: Get answers ErrNotFound for it and Delete leaves whatever is
-// there alone. Every step resumes after an interruption (decision: create-steps); a
-// repeat Create of a running VM makes no change. A does-not-exist inside Create is
-// Transient, never NotFound.
+// onAllocated is called as soon as a VMID and node are chosen, before each clone request,
+// so that no VM exists that no state tracks; its last call names the VM Create works on
+// (fact: clone-vmid-taken). A does-not-exist inside Create is Transient, never NotFound.
 func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
 	start := b.clock.Now()
 	c := &creation{b: b, s: s, onAllocated: onAllocated, report: s.Report}
