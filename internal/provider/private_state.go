@@ -16,7 +16,7 @@ import (
 var (
 	// privateKeyGone: why the last refresh found the VM gone (proxy_vm_gone.go).
 	privateKeyGone = privateKey[goneRecord]{name: "gone", what: "deletion"}
-	// privateKeySeed: the seed ISO the VM boots from (proxy_vm_uid.go).
+	// privateKeySeed: the seed ISO the VM boots from (seed_record.go).
 	privateKeySeed = privateKey[seedRecord]{name: "seed", what: "seed ISO"}
 	// privateKeyNode: the node the configuration asked for at the last apply (vm_placement.go).
 	privateKeyNode = privateKey[nodeRecord]{name: "node", what: "node"}

@@ -71,6 +71,32 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 	// insecure
 	diags.Append(resolveInsecure(m, env, &c)...)
 
+	diags.Append(resolveCollections(ctx, m, &c)...)
+
+	// request_timeout, max_requests_in_flight, install_guest_agent
+	rt := defaultRequestTimeout
+	if !m.RequestTimeout.IsNull() {
+		rt = m.RequestTimeout.ValueString()
+	}
+	timeout, err := time.ParseDuration(rt)
+	if err != nil || timeout <= 0 {
+		diags.AddAttributeError(path.Root("request_timeout"), "Invalid request timeout",
+			fmt.Sprintf("request_timeout must be a duration above zero such as \"30s\", got %q.", rt))
+	}
+	c.RequestTimeout = timeout
+	if !m.MaxRequestsInFlight.IsNull() {
+		c.MaxInFlight = int(m.MaxRequestsInFlight.ValueInt64())
+	}
+	if !m.InstallGuestAgent.IsNull() {
+		c.InstallGuestAgent = m.InstallGuestAgent.ValueBool()
+	}
+	return c, token, diags
+}
+
+// resolveCollections copies the block's nodes, vmid_range, templates and machine_types
+// into c.
+func resolveCollections(ctx context.Context, m providerModel, c *resolvedConfig) diag.Diagnostics {
+	var diags diag.Diagnostics
 	// nodes
 	var nodes []string
 	diags.Append(m.Nodes.ElementsAs(ctx, &nodes, false)...)
@@ -99,25 +125,7 @@ func resolve(ctx context.Context, m providerModel, lookupEnv func(string) (strin
 		c.MachineTypes[k] = machineType{Cores: int(v.Cores.ValueInt64()), MemoryMiB: int(v.MemoryMiB.ValueInt64()),
 			DiskGiB: int(v.DiskGiB.ValueInt64())}
 	}
-
-	// request_timeout, max_requests_in_flight, install_guest_agent
-	rt := defaultRequestTimeout
-	if !m.RequestTimeout.IsNull() {
-		rt = m.RequestTimeout.ValueString()
-	}
-	timeout, err := time.ParseDuration(rt)
-	if err != nil || timeout <= 0 {
-		diags.AddAttributeError(path.Root("request_timeout"), "Invalid request timeout",
-			fmt.Sprintf("request_timeout must be a duration above zero such as \"30s\", got %q.", rt))
-	}
-	c.RequestTimeout = timeout
-	if !m.MaxRequestsInFlight.IsNull() {
-		c.MaxInFlight = int(m.MaxRequestsInFlight.ValueInt64())
-	}
-	if !m.InstallGuestAgent.IsNull() {
-		c.InstallGuestAgent = m.InstallGuestAgent.ValueBool()
-	}
-	return c, token, diags
+	return diags
 }
 
 // resolveEndpoint sets c.Endpoint from the block or, without one there, the environment,

@@ -19,8 +19,14 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	}
 	id, err := proxmox.ParseID(state.ID.ValueString())
 	if err != nil {
-		r.addVMError(&resp.Diagnostics, "delete", state.Name.ValueString(), 0, err,
-			"The state holds a malformed ID; remove the resource from the state (terraform state rm) and delete the VM in Proxmox if it exists.")
+		r.addVMError(
+			&resp.Diagnostics,
+			"delete",
+			state.Name.ValueString(),
+			0,
+			err,
+			"The state holds a malformed ID; remove the resource from the state (terraform state rm) and delete the VM in Proxmox if it exists.",
+		)
 		return
 	}
 	timeout, diags := state.Timeouts.Delete(ctx, mustDuration(defaultDeleteTimeout))
@@ -36,8 +42,15 @@ func (r *proxyVMResource) Delete(ctx context.Context, req resource.DeleteRequest
 	// A VM with this name and mark but another uid is another resource's: left alone. The
 	// seed recorded at the last read is the one deleted when the VM is gone.
 	ctx, notes := proxmox.WithNotes(ctx)
-	opts := proxmox.DeleteOptions{Node: node, UID: state.UID.ValueString(), Instance: state.SMBIOSUUID.ValueString(), Seed: readSeed(ctx, req.Private), SeedNodes: readSeedNodes(ctx, req.Private),
-		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart, HA: !state.HA.IsNull()}
+	opts := proxmox.DeleteOptions{
+		Node:      node,
+		UID:       state.UID.ValueString(),
+		Instance:  state.SMBIOSUUID.ValueString(),
+		Seed:      readSeed(ctx, req.Private),
+		SeedNodes: readSeedNodes(ctx, req.Private),
+		SeedSwaps: state.CloudInitChange.ValueString() == cloudInitChangeRestart,
+		HA:        !state.HA.IsNull(),
+	}
 	err = r.data.backend.DeleteVM(ctx, id, opts)
 	for _, n := range notes.Lines() {
 		// What the destroy skipped on purpose (a seed on a storage that does not exist).

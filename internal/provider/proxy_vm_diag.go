@@ -275,22 +275,40 @@ func (d *providerData) connectionFixFor(op string, vmid int, err error) (string,
 	case proxmox.IsEndpointUnreachable(err):
 		return fmt.Sprintf("Proxmox VE at %s does not answer: %s. Check the provider's endpoint (without a port it is %s), "+
 			"that the host is up and pveproxy runs on it (systemctl status pveproxy), and that no firewall or proxy is in between. "+
-			"The provider retried the connection a few times before giving up; once the endpoint answers, run the same command again.", addr, changedBefore(op, vmid, err), "8006"), true
+			"The provider retried the connection a few times before giving up; "+
+			"once the endpoint answers, run the same command again.", addr, changedBefore(op, vmid, err), "8006"), true
 	case proxmox.IsTLSVerification(err):
-		return fmt.Sprintf("Retrying will not help. The certificate of %s did not verify against %s. Set ca_file (or ca_pem) to the cluster's CA, "+
-			"/etc/pve/pve-root-ca.pem on any node, and use an endpoint host that the certificate names; "+
-			"insecure = true skips the verification (the token can then be intercepted).", addr, caSetting), true
+		return fmt.Sprintf(
+			"Retrying will not help. The certificate of %s did not verify against %s. Set ca_file (or ca_pem) to the cluster's CA, "+
+				"/etc/pve/pve-root-ca.pem on any node, and use an endpoint host that the certificate names; "+
+				"insecure = true skips the verification (the token can then be intercepted).",
+			addr,
+			caSetting,
+		), true
 	case proxmox.IsCAUnavailable(err):
-		return "Retrying will not help. The CA bundle cannot be used: fix ca_file (a readable PEM file, such as a copy of /etc/pve/pve-root-ca.pem) or use ca_pem.", true
+		return "Retrying will not help. " +
+			"The CA bundle cannot be used: fix ca_file (a readable PEM file, such as a copy of /etc/pve/pve-root-ca.pem) or use ca_pem.", true
 	case proxmox.IsCredentials(err):
-		return "Retrying will not help. The API token cannot be read: fix " + setting + "; it must hold <user>@<realm>!<tokenid>=<secret> on one line.", true
+		return "Retrying will not help. The API token cannot be read: fix " + setting +
+			"; it must hold <user>@<realm>!<tokenid>=<secret> on one line.", true
 	case proxmox.IsUnauthorized(err):
-		return fmt.Sprintf("Retrying will not help. Proxmox VE at %s refused %s (401): its secret is wrong, or the token was deleted or has expired. "+
-			"Check the token in %s (api_token, api_token_file or the %s environment variable): it must be "+
-			"<user>@<realm>!<tokenid>=<secret> for a token that exists (pveum user token list <user>).", addr, token, setting, envAPIToken), true
+		return fmt.Sprintf(
+			"Retrying will not help. Proxmox VE at %s refused %s (401): its secret is wrong, or the token was deleted or has expired. "+
+				"Check the token in %s (api_token, api_token_file or the %s environment variable): it must be "+
+				"<user>@<realm>!<tokenid>=<secret> for a token that exists (pveum user token list <user>).",
+			addr,
+			token,
+			setting,
+			envAPIToken,
+		), true
 	case proxmox.IsForbidden(err):
-		return fmt.Sprintf("Retrying will not help. %s lacks the privilege the message names on that path. Grant it (pveum acl modify <path> --tokens '%s' --roles <role>), "+
-			"or, for a token with privilege separation, grant it to the token as well as to its user.", capitalize(token), tokenOr(id)), true
+		return fmt.Sprintf(
+			"Retrying will not help. %s lacks the privilege the message names on that path. "+
+				"Grant it (pveum acl modify <path> --tokens '%s' --roles <role>), "+
+				"or, for a token with privilege separation, grant it to the token as well as to its user.",
+			capitalize(token),
+			tokenOr(id),
+		), true
 	}
 	return "", false
 }

@@ -67,7 +67,7 @@ func readPower(ctx context.Context, p privateGetter) powerRecord {
 // (Proxmox drops the pending value). An unknown size may restart it (a warning). A size a
 // VM with memory hotplug cannot take is an error here. Without a restart the address
 // stays known.
-func planPower(config proxyVMModel, plan, prior *proxyVMModel, rec powerRecord) diag.Diagnostics {
+func planPower(plan, prior *proxyVMModel, rec powerRecord) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if prior == nil {
 		return nil

@@ -107,7 +107,7 @@ func TestPlanPower_restartWarning(t *testing.T) {
 	plan := prior
 	plan.Cores = types.Int64Value(4)
 	plan.IPAddress = types.StringUnknown() // as the addresses facet plans a restart
-	diags := planPower(prior, &plan, &prior, powerRecord{})
+	diags := planPower(&plan, &prior, powerRecord{})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "proxy VM proxy-a will be restarted to apply cores 2 → 4", "reboot_on_change = false")
 	if !plan.IPAddress.IsUnknown() {
 		t.Errorf("a restart keeps the address unknown, got %s", plan.IPAddress)
@@ -118,18 +118,18 @@ func TestPlanPower_pending(t *testing.T) {
 	prior := runningPrior()
 	plan := prior
 	plan.Cores, plan.RebootOnChange, plan.IPAddress = types.Int64Value(4), types.BoolValue(false), types.StringUnknown()
-	diags := planPower(prior, &plan, &prior, powerRecord{})
+	diags := planPower(&plan, &prior, powerRecord{})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "cores 4 is written to the config", "stays pending until the VM restarts", "set reboot_on_change = true or restart it")
 	if plan.IPAddress.ValueString() != "192.0.2.10" {
 		t.Errorf("no restart: the address stays, got %s", plan.IPAddress)
 	}
 	// Already pending (the last read saw it in the config).
 	plan.IPAddress = types.StringUnknown()
-	diags = planPower(prior, &plan, &prior, powerRecord{PendingCores: 4})
+	diags = planPower(&plan, &prior, powerRecord{PendingCores: 4})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "cores 4 is pending until the VM restarts; set reboot_on_change = true or restart it")
 	// Reverted in the configuration while a value is pending.
 	plan = prior
-	diags = planPower(prior, &plan, &prior, powerRecord{PendingCores: 4})
+	diags = planPower(&plan, &prior, powerRecord{PendingCores: 4})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "its Proxmox config holds 4")
 }
 
@@ -137,19 +137,19 @@ func TestPlanPower_hotplug(t *testing.T) {
 	prior := runningPrior()
 	plan := prior
 	plan.MemoryMiB, plan.IPAddress = types.Int64Value(3072), types.StringUnknown()
-	if diags := planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}); len(diags) != 0 {
+	if diags := planPower(&plan, &prior, powerRecord{MemoryHotplug: true}); len(diags) != 0 {
 		t.Errorf("hotplugged memory: %v, want no diagnostic", diags)
 	}
 	if plan.IPAddress.ValueString() != "192.0.2.10" {
 		t.Errorf("hotplug: the address stays, got %s", plan.IPAddress)
 	}
 	plan.MemoryMiB = types.Int64Value(3000)
-	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one", "2560 or 3072", "Proxmox's DIMM steps")
+	oneDiag(t, planPower(&plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one", "2560 or 3072", "Proxmox's DIMM steps")
 	// A stopped VM restarts nothing: no warning.
 	prior.Status = types.StringValue(statusStopped)
 	plan = prior
 	plan.Cores = types.Int64Value(4)
-	if diags := planPower(prior, &plan, &prior, powerRecord{}); len(diags) != 0 {
+	if diags := planPower(&plan, &prior, powerRecord{}); len(diags) != 0 {
 		t.Errorf("stopped VM: %v", diags)
 	}
 }
@@ -224,7 +224,7 @@ func TestPlanPower_pendingDropped(t *testing.T) {
 	prior.Cores = types.Int64Value(8) // a state holding the config's pending value
 	plan := prior
 	plan.Cores, plan.IPAddress = types.Int64Value(2), types.StringUnknown()
-	diags := planPower(prior, &plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2})
+	diags := planPower(&plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2})
 	oneDiag(t, diags, "cores", diag.SeverityWarning, "Proxy VM pending change dropped", "runs with cores 2, as configured", "holds 8", "No restart")
 	if plan.IPAddress.ValueString() != "192.0.2.10" {
 		t.Errorf("no restart: the address stays, got %s", plan.IPAddress)
@@ -232,7 +232,7 @@ func TestPlanPower_pendingDropped(t *testing.T) {
 	// The state reports the configured pending value: still pending, no change planned.
 	prior.Cores = types.Int64Value(8)
 	plan = prior
-	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2}), "cores", diag.SeverityWarning,
+	oneDiag(t, planPower(&plan, &prior, powerRecord{PendingCores: 8, RunningCores: 2}), "cores", diag.SeverityWarning,
 		"cores 8 is pending until proxy VM \"proxy-a\" restarts; it runs with cores 2")
 }
 
@@ -241,12 +241,12 @@ func TestPlanPower_unknownMayRestart(t *testing.T) {
 	prior := runningPrior()
 	plan := prior
 	plan.Cores, plan.IPAddress = types.Int64Unknown(), types.StringUnknown()
-	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{}), "cores", diag.SeverityWarning, "Proxy VM may be restarted", "known only at apply")
+	oneDiag(t, planPower(&plan, &prior, powerRecord{}), "cores", diag.SeverityWarning, "Proxy VM may be restarted", "known only at apply")
 	if !plan.IPAddress.IsUnknown() {
 		t.Errorf("a possible restart keeps the address unknown, got %s", plan.IPAddress)
 	}
 	plan.RebootOnChange = types.BoolValue(false)
-	if diags := planPower(prior, &plan, &prior, powerRecord{}); len(diags) != 0 {
+	if diags := planPower(&plan, &prior, powerRecord{}); len(diags) != 0 {
 		t.Errorf("reboot_on_change = false: %v, want none", diags)
 	}
 }
@@ -270,16 +270,16 @@ func TestPlanPower_hotplugStepStoppedHugepages(t *testing.T) {
 	prior.Status = types.StringValue(statusStopped)
 	plan := prior
 	plan.MemoryMiB = types.Int64Value(3000)
-	oneDiag(t, planPower(prior, &plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one")
+	oneDiag(t, planPower(&plan, &prior, powerRecord{MemoryHotplug: true}), "memory_mib", diag.SeverityError, "3000 MiB is not one")
 	// 1 GiB hugepages on 2 sockets: 2048 MiB of static memory, 1 GiB DIMMs.
 	rec := powerRecord{MemoryHotplug: true, Hugepages1G: true, Sockets: 2}
 	plan.MemoryMiB = types.Int64Value(1536) // a 512 MiB step, not a 1 GiB one
-	oneDiag(t, planPower(prior, &plan, &prior, rec), "memory_mib", diag.SeverityError, "needs at least 2048 MiB")
+	oneDiag(t, planPower(&plan, &prior, rec), "memory_mib", diag.SeverityError, "needs at least 2048 MiB")
 	plan.MemoryMiB = types.Int64Value(3072)
-	if diags := planPower(prior, &plan, &prior, rec); len(diags) != 0 {
+	if diags := planPower(&plan, &prior, rec); len(diags) != 0 {
 		t.Errorf("3072 MiB with 1 GiB DIMMs on 2048 MiB: %v", diags)
 	}
 	prior.Status = types.StringValue(statusRunning)
 	plan.MemoryMiB = types.Int64Value(2560)
-	oneDiag(t, planPower(prior, &plan, &prior, rec), "memory_mib", diag.SeverityError, "2560 MiB is not one", "2048 or 3072")
+	oneDiag(t, planPower(&plan, &prior, rec), "memory_mib", diag.SeverityError, "2560 MiB is not one", "2048 or 3072")
 }

@@ -102,13 +102,15 @@ func cloudInitAttrs() []facetAttr {
 			},
 		},
 	}, {
-		name:     "cloud_init_digest",
-		md:       "`hmac-sha256:<hex>`, the keyed digest of the VM's cloud-init, also kept in its mark. Null without cloud-init or without `cloud_init_digest_key`.",
+		name: "cloud_init_digest",
+		md: "`hmac-sha256:<hex>`, the keyed digest of the VM's cloud-init, also kept in its mark. " +
+			"Null without cloud-init or without `cloud_init_digest_key`.",
 		change:   "Known at plan time when `uid` is.",
 		resource: schema.StringAttribute{Computed: true},
 	}, {
-		name:   "cloud_init_change",
-		md:     "What a change of `cloud_init`, `cloud_init_wo`, `network_config` or `static_ipv4` does: `\"replace\"` (default) or `\"restart\"` (a new seed ISO, then a restart).",
+		name: "cloud_init_change",
+		md: "What a change of `cloud_init`, `cloud_init_wo`, `network_config` or `static_ipv4` does: " +
+			"`\"replace\"` (default) or `\"restart\"` (a new seed ISO, then a restart).",
 		change: "See [Cloud-init changes](#cloud-init-changes).",
 		resource: schema.StringAttribute{
 			Optional: true, Computed: true,
@@ -241,7 +243,13 @@ func cloudInitText(config vmCloudInit) (text string, wo, set, known bool) {
 // through its digest, a cloud_init text with the one in the state. cfg is nil while the
 // provider's own configuration is unknown: then a cloud_init_wo cannot be compared and a
 // change is assumed. cloudInitUnread says an import left the cloud-init unread.
-func planCloudInitDigest(cfg *resolvedConfig, config proxyVMModel, plan *proxyVMModel, prior *proxyVMModel, cloudInitUnread bool) (replace []path.Path, diags diag.Diagnostics) {
+func planCloudInitDigest(
+	cfg *resolvedConfig,
+	config proxyVMModel,
+	plan *proxyVMModel,
+	prior *proxyVMModel,
+	cloudInitUnread bool,
+) (replace []path.Path, diags diag.Diagnostics) {
 	text, wo, set, known := cloudInitText(config.vmCloudInit)
 	key := ""
 	if cfg != nil {

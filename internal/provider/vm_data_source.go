@@ -68,7 +68,8 @@ func (d *vmDataSource) Schema(ctx context.Context, _ datasource.SchemaRequest, r
 		return schema.StringAttribute{Computed: true, MarkdownDescription: md}
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "One VM carrying the [mark](../index.md#glossary), looked up by `name` or by `vmid`, with the attributes `proxy_vm` would hold after importing it. A VM without the mark is not found.",
+		MarkdownDescription: "One VM carrying the [mark](../index.md#glossary), looked up by `name` or by `vmid`, " +
+			"with the attributes `proxy_vm` would hold after importing it. A VM without the mark is not found.",
 		Attributes: map[string]schema.Attribute{
 			"name": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -155,8 +156,15 @@ func (d *vmDataSource) Read(ctx context.Context, req datasource.ReadRequest, res
 		a, err := d.data.backend.AgentAddresses(rctx, vm.Node, vm.ID.VMID)
 		switch {
 		case err != nil:
-			resp.Diagnostics.AddWarning("Unable to read the proxy VM's addresses",
-				fmt.Sprintf("VM %s (VMID %d): its guest agent could not be read, so the addresses are null: %s", in.ID.Name, in.ID.VMID, ds.redact(err.Error())))
+			resp.Diagnostics.AddWarning(
+				"Unable to read the proxy VM's addresses",
+				fmt.Sprintf(
+					"VM %s (VMID %d): its guest agent could not be read, so the addresses are null: %s",
+					in.ID.Name,
+					in.ID.VMID,
+					ds.redact(err.Error()),
+				),
+			)
 		case len(a.IPv4) > 0 || len(a.IPv6) > 0:
 			vm.Addresses = a
 			if len(a.IPv4) > 0 {

@@ -102,9 +102,10 @@ func networkAttrs() []facetAttr {
 			Validators: []validator.String{networkConfigValidator{}},
 		},
 	}, {
-		name:   "static_ipv4",
-		md:     "A static IPv4 address on net0, the common case of `network_config`.",
-		change: "Set this or `network_config`; `ip_address` is then known at plan. A change replaces the VM (see [Static addresses](#static-addresses)).",
+		name: "static_ipv4",
+		md:   "A static IPv4 address on net0, the common case of `network_config`.",
+		change: "Set this or `network_config`; `ip_address` is then known at plan. " +
+			"A change replaces the VM (see [Static addresses](#static-addresses)).",
 		read: "The one the VM was made with, from its mark; null when it was made without one (DHCP, or a raw " +
 			"`network_config`, which cannot be read back).",
 		nestedRead: map[string]string{
@@ -350,8 +351,8 @@ func staticFrom(m staticIPv4Model, at path.Path) (s proxmox.StaticIPv4, diags di
 		a, err := netip.ParseAddr(e)
 		switch {
 		case err != nil || a.Zone() != "":
-			diags.AddAttributeError(at, summaryInvalidConfig,
-				"static_ipv4.dns["+strconv.Itoa(i)+"] is "+strconv.Quote(e)+", not an IP address: name servers are given by address (10.0.0.53 or fd00::53).")
+			diags.AddAttributeError(at, summaryInvalidConfig, "static_ipv4.dns["+strconv.Itoa(i)+"] is "+strconv.Quote(e)+
+				", not an IP address: name servers are given by address (10.0.0.53 or fd00::53).")
 			continue
 		case a.String() != e:
 			// The mark keeps the canonical form, which an import reads back: another
@@ -476,7 +477,8 @@ func planNetwork(ctx context.Context, config proxyVMModel, plan *proxyVMModel, p
 	// Terraform replaces only for a path whose value changes: the attribute set now, or, when
 	// neither is set any more, the one that was.
 	attrPath := path.Root("network_config")
-	if !config.StaticIPv4.IsNull() || (config.NetworkConfig.IsNull() && !prior.StaticIPv4.IsNull() && len(prior.StaticIPv4.AttributeTypes(ctx)) != 0) {
+	if !config.StaticIPv4.IsNull() ||
+		(config.NetworkConfig.IsNull() && !prior.StaticIPv4.IsNull() && len(prior.StaticIPv4.AttributeTypes(ctx)) != 0) {
 		attrPath = path.Root("static_ipv4")
 	}
 	if !known {

@@ -149,15 +149,20 @@ func knownTags(s types.Set) ([]string, bool) {
 // noteValidator refuses a note that would mix with the mark or not survive Proxmox's
 // trailing-whitespace strip.
 func noteValidator() validator.String {
-	return validators.Check("must not contain a mark line (proxy-operator-...=...) nor end with whitespace", func(s string) (string, string) {
-		switch {
-		case proxmox.NoteHasMarkLine(s):
-			return summaryInvalidConfig, "description holds a line of the form proxy-operator-...=..., which the ownership mark reads: the mark is " +
-				"the provider's own. Reword or remove that line."
-		case s != strings.TrimRight(s, " \t\r\n"):
-			return summaryInvalidConfig, "description ends with whitespace or a newline, which Proxmox strips, so every plan would show it as a change. " +
-				"Remove it (for a heredoc: description = chomp(<<-EOT ... EOT))."
-		}
-		return "", ""
-	})
+	return validators.Check(
+		"must not contain a mark line (proxy-operator-...=...) nor end with whitespace",
+		func(s string) (string, string) {
+			switch {
+			case proxmox.NoteHasMarkLine(s):
+				return summaryInvalidConfig, "description holds a line of the form proxy-operator-...=..., which the ownership mark reads: " +
+					"the mark is " +
+					"the provider's own. Reword or remove that line."
+			case s != strings.TrimRight(s, " \t\r\n"):
+				return summaryInvalidConfig, "description ends with whitespace or a newline, which Proxmox strips, " +
+					"so every plan would show it as a change. " +
+					"Remove it (for a heredoc: description = chomp(<<-EOT ... EOT))."
+			}
+			return "", ""
+		},
+	)
 }

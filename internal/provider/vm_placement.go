@@ -38,18 +38,20 @@ type vmLocation struct {
 // locationAttrs are the attributes of vmLocation.
 func locationAttrs() []facetAttr {
 	return []facetAttr{{
-		name:   "node",
-		md:     "The Proxmox VE node the VM is on.",
-		change: "Set, one of the provider's `nodes`; without it the VM is placed at create and stays there. A change migrates the VM in place, online when it runs.",
+		name: "node",
+		md:   "The Proxmox VE node the VM is on.",
+		change: "Set, one of the provider's `nodes`; " +
+			"without it the VM is placed at create and stays there. A change migrates the VM in place, online when it runs.",
 		resource: schema.StringAttribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.String{validators.NodeName()},
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name:   "pool",
-		md:     "The Proxmox pool the VM belongs to.",
-		change: "Overrides the provider's `pool`; `\"\"` for none. The clone is made into it; a change moves the VM in place, which needs `Pool.Allocate` on both pools.",
+		name: "pool",
+		md:   "The Proxmox pool the VM belongs to.",
+		change: "Overrides the provider's `pool`; `\"\"` for none. The clone is made into it; " +
+			"a change moves the VM in place, which needs `Pool.Allocate` on both pools.",
 		read: "Null when it is in none, or when the API token lacks `Pool.Audit` on its pool (Proxmox then leaves it " +
 			"out of the listing).",
 		resource: schema.StringAttribute{

@@ -76,13 +76,15 @@ func powerStateAttrs() []facetAttr {
 // powerAttrs are the power facet's attributes.
 func powerAttrs() []facetAttr {
 	return append(powerStateAttrs(), facetAttr{
-		name:     "started",
-		md:       "Whether the VM runs.",
-		change:   "Default `true`; a VM found stopped is started again. `false` creates the VM without starting it (cloud-init runs at its first start), or shuts a running one down.",
+		name: "started",
+		md:   "Whether the VM runs.",
+		change: "Default `true`; a VM found stopped is started again. " +
+			"`false` creates the VM without starting it (cloud-init runs at its first start), or shuts a running one down.",
 		resource: schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true)},
 	}, facetAttr{
-		name:   "shutdown_timeout",
-		md:     "How long a restart for a " + restartAttrsMD("or") + " change, or `started = false`, gives the guest to shut down before Proxmox stops it.",
+		name: "shutdown_timeout",
+		md: "How long a restart for a " + restartAttrsMD("or") +
+			" change, or `started = false`, gives the guest to shut down before Proxmox stops it.",
 		change: "Default `2m`, at most half of `timeouts.update`.",
 		resource: schema.StringAttribute{Optional: true, Computed: true,
 			Default:    stringdefault.StaticString(defaultShutdownTimeout),
@@ -191,7 +193,7 @@ func (p vmPower) changes(fc *facetCtx) {
 // does to a running VM (planPower, with the power record of the private state).
 func (p *vmPower) plan(fc *facetCtx) {
 	planStatus(fc.m, fc.prior)
-	fc.diags.Append(planPower(fc.config, fc.m, fc.prior, readPower(fc.ctx, fc.private))...)
+	fc.diags.Append(planPower(fc.m, fc.prior, readPower(fc.ctx, fc.private))...)
 }
 
 // startedFalse reports a known false (started = false, reboot_on_change = false).
@@ -239,9 +241,17 @@ func validatePower(ctx context.Context, config proxyVMModel) diag.Diagnostics {
 		return nil
 	}
 	if d > update/2 {
-		diags.AddAttributeError(path.Root("shutdown_timeout"), summaryInvalidConfig,
-			fmt.Sprintf("shutdown_timeout is %s, but an update may take %s in all (timeouts.update), and after the shutdown it still has to "+
-				"start the VM and wait for its address: set shutdown_timeout to at most half of it (%s), or raise timeouts.update.", d, update, update/2))
+		diags.AddAttributeError(
+			path.Root("shutdown_timeout"),
+			summaryInvalidConfig,
+			fmt.Sprintf(
+				"shutdown_timeout is %s, but an update may take %s in all (timeouts.update), and after the shutdown it still has to "+
+					"start the VM and wait for its address: set shutdown_timeout to at most half of it (%s), or raise timeouts.update.",
+				d,
+				update,
+				update/2,
+			),
+		)
 	}
 	return diags
 }

@@ -52,7 +52,9 @@ func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 		ops[i] = string(o)
 	}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Starts, shuts down, reboots or stops a `proxy_vm`'s VM, with `terraform apply -invoke` or an `action_trigger` (Terraform 1.14+). Only a VM whose [mark](../index.md#glossary) carries the resource's `uid` is touched.",
+		MarkdownDescription: "Starts, shuts down, reboots or stops a `proxy_vm`'s VM, " +
+			"with `terraform apply -invoke` or an `action_trigger` (Terraform 1.14+). " +
+			"Only a VM whose [mark](../index.md#glossary) carries the resource's `uid` is touched.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Required:            true,
@@ -65,9 +67,11 @@ func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"power": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "`\"start\"`, `\"shutdown\"` (graceful within `shutdown_timeout`, then Proxmox stops it), `\"reboot\"` (that shutdown, then a start) or `\"stop\"` (at once, like pulling the plug). See [What each power value does](#what-each-power-value-does).",
-				Validators:          []validator.String{stringvalidator.OneOf(ops...)},
+				Required: true,
+				MarkdownDescription: "`\"start\"`, `\"shutdown\"` (graceful within `shutdown_timeout`, then Proxmox stops it), " +
+					"`\"reboot\"` (that shutdown, then a start) or `\"stop\"` (at once, like pulling the plug). " +
+					"See [What each power value does](#what-each-power-value-does).",
+				Validators: []validator.String{stringvalidator.OneOf(ops...)},
 			},
 			"shutdown_timeout": schema.StringAttribute{
 				Optional: true,
@@ -122,15 +126,26 @@ func (a *vmPowerAction) Invoke(ctx context.Context, req action.InvokeRequest, re
 			resp.SendProgress(action.InvokeProgressEvent{Message: "proxy_vm_power " + string(op) + ": " + a.redact(msg)})
 		}
 	}
-	tflog.Info(ctx, "proxy VM power", map[string]any{"name": id.Name, "vmid": id.VMID, "power": string(op), "shutdown_timeout": timeout.String()})
-	res, err := a.data.backend.Power(ctx, id, proxmox.PowerOptions{Op: op, UID: m.UID.ValueString(), ShutdownTimeout: timeout, Progress: send})
+	tflog.Info(
+		ctx,
+		"proxy VM power",
+		map[string]any{"name": id.Name, "vmid": id.VMID, "power": string(op), "shutdown_timeout": timeout.String()},
+	)
+	res, err := a.data.backend.Power(
+		ctx,
+		id,
+		proxmox.PowerOptions{Op: op, UID: m.UID.ValueString(), ShutdownTimeout: timeout, Progress: send},
+	)
 	if err != nil {
 		note := ""
 		if res.Node == "" {
 			note = "Nothing was sent to the VM. proxy_vm_power acts only on the VM whose mark carries the resource's uid " +
 				"(set uid = proxy_vm.<name>.uid); refresh the proxy_vm (terraform plan) to see what became of it."
 		}
-		resp.Diagnostics.AddError("Unable to run proxy_vm_power "+string(op), vmErrorDetailFor(a.data, string(op), id.Name, id.VMID, err, note))
+		resp.Diagnostics.AddError(
+			"Unable to run proxy_vm_power "+string(op),
+			vmErrorDetailFor(a.data, string(op), id.Name, id.VMID, err, note),
+		)
 		return
 	}
 	did := "nothing to do"

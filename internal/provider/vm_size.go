@@ -49,19 +49,21 @@ func sizeAttrs() []facetAttr {
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name:   "memory_mib",
-		md:     "Memory in MiB.",
-		change: "Default: the machine type's. A change restarts a running VM gracefully, or applies at once in DIMM steps on a VM with memory hotplug (see [Restarts](#restarts)).",
+		name: "memory_mib",
+		md:   "Memory in MiB.",
+		change: "Default: the machine type's. " +
+			"A change restarts a running VM gracefully, or applies at once in DIMM steps on a VM with memory hotplug (see [Restarts](#restarts)).",
 		resource: schema.Int64Attribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.Int64{int64validator.AtLeast(16)},
 			PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name:   "disk_gib",
-		md:     "Size of the boot disk in GiB.",
-		change: "Default: the larger of the template's disk and the machine type's `disk_gib`; never below the template's. Growing it resizes in place; shrinking it replaces the VM.",
-		read:   "Null when the VM's config names no boot disk size.",
+		name: "disk_gib",
+		md:   "Size of the boot disk in GiB.",
+		change: "Default: the larger of the template's disk and the machine type's `disk_gib`; " +
+			"never below the template's. Growing it resizes in place; shrinking it replaces the VM.",
+		read: "Null when the VM's config names no boot disk size.",
 		resource: schema.Int64Attribute{
 			Optional: true, Computed: true,
 			Validators:    []validator.Int64{int64validator.Between(1, 65536)},

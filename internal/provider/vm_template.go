@@ -162,7 +162,12 @@ func (t *vmTemplate) plan(fc *facetCtx) {
 
 // planTemplate resolves image through the catalogue (template_vmid is taken as set) and
 // returns template_vmid when the effective template changes, which replaces the VM.
-func planTemplate(cfg *resolvedConfig, config proxyVMModel, plan, prior *proxyVMModel, templateUnread bool) ([]path.Path, diag.Diagnostics) {
+func planTemplate(
+	cfg *resolvedConfig,
+	config proxyVMModel,
+	plan, prior *proxyVMModel,
+	templateUnread bool,
+) ([]path.Path, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	var replace []path.Path
 	creating := prior == nil

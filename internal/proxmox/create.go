@@ -15,23 +15,14 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Create runs the create steps (decision: create-steps) under the per-name lock: the by-name
-// lookup, the template checks, the VMID allocation with the ownership check
-// (decision: vmid-function, decision: identity-and-adoption),
-// the clone with the mark and, while its task runs, the seed upload (a failed clone
-// deletes the seed again; a failed upload fails the create once the clone task ended, the
-// VM tracked), then config, resize, start and the wait for running/running; then, when s.WaitForIP, the wait for the guest agent's IPv4, bounded
-// only by ctx (the Terraform create timeout).
+// Create makes the VM s describes under the per-name lock (decision: create-steps), taking
+// over an interrupted create of this name or probing past a VMID that is not this
+// resource's (decision: vmid-function, decision: identity-and-adoption); every step
+// resumes after an interruption, and a repeat Create of a running VM changes nothing.
 //
-// onAllocated is called as soon as a VMID and node are chosen: before each clone request
-// is sent (so that a request whose answer is lost, or a Ctrl-C while it is in flight,
-// never leaves a VM that no state tracks), again if the allocator then moves to another
-// VMID, and when an existing VM of ours is adopted. The last call names the VM Create
-// works on. An earlier VMID whose clone Proxmox refused (taken meanwhile, fact: clone-vmid-taken) or never
-// made holds no VM of ours: Get answers ErrNotFound for it and Delete leaves whatever is
-// there alone. Every step resumes after an interruption (decision: create-steps); a
-// repeat Create of a running VM makes no change. A does-not-exist inside Create is
-// Transient, never NotFound.
+// onAllocated is called as soon as a VMID and node are chosen, before each clone request,
+// so that no VM exists that no state tracks; its last call names the VM Create works on
+// (fact: clone-vmid-taken). A does-not-exist inside Create is Transient, never NotFound.
 func (b *Backend) Create(ctx context.Context, s Spec, onAllocated func(id ID, node string)) (VM, error) {
 	start := b.clock.Now()
 	c := &creation{b: b, s: s, onAllocated: onAllocated, report: s.Report}
@@ -113,7 +104,10 @@ func (c *creation) run(ctx context.Context) (VM, error) {
 	if c.b.cfg.ProofKey != nil {
 		key, err := c.b.cfg.ProofKey()
 		if err != nil {
-			return VM{}, &Error{Class: pveapi.Permanent, Err: wrapMsg("deriving the key of the creating mark's proof from the API token", err)}
+			return VM{}, &Error{
+				Class: pveapi.Permanent,
+				Err:   wrapMsg("deriving the key of the creating mark's proof from the API token", err),
+			}
 		}
 		c.proofKey = key
 	}
@@ -186,7 +180,13 @@ func (b *Backend) normalizeSpec(s *Spec) error {
 	case b.cfg.ISOStorage == "":
 		return Permanentf("the provider has no ISO storage configured for seed ISOs")
 	case b.cfg.VMIDMin < minVMID || b.cfg.VMIDMax < b.cfg.VMIDMin || b.cfg.VMIDMax > maxVMID:
-		return Permanentf("the VMID range %d to %d is invalid (it must lie within %d to %d)", b.cfg.VMIDMin, b.cfg.VMIDMax, minVMID, maxVMID)
+		return Permanentf(
+			"the VMID range %d to %d is invalid (it must lie within %d to %d)",
+			b.cfg.VMIDMin,
+			b.cfg.VMIDMax,
+			minVMID,
+			maxVMID,
+		)
 	}
 	if s.Node == "" {
 		switch len(b.cfg.Nodes) {
@@ -370,8 +370,15 @@ func (b *Backend) startAndWait(ctx context.Context, op, node string, vmid int, c
 // so a seed missing here was lost in between or is not visible from node.
 func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[string]string, cause error) error {
 	if isSeedVolID(vol) {
-		return Permanentf("the VM cannot start: its seed ISO %s does not exist on node %s, although the provider checked or uploaded it just before; "+
-			"make sure storage %s is available on node %s, then apply again (%w)", vol, node, storageOf(vol), node, cause)
+		return Permanentf(
+			"the VM cannot start: its seed ISO %s does not exist on node %s, although the provider checked or uploaded it just before; "+
+				"make sure storage %s is available on node %s, then apply again (%w)",
+			vol,
+			node,
+			storageOf(vol),
+			node,
+			cause,
+		)
 	}
 	drive := "the drive"
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
@@ -384,8 +391,14 @@ func (b *Backend) missingVolumeErr(node string, vmid int, vol string, cfg map[st
 	if drive != "the drive" {
 		fix = fmt.Sprintf("remove it with `qm set %d --delete %s`", vmid, drive)
 	}
-	return Permanentf("the VM cannot start: %s refers to volume %s, which does not exist on node %s; restore that volume, or %s, then apply again (%w)",
-		drive, vol, node, fix, cause)
+	return Permanentf(
+		"the VM cannot start: %s refers to volume %s, which does not exist on node %s; restore that volume, or %s, then apply again (%w)",
+		drive,
+		vol,
+		node,
+		fix,
+		cause,
+	)
 }
 
 // stopAndWait stops a VM and waits for the task, and, when the task handed the stop to the
@@ -408,14 +421,22 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 	var last pveapi.VMStatus
 	spec := waitSpec{kind: "running", what: "the VM to run after its start", vmid: vmid, node: node, budget: b.cfg.Budgets.Running,
 		onBudget: func(_ string, _ error) error {
-			return Transientf("the VM did not reach running within %s (status %q, qmpstatus %q)", b.cfg.Budgets.Running, last.Status, last.QMPStatus)
+			return Transientf(
+				"the VM did not reach running within %s (status %q, qmpstatus %q)",
+				b.cfg.Budgets.Running,
+				last.Status,
+				last.QMPStatus,
+			)
 		}}
 	return b.wait(ctx, spec, func(ctx context.Context) observation {
 		st, err := b.api.VMStatus(ctx, node, vmid)
 		switch {
 		case err == nil:
 		case isNotExist(err):
-			return cannot("the VM is gone", lostf("the VM vanished after its start: something outside Terraform destroyed it; apply again to create it anew"))
+			return cannot(
+				"the VM is gone",
+				lostf("the VM vanished after its start: something outside Terraform destroyed it; apply again to create it anew"),
+			)
 		default:
 			return pollFailed(op, err, "its status could not be read", "reading the status on node %s", node)
 		}
@@ -425,9 +446,15 @@ func (b *Backend) waitRunning(ctx context.Context, op, node string, vmid int) er
 		case st.Status == "running" && st.QMPStatus == "running":
 			return done(seen)
 		case st.Lock == "suspended":
-			return cannot(seen, lostf("the VM was hibernated right after it was started; resume it with `qm start %d`, then apply again", vmid))
+			return cannot(
+				seen,
+				lostf("the VM was hibernated right after it was started; resume it with `qm start %d`, then apply again", vmid),
+			)
 		case st.Status == "stopped":
-			return cannot(seen, lostf("the VM stopped right after it was started; check its console and boot log in Proxmox, then apply again"))
+			return cannot(
+				seen,
+				lostf("the VM stopped right after it was started; check its console and boot log in Proxmox, then apply again"),
+			)
 		}
 		return keep(seen)
 	})
@@ -529,7 +556,12 @@ func (c *creation) written() VM {
 	if p, err := configParams(*s, c.cfg, c.b.cfg.ISOStorage); err == nil {
 		maps.Copy(cfg, p)
 	}
-	vm := vmFromConfig(ID{VMID: c.vmid, Name: s.Name}, c.node, cfg, Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true})
+	vm := vmFromConfig(
+		ID{VMID: c.vmid, Name: s.Name},
+		c.node,
+		cfg,
+		Mark{Managed: true, UID: s.UID, CreatedAt: s.CreatedAt.UTC(), Namespace: s.Namespace, HasNamespace: true},
+	)
 	vm.Pool = s.Pool
 	if s.DiskGiB > vm.DiskGiB {
 		vm.DiskGiB = s.DiskGiB

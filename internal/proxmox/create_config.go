@@ -15,7 +15,15 @@ import (
 // user-data installs it), it waits for as long as ctx allows (a first boot installs it in
 // about 50 s on a real host); otherwise the template must ship it, and an agent that does
 // not answer within Budgets.AgentStart of the start ends the wait.
-func (b *Backend) waitIP(ctx context.Context, node string, vmid int, s *Spec, started bool, seen *[]pveapi.NetworkInterface, owned func(context.Context) error) (string, error) {
+func (b *Backend) waitIP(
+	ctx context.Context,
+	node string,
+	vmid int,
+	s *Spec,
+	started bool,
+	seen *[]pveapi.NetworkInterface,
+	owned func(context.Context) error,
+) (string, error) {
 	a := addressWait{op: "create", node: node, vmid: vmid, expect: agentAtFirstBoot, owned: owned,
 		delayKey: agentDelayKey(true, s.TemplateVMID), learn: started, seen: seen, want: s.Network.WantIPv4(),
 		rawNetwork: s.Network != nil && s.Network.Static == nil && s.Network.Raw != nil}
@@ -115,8 +123,14 @@ func takeoverDisks(tmpl, cfg map[string]string, diskGiB, tmplVMID int) string {
 		size, ok := diskSizeBytes(cfg[k])
 		limit := max(tsize, int64(diskGiB)*gib)
 		if !tok || !ok || size < tsize || size > limit {
-			return fmt.Sprintf("its disk %s (size=%s) is not a clone of template %d's (size=%s) grown at most to disk_gib, so it is not a clone a create of this name made",
-				k, getOption(cfg[k], "size"), tmplVMID, getOption(tmpl[k], "size"))
+			return fmt.Sprintf(
+				"its disk %s (size=%s) is not a clone of template %d's (size=%s) grown at most to disk_gib, "+
+					"so it is not a clone a create of this name made",
+				k,
+				getOption(cfg[k], "size"),
+				tmplVMID,
+				getOption(tmpl[k], "size"),
+			)
 		}
 	}
 	return ""
@@ -139,7 +153,8 @@ func (c *creation) unboundButProvisioned(ctx context.Context, node string, vmid 
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg)) {
 		if isDiskKey(k) && isSeedVolID(driveVolume(cfg[k])) {
-			return "its creating mark was written before its create's config step, yet " + k + " holds a seed ISO: a text copied onto another VM", nil
+			return "its creating mark was written before its create's config step, " +
+				"yet " + k + " holds a seed ISO: a text copied onto another VM", nil
 		}
 	}
 	ran, err := c.b.unboundButRan(ctx, "create", node, vmid, cfg)
@@ -207,12 +222,22 @@ func (c *creation) finalize(ctx context.Context) error {
 		// while a finished one would be left untracked. The HTTP client refuses a request
 		// whose context is done too; this check is the rule, stated where it matters.
 		if err := ctx.Err(); err != nil {
-			return Transientf("the create was cancelled before its last step; the VM is left marked %q for the next apply to take over: %w", MarkKeyState+"="+MarkStateCreating, err)
+			return Transientf(
+				"the create was cancelled before its last step; the VM is left marked %q for the next apply to take over: %w",
+				MarkKeyState+"="+MarkStateCreating,
+				err,
+			)
 		}
 		if s.Abandoned != nil && s.Abandoned() {
-			return Transientf("the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over", MarkKeyState+"="+MarkStateCreating)
+			return Transientf(
+				"the create was abandoned before its last step (nobody waits for its answer); the VM is left marked %q for the next apply to take over",
+				MarkKeyState+"="+MarkStateCreating,
+			)
 		}
-		desc := withNote(MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace, Instance: m.Instance}.Format()+FormatMarkExtra(*s), noteOfSpec(*s))
+		desc := withNote(
+			MarkLines{UID: s.UID, CreatedAt: m.CreatedAt, Namespace: m.Namespace, Instance: m.Instance}.Format()+FormatMarkExtra(*s),
+			noteOfSpec(*s),
+		)
 		err = b.api.SetVMConfig(ctx, c.node, c.vmid, finishParams(map[string]string{"description": desc, "digest": cfg["digest"]}, *s))
 		switch {
 		case err == nil:

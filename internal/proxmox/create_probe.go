@@ -26,31 +26,50 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 	cfg, err := c.b.api.VMConfig(ctx, r.Node, s.TemplateVMID)
 	if err != nil {
 		if isNotExist(err) {
-			return "", Permanentf("template VMID %d does not exist in the cluster; fix the image catalogue or template_vmid", s.TemplateVMID)
+			return "", Permanentf(
+				"template VMID %d does not exist in the cluster; fix the image catalogue or template_vmid",
+				s.TemplateVMID,
+			)
 		}
 		return "", apiErrorf("create", err, "reading the config of template %d on node %s", s.TemplateVMID, r.Node)
 	}
 	c.tmplCfg = cfg
 	if cfg["template"] != "1" {
 		return "", Permanentf("VMID %d (%s) is not a template: point the catalogue (templates) at the VMID of a template. "+
-			"Only if VM %d is meant to be the template (converting is irreversible, and it must not be a VM in use), convert it with `qm template %d`",
+			"Only if VM %d is meant to be the template (converting is irreversible, and it must not be a VM in use), "+
+			"convert it with `qm template %d`",
 			s.TemplateVMID, r.Name, s.TemplateVMID, s.TemplateVMID)
 	}
 	if slot, ok := cloudInitDrive(cfg); ok {
-		return "", Permanentf("template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; remove that drive from the template", s.TemplateVMID, slot)
+		return "", Permanentf(
+			"template %d has a Proxmox cloud-init drive on %s, which would compete with the provider's seed ISO; "+
+				"remove that drive from the template",
+			s.TemplateVMID,
+			slot,
+		)
 	}
 	if err := checkIDE2Free(s.TemplateVMID, cfg); err != nil {
 		return "", err
 	}
 	if s.Network.needsMAC() && parseNet0(cfg["net0"]).MAC == "" {
-		return "", Permanentf("template %d has no net0 with a MAC address, so static_ipv4 cannot be matched to the VM's NIC; add a network device to the template, or use network_config", s.TemplateVMID)
+		return "", Permanentf(
+			"template %d has no net0 with a MAC address, so static_ipv4 cannot be matched to the VM's NIC; "+
+				"add a network device to the template, or use network_config",
+			s.TemplateVMID,
+		)
 	}
 	if (s.Bridge != "" || s.VLANTag != 0) && cfg["net0"] == "" {
-		return "", Permanentf("template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template", s.TemplateVMID)
+		return "", Permanentf(
+			"template %d has no net0, so the bridge and VLAN tag cannot be set; add a network device to the template",
+			s.TemplateVMID,
+		)
 	}
 	if s.DiskGiB > 0 {
 		if _, _, ok := bootDiskSize(cfg); !ok {
-			return "", Permanentf("template %d has no boot disk with a readable size=, so disk_gib cannot be applied; give the template a boot disk or unset disk_gib", s.TemplateVMID)
+			return "", Permanentf(
+				"template %d has no boot disk with a readable size=, so disk_gib cannot be applied; give the template a boot disk or unset disk_gib",
+				s.TemplateVMID,
+			)
 		}
 	}
 	if err := c.b.agentPreflight(s, cfg); err != nil {
@@ -120,7 +139,12 @@ func (c *creation) probe(ctx context.Context, res *[]pveapi.Resource, vmid int, 
 // first (fact: pool-privileges). A clone Proxmox refuses because someone took the VMID
 // meanwhile (fact: clone-vmid-taken) lists the cluster again: probeHeld with the entry
 // that holds it now, or probeAgain when it is free again.
-func (c *creation) probeFree(ctx context.Context, res *[]pveapi.Resource, vmid int, tmplNode string) (probeOutcome, pveapi.Resource, error) {
+func (c *creation) probeFree(
+	ctx context.Context,
+	res *[]pveapi.Resource,
+	vmid int,
+	tmplNode string,
+) (probeOutcome, pveapi.Resource, error) {
 	if c.s.Pool != "" {
 		free, err := c.b.api.VMIDFree(ctx, vmid)
 		if err != nil {

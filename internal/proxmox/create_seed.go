@@ -53,8 +53,12 @@ func (c *creation) abandonSeedUpload(ctx context.Context, u *seedUpload, cloneEr
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed delete after a failed clone failed", map[string]any{
 			"vmid": c.vmid, "name": c.s.Name, "node": c.node, "error": err.Error(),
 		})
-		return &Error{Class: ClassOf(cloneErr), Err: fmt.Errorf("%w; the seed ISO %s uploaded meanwhile could not be deleted (%s): remove it with `pvesm free %s` on node %s "+
-			"(the proxy_vms data source lists it under orphan_seeds, and the proxy_orphan_cleanup action removes it)", cloneErr, seed.volid(), err.Error(), seed.volid(), c.node)}
+		return &Error{
+			Class: ClassOf(cloneErr),
+			Err: fmt.Errorf("%w; the seed ISO %s uploaded meanwhile could not be deleted (%s): remove it with `pvesm free %s` on node %s "+
+				"(the proxy_vms data source lists it under orphan_seeds, "+
+				"and the proxy_orphan_cleanup action removes it)", cloneErr, seed.volid(), err.Error(), seed.volid(), c.node),
+		}
 	}
 	return cloneErr
 }

@@ -44,20 +44,13 @@ type DeleteOptions struct {
 	HA bool
 }
 
-// DeleteVM runs the delete steps (decision: delete-steps, decision: seed-before-destroy)
-// with what the caller's state knows (DeleteOptions), under the per-name lock: stop (a
-// paused VM too; a stopped one ends the task at once) and, at the same time, delete the
-// seed ISO the VM's ide2 names on the VM's node; once both ended, destroy with purge=1&destroy-unreferenced-disks=1. A VM
-// already gone, or a VMID that now holds a VM that is not ours (ownedBy: another name, no
-// mark, a container, a mark without opts.UID, or no opts.UID at all), is success without
-// touching it; the seed the caller recorded is
-// then deleted on every configured node (plus node, the one the caller last knew, when it
-// is not configured), unless the VM at the VMID boots from it. A seed delete that fails on
-// the VM's node fails the call before the destroy, so nothing leaks; on the every-node path
-// a node's failure is logged and skipped unless it is Permanent (a 403) or ctx ended. A
-// task lock other than suspended, a clone in progress or a listing status "unknown" is
-// waited on within
-// Budgets.Destroy. A hibernated VM of ours is destroyed (fact: hibernated-vm).
+// DeleteVM destroys the VM at id, with its seed ISO, under the per-name lock
+// (decision: delete-steps, decision: seed-before-destroy), from what the caller's state
+// knows (DeleteOptions). A VM already gone, or one not shown to be this resource's
+// (ownedBy), is success without touching it; the seed the caller recorded is then deleted
+// wherever it may be, unless the VM at the VMID boots from it. A seed delete that fails on
+// the VM's node fails the call before the destroy, so nothing leaks. A hibernated VM is
+// destroyed too (fact: hibernated-vm).
 func (b *Backend) DeleteVM(ctx context.Context, id ID, opts DeleteOptions) error {
 	start := b.clock.Now()
 	destroyed, vmNode, err := b.delete(ctx, id, opts)

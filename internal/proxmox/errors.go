@@ -197,3 +197,14 @@ func apiErrorf(op string, err error, format string, args ...any) *Error {
 
 // wrapMsg prefixes err with what was being done.
 func wrapMsg(msg string, err error) error { return fmt.Errorf("%s: %w", msg, err) }
+
+// busyf is a Transient error matching ErrBusy.
+func busyf(format string, args ...any) *Error {
+	return &Error{Class: pveapi.Transient, Err: busyError{fmt.Errorf(format, args...)}}
+}
+
+type busyError struct{ err error }
+
+func (e busyError) Error() string        { return e.err.Error() }
+func (e busyError) Unwrap() error        { return e.err }
+func (e busyError) Is(target error) bool { return target == ErrBusy }

@@ -65,13 +65,22 @@ func (b *Backend) checkMigrationTarget(to string) error {
 // carried over, rebuilt on the target's iso_storage when userDataKnown.
 func planMigration(v migrationView, isoStorage, storage string, userDataKnown bool) (migrationPlan, error) {
 	if hibernatedVM(v.vs, v.cfg) {
-		return migrationPlan{}, Permanentf("the VM is hibernated on node %s, and Proxmox cannot migrate a hibernated VM; resume it (or stop it) in Proxmox, then apply again", v.from)
+		return migrationPlan{}, Permanentf(
+			"the VM is hibernated on node %s, and Proxmox cannot migrate a hibernated VM; resume it (or stop it) in Proxmox, then apply again",
+			v.from,
+		)
 	}
 	if len(v.blocked) > 0 {
-		return migrationPlan{}, Permanentf("Proxmox cannot migrate the VM from node %s to node %s: %s, a CD-ROM image on storage that is not shared "+
-			"(qemu-server refuses a local CD-ROM image that any snapshot or pending value names, and a snapshot cannot be edited). "+
-			"Delete that snapshot (`qm delsnapshot %d <name>`), or apply the pending change by restarting the VM, then apply again; nothing was changed",
-			v.from, v.to, strings.Join(v.blocked, ", "), v.id.VMID)
+		return migrationPlan{}, Permanentf(
+			"Proxmox cannot migrate the VM from node %s to node %s: %s, a CD-ROM image on storage that is not shared "+
+				"(qemu-server refuses a local CD-ROM image that any snapshot or pending value names, and a snapshot cannot be edited). "+
+				"Delete that snapshot (`qm delsnapshot %d <name>`), or apply the pending change by restarting the VM, then apply again; "+
+				"nothing was changed",
+			v.from,
+			v.to,
+			strings.Join(v.blocked, ", "),
+			v.id.VMID,
+		)
 	}
 	running := v.vs.Status == "running"
 	p := migrationPlan{id: v.id, from: v.from, to: v.to,
@@ -94,7 +103,14 @@ func hibernatedVM(vs pveapi.VMStatus, cfg map[string]string) bool {
 // readMigration reads, on the source, what planMigration needs beside the status vs: the
 // seed ISO's storage (seedToMove) and the disks' (localDisks). Nothing is read for a
 // hibernated VM, which the plan refuses.
-func (b *Backend) readMigration(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, vs pveapi.VMStatus) (migrationView, error) {
+func (b *Backend) readMigration(
+	ctx context.Context,
+	op string,
+	id ID,
+	from, to string,
+	cfg map[string]string,
+	vs pveapi.VMStatus,
+) (migrationView, error) {
 	v := migrationView{id: id, from: from, to: to, cfg: cfg, vs: vs}
 	if hibernatedVM(vs, cfg) {
 		return v, nil
@@ -183,7 +199,16 @@ func (b *Backend) migrationStatus(ctx context.Context, op string, id ID, from, t
 // the VM's current config. userData, when known, rebuilds the seed ISO for the target;
 // without it the seed is left ejected (cloud-init reads it at first boot only) and deleted
 // from the source.
-func (b *Backend) migrate(ctx context.Context, op string, id ID, from, to string, cfg map[string]string, userData []byte, userDataKnown bool, network *NetworkConfig) error {
+func (b *Backend) migrate(
+	ctx context.Context,
+	op string,
+	id ID,
+	from, to string,
+	cfg map[string]string,
+	userData []byte,
+	userDataKnown bool,
+	network *NetworkConfig,
+) error {
 	if err := b.checkMigrationTarget(to); err != nil {
 		return err
 	}
@@ -218,7 +243,14 @@ type migration struct {
 // the seed carried out of the way (moveSeedOut), the migrate task waited for, then the
 // seed attached on the target and deleted from the source (finishSeed); a migration that
 // did not happen puts the seed back (rollbackSeed).
-func (b *Backend) runMigration(ctx context.Context, op string, p migrationPlan, cfg map[string]string, userData []byte, network *NetworkConfig) error {
+func (b *Backend) runMigration(
+	ctx context.Context,
+	op string,
+	p migrationPlan,
+	cfg map[string]string,
+	userData []byte,
+	network *NetworkConfig,
+) error {
 	m := &migration{b: b, op: op, id: p.id, from: p.from, to: p.to, cfg: cfg, network: network, seed: p.seed}
 	if err := m.moveSeedOut(ctx, p.rebuild, userData); err != nil {
 		return err
@@ -240,8 +272,13 @@ func (b *Backend) runMigration(ctx context.Context, op string, p migrationPlan, 
 		// An HA-managed VM: the task only asked the HA manager to migrate it (qemu-server
 		// migrate_vm), which it does afterwards. Wait until the VM shows on the target.
 		if err := b.waitOnNode(ctx, id.VMID, to); err != nil {
-			return Transientf("the HA manager did not move the VM from node %s to node %s (task %s) in time; check the HA resource in Proxmox, then apply again: %w",
-				from, to, upid, err)
+			return Transientf(
+				"the HA manager did not move the VM from node %s to node %s (task %s) in time; check the HA resource in Proxmox, then apply again: %w",
+				from,
+				to,
+				upid,
+				err,
+			)
 		}
 	}
 	b.invalidateListing()
@@ -263,8 +300,11 @@ func (m *migration) taskFailed(ctx context.Context, err error) error {
 	if at, lerr := b.nodeOf(ctx, m.id.VMID); lerr == nil && at == to {
 		return m.finishSeed(ctx)
 	}
-	return m.rollbackSeed(ctx, Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
-		"apply again to retry: %w", from, to, from, err))
+	return m.rollbackSeed(
+		ctx,
+		Transientf("migrating the VM from node %s to node %s failed, and it stays on node %s (the task's log in Proxmox says why); "+
+			"apply again to retry: %w", from, to, from, err),
+	)
 }
 
 // waitOnNode polls the listing until vmid is on node and unlocked, bounded by ctx.

@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
-
-	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // Notes collects what an operation skipped on purpose and the caller should say (Terraform
@@ -43,23 +41,3 @@ func note(ctx context.Context, format string, args ...any) {
 		n.mu.Unlock()
 	}
 }
-
-func storageOf(volid string) string {
-	for i := range len(volid) {
-		if volid[i] == ':' {
-			return volid[:i]
-		}
-	}
-	return volid
-}
-
-// busyf is a Transient error matching ErrBusy.
-func busyf(format string, args ...any) *Error {
-	return &Error{Class: pveapi.Transient, Err: busyError{fmt.Errorf(format, args...)}}
-}
-
-type busyError struct{ err error }
-
-func (e busyError) Error() string        { return e.err.Error() }
-func (e busyError) Unwrap() error        { return e.err }
-func (e busyError) Is(target error) bool { return target == ErrBusy }

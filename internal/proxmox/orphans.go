@@ -36,31 +36,13 @@ func (e *SkippedNodesError) Error() string {
 }
 
 // OrphanSeeds lists the seed ISO volumes on each node's ISO storage that no VM the API
-// token sees has on any drive, with their age (decision: orphans).
-//
-// A seed whose VM was destroyed by its resource is deleted with it (decision: seed-location);
-// these are what is left otherwise: the seeds of VMs destroyed outside Terraform whose
-// state is gone too, and of a create whose seed delete failed after a failed clone. Each
-// configured node's ISO storage is listed (GET .../storage/{iso}/content?content=iso,
-// concurrently), then the cluster's VMs. Only a <name>-<uid>-seed.iso (this provider's,
-// one per VM) is looked at. It is used when a VM named <name> has it on ide2 or carries
-// <uid> in its mark (a create between its clone and its config step), which the config of
-// the VMs of that name tells; and when any VM, of whatever name, has it on any drive (a
-// proxy VM renamed, a clone made from one in the UI, a rescue VM with it on ide3 or sata0),
-// which the config of every other listed VM that could have it tells (readSeedHolders: on
-// an ISO storage that is not shared, the VMs on the seed's node), read only when a seed is
-// left that no VM of its name uses. Configs are read ListConcurrency at a time. The listing is taken
-// after the contents, so a VM made meanwhile does not make its own seed look orphaned; but
-// the seed of a create still cloning is uploaded beside the clone, while the VM is listed
-// without a name and its config holds only the clone's lock (fact: nameless-mid-clone), so
-// it does look orphaned then: its age (CreatedAt, the volume's ctime) tells it apart, which
-// is what the cleanup's grace period is for. On a shared ISO storage every node lists the
-// same volume, so an orphan shows once per node.
-//
-// "No VM" means none the API token sees: when the token may not see every VM (it lacks
-// VM.Audit on /vms, propagated, as a token scoped to a pool does), each seed comes with
-// Unproved saying so (listingIncomplete, one privilege read when there is a seed to
-// report), and no cleanup deletes it.
+// token sees has on any drive, with their age (decision: orphans). A seed counts as used
+// when a VM of its name has it on ide2 or carries its uid in its mark, or any VM has it on
+// any drive (readSeedHolders, decision: seed-in-use). The VMs are listed after the
+// contents, so a VM made meanwhile does not make its own seed look orphaned; a create
+// still cloning does (fact: nameless-mid-clone), which the age and the cleanup's grace
+// period answer. When the token may not see every VM, each seed says so in Unproved
+// (listingIncomplete, decision: orphan-visibility) and no cleanup deletes it.
 //
 // A node whose storage cannot be listed is left out, and the seeds of the other nodes come
 // with a *SkippedNodesError naming it; the listing failing, a config that cannot be read,

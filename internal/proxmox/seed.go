@@ -204,5 +204,19 @@ func checkIDE2Free(templateVMID int, cfg map[string]string) error {
 	if !ok || isCDROM(v) {
 		return nil
 	}
-	return Permanentf("template %d has a disk on ide2, which the provider's seed ISO would replace in every clone; move that disk to another slot (e.g. scsi1) in the template", templateVMID)
+	return Permanentf(
+		"template %d has a disk on ide2, which the provider's seed ISO would replace in every clone; "+
+			"move that disk to another slot (e.g. scsi1) in the template",
+		templateVMID,
+	)
+}
+
+// storageOf is the storage of a volume id, <storage>:<content>/<file>.
+func storageOf(volid string) string {
+	for i := range len(volid) {
+		if volid[i] == ':' {
+			return volid[:i]
+		}
+	}
+	return volid
 }

@@ -22,15 +22,25 @@ func (b *Backend) deleteSeed(ctx context.Context, op, node string, v seedVol) er
 		if err == nil {
 			return nil
 		}
-		return &Error{Class: ClassOf(err), Err: fmt.Errorf("deleting the seed ISO %s on node %s: %w; %s", v.volid(), node, err, seedDeleteFix(node, v))}
+		return &Error{
+			Class: ClassOf(err),
+			Err:   fmt.Errorf("deleting the seed ISO %s on node %s: %w; %s", v.volid(), node, err, seedDeleteFix(node, v)),
+		}
 	}
 	if pveapi.IsMissingStorage(err) {
 		noteSeedSkipped(ctx, node, v.volid(), err)
 		return nil
 	}
 	if pveapi.IsForbidden(err) {
-		return apiErrorf(op, err, "deleting the seed ISO %s on node %s (the token needs Datastore.Allocate on /storage/%s; grant it, or %s)",
-			v.volid(), node, v.storage, seedDeleteManually(node, v))
+		return apiErrorf(
+			op,
+			err,
+			"deleting the seed ISO %s on node %s (the token needs Datastore.Allocate on /storage/%s; grant it, or %s)",
+			v.volid(),
+			node,
+			v.storage,
+			seedDeleteManually(node, v),
+		)
 	}
 	return apiErrorf(op, err, "deleting the seed ISO %s on node %s (%s)", v.volid(), node, seedDeleteFix(node, v))
 }
@@ -132,7 +142,14 @@ const (
 )
 
 // liveSweep is the sweep of a VM of ours on node whose config is cfg (ownSeeds named).
-func (b *Backend) liveSweep(ctx context.Context, id ID, node string, cfg map[string]string, opts DeleteOptions, res []pveapi.Resource) seedSweep {
+func (b *Backend) liveSweep(
+	ctx context.Context,
+	id ID,
+	node string,
+	cfg map[string]string,
+	opts DeleteOptions,
+	res []pveapi.Resource,
+) seedSweep {
 	sw := seedSweep{id: id, name: id.Name, uid: opts.UID, vmNode: node, skipVMID: id.VMID}
 	sw.named = dropSharedOperatorSeed(ctx, id, res, b.ownSeeds(id.Name, cfg, opts.Seed, opts.UID))
 	sw.homes = []string{node}
@@ -271,10 +288,20 @@ func (b *Backend) sweepHome(ctx context.Context, sw seedSweep, node string) ([]s
 		case ctx.Err() != nil:
 			return nil, Transientf("listing storage %s on node %s for the VM's seed ISOs: %w", st, node, ctx.Err())
 		case pveapi.IsForbidden(err):
-			return nil, apiErrorf("delete", err, "listing storage %s on node %s for every generation of the VM's seed ISO (%s, %s) was refused: "+
-				"the API token needs Datastore.Audit on /storage/%s to find them; grant it and destroy again, or delete them by hand "+
-				"(`pvesm list %s --content iso` on node %s shows them, `pvesm free` deletes each)",
-				st, node, seedFile(sw.name, sw.uid), seedFileGen(sw.name, sw.uid, 2), st, st, node)
+			return nil, apiErrorf(
+				"delete",
+				err,
+				"listing storage %s on node %s for every generation of the VM's seed ISO (%s, %s) was refused: "+
+					"the API token needs Datastore.Audit on /storage/%s to find them; grant it and destroy again, or delete them by hand "+
+					"(`pvesm list %s --content iso` on node %s shows them, `pvesm free` deletes each)",
+				st,
+				node,
+				seedFile(sw.name, sw.uid),
+				seedFileGen(sw.name, sw.uid, 2),
+				st,
+				st,
+				node,
+			)
 		default:
 			return nil, apiErrorf("delete", err, "listing storage %s on node %s for the VM's seed ISOs (%s and its later generations); "+
 				"run the same command again once node %s answers", st, node, seedFile(sw.name, sw.uid), node)
@@ -359,7 +386,15 @@ func (sw seedSweep) onHome(node string, err error) error {
 	if sw.vmNode == "" || node == sw.vmNode {
 		return err
 	}
-	return &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM is on node %s now, but its seed ISO was uploaded on node %s and is deleted there too: %w", sw.vmNode, node, err)}
+	return &Error{
+		Class: ClassOf(err),
+		Err: fmt.Errorf(
+			"the VM is on node %s now, but its seed ISO was uploaded on node %s and is deleted there too: %w",
+			sw.vmNode,
+			node,
+			err,
+		),
+	}
 }
 
 // noteUnconfigured notes, for each recorded node that is not among the provider's nodes,
@@ -379,7 +414,10 @@ func (b *Backend) noteUnconfigured(ctx context.Context, sw seedSweep, failed map
 			}
 		}
 		if sw.uid != "" {
-			files = append(files, "any generation of this VM's seed ISO ("+sw.name+"-"+sw.uid+"-seed.iso, "+sw.name+"-"+sw.uid+"-<n>-seed.iso)")
+			files = append(
+				files,
+				"any generation of this VM's seed ISO ("+sw.name+"-"+sw.uid+"-seed.iso, "+sw.name+"-"+sw.uid+"-<n>-seed.iso)",
+			)
 		}
 		if len(files) == 0 {
 			continue

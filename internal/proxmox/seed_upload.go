@@ -96,7 +96,13 @@ func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[st
 	}
 	vols, err := b.api.StorageContent(ctx, node, v.storage, "iso")
 	if err != nil {
-		return seedPresent, apiErrorf("update", err, "listing storage %s on node %s to check the seed ISO before the start", v.storage, node)
+		return seedPresent, apiErrorf(
+			"update",
+			err,
+			"listing storage %s on node %s to check the seed ISO before the start",
+			v.storage,
+			node,
+		)
 	}
 	for _, got := range vols {
 		if got.VolID == v.volid() {
@@ -106,9 +112,15 @@ func (b *Backend) ensureSeed(ctx context.Context, node string, id ID, cfg map[st
 	fields := map[string]any{"vmid": id.VMID, "name": id.Name, "node": node, "volid": v.volid()}
 	if !ch.UserDataKnown {
 		if hibernated {
-			return seedPresent, Permanentf("the VM is hibernated and its seed ISO %s is missing, so Proxmox cannot resume it, and its cloud-init user-data is not known "+
-				"(the VM was imported) to rebuild the seed; set cloud_init to the VM's user-data and apply again, or upload an ISO named %s to storage %s on node %s",
-				v.volid(), v.file, v.storage, node)
+			return seedPresent, Permanentf(
+				"the VM is hibernated and its seed ISO %s is missing, so Proxmox cannot resume it, and its cloud-init user-data is not known "+
+					"(the VM was imported) to rebuild the seed; "+
+					"set cloud_init to the VM's user-data and apply again, or upload an ISO named %s to storage %s on node %s",
+				v.volid(),
+				v.file,
+				v.storage,
+				node,
+			)
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso missing, user-data unknown: removing ide2 before the start", fields)
 		return seedDropIDE2, nil
@@ -174,7 +186,15 @@ func (m *migration) moveSeedOut(ctx context.Context, rebuild bool, userData []by
 		m.seed.uploaded = true
 	}
 	if err := b.api.SetVMConfig(ctx, m.from, m.id.VMID, map[string]string{"ide2": ide2Empty}); err != nil {
-		return m.rollbackSeed(ctx, apiErrorf(m.op, err, "ejecting the seed ISO on node %s before the migration (Proxmox cannot migrate a VM with a CD-ROM ISO on a storage that is not shared)", m.from))
+		return m.rollbackSeed(
+			ctx,
+			apiErrorf(
+				m.op,
+				err,
+				"ejecting the seed ISO on node %s before the migration (Proxmox cannot migrate a VM with a CD-ROM ISO on a storage that is not shared)",
+				m.from,
+			),
+		)
 	}
 	m.seed.ejected = true
 	return nil
@@ -195,7 +215,10 @@ func (m *migration) finishSeed(ctx context.Context) error {
 	}
 	self := pveapi.Resource{Type: "qemu", VMID: m.id.VMID, Node: m.to, Name: m.id.Name}
 	if err := m.b.deleteUnheld(ctx, m.op, m.from, []seedVol{m.seed.src}, self, 0); err != nil {
-		return &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM moved to node %s, but its seed ISO's old copy was not deleted: %w", m.to, err)}
+		return &Error{
+			Class: ClassOf(err),
+			Err:   fmt.Errorf("the VM moved to node %s, but its seed ISO's old copy was not deleted: %w", m.to, err),
+		}
 	}
 	return nil
 }
@@ -210,7 +233,10 @@ func (m *migration) rollbackSeed(ctx context.Context, cause error) error {
 	}
 	if m.seed.uploaded {
 		if err := m.b.deleteSeed(ctx, m.op, m.to, m.seed.dst); err != nil {
-			return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the seed ISO copy made for the migration was not deleted either: %s", cause, err.Error())}
+			return &Error{
+				Class: ClassOf(cause),
+				Err:   fmt.Errorf("%w; the seed ISO copy made for the migration was not deleted either: %s", cause, err.Error()),
+			}
 		}
 	}
 	return cause
@@ -246,10 +272,19 @@ type Reseed struct {
 // read tells) and drops the line, so the VM keeps booting from its old seed and nothing is
 // left; a failure in 4 names the old seed, which step 1 of the next swap, or the VM's
 // Delete, removes.
-func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, cfg map[string]string, ch Changes) (map[string]string, error) {
+func (b *Backend) swapSeed(
+	ctx context.Context,
+	node string,
+	id ID,
+	uid string,
+	cfg map[string]string,
+	ch Changes,
+) (map[string]string, error) {
 	if !ch.UserDataKnown {
-		return cfg, Permanentf("the VM's cloud-init user-data is not known (it was imported and cloud_init was never set), so its seed ISO cannot be rebuilt; " +
-			"set cloud_init (or cloud_init_wo) to the VM's user-data and apply again")
+		return cfg, Permanentf(
+			"the VM's cloud-init user-data is not known (it was imported and cloud_init was never set), so its seed ISO cannot be rebuilt; " +
+				"set cloud_init (or cloud_init_wo) to the VM's user-data and apply again",
+		)
 	}
 	if b.cfg.ISOStorage == "" {
 		return cfg, Permanentf("the provider has no iso_storage to upload the new seed ISO to")
@@ -306,8 +341,11 @@ func (b *Backend) swapSeed(ctx context.Context, node string, id ID, uid string, 
 	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed iso swapped", fields)
 	if hasCur && cur != next {
 		if err := b.deleteUnheld(ctx, "update", node, []seedVol{cur}, selfOf(node, id), 0); err != nil {
-			return out, &Error{Class: ClassOf(err), Err: fmt.Errorf("the VM boots from its new seed ISO %s now, but its old one was not deleted: %w "+
-				"(the next apply of this change, or the VM's destroy, deletes it)", next.volid(), err)}
+			return out, &Error{
+				Class: ClassOf(err),
+				Err: fmt.Errorf("the VM boots from its new seed ISO %s now, but its old one was not deleted: %w "+
+					"(the next apply of this change, or the VM's destroy, deletes it)", next.volid(), err),
+			}
 		}
 	}
 	return out, nil
@@ -324,7 +362,13 @@ func (b *Backend) deleteSwapLeftovers(ctx context.Context, node string, id ID, u
 		if pveapi.IsMissingStorage(err) {
 			return nil
 		}
-		return apiErrorf("update", err, "listing storage %s on node %s for seed ISOs an earlier cloud-init change left", b.cfg.ISOStorage, node)
+		return apiErrorf(
+			"update",
+			err,
+			"listing storage %s on node %s for seed ISOs an earlier cloud-init change left",
+			b.cfg.ISOStorage,
+			node,
+		)
 	}
 	var left []seedVol
 	for _, got := range vols {
@@ -335,7 +379,12 @@ func (b *Backend) deleteSwapLeftovers(ctx context.Context, node string, id ID, u
 		if !isSwapLeftover(v, name, uid) {
 			continue
 		}
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed left by an earlier swap: deleting it", map[string]any{"name": name, "node": node, "seed": v.volid()})
+		tflog.SubsystemDebug(
+			ctx,
+			LogSubsystem,
+			"proxmox seed left by an earlier swap: deleting it",
+			map[string]any{"name": name, "node": node, "seed": v.volid()},
+		)
 		left = append(left, v)
 	}
 	return b.deleteUnheld(ctx, "update", node, left, selfOf(node, id), 0)
@@ -353,14 +402,35 @@ func selfOf(node string, id ID) pveapi.Resource {
 // refresh one storage listing until the next swap.
 func (b *Backend) dropNewSeed(ctx context.Context, node string, vmid int, cfg map[string]string, v seedVol, cause error) error {
 	if ctx.Err() != nil {
-		return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the new seed ISO %s may be left on node %s: the next apply of this change deletes it", cause, v.volid(), node)}
+		return &Error{
+			Class: ClassOf(cause),
+			Err: fmt.Errorf(
+				"%w; the new seed ISO %s may be left on node %s: the next apply of this change deletes it",
+				cause,
+				v.volid(),
+				node,
+			),
+		}
 	}
 	if err := b.deleteSeed(ctx, "update", node, v); err != nil {
-		return &Error{Class: ClassOf(cause), Err: fmt.Errorf("%w; the new seed ISO %s could not be deleted either (%s): the next apply of this change deletes it", cause, v.volid(), err.Error())}
+		return &Error{
+			Class: ClassOf(cause),
+			Err: fmt.Errorf(
+				"%w; the new seed ISO %s could not be deleted either (%s): the next apply of this change deletes it",
+				cause,
+				v.volid(),
+				err.Error(),
+			),
+		}
 	}
 	if desc := withMarkLines(cfg["description"], []markLine{{MarkKeySeedSwap, ""}}); desc != cfg["description"] {
 		if err := b.api.SetVMConfig(ctx, node, vmid, map[string]string{"description": desc}); err != nil {
-			tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox seed swap line not dropped", map[string]any{"vmid": vmid, "node": node, "error": err.Error()})
+			tflog.SubsystemDebug(
+				ctx,
+				LogSubsystem,
+				"proxmox seed swap line not dropped",
+				map[string]any{"vmid": vmid, "node": node, "error": err.Error()},
+			)
 		}
 	}
 	return cause
@@ -396,7 +466,13 @@ func (b *Backend) SwapLeftovers(ctx context.Context, vm VM, uid string) ([]strin
 		if pveapi.IsMissingStorage(err) {
 			return nil, nil
 		}
-		return nil, apiErrorf("read", err, "listing storage %s on node %s for seed ISOs a cut-off cloud-init change left", b.cfg.ISOStorage, vm.Node)
+		return nil, apiErrorf(
+			"read",
+			err,
+			"listing storage %s on node %s for seed ISOs a cut-off cloud-init change left",
+			b.cfg.ISOStorage,
+			vm.Node,
+		)
 	}
 	cur, _ := parseISOVol(vm.Seed)
 	var out []string

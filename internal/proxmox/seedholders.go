@@ -231,7 +231,11 @@ func (b *Backend) sweepHolders(ctx context.Context, sw seedSweep, st settled, se
 		// destroyed, is in it; one deleted since is not).
 		var err error
 		if res, err = b.listing(ctx, false); err != nil {
-			return seedHolders{}, apiErrorf("delete", err, "listing the cluster's VMs to check that no other VM has the VM's seed ISO on a drive")
+			return seedHolders{}, apiErrorf(
+				"delete",
+				err,
+				"listing the cluster's VMs to check that no other VM has the VM's seed ISO on a drive",
+			)
 		}
 	}
 	var vms []pveapi.Resource
@@ -322,7 +326,13 @@ func (b *Backend) readSeedHolders(ctx context.Context, op string, seeds []Seed, 
 
 // seedHolderVMs is readSeedHolders' first half: whether each seed's storage is shared on its
 // node, and the VMs of vms whose configs tell who has one of the seeds on a drive.
-func (b *Backend) seedHolderVMs(ctx context.Context, op string, seeds []Seed, vms []pveapi.Resource, use *seedUse) (seedHolders, []pveapi.Resource, error) {
+func (b *Backend) seedHolderVMs(
+	ctx context.Context,
+	op string,
+	seeds []Seed,
+	vms []pveapi.Resource,
+	use *seedUse,
+) (seedHolders, []pveapi.Resource, error) {
 	held := seedHolders{use: use, shared: map[string]bool{}}
 	if len(seeds) == 0 {
 		return held, nil, nil
@@ -371,7 +381,11 @@ func (b *Backend) seedHoldersFor(ctx context.Context, op string, seeds []Seed, s
 	}
 	res, err := b.listing(ctx, false)
 	if err != nil {
-		return seedHolders{}, apiErrorf(op, err, "listing the cluster's VMs to check that no VM has the seed ISO on a drive or in a snapshot")
+		return seedHolders{}, apiErrorf(
+			op,
+			err,
+			"listing the cluster's VMs to check that no VM has the seed ISO on a drive or in a snapshot",
+		)
 	}
 	var vms []pveapi.Resource
 	seen := false

@@ -35,11 +35,20 @@ func (b *Backend) settle(ctx context.Context, op string, id ID, o Owner, budget 
 	spec := waitSpec{kind: "lock", what: "no task to hold the VM", vmid: id.VMID, budget: budget,
 		onBudget: func(busy string, last error) error {
 			if last != nil {
-				return Transientf("the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again: %w",
-					busy, budget, id.VMID, last)
+				return Transientf(
+					"the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again: %w",
+					busy,
+					budget,
+					id.VMID,
+					last,
+				)
 			}
-			return Transientf("the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again",
-				busy, budget, id.VMID)
+			return Transientf(
+				"the VM is still busy (%s) after %s; wait for the task to end, or clear a stale lock with `qm unlock %d`, then try again",
+				busy,
+				budget,
+				id.VMID,
+			)
 		}}
 	err := b.wait(ctx, spec, func(ctx context.Context) observation {
 		res, err := b.listing(ctx, true)
@@ -182,11 +191,21 @@ func (b *Backend) waitReady(ctx context.Context, id ID, o ReadyOptions) (VM, err
 		case got.StatusUnknown:
 			return observation{verdict: keepWaiting, nodeDown: true, seen: "status unknown: node " + got.Node + " is not answering"}
 		case got.Hibernated:
-			return cannot("hibernated", Transientf("the VM was hibernated (lock suspended) outside Terraform right after the update started it; "+
-				"resume it with `qm start %d` or apply again to start it", id.VMID))
+			return cannot(
+				"hibernated",
+				Transientf("the VM was hibernated (lock suspended) outside Terraform right after the update started it; "+
+					"resume it with `qm start %d` or apply again to start it", id.VMID),
+			)
 		case got.State == StateStopped:
-			return cannot(seen, Transientf("the VM is not running after the update started it (status %s, qmpstatus %q): something outside Terraform stopped or paused it, "+
-				"or the guest shut itself down; check its console, then apply again to start it", got.State, got.QMPStatus))
+			return cannot(
+				seen,
+				Transientf(
+					"the VM is not running after the update started it (status %s, qmpstatus %q): something outside Terraform stopped or paused it, "+
+						"or the guest shut itself down; check its console, then apply again to start it",
+					got.State,
+					got.QMPStatus,
+				),
+			)
 		case got.State == StateRunning, got.State == StateProvisioning && !o.Address:
 			return done(seen)
 		}

@@ -11,37 +11,12 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Update applies in-place changes under the per-name lock (decision: update-in-place):
-//
-//   - one config write for cores, memory, onboot and net0 (bridge and tag rewritten in
-//     place, model, MAC and other options kept; VLANTag 0 removes the tag); only values
-//     that differ from the config are written;
-//   - a resize when DiskGiB is larger than the boot disk; smaller is Permanent ("disk can
-//     only grow"), checked before anything is written;
-//   - a restart when the VM runs and its cores or memory (as status/current reports what it
-//     runs with) differ from Changes, since Proxmox keeps them pending until the next
-//     start: a graceful shutdown (one qmshutdown task with Changes.ShutdownTimeout and
-//     forceStop, so Proxmox stops a guest that does not power off in time), then a start,
-//     then running/running; a paused VM is stopped instead of shut down. With
-//     Changes.DeferRestart the values are written and left pending, no restart. A memory
-//     change on a VM with memory hotplug (hotplug names memory, numa on) is plugged with
-//     no restart, and a size that is not a DIMM step is refused before anything is
-//     written (MemoryHotplugStep); cores always needs the restart;
-//   - Reseed swaps the VM's seed ISO for a new generation with a new instance-id
-//     (swapSeed, decision: seed-swap) and restarts a running VM for it as for cores;
-//   - Pool moves the VM into another pool (or out of its pool) first (pool.go);
-//   - Node migrates the VM there (planMigration, runMigration) after the pool move, and the
-//     rest is planned again and done on the target;
-//   - Start brings a stopped or hibernated VM back with a start (a hibernated VM resumes)
-//     and a paused VM with a stop then a start; Stop shuts a running VM down as the
-//     restart does (a paused one is stopped).
-//
-// Every refusal that needs no write, the migration's included, comes before the pool move
-// and the migration. A hibernated VM refuses config writes and resizes, so with such changes
-// it is resumed first when Start is set, and Update is Permanent otherwise. With WaitForIP, a restart of a
-// running VM whose guest agent has not answered in Budgets.AgentStart of uptime, or whose
-// agent option is off, is refused (Permanent) before anything is written. Gone or reused VMIDs are
-// ErrNotFound. A task lock is waited on within Budgets.Destroy.
+// Update applies ch in place under the per-name lock (decision: update-in-place): the
+// config write, disk growth, a restart for what Proxmox keeps pending (fact: memory-hotplug
+// for what it takes at once), the seed swap (decision: seed-swap), the pool move, the
+// migration (planMigration, fact: migrate) and the power changes. Every refusal that needs
+// no write comes before the first write, so a refused update changes nothing. Gone or
+// reused VMIDs are ErrNotFound; a task lock is waited on within Budgets.Destroy.
 func (b *Backend) Update(ctx context.Context, id ID, ch Changes) error {
 	start := b.clock.Now()
 	node, did, err := b.update(ctx, id, ch)

@@ -418,25 +418,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		trimPrefix = *module + "/"
 	}
 	if *progress {
-		var copyTo io.Writer
-		if *out != "" {
-			f, err := os.Create(*out)
-			if err != nil {
-				fmt.Fprintln(stderr, "testsummary:", err)
-				return 2
-			}
-			defer f.Close()
-			copyTo = f
-		}
-		r, err := read(stdin, *label, copyTo, stdout)
-		if err != nil {
-			fmt.Fprintln(stderr, "testsummary:", err)
-			return 2
-		}
-		if _, total, fails := summarize([]*run{r}, "", nil); total.fail > 0 || len(fails) > 0 {
-			return 1
-		}
-		return 0
+		return runProgress(stdin, stdout, stderr, *out, *label)
 	}
 	if fl.NArg() == 0 {
 		fmt.Fprintln(stderr, "usage: testsummary -progress [-o file] < stream, or testsummary [label=]file...")
@@ -468,6 +450,30 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].label == "" && runs[j].label != "" })
 	if !printSummary(stdout, runs, *mainLeg, skipped) {
+		return 1
+	}
+	return 0
+}
+
+// runProgress is -progress: it reads one go test -json stream on stdin, prints a line per
+// package, optionally saves the stream to out, and answers the exit status.
+func runProgress(stdin io.Reader, stdout, stderr io.Writer, out, label string) int {
+	var copyTo io.Writer
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			fmt.Fprintln(stderr, "testsummary:", err)
+			return 2
+		}
+		defer f.Close()
+		copyTo = f
+	}
+	r, err := read(stdin, label, copyTo, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "testsummary:", err)
+		return 2
+	}
+	if _, total, fails := summarize([]*run{r}, "", nil); total.fail > 0 || len(fails) > 0 {
 		return 1
 	}
 	return 0
