@@ -122,7 +122,7 @@ func TestE2E_Binding_RenamedPowerSaysRenamed(t *testing.T) {
 // TestE2E_Binding_OldStatePowerSaysBind (Terraform 1.14+, actions): on a 0.1.0 state's VM
 // (no instance line, no smbios_uuid) proxy_vm_power refuses with no write, saying to
 // apply once to bind it, and not that the VM is "not this resource's any more" or that a
-// plan replaces it (adv3 P1); after that apply the action acts.
+// plan replaces it; after that apply the action acts.
 func TestE2E_Binding_OldStatePowerSaysBind(t *testing.T) {
 	needTF(t)
 	s := newScenario(t, "identity/old-power", scenarioOpts{NoForeign: true})

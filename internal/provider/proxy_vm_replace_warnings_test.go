@@ -14,7 +14,8 @@ import (
 // TestModifyPlan_replaceDropsInPlaceWarnings: a plan that replaces the VM (here: its guest
 // agent switched off outside Terraform, which agentModifier replaces, while ModifyPlan does
 // not see that replacement) says nothing of an in-place update: no "will be restarted" for
-// a cores change, no binding of a 0.1.0 state (adversary finding B3), and says that it
+// a cores change (the agent-off case is a bound state: an unbound one's replace plan
+// is an error, vm_binding.go), and says that it
 // replaces the VM and how to keep it (adv1 finding 13). The same plan with the agent on
 // keeps the in-place warnings and has no agent warning.
 func TestModifyPlan_replaceDropsInPlaceWarnings(t *testing.T) {
@@ -40,6 +41,9 @@ func TestModifyPlan_replaceDropsInPlaceWarnings(t *testing.T) {
 		prior.Cores, prior.MemoryMiB, prior.DiskGiB, prior.Status = p.Cores, p.MemoryMiB, p.DiskGiB, p.Status
 		prior.StartOnBoot, prior.WaitForIP, prior.RebootOnChange = p.StartOnBoot, p.WaitForIP, types.BoolValue(true)
 		prior.CloudInitChange, prior.AgentEnabled = types.StringValue(cloudInitChangeReplace), types.BoolValue(agent)
+		if !agent { // bound: an unbound state's replace plan is an error (vm_binding.go)
+			prior.SMBIOSUUID = types.StringValue("4f3c2b1a-0000-4000-8000-000000000001")
+		}
 		if d := st.Set(ctx, &prior); d.HasError() {
 			t.Fatal(d)
 		}
@@ -60,7 +64,7 @@ func TestModifyPlan_replaceDropsInPlaceWarnings(t *testing.T) {
 		for _, d := range resp.Diagnostics.Warnings() {
 			got = append(got, d.Summary())
 		}
-		inPlace := slices.Contains(got, "Proxy VM will be restarted") && slices.Contains(got, summaryBinding)
+		inPlace := slices.Contains(got, "Proxy VM will be restarted") && (!agent || slices.Contains(got, summaryBinding))
 		if agent != inPlace || !agent && (slices.Contains(got, "Proxy VM will be restarted") || slices.Contains(got, summaryBinding)) {
 			t.Errorf("agent_enabled %t in the state (replaced: %t): warnings %q", agent, !agent, got)
 		}
