@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
 // The untouched-clone check (decision: instance-binding). A mark written before its
@@ -179,14 +181,14 @@ func notUntouchedClone(tmpl, cfg map[string]string, tmplVMID int) string {
 
 // catalogueClone says why the VM whose config is cfg, its mark written before its create's
 // config step, is not an untouched clone of a template of the provider's catalogue
-// (Config.Templates), "" when it is one. The candidates are the catalogue's templates
-// whose meta equals the VM's (fact: meta-copied); a template set by a resource's
-// template_vmid outside the catalogue cannot be known here, so such a VM is not shown to be
-// a clone. An error is a listing's or a template config read's.
-func (b *Backend) catalogueClone(ctx context.Context, op string, cfg map[string]string) (string, error) {
+// (Config.Templates), "" and that template when it is one. The candidates are the
+// catalogue's templates whose meta equals the VM's (fact: meta-copied); a template set by
+// a resource's template_vmid outside the catalogue cannot be known here, so such a VM is
+// not shown to be a clone. An error is a listing's or a template config read's.
+func (b *Backend) catalogueClone(ctx context.Context, op string, cfg map[string]string) (string, pveapi.Resource, error) {
 	res, err := b.listing(ctx, false)
 	if err != nil {
-		return "", apiErrorf(op, err, "listing the cluster's VMs")
+		return "", pveapi.Resource{}, apiErrorf(op, err, "listing the cluster's VMs")
 	}
 	first := ""
 	seen := map[int]bool{}
@@ -201,32 +203,33 @@ func (b *Backend) catalogueClone(ctx context.Context, op string, cfg map[string]
 		case isNotExist(err):
 			continue
 		case err != nil:
-			return "", apiErrorf(op, err, "reading the config of template %d on node %s", vmid, r.Node)
+			return "", pveapi.Resource{}, apiErrorf(op, err, "reading the config of template %d on node %s", vmid, r.Node)
 		case tmpl["meta"] != cfg["meta"]:
 			continue
 		}
 		why := notUntouchedClone(tmpl, cfg, vmid)
 		if why == "" {
-			return "", nil
+			return "", r, nil
 		}
 		if first == "" {
 			first = why
 		}
 	}
 	if first != "" {
-		return first, nil
+		return first, pveapi.Resource{}, nil
 	}
 	meta := cfg["meta"]
 	if meta == "" {
 		meta = "none"
 	}
-	return fmt.Sprintf("its creating mark was written before its create's config step, yet no template of the provider's "+
-		"catalogue (templates) has its meta (%s), so it is not shown to be an untouched clone of one", meta), nil
+	return fmt.Sprintf("its creating mark was written before its create's config step, yet its meta (%s) matches no template "+
+		"of the provider's image catalogue (templates), so it is not shown to be a clone the provider made", meta), pveapi.Resource{}, nil
 }
 
 // untouchedCloneSign is the clean-up's sign that the half-made VM o, its mark without an
-// instance line, is not an untouched clone of a catalogue template (catalogueClone), read
-// afresh; "" when it is one, or is gone.
+// instance line, is not this provider's untouched clone of a catalogue template: its config
+// is not (catalogueClone), or the nodes' task history shows it used or made by someone
+// else (usedSinceClone). Read afresh; "" when it is one, or is gone.
 func (b *Backend) untouchedCloneSign(ctx context.Context, o OrphanVM) (string, error) {
 	cfg, err := b.api.VMConfig(ctx, o.Node, o.ID.VMID)
 	switch {
@@ -235,5 +238,9 @@ func (b *Backend) untouchedCloneSign(ctx context.Context, o OrphanVM) (string, e
 	case err != nil:
 		return "", apiErrorf("delete", err, "reading the config of VMID %d on node %s", o.ID.VMID, o.Node)
 	}
-	return b.catalogueClone(ctx, "delete", cfg)
+	why, tmpl, err := b.catalogueClone(ctx, "delete", cfg)
+	if why != "" || err != nil {
+		return why, err
+	}
+	return b.usedSinceClone(ctx, cloneHistory{vmid: o.ID.VMID, node: o.Node, created: o.CreatedAt, tmplVMID: tmpl.VMID, tmplNode: tmpl.Node})
 }

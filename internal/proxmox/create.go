@@ -76,8 +76,9 @@ type creation struct {
 	// proofKey proves this Create's creating marks and checks others' (ownership.go); nil
 	// when the backend has none.
 	proofKey []byte
-	// tmplCfg is the template's config, read by checkTemplate.
-	tmplCfg map[string]string
+	// tmplCfg is the template's config, read by checkTemplate, and tmplNode its node.
+	tmplCfg  map[string]string
+	tmplNode string
 	// report is Spec.Report, or a report nobody reads.
 	report *CreateReport
 }

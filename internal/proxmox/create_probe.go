@@ -33,7 +33,7 @@ func (c *creation) checkTemplate(ctx context.Context, res []pveapi.Resource) (st
 		}
 		return "", apiErrorf("create", err, "reading the config of template %d on node %s", s.TemplateVMID, r.Node)
 	}
-	c.tmplCfg = cfg
+	c.tmplCfg, c.tmplNode = cfg, r.Node
 	if cfg["template"] != "1" {
 		return "", Permanentf("VMID %d (%s) is not a template: point the catalogue (templates) at the VMID of a template. "+
 			"Only if VM %d is meant to be the template (converting is irreversible, and it must not be a VM in use), "+
@@ -217,7 +217,13 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 			}
 		}
 		if why == "" && unbound(cfg) {
-			why = notUntouchedClone(c.tmplCfg, cfg, c.s.TemplateVMID)
+			if why = notUntouchedClone(c.tmplCfg, cfg, c.s.TemplateVMID); why == "" {
+				h := cloneHistory{vmid: vmid, node: r.Node, created: ParseMark(cfg["description"]).CreatedAt,
+					tmplVMID: c.s.TemplateVMID, tmplNode: c.tmplNode}
+				if why, err = c.b.usedSinceClone(ctx, h); err != nil {
+					return probeNext, err
+				}
+			}
 		}
 		if why != "" {
 			// The proof is a bearer token: a VM whose disks the clone did not make is

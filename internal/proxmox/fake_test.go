@@ -208,6 +208,8 @@ type fakeAPI struct {
 	unpropagated map[string]bool
 	hidePools    bool
 	hidden       map[int]bool
+	// history is each node's task list beyond the fake's own tasks (fake_tasks_test.go).
+	history map[string][]pveapi.TaskEntry
 }
 
 func newFakeAPI(nodes ...string) *fakeAPI {
@@ -223,6 +225,7 @@ func newFakeAPI(nodes ...string) *fakeAPI {
 		failQ:     map[string][]error{},
 		hooks:     map[string][]func(context.Context, fakeCall) error{},
 		taskFails: map[string][]string{},
+		history:   map[string][]pveapi.TaskEntry{},
 		version:   pveapi.VersionInfo{Version: "9.2.20", Release: "9.2", RepoID: "49318c671b82f31e"},
 		nodeStatus: pveapi.NodeStatus{
 			KVersion: "Linux 7.0.14-17-pve", PVEVersion: "pve-manager/9.2.20/49318c671b82f31e", Uptime: 1209402,
