@@ -96,12 +96,12 @@ func TestCleanOrphans_notAnUntouchedCloneNeedsALook(t *testing.T) {
 			v.Config = map[string]string{"name": v.Name, "description": desc, "smbios1": "uuid=9e9e9e9e-0000-4000-8000-000000000009",
 				"scsi0": "local-lvm:vm-100001-disk-0,size=32G", "scsi1": "local-lvm:vm-100001-disk-1,size=100G",
 				"ide2": "local:iso/debian-13-netinst.iso,media=cdrom"}
-		}, "no template of the provider's catalogue (templates) has its meta (none)"},
+		}, "its meta (none) matches no template of the provider's image catalogue"},
 		{"the template's disk, its own cores and memory", func(h *harness, v *fakeVM) { v.Config["cores"], v.Config["memory"] = "8", "8192" },
 			"not an untouched clone of template 9001 (cores is 8 where the template's clone has 2; memory is 8192"},
 		{"an installer ISO added", func(h *harness, v *fakeVM) { v.Config["ide2"] = "local:iso/debian-13-netinst.iso,media=cdrom" }, "it has ide2"},
 		{"its template not in the catalogue", func(h *harness, v *fakeVM) { h.b.cfg.Templates = map[string]int{"other": 9002} },
-			"no template of the provider's catalogue (templates) has its meta (creation-qemu=11.0.3,ctime=1790145676)"},
+			"its meta (creation-qemu=11.0.3,ctime=1790145676) matches no template"},
 	} {
 		for _, dry := range []bool{true, false} {
 			h := cleanupHarness(t)

@@ -80,7 +80,7 @@ func newHarness(t testing.TB, nodes ...string) *harness {
 	f := newFakeAPI(nodes...)
 	f.addTemplate(9001, f.nodes[0], nil)
 	b := New(f, Config{Nodes: f.nodes, ISOStorage: fakeISOStorage, InstallGuestAgent: true, Templates: map[string]int{"debian-13": 9001},
-		ProofKey: func() ([]byte, error) { return testProofKey, nil }})
+		ProofKey: func() ([]byte, error) { return testProofKey, nil }, TokenID: func() (string, error) { return fakeUser, nil }})
 	clk := newFakeClock()
 	b.clock = clk
 	b.buildSeed = func(s nocloud.Seed) ([]byte, error) {

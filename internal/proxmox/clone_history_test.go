@@ -1,0 +1,123 @@
+package proxmox
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
+)
+
+// TestCleanOrphans_cloneHistory is the used-hand-clone threat at the clean-up (decision:
+// clone-history): a VM whose config is exactly the template's clone, carrying a copied
+// creating mark, is deleted only when the nodes' task history shows nobody started it,
+// nobody but this token touched it, and nobody else cloned its template since the mark's
+// created-at. Every other row is "needs a look" with nothing sent to any VM.
+func TestCleanOrphans_cloneHistory(t *testing.T) {
+	const vmid = 100001
+	other := func(typ string, id, ago int) func(h *harness) {
+		return func(h *harness) {
+			h.f.addHistory("pv1-1", pveapi.TaskEntry{Type: typ, ID: strconv.Itoa(id), User: "mallory@pve",
+				StartTime: h.clock.Now().Add(-time.Duration(ago) * time.Minute).Unix()})
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		sign  string // "": deleted
+	}{
+		{"no task since its clone", func(*harness) {}, ""},
+		{"another user's start before the window", other("qmstart", vmid, 200), ""},
+		{"another user's clone of another template", other("qmclone", 9002, 30), ""},
+		{"started by another user", other("qmstart", vmid, 30), "mallory@pve started it (qmstart"},
+		{"started by the HA stack", other("hastart", vmid, 30), "started it (hastart"},
+		{"started by this token", func(h *harness) {
+			h.f.addHistory("pv1-1", pveapi.TaskEntry{Type: "qmstart", ID: strconv.Itoa(vmid), User: "proxy-operator@pve", TokenID: "tf",
+				StartTime: h.clock.Now().Add(-30 * time.Minute).Unix()})
+		}, "proxy-operator@pve!tf started it (qmstart"},
+		{"migrated by another user", other("qmigrate", vmid, 30), "mallory@pve ran a qmigrate task on it"},
+		{"its template cloned by another user", other("qmclone", 9001, 100), "mallory@pve cloned template 9001"},
+		{"no Sys.Audit on the node", func(h *harness) {
+			h.f.privs = map[string][]string{"/vms": allFakePrivs, "/nodes/pv1-1": {"Sys.Modify"}}
+		}, "no Sys.Audit on /nodes/pv1-1"},
+		{"task list unreadable", func(h *harness) { h.f.failNext("NodeTasks", fixtureErr("err_not_implemented")) },
+			"the task list of node pv1-1 could not be read"},
+		{"archive rotated past the window", func(h *harness) {
+			for i := range historyRotationFloor {
+				other("qmstart", 300+i, 60)(h)
+			}
+		}, "does not reach back"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanupHarness(t)
+			tc.setup(h)
+			before := h.f.vm(vmid).clone()
+			h.f.mu.Lock()
+			h.f.calllog = nil
+			h.f.mu.Unlock()
+			rep, err := h.b.CleanOrphans(h.ctx, CleanOptions{Grace: time.Hour, VMs: true, Namespace: "ns"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.sign == "" {
+				if h.f.vm(vmid) != nil || rep.Deleted != 1 {
+					t.Fatalf("the untouched clone was not deleted: report %+v", rep)
+				}
+				return
+			}
+			if w := writesTo(h, vmid); len(w) != 0 || len(mutating(h.f)) != 0 {
+				t.Errorf("writes %v (any VM: %v)", w, mutating(h.f))
+			}
+			if after := h.f.vm(vmid); after == nil || !maps.Equal(after.Config, before.Config) {
+				t.Fatalf("the VM changed: %+v", after)
+			}
+			if rep.NeedsLook != 1 || rep.Deleted != 0 {
+				t.Fatalf("report %+v", rep)
+			}
+			assertContains(t, rep.Events[0].String(), "needs a look", tc.sign)
+		})
+	}
+}
+
+// TestCreate_retryLeavesAUsedCloneAlone is the used-hand-clone threat at a retry: the VM at
+// the probed VMID is exactly the template's clone and carries the copied creating text,
+// but the node's task history shows it was started: it is left alone, and the create
+// clones onto the next VMID. Without that start it is taken over as before.
+func TestCreate_retryLeavesAUsedCloneAlone(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		h := newHarness(t)
+		h.addInterrupted(testVMID0, testName, prevUID)
+		if started {
+			h.f.addHistory("pv1-1", pveapi.TaskEntry{Type: "qmstart", ID: strconv.Itoa(testVMID0), User: "mallory@pve",
+				StartTime: h.clock.Now().Unix()})
+		}
+		before := h.f.vm(testVMID0).clone()
+		h.f.mu.Lock()
+		h.f.calllog = nil
+		h.f.mu.Unlock()
+		rep := &CreateReport{}
+		s := h.spec()
+		s.Report = rep
+		vm := h.create(s)
+		if !started {
+			if vm.ID.VMID != testVMID0 {
+				t.Errorf("untouched: created at %d, want the interrupted create's %d taken over", vm.ID.VMID, testVMID0)
+			}
+			continue
+		}
+		if vm.ID.VMID != testVMID1 {
+			t.Errorf("started: created at %d, want the next VMID %d", vm.ID.VMID, testVMID1)
+		}
+		if w := writesTo(h, testVMID0); len(w) != 0 {
+			t.Errorf("writes to the used clone: %v", w)
+		}
+		if after := h.f.vm(testVMID0); after == nil || !maps.Equal(after.Config, before.Config) {
+			t.Errorf("the used clone changed: %+v", after)
+		}
+		if len(rep.Unproved) != 1 || !strings.Contains(rep.Unproved[0].Why, "mallory@pve started it") {
+			t.Errorf("report %+v, want the VM noted as started", rep)
+		}
+	}
+}
