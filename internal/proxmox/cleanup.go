@@ -377,12 +377,14 @@ func (e *pastCloneError) Error() string {
 	return "it got past its clone: " + strings.Join(e.signs, "; ")
 }
 
-// needsLook is a CleanNeedsLook event's reason: the VMID, what was found, and what a person
-// may do.
+// needsLook is a CleanNeedsLook event's reason: the VMID, what was found, how to find
+// whose it is, and only then how to remove it.
 func needsLook(o OrphanVM, signs []string) string {
-	return fmt.Sprintf("VMID %d is marked as a half-made VM of this provider, but %s. Its mark may be a copy written back on a VM in use, so "+
-		"nothing was sent to it. If no apply is running and no Terraform state tracks VMID %d, destroy it with `qm stop %d && qm destroy %d --purge`",
-		o.ID.VMID, strings.Join(signs, "; "), o.ID.VMID, o.ID.VMID, o.ID.VMID)
+	return fmt.Sprintf("VMID %d is marked as a half-made VM of this provider, but %s. Its mark may be a copy written on "+
+		"someone's VM, so nothing was sent to it. To find whose it is: look for VMID %d in your Terraform states, and "+
+		"at who ran tasks on it (`pvenode task list --vmid %d` on each node, or the VM's Task History). "+
+		"Only if no state tracks it, no apply is running and nobody claims it, destroy it with `qm stop %d && qm destroy %d --purge`",
+		o.ID.VMID, strings.Join(signs, "; "), o.ID.VMID, o.ID.VMID, o.ID.VMID, o.ID.VMID)
 }
 
 // cleanSeeds deletes the orphan seeds old enough, listed afresh (seedsUnused): a seed the
