@@ -52,10 +52,12 @@ var threatTexts = []string{"creating text before the config step", "creating tex
 	"finished text without its instance line"}
 
 // threatTarget is where the actor writes: the resource's own VM, or a VM of their own made
-// at its VMID once it was removed: running with two disks of its own, or stopped with only
-// the template's disk at its size but its own cores, memory and installer ISO (adversary
-// findings 2 and 3).
-var threatTargets = []string{"its own live VM", "a hand-made VM at its VMID", "a stopped hand-made VM at its VMID with the template's disk"}
+// at its VMID once it was removed: running with two disks of its own; stopped with only
+// the template's disk at its size but its own cores, memory and installer ISO; or cloned
+// from the template by another user, started and stopped, so that its config is exactly
+// the template's clone (decision: clone-history).
+var threatTargets = []string{"its own live VM", "a hand-made VM at its VMID", "a stopped hand-made VM at its VMID with the template's disk",
+	"a used hand clone of the template at its VMID"}
 
 type threatWorld struct {
 	t        *testing.T
@@ -264,7 +266,7 @@ func newThreatWorld(t *testing.T) *threatWorld {
 		t.Fatal(err)
 	}
 	b := proxmox.New(client, withProofKey(proxmox.Config{Nodes: sim.Nodes, ISOStorage: sim.ISOStorage, VMIDMin: propLo, VMIDMax: propHi,
-		Budgets: proxmox.DefaultBudgets(), Templates: map[string]int{"debian-13": 9001}}, client))
+		Budgets: proxmox.DefaultBudgets(), Templates: map[string]int{"debian-13": 9001}, TokenID: client.TokenID}, client))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	w := &threatWorld{t: t, ctx: ctx, sim: sim, b: b, allocKey: uidFor("", propName)}
@@ -318,6 +320,10 @@ func newThreatWorld(t *testing.T) *threatWorld {
 func act(w *threatWorld, a threatActor, text, target string) {
 	t := w.t
 	cfg := map[string]string{"description": w.texts[text]}
+	if target == threatTargets[3] {
+		handClone(w, w.texts[text])
+		return
+	}
 	if target != threatTargets[0] {
 		own, _ := w.sim.VM(w.vmid)
 		if err := w.sim.DeleteVM(w.vmid); err != nil {
@@ -359,4 +365,46 @@ func seedOnADrive(v pvesim.VMState, seed string) bool {
 		}
 	}
 	return false
+}
+
+// handClone removes the resource's VM and has another user (mallory@pve, an administrator)
+// clone the template onto its VMID and name, start and stop it, and write desc into its
+// notes: a VM whose config is exactly the template's clone, used.
+func handClone(w *threatWorld, desc string) {
+	t := w.t
+	own, _ := w.sim.VM(w.vmid)
+	if err := w.sim.DeleteVM(w.vmid); err != nil {
+		t.Fatal(err)
+	}
+	a := newSimAdmin(t, w.sim)
+	a.pveum([]string{"pveum", "user", "add", "mallory@pve"})
+	secret := a.pveum([]string{"pveum", "user", "token", "add", "mallory@pve", "hand", "--privsep", "0"})
+	a.pveum([]string{"pveum", "acl", "modify", "/", "--roles", "Administrator", "--users", "mallory@pve"})
+	c, err := pveapi.New(pveapi.Options{Endpoint: w.sim.Endpoint, Token: "mallory@pve!hand=" + secret, CAPEM: w.sim.CAPEM,
+		RequestTimeout: harnessRequestTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := w.sim.VM(9001)
+	wait := func(node, upid string, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2000 {
+			if ts, err := c.TaskStatus(w.ctx, node, upid); err != nil || ts.Status == "stopped" {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("task %s did not stop", upid)
+	}
+	upid, err := c.Clone(w.ctx, tmpl.Node, 9001, pveapi.CloneParams{NewID: w.vmid, Name: propName, Target: own.Node})
+	wait(tmpl.Node, upid, err)
+	upid, err = c.Start(w.ctx, own.Node, w.vmid)
+	wait(own.Node, upid, err)
+	upid, err = c.Stop(w.ctx, own.Node, w.vmid)
+	wait(own.Node, upid, err)
+	if err := c.SetVMConfig(w.ctx, own.Node, w.vmid, map[string]string{"description": desc}); err != nil {
+		t.Fatal(err)
+	}
 }
