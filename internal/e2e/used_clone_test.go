@@ -222,4 +222,3 @@ func TestE2E_Ownership_RetryLeavesAUsedHandClone(t *testing.T) {
 	}
 	identityFigures(s, wrong == 0, wrong, 0)
 }
-

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
@@ -15,11 +16,12 @@ import (
 // the VMID, copied a creating mark into its description and used it has a VM the
 // untouched-clone check cannot tell from ours. What Notes cannot write is the nodes' task
 // history (pve-manager PVE/API2/Tasks.pm node_tasks, fact: node-tasks): every clone,
-// start, migration and config task, with the user or token that ran it. An unbound VM is
-// taken for this create's half-made clone only when, since its mark's created-at, no node
-// shows a start of the VMID, nor any task on it by another user or token, nor another
-// user's clone of its template (a clone task's id is the source VMID, qemu-server
-// src/PVE/API2/Qemu.pm clone_vm's fork_worker('qmclone', $vmid, ...)). Anything the
+// start, migration and clone, with the user or token that ran it. An unbound VM is taken
+// for this create's half-made clone only when, since its mark's created-at, no node shows
+// a start of the VMID, nor any task on it by another user or token, nor another user's
+// clone of anything but another template (a clone task's id is the source VMID, qemu-server
+// src/PVE/API2/Qemu.pm clone_vm's fork_worker('qmclone', $vmid, ...): its target is not
+// recorded). Anything the
 // history cannot show (no Sys.Audit on a node: it lists only the caller's own tasks; a
 // node down; an archive rotated past the window) is a reason too: nothing is deleted on a
 // guess.
@@ -49,6 +51,11 @@ type cloneHistory struct {
 	created  time.Time
 	tmplVMID int
 	tmplNode string
+	// otherTemplates are the VMIDs of the templates other than tmplVMID (historyNodes
+	// fills it): another user's clone of one of them makes a VM whose config is not an
+	// untouched clone of tmplVMID's, so it is no sign. Any other source is: a clone of a
+	// clone of the template has its config too.
+	otherTemplates map[string]bool
 }
 
 // usedSinceClone says why the nodes' task history does not show VM h.vmid untouched by
@@ -65,7 +72,7 @@ func (b *Backend) usedSinceClone(ctx context.Context, h cloneHistory) (string, e
 		return "the provider's token id is not known, so its own tasks cannot be told from others'", nil
 	}
 	since := h.created.Add(-historySkew).Unix()
-	for _, node := range b.historyNodes(ctx, h) {
+	for _, node := range b.historyNodes(ctx, &h) {
 		why, err := b.nodeHistory(ctx, node, token, since, h)
 		if why != "" || err != nil {
 			return why, err
@@ -75,15 +82,20 @@ func (b *Backend) usedSinceClone(ctx context.Context, h cloneHistory) (string, e
 }
 
 // historyNodes is every node a task on the VM may have run on: the configured nodes, the
-// VM's and the template's, and every node the listing shows a guest on.
-func (b *Backend) historyNodes(ctx context.Context, h cloneHistory) []string {
+// VM's and the template's, and every node the listing shows a guest on. It fills
+// h.otherTemplates from the same listing.
+func (b *Backend) historyNodes(ctx context.Context, h *cloneHistory) []string {
 	set := map[string]bool{h.node: true, h.tmplNode: true}
 	for _, n := range b.cfg.Nodes {
 		set[n] = true
 	}
+	h.otherTemplates = map[string]bool{}
 	if res, err := b.listing(ctx, false); err == nil {
 		for _, r := range res {
 			set[r.Node] = true
+			if r.Template == 1 && r.VMID != h.tmplVMID {
+				h.otherTemplates[strconv.Itoa(r.VMID)] = true
+			}
 		}
 	}
 	delete(set, "")
@@ -106,8 +118,7 @@ func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int
 	if err != nil {
 		return readFailed(ctx, fmt.Sprintf("the task list of node %s could not be read", node), err)
 	}
-	clones, err := b.api.NodeTasks(ctx, node, pveapi.TaskQuery{VMID: h.tmplVMID, TypeFilter: "qmclone", Since: since,
-		Limit: historyLimit, Source: "all"})
+	clones, err := b.api.NodeTasks(ctx, node, pveapi.TaskQuery{TypeFilter: "qmclone", Since: since, Limit: historyLimit, Source: "all"})
 	if err != nil {
 		return readFailed(ctx, fmt.Sprintf("the task list of node %s could not be read", node), err)
 	}
@@ -124,9 +135,9 @@ func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int
 		}
 	}
 	for _, t := range clones {
-		if t.AuthID() != token {
-			return fmt.Sprintf("node %s's task list shows %s cloned template %d at %s, so the VM may be theirs", node, t.AuthID(),
-				h.tmplVMID, time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)), nil
+		if t.AuthID() != token && !h.otherTemplates[t.ID] {
+			return fmt.Sprintf("node %s's task list shows %s cloned VM %s at %s (a clone task does not name its target), so the VM may be theirs",
+				node, t.AuthID(), t.ID, time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)), nil
 		}
 	}
 	return "", nil

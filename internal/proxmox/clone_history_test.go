@@ -30,7 +30,12 @@ func TestCleanOrphans_cloneHistory(t *testing.T) {
 	}{
 		{"no task since its clone", func(*harness) {}, ""},
 		{"another user's start before the window", other("qmstart", vmid, 200), ""},
-		{"another user's clone of another template", other("qmclone", 9002, 30), ""},
+		{"another user's clone of another template", func(h *harness) {
+			h.f.addTemplate(9002, "pv1-1", nil)
+			other("qmclone", 9002, 30)(h)
+		}, ""},
+		{"another user's clone of a VM", other("qmclone", 100003, 30), "mallory@pve cloned VM 100003"},
+		{"another user's clone of a VM gone since", other("qmclone", 100077, 30), "mallory@pve cloned VM 100077"},
 		{"started by another user", other("qmstart", vmid, 30), "mallory@pve started it (qmstart"},
 		{"started by the HA stack", other("hastart", vmid, 30), "started it (hastart"},
 		{"started by this token", func(h *harness) {
@@ -38,7 +43,7 @@ func TestCleanOrphans_cloneHistory(t *testing.T) {
 				StartTime: h.clock.Now().Add(-30 * time.Minute).Unix()})
 		}, "proxy-operator@pve!tf started it (qmstart"},
 		{"migrated by another user", other("qmigrate", vmid, 30), "mallory@pve ran a qmigrate task on it"},
-		{"its template cloned by another user", other("qmclone", 9001, 100), "mallory@pve cloned template 9001"},
+		{"its template cloned by another user", other("qmclone", 9001, 100), "mallory@pve cloned VM 9001"},
 		{"no Sys.Audit on the node", func(h *harness) {
 			h.f.privs = map[string][]string{"/vms": allFakePrivs, "/nodes/pv1-1": {"Sys.Modify"}}
 		}, "no Sys.Audit on /nodes/pv1-1"},
