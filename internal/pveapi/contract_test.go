@@ -64,7 +64,8 @@ func contractCases(t *testing.T) []contractCase {
 	seedVol := tStorage + ":iso/" + tName + "-seed.iso"
 	taskUPID := upidOf("clone_response")
 	isoBytes := strings.Repeat("ISO-BODY-", 100)
-	return append(append(append([]contractCase{migrateContractCase()}, accessContractCases()...), haContractCases()...), []contractCase{
+	cases := append([]contractCase{migrateContractCase(), nodeTasksContractCase()}, accessContractCases()...)
+	return append(append(cases, haContractCases()...), []contractCase{
 		{name: "Version", fixture: "version", method: "GET", path: "/version",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.Version(ctx) },
 			check: func(t *testing.T, got any) {
@@ -333,8 +334,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 39 {
-		t.Errorf("API has %d methods, the contract covers 39", api.NumMethod())
+	if api.NumMethod() != 40 {
+		t.Errorf("API has %d methods, the contract covers 40", api.NumMethod())
 	}
 }
 

@@ -297,6 +297,22 @@ func checkData(t *testing.T, f fixture.Fixture) {
 		default:
 			t.Errorf("task status %q", v.Status)
 		}
+	case path == "/nodes/{node}/tasks":
+		var v []TaskEntry
+		mustData(t, f, &v)
+		if len(v) == 0 {
+			t.Fatal("no tasks")
+		}
+		for i, e := range v {
+			// The fields agree with the UPID, as PVE::UPID::decode fills them.
+			u, err := ParseUPID(e.UPID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Node != e.Node || u.Type != e.Type || u.ID != e.ID || u.StartTime != e.StartTime || u.User != e.AuthID() || e.Status == "" {
+				t.Errorf("task %d disagrees with its UPID: %+v vs %+v", i, e, u)
+			}
+		}
 	case otherClientsEndpoint(method, path):
 		// Endpoints the product does not call but clients written for real PVE do first
 		// (the simulator's go-proxmox test decodes them into typed structs).

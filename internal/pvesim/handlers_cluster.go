@@ -193,10 +193,11 @@ func (s *Sim) hTaskLog(c *call) *response {
 	return okData(out)
 }
 
-// checkTaskUser is pve-manager PVE/API2/Tasks.pm $check_task_user: a token sees its own
-// tasks; another task needs Sys.Audit on the task's node (read_task_status, read_task_log).
+// checkTaskUser is pve-manager PVE/API2/Tasks.pm $check_task_user (taskOwnedBy): a token
+// sees its own tasks; another task needs Sys.Audit on the task's node (read_task_status,
+// read_task_log).
 func (c *call) checkTaskUser(t *task) error {
-	if t.authid == c.authid {
+	if t.authid == c.authid || taskOwnedBy(t.user, t.tokenid, c.authid) {
 		return nil
 	}
 	return c.check("/nodes/"+c.node, "Sys.Audit")

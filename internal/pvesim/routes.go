@@ -52,6 +52,7 @@ func init() {
 	add("GET", "/cluster/resources", fixed(map[string]pspec{"type": {optional: true, enum: []string{"vm", "storage",
 		"node", "sdn"}}}), nil, (*Sim).hResources)
 	add("GET", "/cluster/nextid", fixed(map[string]pspec{"vmid": optional(pVMID)}), nil, (*Sim).hNextID)
+	add("GET", "/nodes/{node}/tasks", nodeTasksSchema, nil, (*Sim).hNodeTasks)
 	add("GET", "/nodes/{node}/tasks/{upid}/status", nil, nil, (*Sim).hTaskStatus)
 	add("GET", "/nodes/{node}/tasks/{upid}/log", fixed(map[string]pspec{"start": {typ: tInt, optional: true,
 		min: i64(0)}, "limit": {typ: tInt, optional: true, min: i64(0)}, "download": pBool}), nil, (*Sim).hTaskLog)

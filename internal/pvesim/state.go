@@ -16,6 +16,7 @@ import (
 type node struct {
 	name     string
 	bootTime time.Time
+	archive  taskArchive // its finished tasks (handlers_tasks.go)
 }
 
 type storage struct {

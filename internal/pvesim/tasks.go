@@ -154,6 +154,7 @@ func (s *Sim) endTask(t *task, at time.Time, exit string) {
 	} else {
 		t.log = append(t.log, "TASK OK")
 	}
+	s.archiveTask(t)
 	if !t.flock {
 		return
 	}
