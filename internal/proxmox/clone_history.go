@@ -125,13 +125,16 @@ func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int
 	if len(onVM) >= historyLimit || len(clones) >= historyLimit {
 		return fmt.Sprintf("node %s lists %d tasks or more in the window, more than is read", node, historyLimit), nil
 	}
+	for _, t := range onVM { // a start says most: it has run
+		if startTaskTypes[t.Type] {
+			return fmt.Sprintf("node %s's task list shows %s started it (%s, %s), so it has run", node, t.AuthID(), t.Type,
+				time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)), nil
+		}
+	}
 	for _, t := range onVM {
-		at := time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)
-		switch {
-		case startTaskTypes[t.Type]:
-			return fmt.Sprintf("node %s's task list shows %s started it (%s, %s), so it has run", node, t.AuthID(), t.Type, at), nil
-		case t.AuthID() != token:
-			return fmt.Sprintf("node %s's task list shows %s ran a %s task on it at %s", node, t.AuthID(), t.Type, at), nil
+		if t.AuthID() != token {
+			return fmt.Sprintf("node %s's task list shows %s ran a %s task on it at %s", node, t.AuthID(), t.Type,
+				time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)), nil
 		}
 	}
 	for _, t := range clones {
