@@ -71,7 +71,7 @@ func newActor(t *testing.T, s *scenario, user, role, path string) actor {
 }
 
 // wait waits for the actor's task to stop, failing the test unless it succeeded.
-func (a actor) wait(t *testing.T, ctx context.Context, node, upid string, err error) {
+func (a actor) wait(ctx context.Context, t *testing.T, node, upid string, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -126,11 +126,11 @@ func usedHandClone(t *testing.T, s *scenario, vm tfrun.VM, age time.Duration) (i
 		t.Fatal("no template 9001")
 	}
 	upid, err := a.client.Clone(s.ctx, tmpl.Node, 9001, pveapi.CloneParams{NewID: vmid, Name: vm.Name, Target: lost.Node})
-	a.wait(t, s.ctx, tmpl.Node, upid, err)
+	a.wait(s.ctx, t, tmpl.Node, upid, err)
 	upid, err = a.client.Start(s.ctx, lost.Node, vmid)
-	a.wait(t, s.ctx, lost.Node, upid, err)
+	a.wait(s.ctx, t, lost.Node, upid, err)
 	upid, err = a.client.Stop(s.ctx, lost.Node, vmid)
-	a.wait(t, s.ctx, lost.Node, upid, err)
+	a.wait(s.ctx, t, lost.Node, upid, err)
 	if err := a.client.SetVMConfig(s.ctx, lost.Node, vmid, map[string]string{"description": copied}); err != nil {
 		t.Fatal(err)
 	}
