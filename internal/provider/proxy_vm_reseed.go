@@ -35,7 +35,8 @@ const newInstanceInGuest = "cloud-init then treats the boot as a new instance: i
 // replacement (seedReplace: what planCloudInitDigest and planNetwork decided) and says in
 // the plan what the apply does: a restart (a warning, the addresses unknown except a static
 // one), or a new seed left for the next start. It returns whether the update swaps the seed.
-func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMModel, seedReplace []path.Path) (replace []path.Path, reseed bool, diags diag.Diagnostics) {
+func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMModel, seedReplace []path.Path) (
+	replace []path.Path, reseed bool, diags diag.Diagnostics) {
 	if prior == nil || len(seedReplace) == 0 {
 		return seedReplace, false, nil
 	}
@@ -108,7 +109,8 @@ func readReseed(ctx context.Context, p privateGetter) bool {
 // one with the configured cloud-init, which deletes what the cut-off swap left, and
 // restarts the VM on it, or replaces the VM (cloud_init_change = "replace"); a warning says
 // why. seed_generation becomes the one ide2 names. Read changes nothing in Proxmox.
-func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, leftovers []string, diags *diag.Diagnostics) {
+func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, leftovers []string,
+	diags *diag.Diagnostics) {
 	name, uid := vm.ID.Name, state.UID.ValueString()
 	now, nowOK := proxmox.SeedGeneration(vm.Seed, name, uid)
 	prior := state.SeedGeneration
@@ -151,7 +153,8 @@ func seedOfGeneration(ctx context.Context, in privateGetter, name, uid string, g
 
 // seedDrift says which sign of a cut-off seed swap the refresh found (readSeedDrift); ""
 // for none. prior is the state's seed_generation before the refresh.
-func seedDrift(ctx context.Context, in privateGetter, state proxyVMModel, prior types.Int64, vm proxmox.VM, now int, nowOK bool, leftovers []string) string {
+func seedDrift(ctx context.Context, in privateGetter, state proxyVMModel, prior types.Int64, vm proxmox.VM, now int, nowOK bool,
+	leftovers []string) string {
 	name, uid := vm.ID.Name, state.UID.ValueString()
 	want, wantOK := knownInt(prior)
 	recorded := ""

@@ -232,17 +232,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
-	if vm.PoolUnverified {
-		resp.Diagnostics.AddWarning(poolUnverifiedWarning(vm))
-	}
-	if vm.StatusUnknown {
-		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
-			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
-				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
-	}
-	if vm.HAUnread {
-		resp.Diagnostics.Append(haUnreadWarning(id, vm)) // vm_ha.go
-	}
+	resp.Diagnostics.Append(readWarnings(id, vm)...)
 	priorNode := state.Node.ValueString()
 	r.fillAddress(ctx, state, &vm)
 	// cores and memory_mib are what the VM runs with (a value pending in its config shows
@@ -266,6 +256,24 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordMarkDrift(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
+}
+
+// readWarnings are the warnings of a refresh that read vm only in part: its pool, its status
+// or its HA resource not known.
+func readWarnings(id proxmox.ID, vm proxmox.VM) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if vm.PoolUnverified {
+		diags.AddWarning(poolUnverifiedWarning(vm))
+	}
+	if vm.StatusUnknown {
+		diags.AddWarning("Proxy VM status not known yet",
+			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
+				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
+	}
+	if vm.HAUnread {
+		diags.Append(haUnreadWarning(id, vm)) // vm_ha.go
+	}
+	return diags
 }
 
 // fillAddress asks the guest agent once for the addresses of a running VM whose state has

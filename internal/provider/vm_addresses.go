@@ -44,10 +44,11 @@ const addressesRead = "Null when the VM is stopped or its agent does not answer.
 // addressesAttrs are the guest-addresses facet's attributes.
 func addressesAttrs() []facetAttr {
 	return []facetAttr{{
-		name:   "ip_address",
-		md:     "The first routable IPv4 address the guest agent reports.",
-		change: "With `static_ipv4`, that address, known at plan time. Unknown in a plan that starts or restarts the VM (see [Addresses](#addresses)).",
-		read:   addressesRead,
+		name: "ip_address",
+		md:   "The first routable IPv4 address the guest agent reports.",
+		change: "With `static_ipv4`, that address, known at plan time. " +
+			"Unknown in a plan that starts or restarts the VM (see [Addresses](#addresses)).",
+		read: addressesRead,
 		resource: schema.StringAttribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
