@@ -25,8 +25,9 @@ import (
 // takenOverErr is what a Create says when another Create took its VM over meanwhile: two
 // applies creating the same name in the same uid_namespace at the same moment.
 func takenOverErr(vmid int, name, other string) error {
-	return &Error{Class: pveapi.Transient, Err: errTakenOver{fmt.Errorf("VMID %d was taken over by another apply creating %q in the same uid_namespace at the same time (its uid %s): "+
-		"that apply finishes it and owns it; this one leaves it alone, and the next apply of this resource creates its own VM",
+	return &Error{Class: pveapi.Transient, Err: errTakenOver{fmt.Errorf("VMID %d was taken over by another apply creating %q in the "+
+		"same uid_namespace at the same time (its uid %s): that apply finishes it and owns it; this one leaves it alone, and the next "+
+		"apply of this resource creates its own VM",
 		vmid, name, other)}}
 }
 
@@ -217,7 +218,8 @@ func (b *Backend) settledConfig(ctx context.Context, vmid int, node, name string
 		return true, nil
 	})
 	if errors.Is(err, errBudget) {
-		return nil, false, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, clear the lock with `qm unlock %d` or destroy that VM, then apply again",
+		return nil, false, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, "+
+			"clear the lock with `qm unlock %d` or destroy that VM, then apply again",
 			vmid, node, lastLock, b.cfg.Budgets.Clone, vmid)
 	}
 	if err != nil {
@@ -241,14 +243,16 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 	switch why {
 	case notOursNone:
 		if cfg["lock"] == "suspended" {
-			return 0, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", s.Name, vmid)
+			return 0, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); "+
+				"resume or destroy it in Proxmox, then apply again", s.Name, vmid)
 		}
 		return verdictOurs, nil
 	case notOursName:
 		return verdictForeign, nil
 	case notOursUnmarked:
 		return 0, Permanentf("VMID %d already holds a VM named %q without the %s=true mark; "+
-			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
+			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: "+
+			"rename or remove that VM in Proxmox",
 			vmid, s.Name, MarkKeyManaged, vmid, s.Name)
 	}
 	// Our name and mark, another uid or none.
@@ -257,12 +261,14 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 			// Proved, but too old (or dated ahead) to be an interrupted create of this
 			// configuration still worth resuming: a copy of a mark, possibly. Passed, never
 			// touched; the orphan cleanup removes a genuine one.
-			c.noteUnproved(vmid, node, mark, fmt.Sprintf("its creating mark is dated %s, outside the %s a create may take an interrupted create over in "+
-				"(a copied mark, or a create abandoned long ago: the proxy_orphan_cleanup action removes the latter)", m.CreatedAt.Format(time.RFC3339), TakeoverWindow))
+			c.noteUnproved(vmid, node, mark, fmt.Sprintf("its creating mark is dated %s, outside the %s a create may take an interrupted "+
+				"create over in (a copied mark, or a create abandoned long ago: the proxy_orphan_cleanup action removes the latter)",
+				m.CreatedAt.Format(time.RFC3339), TakeoverWindow))
 			return verdictForeign, nil
 		}
 		if cfg["lock"] == "suspended" {
-			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", vmid, s.Name)
+			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); "+
+				"resume or destroy it in Proxmox, then apply again", vmid, s.Name)
 		}
 		return verdictResume, nil
 	} else if mark.HasNamespace && mark.Creating && mark.Namespace == s.Namespace {
@@ -281,9 +287,9 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 			"or rename or remove it in Proxmox",
 			vmid, s.Name, MarkKeyManaged, MarkKeyUID, vmid, s.Name)
 	}
-	return 0, Permanentf("VMID %d holds a VM named %q that this provider did not create (its mark carries uid %s and none of this provider's lines: "+
-		"the proxy operator's, or written by hand); a create never takes over such a VM: to manage it here, import it with "+
-		"`terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
+	return 0, Permanentf("VMID %d holds a VM named %q that this provider did not create (its mark carries uid %s and none of this "+
+		"provider's lines: the proxy operator's, or written by hand); a create never takes over such a VM: to manage it here, import it "+
+		"with `terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
 		vmid, s.Name, mark.UID, vmid, s.Name)
 }
 
@@ -388,7 +394,8 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 		}
 	case isNotExist(err):
 	default:
-		return false, false, apiErrorf("create", err, "destroying VMID %d, an interrupted create of %q that may have booted, to clone it afresh", vmid, s.Name)
+		return false, false, apiErrorf("create", err,
+			"destroying VMID %d, an interrupted create of %q that may have booted, to clone it afresh", vmid, s.Name)
 	}
 	c.adopted = false
 	return true, true, nil

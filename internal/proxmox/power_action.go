@@ -152,16 +152,17 @@ func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (se
 		// Still marked creating: the mark's uid alone proves nothing here (a copied mark
 		// carries the uid a tainted state holds); only the create that finishes it, or the
 		// one that takes it over with its proof (decision: creating-proof), may act on it.
-		return st, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM "+
-			"before its create has finished it. If an apply is creating it, wait for that apply to end. If its create finished and its "+
-			"description was rewritten with an older text, apply the proxy_vm that manages it (the apply writes the finished mark), or "+
-			"restore that mark in Proxmox (delete its %s and %s lines)", id.Name, id.VMID, MarkKeyState, MarkStateCreating, MarkKeyState, MarkKeyProof)
+		return st, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM before its create "+
+			"has finished it. If an apply is creating it, wait for that apply to end. If its create finished and its description was "+
+			"rewritten with an older text, apply the proxy_vm that manages it (the apply writes the finished mark), or restore that mark "+
+			"in Proxmox (delete its %s and %s lines)", id.Name, id.VMID, MarkKeyState, MarkStateCreating, MarkKeyState, MarkKeyProof)
 	default:
 		// Any other state line (abandoned: a clean-up claimed it as half-made) says the VM
 		// is not a finished VM of this resource's: it is never powered.
-		return st, Permanentf("VM %s (VMID %d) exists, but its mark says %s=%s, not a finished VM of this resource's: the action never powers it. "+
-			"If it is this resource's VM, remove that line from its description in Proxmox; otherwise destroy it "+
-			"(`qm stop %d && qm destroy %d --purge`) and apply the configuration that creates it", id.Name, id.VMID, MarkKeyState, state, id.VMID, id.VMID)
+		return st, Permanentf("VM %s (VMID %d) exists, but its mark says %s=%s, not a finished VM of this resource's: the action never "+
+			"powers it. If it is this resource's VM, remove that line from its description in Proxmox; otherwise destroy it "+
+			"(`qm stop %d && qm destroy %d --purge`) and apply the configuration that creates it",
+			id.Name, id.VMID, MarkKeyState, state, id.VMID, id.VMID)
 	}
 	return st, nil
 }
