@@ -47,20 +47,12 @@ func isTakenOver(err error) bool {
 	return errors.As(err, &t)
 }
 
-// failed is Create's last word on a failure: whose VM the VMID holds now, and what the
-// state may keep.
-//
-//   - A failure after the clone is judged by the VMID's config: our name with another uid
-//     of this namespace is a takeover by another apply creating the same name at the same
-//     moment (it stops the VM it takes over, and rebuilds one that booted, so this Create
-//     saw it stop, vanish, or answer as a fresh clone), and says so instead of blaming
-//     something outside Terraform or the guest. A VM that vanished is read again within
-//     lostGrace, the moment a rebuild takes.
-//   - A Create left with no VM of its own (no usable VMID, or its VM taken over) tells
-//     onAllocated to forget the VMID it was given: the state must never keep an entry
-//     pointing at another guest. The seed a taken-over Create may have uploaded is its own
-//     (named by its uid) and no VM boots from it, so it is deleted first; if that fails, the
-//     VMID stays saved (the tainted entry's delete retries the seed).
+// failed is Create's last word on a failure: whose VM the VMID holds now, and what the state
+// may keep. Our name with another uid of this namespace is a takeover by a concurrent apply
+// of the same name (said so, not blamed on something outside Terraform); a VM that vanished
+// is read again within lostGrace. A Create left with no VM of its own tells onAllocated to
+// forget its VMID, so that no state entry points at another guest, after deleting its own
+// seed (decision: create-steps).
 func (c *creation) failed(ctx context.Context, err error) error {
 	if c.vmid != 0 && (c.cloned || c.adopted) && !isTakenOver(err) && ctx.Err() == nil && !pveapi.IsEndpointUnreachable(err) {
 		// Any failure after the clone may come from a takeover (the VM stopped, gone, or

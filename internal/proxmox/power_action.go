@@ -47,20 +47,12 @@ type PowerResult struct {
 	Status string
 }
 
-// Power runs a power operation on the VM at id, under the per-name lock, after proving it
-// is the resource's: the VM's config must name it and its mark carry opts.UID (ownedBy, as
-// for Update and Delete). A VM gone, or not proved ours, gets no request but reads: the
-// error is ErrNotFound, naming why.
-//
-//   - start: a stopped VM is started (a hibernated one resumes; its seed ISO is checked
-//     first, as before any start), a paused one stopped then started; a running one is left.
-//   - shutdown: a running VM is shut down gracefully within ShutdownTimeout, then Proxmox
-//     stops it (one qmshutdown task with forceStop); a paused one is stopped; a stopped one
-//     is left.
-//   - reboot: shutdown (as above) then start; a stopped VM is started.
-//   - stop: a running or paused VM is stopped at once (no shutdown); a stopped one is left.
-//
-// A start waits until the VM runs, not for its address.
+// Power runs a power operation on the VM at id, under the per-name lock, once ownedBy proves
+// it the resource's (as for Update and Delete); a VM gone or not proved ours gets no write and
+// ErrNotFound naming why. start resumes, restarts a paused VM or leaves a running one;
+// shutdown is one qmshutdown with forceStop after ShutdownTimeout; reboot is both; stop is at
+// once. A start checks the seed ISO first (decision: seed-before-destroy) and waits until the
+// VM runs, not for its address.
 func (b *Backend) Power(ctx context.Context, id ID, opts PowerOptions) (PowerResult, error) {
 	start := b.clock.Now()
 	res, err := b.power(ctx, id, opts)
