@@ -236,6 +236,60 @@ func Run(ctx context.Context, cfg Config) ([]Result, []ListResult, error) {
 // benchPrefix names the bench VMs.
 const benchPrefix = "bench-"
 
+// opRecords is what the simulator recorded of an operation begun at start: the tasks
+// submitted since, and the bench VMs' VMIDs, added to vmids.
+func opRecords(sim *pvesim.Sim, start time.Time, vmids map[string]int) []pvesim.TaskState {
+	st := sim.State()
+	for _, v := range st.VMs {
+		if strings.HasPrefix(v.Name, benchPrefix) {
+			vmids[v.Name] = v.VMID
+		}
+	}
+	var tasks []pvesim.TaskState
+	for _, t := range st.Tasks {
+		if !t.Submitted.Before(start) {
+			tasks = append(tasks, t)
+		}
+	}
+	return tasks
+}
+
+// configWriter writes w's configuration: the provider against sim, and n bench VMs of the
+// machine type "small" with mem MiB of memory.
+func configWriter(w *tfrun.Workspace, sim *pvesim.Sim, cfg *Config, n int) func(mem int) error {
+	pc := tfrun.SimConfig(sim)
+	pc.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
+	pc.MaxRequestsInFlight = cfg.MaxInFlight
+	return func(mem int) error {
+		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13",
+			MachineType: "small", MemoryMiB: mem, Count: n}
+		return w.WriteConfig(tfrun.RequiredProviders + "\n" + pc.HCL() + "\n" + vm.HCL())
+	}
+}
+
+// attribute splits o, an operation that changed VMs begun at start, along the simulator's
+// records: each VM's tasks since then and the agent's share, terraform's hand-off and idle
+// slots (at parallelism p), and for an update the longest graceful shutdown.
+func attribute(o *OpResult, sim *pvesim.Sim, op Op, start time.Time, stdout string, vmids map[string]int, agent time.Duration,
+	p int, d pvesim.Durations) {
+	tasks := opRecords(sim, start, vmids)
+	times := resourceTimes(stdout)
+	o.Breakdown = breakdown(times, vmids, tasks, agent)
+	// Terraform's own time inside the span: the slots it left empty, and those it
+	// held after the provider's last answer for a change (handoffs).
+	own, handoff := handoffs(times, vmids, sim.RequestLog())
+	o.Breakdown.Handoff = min(handoff, o.Breakdown.After)
+	o.Idle = max(o.Span-(spanOf(own)-idleSlots(own, p)), 0)
+	if op == OpUpdate {
+		o.ShutdownBound = sim.WallTime(d.Shutdown)
+		for _, t := range tasks {
+			if t.Type == "qmshutdown" && !t.Ended.IsZero() {
+				o.Shutdown = max(o.Shutdown, t.Ended.Sub(t.Submitted))
+			}
+		}
+	}
+}
+
 func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scenario, dir string) (Result, error) {
 	res := Result{Scenario: sc}
 	sim, err := pvesim.Start(pvesim.Options{Speed: sc.Speed, Seed: cfg.Seed, Durations: pvesim.Durations{Shutdown: cfg.UpdateShutdown}})
@@ -252,14 +306,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 		return res, err
 	}
 	w.Timeout = cfg.CommandTimeout
-	pc := tfrun.SimConfig(sim)
-	pc.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
-	pc.MaxRequestsInFlight = cfg.MaxInFlight
-	writeConfig := func(mem int) error {
-		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13",
-			MachineType: "small", MemoryMiB: mem, Count: sc.N}
-		return w.WriteConfig(tfrun.RequiredProviders + "\n" + pc.HCL() + "\n" + vm.HCL())
-	}
+	writeConfig := configWriter(w, sim, cfg, sc.N)
 	par := fmt.Sprintf("-parallelism=%d", sc.P)
 	d := sim.Durations()
 	// The simulator's templates have a smaller disk; the update restarts gracefully.
@@ -273,33 +320,7 @@ func runScenario(ctx context.Context, cfg *Config, prov *tfrun.Provider, sc Scen
 		o, stdout := measure(ctx, sim, w, op, args, (*tfrun.Process).ProviderPIDs)
 		o.LowerBound = LowerBound(op, sc.N, sc.P, d, path, sc.Speed) // one node: no create migrates
 		if op != OpPlan {
-			st := sim.State()
-			for _, v := range st.VMs {
-				if strings.HasPrefix(v.Name, benchPrefix) {
-					vmids[v.Name] = v.VMID
-				}
-			}
-			var tasks []pvesim.TaskState
-			for _, t := range st.Tasks {
-				if !t.Submitted.Before(start) {
-					tasks = append(tasks, t)
-				}
-			}
-			times := resourceTimes(stdout)
-			o.Breakdown = breakdown(times, vmids, tasks, agent[op])
-			// Terraform's own time inside the span: the slots it left empty, and those it
-			// held after the provider's last answer for a change (handoffs).
-			own, handoff := handoffs(times, vmids, sim.RequestLog())
-			o.Breakdown.Handoff = min(handoff, o.Breakdown.After)
-			o.Idle = max(o.Span-(spanOf(own)-idleSlots(own, sc.P)), 0)
-			if op == OpUpdate {
-				o.ShutdownBound = sim.WallTime(d.Shutdown)
-				for _, t := range tasks {
-					if t.Type == "qmshutdown" && !t.Ended.IsZero() {
-						o.Shutdown = max(o.Shutdown, t.Ended.Sub(t.Submitted))
-					}
-				}
-			}
+			attribute(&o, sim, op, start, stdout, vmids, agent[op], sc.P, d)
 		}
 		cfg.logf("  %s: exit %d in %s (bound %s), %d requests, %d in flight at most, peak RSS %.1f MiB",
 			op, o.ExitCode, o.Wall.Round(time.Millisecond), o.LowerBound.Round(time.Millisecond), o.TotalRequests(),

@@ -12,24 +12,25 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
-// Lags splits one terraform command's time between what the simulator made a VM wait for
-// and what the provider and terraform added, from the simulator's request log and task
-// timeline and terraform's -json events. Per VM (means over the VMs terraform reported
-// started and done):
-//
-//	Resource = Tasks + Agent + TaskPoll + AgentPoll + Other
-//
-// Tasks is the VM's own Proxmox tasks (their union in time); Agent the guest's boot and
-// DHCP after the last start that had not passed by the end of the tasks (create); TaskPoll
-// the sum, over the VM's tasks, of the time from a task's end to the first status request
-// for its UPID answered after it (how late the provider learned the task had ended; 0 for a
-// task it never polled after its end); AgentPoll from the address being ready to the first
-// agent request for the VM received after it; Other the rest (the provider's own requests
-// and work, lock and request waits). Terraform is the command's wall time outside every
-// resource's operation: terraform's start-up, plan and state writing (Wall less Span).
+// Lags splits one terraform command's time per VM (means over the VMs it reported started
+// and done), from the simulator's request log and task timeline and terraform's -json
+// events: Resource = Tasks + Agent + TaskPoll + AgentPoll + Other.
 type Lags struct {
-	VMs                                                    int
-	Resource, Tasks, Agent, TaskPoll, AgentPoll, Terraform time.Duration
+	VMs      int
+	Resource time.Duration
+	// Tasks is the VM's own Proxmox tasks (their union in time).
+	Tasks time.Duration
+	// Agent is the guest's boot and DHCP after the last start that had not passed by the
+	// end of the tasks (create).
+	Agent time.Duration
+	// TaskPoll sums, over the VM's tasks, the time from a task's end to the first status
+	// request for its UPID answered after it (0 for a task never polled after its end).
+	TaskPoll time.Duration
+	// AgentPoll is from the address being ready to the first agent request after it.
+	AgentPoll time.Duration
+	// Terraform is the command's wall time outside every resource's operation:
+	// terraform's start-up, plan and state writing (Wall less Span).
+	Terraform time.Duration
 }
 
 // Other is Resource less the parts accounted for (never below zero).

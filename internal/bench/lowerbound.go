@@ -43,19 +43,11 @@ type PathOptions struct {
 	Shutdown time.Duration
 }
 
-// Path is the simulated critical path of one VM for an operation: the task durations and
-// agent delays that one VM must wait through one after the other, at the simulator's pace
-// (speed 1). Steps that do not depend on each other count once, as the longer of the two.
-// A plan runs no task: its path is zero.
-//
-//   - create: the clone and the seed upload side by side (the seed goes to the ISO
-//     storage and needs no VM), then the config (a synchronous PUT: no task), the resize
-//     (when the disk grows), the start, then the guest agent installed at first boot
-//     (AgentInstall) and its DHCP lease (wait_for_ip is on);
-//   - update of memory on a running VM: the graceful shutdown (a stop when Shutdown is
-//     0), start, then the agent's boot and the lease;
-//   - destroy: the stop and the seed delete side by side (the seed must be gone before the
-//     destroy, not before the stop), then the destroy.
+// Path is the simulated critical path of one VM for an operation, at speed 1: the task
+// durations and agent delays it waits through one after the other, steps independent of each
+// other counting once as the longer. create: max(clone, seed upload), then resize, start,
+// agent install and DHCP; update: shutdown (or a stop), start, agent boot and DHCP; destroy:
+// max(stop, seed delete), then the destroy. A plan runs no task: zero.
 func Path(op Op, d pvesim.Durations, o PathOptions) time.Duration {
 	switch op {
 	case OpCreate:

@@ -209,6 +209,23 @@ func (r PeerResult) Ratios() Ratios {
 	}
 }
 
+// buildPeerPair builds this provider and the one it is compared with (the baseline built
+// from pc.BaselineDir, or the peer's binary) under work.
+func buildPeerPair(ctx context.Context, cfg *Config, pc PeerConfig, work string) (ours, peer *tfrun.Provider, err error) {
+	cfg.logf("building the provider")
+	ours, err = tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(work, "provider")})
+	if err != nil {
+		return nil, nil, err
+	}
+	if pc.BaselineDir != "" {
+		cfg.logf("building the baseline provider from %s", pc.BaselineDir)
+		peer, err = tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(work, "baseline-provider"), RepoRoot: pc.BaselineDir})
+	} else {
+		peer, err = PeerProvider(pc.Binary, filepath.Join(work, "peer-provider"))
+	}
+	return ours, peer, err
+}
+
 // RunPeer runs the comparison: builds our provider, then for each round runs the scenario
 // with ours and with the peer (alternating which goes first), each against a fresh simulator.
 func RunPeer(ctx context.Context, cfg Config, pc PeerConfig) (PeerResult, error) {
@@ -242,18 +259,7 @@ func RunPeer(ctx context.Context, cfg Config, pc PeerConfig) (PeerResult, error)
 	}
 	start := time.Now()
 	res.LoadBefore = loadAvg()
-	cfg.logf("building the provider")
-	ours, err := tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(work, "provider")})
-	if err != nil {
-		return res, err
-	}
-	var peer *tfrun.Provider
-	if pc.BaselineDir != "" {
-		cfg.logf("building the baseline provider from %s", pc.BaselineDir)
-		peer, err = tfrun.Build(ctx, tfrun.BuildOptions{Dir: filepath.Join(work, "baseline-provider"), RepoRoot: pc.BaselineDir})
-	} else {
-		peer, err = PeerProvider(pc.Binary, filepath.Join(work, "peer-provider"))
-	}
+	ours, peer, err := buildPeerPair(ctx, &cfg, pc, work)
 	if err != nil {
 		return res, err
 	}
@@ -301,6 +307,51 @@ func (pc PeerConfig) sideName() string {
 	return "peer"
 }
 
+// processChildren is the PIDs of p's children: the providers it runs.
+func processChildren(p *tfrun.Process) []int { return childPIDs(p.PID()) }
+
+// startSideSim starts a side's simulator, whose template ships the agent, with the run's
+// latency and the request log on.
+func startSideSim(cfg *Config, pc PeerConfig) (*pvesim.Sim, error) {
+	sim, err := pvesim.Start(pvesim.Options{Speed: pc.Speed, Seed: cfg.Seed, TemplateAgent: true})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Latency > 0 {
+		sim.InjectFault(pvesim.Fault{Latency: sim.WallTime(cfg.Latency)})
+	}
+	sim.EnableRequestLog()
+	return sim, nil
+}
+
+// countUnserved counts into unserved the requests of reqs the simulator answered with an
+// error (or not at all), by method, path shape and status.
+func countUnserved(unserved map[string]int, reqs []pvesim.Request) {
+	for _, r := range reqs {
+		if r.Status >= 400 || r.Status == 0 {
+			unserved[r.Method+" "+pathShape(r.Path)+" "+strconv.Itoa(r.Status)]++
+		}
+	}
+}
+
+// sideHCL is a side's configuration against sim: the peer's own (bpg), or ours with a
+// machine type of the bench's size.
+func sideHCL(sim *pvesim.Sim, cfg *Config, pc PeerConfig, bpg bool) string {
+	if bpg {
+		return PeerVMs{Endpoint: sim.Endpoint, APIToken: sim.APIToken, Node: sim.Nodes[0], Datastore: "local-lvm",
+			N: pc.N, Template: peerTemplate, Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}.HCL()
+	}
+	c := tfrun.SimConfig(sim)
+	c.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
+	c.MaxRequestsInFlight = cfg.MaxInFlight
+	// The template ships the agent (TemplateAgent), as the peer's configuration assumes:
+	// the configuration a user of such a template writes has nothing to install.
+	c.InstallGuestAgent = tfrun.Bool(false)
+	vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13",
+		MachineType: "small", MemoryMiB: cfg.MemoryMiB, Count: pc.N}
+	return tfrun.RequiredProviders + "\n" + c.HCL() + "\n" + vm.HCL()
+}
+
 // runSide runs create, a no-op plan and destroy with one provider against a fresh simulator.
 func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provider, isPeer bool, dir string) (Side, error) {
 	side := Side{Name: "ours", Lags: map[Op]Lags{}, Unserved: map[string]int{}}
@@ -308,67 +359,34 @@ func runSide(ctx context.Context, cfg *Config, pc PeerConfig, prov *tfrun.Provid
 		side.Name = pc.sideName()
 	}
 	bpg := isPeer && pc.BaselineDir == "" // the peer's own configuration, else ours
-	sim, err := pvesim.Start(pvesim.Options{Speed: pc.Speed, Seed: cfg.Seed, TemplateAgent: true})
+	sim, err := startSideSim(cfg, pc)
 	if err != nil {
 		return side, err
 	}
 	defer sim.Close()
-	if cfg.Latency > 0 {
-		sim.InjectFault(pvesim.Fault{Latency: sim.WallTime(cfg.Latency)})
-	}
-	sim.EnableRequestLog()
 	w, err := prov.WorkspaceAt(dir)
 	if err != nil {
 		return side, err
 	}
 	w.Timeout = cfg.CommandTimeout
-	var hcl string
 	if bpg {
 		w.Env = peerEnv(sim.CAFile)
-		hcl = PeerVMs{Endpoint: sim.Endpoint, APIToken: sim.APIToken, Node: sim.Nodes[0], Datastore: "local-lvm",
-			N: pc.N, Template: peerTemplate, Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}.HCL()
-	} else {
-		c := tfrun.SimConfig(sim)
-		c.MachineTypes = map[string]tfrun.MachineType{"small": {Cores: 1, MemoryMiB: cfg.MemoryMiB, DiskGiB: cfg.DiskGiB}}
-		c.MaxRequestsInFlight = cfg.MaxInFlight
-		// The template ships the agent (TemplateAgent), as the peer's configuration assumes:
-		// the configuration a user of such a template writes has nothing to install.
-		c.InstallGuestAgent = tfrun.Bool(false)
-		vm := tfrun.VM{Resource: "bench", Name: benchPrefix + "${count.index}", Image: "debian-13",
-			MachineType: "small", MemoryMiB: cfg.MemoryMiB, Count: pc.N}
-		hcl = tfrun.RequiredProviders + "\n" + c.HCL() + "\n" + vm.HCL()
 	}
-	if err := w.WriteConfig(hcl); err != nil {
+	if err := w.WriteConfig(sideHCL(sim, cfg, pc, bpg)); err != nil {
 		return side, err
 	}
 	par := fmt.Sprintf("-parallelism=%d", pc.P)
 	d := sim.Durations()
 	agent := sim.WallTime(d.AgentBoot + d.DHCP) // the template ships the agent
 	vmids := map[string]int{}
-	pids := func(p *tfrun.Process) []int { return childPIDs(p.PID()) }
 	run := func(op Op, args ...string) OpResult {
 		cfg.logf("  %s %s: %s", side.Name, op, strings.Join(args, " "))
 		start := time.Now()
-		o, stdout := measure(ctx, sim, w, op, args, pids)
+		o, stdout := measure(ctx, sim, w, op, args, processChildren)
 		reqs := sim.RequestLog() // this command's: measure resets the log
-		for _, r := range reqs {
-			if r.Status >= 400 || r.Status == 0 {
-				side.Unserved[r.Method+" "+pathShape(r.Path)+" "+strconv.Itoa(r.Status)]++
-			}
-		}
+		countUnserved(side.Unserved, reqs)
 		if op != OpPlan {
-			st := sim.State()
-			for _, v := range st.VMs {
-				if strings.HasPrefix(v.Name, benchPrefix) {
-					vmids[v.Name] = v.VMID
-				}
-			}
-			var tasks []pvesim.TaskState
-			for _, t := range st.Tasks {
-				if !t.Submitted.Before(start) {
-					tasks = append(tasks, t)
-				}
-			}
+			tasks := opRecords(sim, start, vmids)
 			times := resourceTimes(stdout)
 			wait := time.Duration(0)
 			if op == OpCreate {

@@ -95,32 +95,38 @@ func (r PeerReport) Markdown() string {
 		fmt.Fprintf(&b, "\nNo-op plan, %s: wall %s, of which the refreshes' span %s and terraform's own %s.", s.Name,
 			psecs(pl.Wall), psecs(pl.Span), psecs(max(0, pl.Wall-pl.Span)))
 	}
+	writePeerRequests(&b, o, p)
+	b.WriteString("\n" + peerEnd + "\n")
+	return b.String()
+}
+
+// writePeerRequests writes the requests of both sides by endpoint, those the simulator
+// answered with an error, and the problems of each run.
+func writePeerRequests(b *strings.Builder, o, p Side) {
 	b.WriteString("\n\nRequests by endpoint (create / plan / destroy):\n\n| endpoint | ours | peer |\n|---|---:|---:|\n")
 	for _, ep := range peerEndpoints(o, p) {
 		cell := func(s Side) string {
 			return fmt.Sprintf("%d / %d / %d", s.Op(OpCreate).Requests[ep], s.Op(OpPlan).Requests[ep], s.Op(OpDestroy).Requests[ep])
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", ep, cell(o), cell(p))
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", ep, cell(o), cell(p))
 	}
 	b.WriteString("\n")
 	for _, s := range []Side{o, p} {
 		if len(s.Unserved) == 0 {
-			fmt.Fprintf(&b, "Requests of %s the simulator answered with an error: none.\n", s.Name)
+			fmt.Fprintf(b, "Requests of %s the simulator answered with an error: none.\n", s.Name)
 			continue
 		}
-		fmt.Fprintf(&b, "Requests of %s the simulator answered with an error:", s.Name)
+		fmt.Fprintf(b, "Requests of %s the simulator answered with an error:", s.Name)
 		for _, k := range slices.Sorted(maps.Keys(s.Unserved)) {
-			fmt.Fprintf(&b, " `%s` x%d;", k, s.Unserved[k])
+			fmt.Fprintf(b, " `%s` x%d;", k, s.Unserved[k])
 		}
 		b.WriteString("\n")
 	}
 	for _, s := range []Side{o, p} {
 		for _, pr := range s.Problems {
-			fmt.Fprintf(&b, "\n**Problem (%s):** %s\n", s.Name, pr)
+			fmt.Fprintf(b, "\n**Problem (%s):** %s\n", s.Name, pr)
 		}
 	}
-	b.WriteString("\n" + peerEnd + "\n")
-	return b.String()
 }
 
 // SpliceSection returns doc with its peer section replaced by section, or with section

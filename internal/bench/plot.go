@@ -71,6 +71,20 @@ func renderPNG(panels []panel, ns []int) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// panelYMax is the largest value p shows: a point of a series or a target line.
+func panelYMax(p panel) float64 {
+	ymax := 0.0
+	for _, s := range p.series {
+		for _, q := range s.pts {
+			ymax = max(ymax, q.y)
+		}
+	}
+	for _, h := range p.hlines {
+		ymax = max(ymax, h.y)
+	}
+	return ymax
+}
+
 func drawPanel(img *image.RGBA, x0 int, p panel, ns []int) {
 	left, right := x0+marginL, x0+panelW-marginR
 	top, bottom := marginT, marginT+plotH
@@ -83,16 +97,7 @@ func drawPanel(img *image.RGBA, x0 int, p panel, ns []int) {
 	}
 	pad := (xmax - xmin) * 0.05
 	xmin, xmax = xmin-pad, xmax+pad
-	ymax := 0.0
-	for _, s := range p.series {
-		for _, q := range s.pts {
-			ymax = max(ymax, q.y)
-		}
-	}
-	for _, h := range p.hlines {
-		ymax = max(ymax, h.y)
-	}
-	step, top1 := niceScale(ymax)
+	step, top1 := niceScale(panelYMax(p))
 	px := func(n float64) int {
 		return left + int(math.Round((math.Log10(n)-xmin)/(xmax-xmin)*float64(right-left)))
 	}

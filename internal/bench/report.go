@@ -536,7 +536,18 @@ func (r Report) Markdown() string {
 		fmt.Fprintf(&b, " on %s", r.Host)
 	}
 	fmt.Fprintf(&b, "; took %s. Flags: `%s`.\n\n", r.Elapsed.Round(time.Second), r.Command)
+	r.writeTargets(&b)
+	r.writeWall(&b)
+	r.writeBreakdown(&b)
+	r.writeEndpoints(&b)
+	r.writeScale(&b)
+	r.writeListings(&b)
+	r.writeChecks(&b)
+	return b.String()
+}
 
+// writeTargets writes the targets table: each target, what it measured and its verdict.
+func (r Report) writeTargets(b *strings.Builder) {
 	b.WriteString("## Targets\n\n| target | measured on | measured | limit | measured / limit | verdict |\n|---|---|---|---|---|---|\n")
 	for _, t := range r.Targets() {
 		verdict, ratio := "not run", "-"
@@ -547,9 +558,12 @@ func (r Report) Markdown() string {
 			}
 			ratio = fmt.Sprintf("%.2f", t.Ratio)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", t.Name, t.Scenario, t.Measured, t.Limit, ratio, verdict)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", t.Name, t.Scenario, t.Measured, t.Limit, ratio, verdict)
 	}
+}
 
+// writeWall writes the wall and span times of each operation against its lower bound, with the run's counters.
+func (r Report) writeWall(b *strings.Builder) {
 	b.WriteString("\n## Wall time against the lower bound\n\n")
 	b.WriteString("Times are wall seconds at the run's speed (the simulator runs `speed` times faster than a real host). " +
 		"Wall is the terraform command, start to exit; span is from the first resource change starting to the last one ending " +
@@ -563,13 +577,16 @@ func (r Report) Markdown() string {
 	b.WriteString("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		for _, o := range res.Ops {
-			fmt.Fprintf(&b, "| %d | %d | %g | %s | %s | %s | %s | %s | %s | %.2f | %d | %d | %.1f | %s | %s | %d |\n",
+			fmt.Fprintf(b, "| %d | %d | %g | %s | %s | %s | %s | %s | %s | %.2f | %d | %d | %.1f | %s | %s | %d |\n",
 				res.N, res.P, res.Speed, o.Op, num(o.Wall), num(o.Span), num(o.LowerBound), ratioCell(o.Ratio()), ratioCell(o.SpanRatio()),
 				float64(o.TotalRequests())/float64(res.N), o.Requests[listingKey], o.MaxInFlight, float64(o.PeakRSS)/(1<<20),
 				num(o.ProviderCPU), num(o.TerraformCPU), o.ExitCode)
 		}
 	}
+}
 
+// writeBreakdown writes where one VM's time goes, per operation: tasks, agent and what the provider and terraform add.
+func (r Report) writeBreakdown(b *strings.Builder) {
 	b.WriteString("\n## Where one VM's time goes\n\n")
 	b.WriteString("Mean per VM, wall seconds, from terraform's apply_start to apply_complete of each resource, split " +
 		"with the simulator's task records: " +
@@ -595,33 +612,36 @@ func (r Report) Markdown() string {
 			if work > 0 {
 				rel = fmt.Sprintf("%.0f%%", 100*float64(bd.Overhead())/float64(work))
 			}
-			fmt.Fprintf(&b, "| %d | %d | %g | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s |\n",
+			fmt.Fprintf(b, "| %d | %d | %g | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s |\n",
 				res.N, res.P, res.Speed, o.Op, bd.Resource.Seconds(), bd.Tasks.Seconds(), bd.Agent.Seconds(), bd.Before.Seconds(),
 				bd.Between.Seconds(), bd.After.Seconds(), bd.Handoff.Seconds(), bd.Overhead().Seconds(), rel)
 		}
 	}
+}
 
+// writeEndpoints writes the API requests per VM by endpoint.
+func (r Report) writeEndpoints(b *strings.Builder) {
 	b.WriteString("\n## API requests per VM by endpoint\n\n")
 	cols := r.endpointColumns()
 	b.WriteString("| N | P | op |")
 	for _, c := range cols {
-		fmt.Fprintf(&b, " %s |", c.name)
+		fmt.Fprintf(b, " %s |", c.name)
 	}
 	b.WriteString(" total |\n|---:|---:|---|")
 	b.WriteString(strings.Repeat("---:|", len(cols)+1) + "\n")
 	for _, res := range r.Results {
 		for _, o := range res.Ops {
-			fmt.Fprintf(&b, "| %d | %d | %s |", res.N, res.P, o.Op)
+			fmt.Fprintf(b, "| %d | %d | %s |", res.N, res.P, o.Op)
 			for _, c := range cols {
-				fmt.Fprintf(&b, " %s |", perVM(o.Requests[c.key], res.N))
+				fmt.Fprintf(b, " %s |", perVM(o.Requests[c.key], res.N))
 			}
-			fmt.Fprintf(&b, " %s |\n", perVM(o.TotalRequests(), res.N))
+			fmt.Fprintf(b, " %s |\n", perVM(o.TotalRequests(), res.N))
 		}
 	}
+}
 
-	r.writeScale(&b)
-	r.writeListings(&b)
-
+// writeChecks writes the checks of each scenario, the plot and the reading notes.
+func (r Report) writeChecks(b *strings.Builder) {
 	b.WriteString("\n## Checks\n\n| N | P | VMs after create | distinct VMIDs | clone collisions | leftovers after " +
 		"destroy | problems |\n|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, res := range r.Results {
@@ -629,12 +649,11 @@ func (r Report) Markdown() string {
 		if len(res.Problems) > 0 {
 			probs = strings.ReplaceAll(strings.Join(res.Problems, "; "), "|", "\\|")
 		}
-		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %s |\n", res.N, res.P, res.VMs, res.DistinctVMIDs,
+		fmt.Fprintf(b, "| %d | %d | %d | %d | %d | %d | %s |\n", res.N, res.P, res.VMs, res.DistinctVMIDs,
 			max(res.CloneCollisions, 0), len(res.Leftovers), probs)
 	}
 	b.WriteString("\n![time, ratio and requests against N](results.png)\n")
 	b.WriteString(readingNotes)
-	return b.String()
 }
 
 // readingNotes says what the speed factor does to the figures.

@@ -13,20 +13,24 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pvesim"
 )
 
-// Breakdown splits the mean time one VM's resource operation took (from terraform's
-// apply_start to its apply_complete) into what the simulator made it wait for and what
-// the provider added:
-//
-//	Resource = Before + Tasks + Between + Agent + After
-//
-// Tasks is the VM's own Proxmox tasks (clone, resize, start, stop, destroy: the ones that
-// carry its VMID); Agent the guest agent and DHCP delay after the last start (create,
-// update); Before the time to the first task, Between the gaps between tasks (task status
-// polls, requests, and the seed upload and delete, which carry no VMID), After the time
-// from the last task's end (or the address being ready) to terraform hearing of it.
+// Breakdown splits the mean time one VM's resource operation took (terraform's apply_start
+// to its apply_complete) into what the simulator made it wait for and what the provider
+// added: Resource = Before + Tasks + Between + Agent + After.
 type Breakdown struct {
-	VMs                                            int
-	Resource, Before, Tasks, Between, Agent, After time.Duration
+	VMs      int
+	Resource time.Duration
+	// Before is the time to the first task.
+	Before time.Duration
+	// Tasks is the VM's own Proxmox tasks: those that carry its VMID.
+	Tasks time.Duration
+	// Between is the gaps between tasks (status polls, requests, and the seed upload and
+	// delete, which carry no VMID).
+	Between time.Duration
+	// Agent is the guest agent and DHCP delay after the last start (create, update).
+	Agent time.Duration
+	// After is from the last task's end (or the address being ready) to terraform hearing
+	// of it.
+	After time.Duration
 	// Handoff is the part of After from the provider's last answer for the VM to
 	// terraform's apply_complete (handoffs): terraform's own time, with nothing of the
 	// provider's in flight for that VM (0 when the request log was not read).

@@ -114,12 +114,6 @@ func (p *proxyProvider) Metadata(_ context.Context, _ provider.MetadataRequest, 
 }
 
 func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
-	str := func(md string, required, sensitive bool, v ...validator.String) schema.StringAttribute {
-		return schema.StringAttribute{
-			Description: plain(md), MarkdownDescription: md,
-			Required: required, Optional: !required, Sensitive: sensitive, Validators: v,
-		}
-	}
 	resp.Schema = schema.Schema{
 		Description: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
 			"Configuring the provider makes no request: problems with the endpoint, token or TLS show when a resource " +
@@ -127,151 +121,197 @@ func (p *proxyProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp
 		MarkdownDescription: "Runs egress proxy VMs on a Proxmox VE 9 cluster through its REST API with an API token. " +
 			"Configuring it makes no request: problems with the endpoint, token or TLS show at the first API call " +
 			"(`proxy_health` reports them per node).",
-		Attributes: map[string]schema.Attribute{
-			"endpoint": str("Proxmox VE API URL, `https://<host>:8006`; without a port, `8006` is used. The host must "+
-				"be named in the node certificate. Falls back to `"+envEndpoint+"`; one of the two is required.",
-				false, false, validators.HTTPSURL()),
-			"api_token": str("API token `<user>@<realm>!<tokenid>=<secret>`. Falls back to `"+envAPIToken+"` when "+
-				"neither `api_token` nor `api_token_file` is set. Sensitive.",
-				false, true, validators.APIToken()),
-			"api_token_file": str("Path of a file holding the API token on one line, read on every request (a rotated "+
-				"token needs no restart). Conflicts with `api_token`.",
-				false, false, stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(path.MatchRoot("api_token"))),
-			"ca_file": str("Path of a PEM bundle to verify the server certificate with, e.g. a copy of "+
-				"`/etc/pve/pve-root-ca.pem`. Without `ca_file` and `ca_pem`, the system roots. Conflicts with `ca_pem`.",
-				false, false, stringvalidator.LengthAtLeast(1)),
-			"ca_pem": str("PEM-encoded CA certificates to verify the server certificate with (the content of `pve-root-ca.pem`). "+
-				"Conflicts with `ca_file`.",
-				false, false, validators.PEMCertificates(), stringvalidator.ConflictsWith(path.MatchRoot("ca_file"))),
-			"insecure": schema.BoolAttribute{
-				Description: plain("Skip TLS certificate verification (logged as a warning). Default `false`. " +
-					"Falls back to `" + envInsecure + "`, ignored when a CA is set."),
-				MarkdownDescription: "Skip TLS certificate verification (logged as a warning). Default `false`. Falls " +
-					"back to `" + envInsecure + "`, ignored when a CA is set.",
-				Optional: true,
-			},
-			"nodes": schema.ListAttribute{
-				Description: plain("Names of the Proxmox nodes VMs may be placed on, as `pvecm nodes` shows " +
-					"them (e.g. `pve1`), not addresses. A VM without `node` is placed on one of them: see the [multi-node guide](guides/multi-node.md)."),
-				MarkdownDescription: "Names of the Proxmox nodes VMs may be placed on, as `pvecm nodes` shows them " +
-					"(e.g. `pve1`), not addresses. A VM without `node` is placed on one of them: see the [multi-node guide](guides/multi-node.md).",
-				ElementType: types.StringType,
-				Required:    true,
-				Validators: []validator.List{
-					listvalidator.SizeAtLeast(1),
-					listvalidator.UniqueValues(),
-					listvalidator.ValueStringsAre(validators.NodeName()),
-				},
-			},
-			"iso_storage": str("Storage id (ISO content) that receives each VM's [seed ISO](#glossary), on every "+
-				"node. No default: the token needs `Datastore.Allocate` there, so use a storage of its own.",
-				true, false, validators.StorageID()),
-			"storage": str("Storage id the clones' disks go to. Default: the template's own storage. A Proxmox storage id (`pve-storage-id`).",
-				false, false, validators.StorageID()),
-			"bridge": str("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template.",
-				false, false, validators.BridgeID()),
-			"pool": str("Default Proxmox pool new VMs are cloned into, so a token granted on `/pool/<pool>` suffices "+
-				"(see the [setup guide](guides/proxmox-setup.md)). Default: no pool.",
-				false, false, validators.PoolID(false)),
-			"vlan_tag": schema.Int64Attribute{
-				Description:         "Default VLAN tag for the VMs' net0, 1 to 4094. Default: as cloned from the template.",
-				MarkdownDescription: "Default VLAN tag for the VMs' `net0`, `1` to `4094`. Default: as cloned from the template.",
-				Optional:            true,
-				Validators:          []validator.Int64{int64validator.Between(1, 4094)},
-			},
-			"vmid_range": schema.SingleNestedAttribute{
-				Description: plain(fmt.Sprintf("VMIDs new VMs are allocated from; see [VMIDs](#vmids). "+
-					"Default `%d` to `%d`, `min` at least `%d`.", defaultVMIDMin, defaultVMIDMax, minVMID)),
-				MarkdownDescription: fmt.Sprintf("VMIDs new VMs are allocated from; see [VMIDs](#vmids). Default `%d` "+
-					"to `%d`, `min` at least `%d`.", defaultVMIDMin, defaultVMIDMax, minVMID),
-				Optional: true,
-				Attributes: map[string]schema.Attribute{
-					"min": schema.Int64Attribute{
-						Description: "Lowest VMID (inclusive), at least 100.", MarkdownDescription: "Lowest VMID (inclusive), at least `100`.",
-						Required:   true,
-						Validators: []validator.Int64{int64validator.Between(minVMID, maxVMID)},
-					},
-					"max": schema.Int64Attribute{
-						Description: "Highest VMID (inclusive), at most 999999999.", MarkdownDescription: "Highest VMID (inclusive), at most `999999999`.",
-						Required:   true,
-						Validators: []validator.Int64{int64validator.Between(minVMID, maxVMID)},
-					},
-				},
-			},
-			"templates": schema.MapAttribute{
-				Description: "Catalogue of templates: key (what proxy_vm's image names) to the VMID of a " +
-					"Proxmox template to clone, at least 100. At least one entry.",
-				MarkdownDescription: "Catalogue of templates: key (what `proxy_vm`'s `image` names) to the VMID of a " +
-					"Proxmox template to clone, at least `100`. At least one entry; keys match `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`.",
-				ElementType: types.Int64Type,
-				Required:    true,
-				Validators: []validator.Map{
-					mapvalidator.SizeAtLeast(1),
-					mapvalidator.KeysAre(stringvalidator.RegexMatches(catalogKeyRE, "must be a catalogue key: a "+
-						"letter or digit, then letters, digits, '_', '.' or '-'")),
-					mapvalidator.ValueInt64sAre(int64validator.Between(minVMID, maxVMID)),
-				},
-			},
-			"machine_types": schema.MapNestedAttribute{
-				Description: "Catalogue of machine types: key (what proxy_vm's machine_type names) to cores, " +
-					"memory and optionally a disk size. At least one entry.",
-				MarkdownDescription: "Catalogue of machine types: key (what `proxy_vm`'s `machine_type` names) to " +
-					"`cores`, `memory_mib` and optionally `disk_gib`. At least one entry; keys match `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`.",
-				Required: true,
-				Validators: []validator.Map{
-					mapvalidator.SizeAtLeast(1),
-					mapvalidator.KeysAre(stringvalidator.RegexMatches(catalogKeyRE, "must be a catalogue key: a "+
-						"letter or digit, then letters, digits, '_', '.' or '-'")),
-				},
-				NestedObject: schema.NestedAttributeObject{
-					Attributes: map[string]schema.Attribute{
-						"cores": schema.Int64Attribute{
-							Description: "Virtual CPU cores, above 0.", MarkdownDescription: "Virtual CPU cores, above `0`.",
-							Required: true, Validators: []validator.Int64{int64validator.Between(1, 1024)},
-						},
-						"memory_mib": schema.Int64Attribute{
-							Description: "Memory in MiB, above 0.", MarkdownDescription: "Memory in MiB, above `0`.",
-							Required: true, Validators: []validator.Int64{int64validator.Between(1, 64*1024*1024)},
-						},
-						"disk_gib": schema.Int64Attribute{
-							Description: "Boot disk size in GiB, 0 or more; the template's disk is grown to " +
-								"it when it is smaller. Unset or 0: the template's size.",
-							MarkdownDescription: "Boot disk size in GiB, `0` or more; the template's disk is grown to " +
-								"it when it is smaller. Unset or `0`: the template's size.",
-							Optional: true, Validators: []validator.Int64{int64validator.Between(0, 128*1024)},
-						},
-					},
-				},
-			},
-			"request_timeout": str("Time limit of one API request, response included (`30s`, `2m`), also of a seed "+
-				"upload. Default `"+defaultRequestTimeout+"`.",
-				false, false, validators.Duration()),
-			"max_requests_in_flight": schema.Int64Attribute{
-				Description: fmt.Sprintf("Most API requests this provider instance runs at once, 1 to 64. Default %d.", defaultMaxInFlight),
-				MarkdownDescription: fmt.Sprintf("Most API requests this provider instance runs at once, `1` to `64`. "+
-					"Default `%d`.", defaultMaxInFlight),
-				Optional:   true,
-				Validators: []validator.Int64{int64validator.Between(1, 64)},
-			},
-			"vendor_data": str("cloud-init vendor-data added to every new VM's seed ISO, joined with the agent "+
-				"install script when `install_guest_agent` is on. Sensitive. A change affects only VMs created afterwards.",
-				false, true),
-			"install_guest_agent": schema.BoolAttribute{
-				Description: plain("Install and start `qemu-guest-agent` at first boot through vendor-data " +
-					"(needs a package mirror); the provider reads addresses through the agent. Default `true`; with " +
-					"`false` the template must ship the agent."),
-				MarkdownDescription: "Install and start `qemu-guest-agent` at first boot through vendor-data (needs a " +
-					"package mirror); the provider reads addresses through the agent. Default `true`; with `false` the template must ship the agent.",
-				Optional: true,
-			},
-			"cloud_init_digest_key": cloudInitDigestKeyAttribute(),
-			"uid_namespace": str(fmt.Sprintf("Where a create looks for its VMID: the VMIDs derive from the VM's name "+
-				"and this value, so an interrupted create is resumed by the next apply in the same namespace. VMs are "+
-				"not shared either way: each gets a random `uid`. Up to %d letters, digits, `_`, `.` or `-`; default `\"\"`.", maxUIDNamespace),
-				false, false,
-				stringvalidator.LengthAtMost(maxUIDNamespace),
-				stringvalidator.RegexMatches(uidNSRE, "must be letters, digits, '_', '.' or '-'")),
+		Attributes: mergeAttributes(connectionAttributes(), placementAttributes(), catalogueAttributes(), guestAttributes()),
+	}
+}
+
+// providerString is a provider attribute of type string described by md.
+func providerString(md string, required, sensitive bool, v ...validator.String) schema.StringAttribute {
+	return schema.StringAttribute{
+		Description: plain(md), MarkdownDescription: md,
+		Required: required, Optional: !required, Sensitive: sensitive, Validators: v,
+	}
+}
+
+// mergeAttributes is the union of the attribute maps in ms.
+func mergeAttributes(ms ...map[string]schema.Attribute) map[string]schema.Attribute {
+	out := map[string]schema.Attribute{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// connectionAttributes are the provider's attributes for reaching the API: the endpoint, the
+// token, TLS and the request limits.
+func connectionAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"endpoint": providerString("Proxmox VE API URL, `https://<host>:8006`; without a port, `8006` is used. The host must "+
+			"be named in the node certificate. Falls back to `"+envEndpoint+"`; one of the two is required.",
+			false, false, validators.HTTPSURL()),
+		"api_token": providerString("API token `<user>@<realm>!<tokenid>=<secret>`. Falls back to `"+envAPIToken+"` when "+
+			"neither `api_token` nor `api_token_file` is set. Sensitive.",
+			false, true, validators.APIToken()),
+		"api_token_file": providerString("Path of a file holding the API token on one line, read on every request (a rotated "+
+			"token needs no restart). Conflicts with `api_token`.",
+			false, false, stringvalidator.LengthAtLeast(1), stringvalidator.ConflictsWith(path.MatchRoot("api_token"))),
+		"ca_file": providerString("Path of a PEM bundle to verify the server certificate with, e.g. a copy of "+
+			"`/etc/pve/pve-root-ca.pem`. Without `ca_file` and `ca_pem`, the system roots. Conflicts with `ca_pem`.",
+			false, false, stringvalidator.LengthAtLeast(1)),
+		"ca_pem": providerString("PEM-encoded CA certificates to verify the server certificate with (the content of `pve-root-ca.pem`). "+
+			"Conflicts with `ca_file`.",
+			false, false, validators.PEMCertificates(), stringvalidator.ConflictsWith(path.MatchRoot("ca_file"))),
+		"insecure": schema.BoolAttribute{
+			Description: plain("Skip TLS certificate verification (logged as a warning). Default `false`. " +
+				"Falls back to `" + envInsecure + "`, ignored when a CA is set."),
+			MarkdownDescription: "Skip TLS certificate verification (logged as a warning). Default `false`. Falls " +
+				"back to `" + envInsecure + "`, ignored when a CA is set.",
+			Optional: true,
 		},
+		"request_timeout": providerString("Time limit of one API request, response included (`30s`, `2m`), also of a seed "+
+			"upload. Default `"+defaultRequestTimeout+"`.",
+			false, false, validators.Duration()),
+		"max_requests_in_flight": schema.Int64Attribute{
+			Description: fmt.Sprintf("Most API requests this provider instance runs at once, 1 to 64. Default %d.", defaultMaxInFlight),
+			MarkdownDescription: fmt.Sprintf("Most API requests this provider instance runs at once, `1` to `64`. "+
+				"Default `%d`.", defaultMaxInFlight),
+			Optional:   true,
+			Validators: []validator.Int64{int64validator.Between(1, 64)},
+		},
+	}
+}
+
+// placementAttributes are the provider's attributes for where new VMs go: nodes, storages,
+// network defaults, pool and VMIDs.
+func placementAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"nodes": schema.ListAttribute{
+			Description: plain("Names of the Proxmox nodes VMs may be placed on, as `pvecm nodes` shows " +
+				"them (e.g. `pve1`), not addresses. A VM without `node` is placed on one of them: see the [multi-node guide](guides/multi-node.md)."),
+			MarkdownDescription: "Names of the Proxmox nodes VMs may be placed on, as `pvecm nodes` shows them " +
+				"(e.g. `pve1`), not addresses. A VM without `node` is placed on one of them: see the [multi-node guide](guides/multi-node.md).",
+			ElementType: types.StringType,
+			Required:    true,
+			Validators: []validator.List{
+				listvalidator.SizeAtLeast(1),
+				listvalidator.UniqueValues(),
+				listvalidator.ValueStringsAre(validators.NodeName()),
+			},
+		},
+		"iso_storage": providerString("Storage id (ISO content) that receives each VM's [seed ISO](#glossary), on every "+
+			"node. No default: the token needs `Datastore.Allocate` there, so use a storage of its own.",
+			true, false, validators.StorageID()),
+		"storage": providerString("Storage id the clones' disks go to. Default: the template's own storage. "+
+			"A Proxmox storage id (`pve-storage-id`).",
+			false, false, validators.StorageID()),
+		"bridge": providerString("Default bridge for the VMs' `net0` (e.g. `vmbr0`). Default: as cloned from the template.",
+			false, false, validators.BridgeID()),
+		"pool": providerString("Default Proxmox pool new VMs are cloned into, so a token granted on `/pool/<pool>` suffices "+
+			"(see the [setup guide](guides/proxmox-setup.md)). Default: no pool.",
+			false, false, validators.PoolID(false)),
+		"vlan_tag": schema.Int64Attribute{
+			Description:         "Default VLAN tag for the VMs' net0, 1 to 4094. Default: as cloned from the template.",
+			MarkdownDescription: "Default VLAN tag for the VMs' `net0`, `1` to `4094`. Default: as cloned from the template.",
+			Optional:            true,
+			Validators:          []validator.Int64{int64validator.Between(1, 4094)},
+		},
+		"vmid_range": schema.SingleNestedAttribute{
+			Description: plain(fmt.Sprintf("VMIDs new VMs are allocated from; see [VMIDs](#vmids). "+
+				"Default `%d` to `%d`, `min` at least `%d`.", defaultVMIDMin, defaultVMIDMax, minVMID)),
+			MarkdownDescription: fmt.Sprintf("VMIDs new VMs are allocated from; see [VMIDs](#vmids). Default `%d` "+
+				"to `%d`, `min` at least `%d`.", defaultVMIDMin, defaultVMIDMax, minVMID),
+			Optional: true,
+			Attributes: map[string]schema.Attribute{
+				"min": schema.Int64Attribute{
+					Description: "Lowest VMID (inclusive), at least 100.", MarkdownDescription: "Lowest VMID (inclusive), at least `100`.",
+					Required:   true,
+					Validators: []validator.Int64{int64validator.Between(minVMID, maxVMID)},
+				},
+				"max": schema.Int64Attribute{
+					Description: "Highest VMID (inclusive), at most 999999999.", MarkdownDescription: "Highest VMID (inclusive), at most `999999999`.",
+					Required:   true,
+					Validators: []validator.Int64{int64validator.Between(minVMID, maxVMID)},
+				},
+			},
+		},
+	}
+}
+
+// catalogueAttributes are the provider's catalogues: the templates and the machine types a proxy_vm names.
+func catalogueAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"templates": schema.MapAttribute{
+			Description: "Catalogue of templates: key (what proxy_vm's image names) to the VMID of a " +
+				"Proxmox template to clone, at least 100. At least one entry.",
+			MarkdownDescription: "Catalogue of templates: key (what `proxy_vm`'s `image` names) to the VMID of a " +
+				"Proxmox template to clone, at least `100`. At least one entry; keys match `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`.",
+			ElementType: types.Int64Type,
+			Required:    true,
+			Validators: []validator.Map{
+				mapvalidator.SizeAtLeast(1),
+				mapvalidator.KeysAre(stringvalidator.RegexMatches(catalogKeyRE, "must be a catalogue key: a "+
+					"letter or digit, then letters, digits, '_', '.' or '-'")),
+				mapvalidator.ValueInt64sAre(int64validator.Between(minVMID, maxVMID)),
+			},
+		},
+		"machine_types": schema.MapNestedAttribute{
+			Description: "Catalogue of machine types: key (what proxy_vm's machine_type names) to cores, " +
+				"memory and optionally a disk size. At least one entry.",
+			MarkdownDescription: "Catalogue of machine types: key (what `proxy_vm`'s `machine_type` names) to " +
+				"`cores`, `memory_mib` and optionally `disk_gib`. At least one entry; keys match `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`.",
+			Required: true,
+			Validators: []validator.Map{
+				mapvalidator.SizeAtLeast(1),
+				mapvalidator.KeysAre(stringvalidator.RegexMatches(catalogKeyRE, "must be a catalogue key: a "+
+					"letter or digit, then letters, digits, '_', '.' or '-'")),
+			},
+			NestedObject: schema.NestedAttributeObject{
+				Attributes: map[string]schema.Attribute{
+					"cores": schema.Int64Attribute{
+						Description: "Virtual CPU cores, above 0.", MarkdownDescription: "Virtual CPU cores, above `0`.",
+						Required: true, Validators: []validator.Int64{int64validator.Between(1, 1024)},
+					},
+					"memory_mib": schema.Int64Attribute{
+						Description: "Memory in MiB, above 0.", MarkdownDescription: "Memory in MiB, above `0`.",
+						Required: true, Validators: []validator.Int64{int64validator.Between(1, 64*1024*1024)},
+					},
+					"disk_gib": schema.Int64Attribute{
+						Description: "Boot disk size in GiB, 0 or more; the template's disk is grown to " +
+							"it when it is smaller. Unset or 0: the template's size.",
+						MarkdownDescription: "Boot disk size in GiB, `0` or more; the template's disk is grown to " +
+							"it when it is smaller. Unset or `0`: the template's size.",
+						Optional: true, Validators: []validator.Int64{int64validator.Between(0, 128*1024)},
+					},
+				},
+			},
+		},
+	}
+}
+
+// guestAttributes are the provider's attributes for what every new VM gets: vendor-data, the
+// guest agent, the digest key and the uid namespace.
+func guestAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"vendor_data": providerString("cloud-init vendor-data added to every new VM's seed ISO, joined with the agent "+
+			"install script when `install_guest_agent` is on. Sensitive. A change affects only VMs created afterwards.",
+			false, true),
+		"install_guest_agent": schema.BoolAttribute{
+			Description: plain("Install and start `qemu-guest-agent` at first boot through vendor-data " +
+				"(needs a package mirror); the provider reads addresses through the agent. Default `true`; with " +
+				"`false` the template must ship the agent."),
+			MarkdownDescription: "Install and start `qemu-guest-agent` at first boot through vendor-data (needs a " +
+				"package mirror); the provider reads addresses through the agent. Default `true`; with `false` the template must ship the agent.",
+			Optional: true,
+		},
+		"cloud_init_digest_key": cloudInitDigestKeyAttribute(),
+		"uid_namespace": providerString(fmt.Sprintf("Where a create looks for its VMID: the VMIDs derive from the VM's name "+
+			"and this value, so an interrupted create is resumed by the next apply in the same namespace. VMs are "+
+			"not shared either way: each gets a random `uid`. Up to %d letters, digits, `_`, `.` or `-`; default `\"\"`.", maxUIDNamespace),
+			false, false,
+			stringvalidator.LengthAtMost(maxUIDNamespace),
+			stringvalidator.RegexMatches(uidNSRE, "must be letters, digits, '_', '.' or '-'")),
 	}
 }
 
@@ -308,23 +348,9 @@ func known(v interface {
 
 func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
 	ctx = maskContext(ctx)
-	if unknown := unknownAttributes(req.Config.Raw); len(unknown) > 0 {
-		if req.ClientCapabilities.DeferralAllowed {
-			resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
-			return
-		}
-		for _, name := range unknown {
-			detail := fmt.Sprintf("The provider cannot be configured while %s is unknown (it depends on a value known only after apply). "+
-				"Set it to a value known at plan time, or apply the resources it depends on first (terraform apply -target=...).", name)
-			if name == unknownBlock {
-				resp.Diagnostics.AddError("Unknown provider configuration value", detail)
-				continue
-			}
-			resp.Diagnostics.AddAttributeError(path.Root(name), "Unknown provider configuration value", detail)
-		}
+	if deferUnknown(req, resp) {
 		return
 	}
-
 	var m providerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
 	if resp.Diagnostics.HasError() {
@@ -385,6 +411,35 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 	resp.ListResourceData = data // the proxy_vm list resource (proxy_vm_list.go)
 	resp.ActionData = data       // proxy_orphan_cleanup (orphan_cleanup_action.go)
 
+	logConfigured(ctx, cfg)
+}
+
+// deferUnknown handles a configuration with a value not known at plan time: the configure is
+// deferred when Terraform allows it, else each unknown attribute is an error. It reports
+// whether the configure stops there.
+func deferUnknown(req provider.ConfigureRequest, resp *provider.ConfigureResponse) bool {
+	unknown := unknownAttributes(req.Config.Raw)
+	if len(unknown) == 0 {
+		return false
+	}
+	if req.ClientCapabilities.DeferralAllowed {
+		resp.Deferred = &provider.Deferred{Reason: provider.DeferredReasonProviderConfigUnknown}
+		return true
+	}
+	for _, name := range unknown {
+		detail := fmt.Sprintf("The provider cannot be configured while %s is unknown (it depends on a value known only after apply). "+
+			"Set it to a value known at plan time, or apply the resources it depends on first (terraform apply -target=...).", name)
+		if name == unknownBlock {
+			resp.Diagnostics.AddError("Unknown provider configuration value", detail)
+			continue
+		}
+		resp.Diagnostics.AddAttributeError(path.Root(name), "Unknown provider configuration value", detail)
+	}
+	return true
+}
+
+// logConfigured logs the resolved configuration, without its secrets.
+func logConfigured(ctx context.Context, cfg resolvedConfig) {
 	tflog.Debug(ctx, "provider configured", map[string]any{
 		"endpoint":               cfg.Endpoint,
 		"token_source":           cfg.TokenSource,
@@ -404,6 +459,7 @@ func (p *proxyProvider) Configure(ctx context.Context, req provider.ConfigureReq
 		"install_guest_agent":    cfg.InstallGuestAgent,
 		"uid_namespace":          cfg.UIDNamespace,
 	})
+
 }
 
 func (p *proxyProvider) userAgent(tfVersion string) string {

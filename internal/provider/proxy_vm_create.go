@@ -37,22 +37,11 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 
 	createdAt := time.Now().UTC().Truncate(time.Second)
-	spec := specFor(plan, r.cfg(), createdAt)
-	// The VM's own uid, random per VM; where its VMID is looked for stays the name's
-	// (uidFor), so an interrupted create of this name is found and taken over.
-	uid, err := newUID()
+	spec, err := r.createSpec(plan, config, createdAt)
 	if err != nil {
 		resp.Diagnostics.AddError("Unable to create proxy VM", err.Error())
 		return
 	}
-	spec.UID = uid
-	spec.Namespace = r.cfg().UIDNamespace
-	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
-	// The digest of a write-only cloud-init is keyed by the uid: after it is minted.
-	applyCloudInitWO(&spec, config, r.cfg())
-	// Terraform killed (kill -9): its answer would never be saved, so the mark is left
-	// "creating" for the next apply, even before the closed connection cancels ctx.
-	spec.Abandoned = func() bool { return parentGone(startedBy) }
 	// A takeover, or a VM whose creating mark failed the proof, is said whatever the outcome.
 	report := &proxmox.CreateReport{}
 	spec.Report = report
@@ -64,32 +53,9 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 		"cloud_init_bytes": len(spec.UserData), "network_config_bytes": networkBytes(spec), "timeout": timeout.String(),
 	})
 
-	// The VMID goes into the state the moment it is known: from then on an error or an
-	// interrupt leaves a tainted resource (replaced by the next apply), never an untracked VM.
-	var mu sync.Mutex
-	var allocated *proxmox.ID
-	onAllocated := func(id proxmox.ID, node string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if id.VMID == 0 {
-			// The backend holds no VM of its own any more (no free VMID, or its VM taken
-			// over by another apply): no state entry may point at another guest.
-			allocated = nil
-			resp.State.RemoveResource(ctx)
-			tflog.Info(ctx, "proxy VM holds no VMID of its own, removed from the state", map[string]any{"name": spec.Name})
-			return
-		}
-		allocated = &id
-		partial := partialState(plan, id, node, spec.UID, createdAt)
-		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
-		resp.Diagnostics.Append(setState(ctx, &resp.State, &partial)...)
-		resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: r.data.backend.SeedVolID(spec.Name, spec.UID), put: node})...)
-		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
-	}
-	vm, err := r.data.backend.Create(ctx, spec, onAllocated)
-	mu.Lock()
-	id := allocated
-	mu.Unlock()
+	alloc := &allocation{}
+	vm, err := r.data.backend.Create(ctx, spec, r.onAllocated(ctx, resp, alloc, plan, spec, createdAt))
+	id := alloc.get()
 	if err != nil {
 		vmid, note := createFailureNote(id, err)
 		tflog.Error(ctx, "proxy VM create failed", map[string]any{"name": spec.Name, "vmid": vmid, "node": spec.Node, "error": err.Error()})
@@ -115,4 +81,61 @@ func (r *proxyVMResource) Create(ctx context.Context, req resource.CreateRequest
 	warnRecentPassed(&resp.Diagnostics, spec.Name, final, createdAt, timeout)
 	tflog.Info(ctx, "proxy VM created", map[string]any{
 		"name": final.ID.Name, "vmid": final.ID.VMID, "node": final.Node, "status": string(final.State), "ip": final.IP})
+}
+
+// createSpec is the backend's Spec for a create of plan, with the VM's own uid, random per VM:
+// where its VMID is looked for stays the name's (uidFor), so an interrupted create of this
+// name is found and taken over.
+func (r *proxyVMResource) createSpec(plan, config proxyVMModel, createdAt time.Time) (proxmox.Spec, error) {
+	spec := specFor(plan, r.cfg(), createdAt)
+	uid, err := newUID()
+	if err != nil {
+		return spec, err
+	}
+	spec.UID = uid
+	spec.Namespace = r.cfg().UIDNamespace
+	spec.AllocKey = uidFor(spec.Namespace, spec.Name)
+	// The digest of a write-only cloud-init is keyed by the uid: after it is minted.
+	applyCloudInitWO(&spec, config, r.cfg())
+	// Terraform killed (kill -9): its answer would never be saved, so the mark is left
+	// "creating" for the next apply, even before the closed connection cancels ctx.
+	spec.Abandoned = func() bool { return parentGone(startedBy) }
+	return spec, nil
+}
+
+// allocation is the VMID a create holds, as its onAllocated hook last saw it.
+type allocation struct {
+	mu sync.Mutex
+	id *proxmox.ID
+}
+
+func (a *allocation) get() *proxmox.ID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.id
+}
+
+// onAllocated is the backend's hook for a create's VMID: it goes into the state the moment it
+// is known, so that from then on an error or an interrupt leaves a tainted resource (replaced
+// by the next apply), never an untracked VM.
+func (r *proxyVMResource) onAllocated(ctx context.Context, resp *resource.CreateResponse, a *allocation, plan proxyVMModel,
+	spec proxmox.Spec, createdAt time.Time) func(proxmox.ID, string) {
+	return func(id proxmox.ID, node string) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if id.VMID == 0 {
+			// The backend holds no VM of its own any more (no free VMID, or its VM taken
+			// over by another apply): no state entry may point at another guest.
+			a.id = nil
+			resp.State.RemoveResource(ctx)
+			tflog.Info(ctx, "proxy VM holds no VMID of its own, removed from the state", map[string]any{"name": spec.Name})
+			return
+		}
+		a.id = &id
+		partial := partialState(plan, id, node, spec.UID, createdAt)
+		partial.CloudInitDigest = stringOrNull(spec.UserDataDigest)
+		resp.Diagnostics.Append(setState(ctx, &resp.State, &partial)...)
+		resp.Diagnostics.Append(writeSeed(ctx, nil, resp.Private, seedWrite{volid: r.data.backend.SeedVolID(spec.Name, spec.UID), put: node})...)
+		tflog.Info(ctx, "proxy VM allocated, saved in state", map[string]any{"name": id.Name, "vmid": id.VMID, "node": node})
+	}
 }

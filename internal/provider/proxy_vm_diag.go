@@ -52,13 +52,23 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 		}
 		return b.String()
 	}
+	writeAdvice(&b, op, err)
+	if note != "" {
+		b.WriteString("\n\n")
+		b.WriteString(note)
+	}
+	return b.String()
+}
+
+// writeAdvice writes what to do about err from op, worded by its class and sentinel.
+func writeAdvice(b *strings.Builder, op string, err error) {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		key := op
 		if op == "import" || op == "refresh" {
 			key = "read"
 		}
-		fmt.Fprintf(&b, "The %s ran out of time (timeouts.%s). This may succeed if retried, or with a longer timeout.", op, key)
+		fmt.Fprintf(b, "The %s ran out of time (timeouts.%s). This may succeed if retried, or with a longer timeout.", op, key)
 	case errors.Is(err, context.Canceled):
 		b.WriteString("The operation was interrupted (Ctrl-C, or the run was cancelled) and stopped where it was")
 		if op == "create" {
@@ -106,11 +116,6 @@ func vmErrorDetailFor(d *providerData, op, name string, vmid int, err error, not
 			b.WriteString("This may succeed if retried: run the same command again.")
 		}
 	}
-	if note != "" {
-		b.WriteString("\n\n")
-		b.WriteString(note)
-	}
-	return b.String()
 }
 
 // notOursAdvice is what a refusal of a VM not shown to be the resource's (ErrNotOurs)

@@ -35,7 +35,8 @@ const newInstanceInGuest = "cloud-init then treats the boot as a new instance: i
 // replacement (seedReplace: what planCloudInitDigest and planNetwork decided) and says in
 // the plan what the apply does: a restart (a warning, the addresses unknown except a static
 // one), or a new seed left for the next start. It returns whether the update swaps the seed.
-func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMModel, seedReplace []path.Path) (replace []path.Path, reseed bool, diags diag.Diagnostics) {
+func planReseed(ctx context.Context, config proxyVMModel, plan, prior *proxyVMModel, seedReplace []path.Path) (
+	replace []path.Path, reseed bool, diags diag.Diagnostics) {
 	if prior == nil || len(seedReplace) == 0 {
 		return seedReplace, false, nil
 	}
@@ -88,27 +89,14 @@ func readReseed(ctx context.Context, p privateGetter) bool {
 	return reseed
 }
 
-// readSeedDrift is what a refresh does when a seed swap (decision: seed-swap) was cut off
-// after it changed the VM: a kill -9, an interrupt or a lost answer, so that Terraform kept
-// the prior state (and, after a kill, dropped the private state). The signs, each from
-// state only this provider writes:
-//
-//   - ide2 names another generation of this VM's seeds than the state's seed_generation
-//     (without one, a state saved before it, than the private state's record): the swap's
-//     config write landed;
-//   - the mark says a swap was under way and a seed of this VM's uid that ide2 does not
-//     name is on storage (leftovers, proxmox.Backend.SwapLeftovers): the swap was killed
-//     before its config write;
-//   - with neither generation known, the mark's user-data digest is not the state's.
-//
-// The state's cloud-init is then not known to be what the VM's seed carries, nor whether
-// the guest was restarted on it. The refresh reports the cloud-init as not known
-// (cloud_init and cloud_init_digest null, the import marker's cloud_init dropped so that a
-// text set now is no first value recorded in place), so the plan swaps the seed again for
-// one with the configured cloud-init, which deletes what the cut-off swap left, and
-// restarts the VM on it, or replaces the VM (cloud_init_change = "replace"); a warning says
-// why. seed_generation becomes the one ide2 names. Read changes nothing in Proxmox.
-func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, leftovers []string, diags *diag.Diagnostics) {
+// readSeedDrift is what a refresh does when a seed swap was cut off after it changed the VM
+// (a kill -9, an interrupt, a lost answer: Terraform kept the prior state), told by ide2, the
+// mark's swap line with leftovers on storage, or the mark's digest (decision: seed-swap). The
+// state's cloud-init is then not known to be what the seed carries, so it is nulled and a
+// warning says why: the plan swaps the seed again (or replaces the VM). Read changes nothing
+// in Proxmox.
+func readSeedDrift(ctx context.Context, in privateGetter, out privateSetter, state *proxyVMModel, vm proxmox.VM, leftovers []string,
+	diags *diag.Diagnostics) {
 	name, uid := vm.ID.Name, state.UID.ValueString()
 	now, nowOK := proxmox.SeedGeneration(vm.Seed, name, uid)
 	prior := state.SeedGeneration
@@ -151,7 +139,8 @@ func seedOfGeneration(ctx context.Context, in privateGetter, name, uid string, g
 
 // seedDrift says which sign of a cut-off seed swap the refresh found (readSeedDrift); ""
 // for none. prior is the state's seed_generation before the refresh.
-func seedDrift(ctx context.Context, in privateGetter, state proxyVMModel, prior types.Int64, vm proxmox.VM, now int, nowOK bool, leftovers []string) string {
+func seedDrift(ctx context.Context, in privateGetter, state proxyVMModel, prior types.Int64, vm proxmox.VM, now int, nowOK bool,
+	leftovers []string) string {
 	name, uid := vm.ID.Name, state.UID.ValueString()
 	want, wantOK := knownInt(prior)
 	recorded := ""

@@ -90,14 +90,7 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		refuseUnboundDestroy(ctx, req, resp)
 		return
 	}
-	var plan, config proxyVMModel
-	resp.Diagnostics.Append(getPlan(ctx, req.Plan, &plan)...)
-	resp.Diagnostics.Append(getConfig(ctx, req.Config, &config)...)
-	var prior *proxyVMModel
-	if !req.State.Raw.IsNull() {
-		prior = &proxyVMModel{}
-		resp.Diagnostics.Append(getState(ctx, req.State, prior)...)
-	}
+	plan, config, prior := planModels(ctx, req, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -129,29 +122,57 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	resp.Diagnostics.Append(writeReseed(ctx, resp.Private, reseed)...)
-	// A create: check at plan time what the cluster must provide (node, storages, template,
-	// bridge, disk size), once per provider instance, so that a mistake fails the plan on
-	// its attribute instead of a clone at apply.
-	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", replacesExisting(ctx, req.Private), config, plan, &resp.Diagnostics) {
+	if !r.planPreflights(ctx, req.Private, config, plan, prior, &resp.Diagnostics) {
 		return
 	}
-	if vmHAWrites(prior, plan) { // ha_preflight.go
-		vmid, _ := knownInt(plan.VMID)
-		if haPreflight(r.data.withLogging(ctx), r.data, vmLabelFor("plan", plan.Name.ValueString(), vmid), &resp.Diagnostics); resp.Diagnostics.HasError() {
-			return
-		}
-	}
 	resp.RequiresReplace = append(resp.RequiresReplace, replace...)
-	// A replacement makes a new VM, bound from its create: no in-place warning holds.
-	replaces := replacesVM(replace, prior, &plan) // proxy_vm_replace_warnings.go
-	resp.Diagnostics = withoutInPlaceWarnings(resp.Diagnostics, replaces)
-	resp.Diagnostics.Append(agentOffWarning(prior)...)
-	if !replaces {
-		drift, diags := readMarkDrift(ctx, req.Private)
-		resp.Diagnostics.Append(diags...)
-		resp.Diagnostics.Append(planBinding(&plan, prior, drift)...) // vm_identity_facet.go
-	}
+	planReplaceOrBind(ctx, req.Private, replace, prior, &plan, &resp.Diagnostics)
 	resp.Diagnostics.Append(setPlan(ctx, &resp.Plan, &plan)...)
+}
+
+// planModels reads a plan's planned and configured models and the prior state's, nil for a
+// create.
+func planModels(ctx context.Context, req resource.ModifyPlanRequest, diags *diag.Diagnostics) (plan, config proxyVMModel,
+	prior *proxyVMModel) {
+	diags.Append(getPlan(ctx, req.Plan, &plan)...)
+	diags.Append(getConfig(ctx, req.Config, &config)...)
+	if !req.State.Raw.IsNull() {
+		prior = &proxyVMModel{}
+		diags.Append(getState(ctx, req.State, prior)...)
+	}
+	return plan, config, prior
+}
+
+// planPreflights checks at plan time what the cluster must provide for a create (node,
+// storages, template, bridge, disk size; decision: preflight), once per provider instance, and
+// the token's HA privileges for a plan that writes HA (ha_preflight.go), so that a mistake
+// fails the plan on its attribute instead of the apply. It reports whether the plan goes on.
+func (r *proxyVMResource) planPreflights(ctx context.Context, private privateGetter, config, plan proxyVMModel,
+	prior *proxyVMModel, diags *diag.Diagnostics) bool {
+	if prior == nil && !r.preflight(r.data.withLogging(ctx), "plan", replacesExisting(ctx, private), config, plan, diags) {
+		return false
+	}
+	if vmHAWrites(prior, plan) {
+		vmid, _ := knownInt(plan.VMID)
+		haPreflight(r.data.withLogging(ctx), r.data, vmLabelFor("plan", plan.Name.ValueString(), vmid), diags)
+		return !diags.HasError()
+	}
+	return true
+}
+
+// planReplaceOrBind finishes the diagnostics of a plan that replace decides: a replacement
+// makes a new VM, bound from its create, so no in-place warning holds
+// (proxy_vm_replace_warnings.go); an in-place plan checks the binding (vm_identity_facet.go).
+func planReplaceOrBind(ctx context.Context, private privateGetter, replace path.Paths, prior, plan *proxyVMModel,
+	diags *diag.Diagnostics) {
+	replaces := replacesVM(replace, prior, plan)
+	*diags = withoutInPlaceWarnings(*diags, replaces)
+	diags.Append(agentOffWarning(prior)...)
+	if !replaces {
+		drift, d := readMarkDrift(ctx, private)
+		diags.Append(d...)
+		diags.Append(planBinding(plan, prior, drift)...)
+	}
 }
 
 func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -211,17 +232,7 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	resp.Diagnostics.Append(recordNodeIfAbsent(ctx, req.Private, resp.Private, state.Node)...)
-	if vm.PoolUnverified {
-		resp.Diagnostics.AddWarning(poolUnverifiedWarning(vm))
-	}
-	if vm.StatusUnknown {
-		resp.Diagnostics.AddWarning("Proxy VM status not known yet",
-			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
-				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
-	}
-	if vm.HAUnread {
-		resp.Diagnostics.Append(haUnreadWarning(id, vm)) // vm_ha.go
-	}
+	resp.Diagnostics.Append(readWarnings(id, vm)...)
 	priorNode := state.Node.ValueString()
 	r.fillAddress(ctx, state, &vm)
 	// cores and memory_mib are what the VM runs with (a value pending in its config shows
@@ -245,6 +256,24 @@ func (r *proxyVMResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(writePower(ctx, resp.Private, vm)...)
 	resp.Diagnostics.Append(recordMarkDrift(ctx, resp.Private, vm)...) // vm_identity_facet.go
 	resp.Diagnostics.Append(writeGone(ctx, resp.Private, "")...)
+}
+
+// readWarnings are the warnings of a refresh that read vm only in part: its pool, its status
+// or its HA resource not known.
+func readWarnings(id proxmox.ID, vm proxmox.VM) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if vm.PoolUnverified {
+		diags.AddWarning(poolUnverifiedWarning(vm))
+	}
+	if vm.StatusUnknown {
+		diags.AddWarning("Proxy VM status not known yet",
+			fmt.Sprintf("%s: node %s has not reported the VM's status yet (it is new, or the node's status service lags); "+
+				"the status and address saved by the last apply are kept for this plan.", vmLabel(id.Name, id.VMID), vm.Node))
+	}
+	if vm.HAUnread {
+		diags.Append(haUnreadWarning(id, vm)) // vm_ha.go
+	}
+	return diags
 }
 
 // fillAddress asks the guest agent once for the addresses of a running VM whose state has

@@ -205,17 +205,10 @@ func hotplugStepDiag(name string, want int, hugepages1G bool, sockets int) strin
 	}
 }
 
-// powerChanges passes the restart settings to the backend. A shutdown_timeout set in the
-// configuration is at most half of the update timeout (validatePower); the default may be
-// more, with timeouts.update below 4m, and then half of the update timeout is the
-// shutdown's, as the attribute's description says.
-//
-// A configured value that the config's pending section contradicts is sent even when the
-// plan does not change it, so that the config write before any power-off (a restart, a
-// shutdown for started = false) writes it and Proxmox drops the pending value, rather
-// than applying it at the start.
-//
-// A memory hotplug that Proxmox refuses during the update is a warning on memory_mib.
+// powerChanges passes the restart settings to the backend: shutdown_timeout, at most half of
+// the update timeout (validatePower); a configured value the config's pending section
+// contradicts, so that the write before any power-off makes Proxmox drop the pending value
+// (decision: update-in-place); a memory hotplug Proxmox refuses is a warning on memory_mib.
 func powerChanges(c *proxmox.Changes, plan proxyVMModel, update time.Duration, rec powerRecord, diags *diag.Diagnostics) {
 	name := plan.Name.ValueString()
 	c.Notify = func(msg string) {

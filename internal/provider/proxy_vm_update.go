@@ -42,29 +42,12 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	waitIP := plan.WaitForIP.IsNull() || plan.WaitForIP.IsUnknown() || plan.WaitForIP.ValueBool()
 	changes.WaitForIP = waitIP
 	if waitIP && changes.Start && !changes.UserDataKnown && !restarts(prior.Status, changes) {
-		resp.Diagnostics.AddWarning("Guest agent of the imported proxy VM not known",
-			vmLabel(id.Name, id.VMID)+": the VM is started and its address waited for, but its cloud-init is not known (it was imported), "+
-				"so nothing says its guest has qemu-guest-agent: a start is not a first boot and installs nothing. If the agent does not answer "+
-				"within a few minutes of the start, the update fails saying so. Set wait_for_ip = false for a VM without the agent.")
+		resp.Diagnostics.Append(agentUnknownWarning(id))
 	}
 	fields := map[string]any{"name": id.Name, "vmid": id.VMID, "node": prior.Node.ValueString()}
 	if changed {
 		tflog.Info(ctx, "proxy VM update", withFields(fields, changeFields(changes)))
-		nctx, notes := proxmox.WithNotes(ctx)
-		err := r.data.backend.Update(nctx, id, changes)
-		for _, n := range notes.Lines() {
-			// What the update skipped on purpose (a seed ISO a VM or its snapshot still has).
-			resp.Diagnostics.AddWarning("Proxy VM update skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
-		}
-		if err != nil {
-			// Record what did change before the failure, so the next plan shows only the rest.
-			if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Instance: changes.Instance,
-				Pool: prior.Pool.ValueString(), HA: changes.HA != nil || !prior.HA.IsNull()}); gerr == nil {
-				state := prior
-				applyVM(&state, vm)
-				resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
-			}
-			r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
+		if !r.runUpdate(ctx, id, changes, prior, resp) {
 			return
 		}
 	}
@@ -95,6 +78,38 @@ func (r *proxyVMResource) Update(ctx context.Context, req resource.UpdateRequest
 	resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
 	recordUpdate(ctx, req, resp, prior, vm)
 	tflog.Info(ctx, "proxy VM updated", withFields(fields, map[string]any{"status": string(vm.State), "ip": vm.IP}))
+}
+
+// runUpdate sends changes to the backend and warns of what it skipped on purpose (a seed ISO
+// a VM or its snapshot still has). On a failure it saves what did change before it, so that
+// the next plan shows only the rest, and reports false.
+func (r *proxyVMResource) runUpdate(ctx context.Context, id proxmox.ID, changes proxmox.Changes, prior proxyVMModel,
+	resp *resource.UpdateResponse) bool {
+	nctx, notes := proxmox.WithNotes(ctx)
+	err := r.data.backend.Update(nctx, id, changes)
+	for _, n := range notes.Lines() {
+		resp.Diagnostics.AddWarning("Proxy VM update skipped a step", vmLabel(id.Name, id.VMID)+": "+r.redact(n)+".")
+	}
+	if err == nil {
+		return true
+	}
+	if vm, gerr := r.data.backend.Get(ctx, id, proxmox.GetOptions{FreshListing: true, UID: changes.UID, Instance: changes.Instance,
+		Pool: prior.Pool.ValueString(), HA: changes.HA != nil || !prior.HA.IsNull()}); gerr == nil {
+		state := prior
+		applyVM(&state, vm)
+		resp.Diagnostics.Append(setState(ctx, &resp.State, &state)...)
+	}
+	r.addVMError(&resp.Diagnostics, "update", id.Name, id.VMID, err, "")
+	return false
+}
+
+// agentUnknownWarning: an imported VM, whose cloud-init is not known, is started and its
+// address waited for, though nothing says its guest has the agent.
+func agentUnknownWarning(id proxmox.ID) diag.Diagnostic {
+	return diag.NewWarningDiagnostic("Guest agent of the imported proxy VM not known",
+		vmLabel(id.Name, id.VMID)+": the VM is started and its address waited for, but its cloud-init is not known (it was imported), "+
+			"so nothing says its guest has qemu-guest-agent: a start is not a first boot and installs nothing. If the agent does not answer "+
+			"within a few minutes of the start, the update fails saying so. Set wait_for_ip = false for a VM without the agent.")
 }
 
 // updateChanges is what an update asks the backend for: the plan's changes against the

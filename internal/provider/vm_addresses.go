@@ -14,17 +14,11 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// vmAddresses is the guest-addresses facet (vm_facet.go): where the guest answers (net0's
-// MAC address, the IPv4 and IPv6 addresses its guest agent reports and the interface
-// ip_address comes from) and whether the agent that reports them is on. All are read,
-// never set: the facet has no spec or changes. The addresses are read when the agent is
-// asked (create, a start or restart, import), kept by a refresh (which never asks the
-// agent) while the VM runs, null while it is stopped, and unknown in a plan that starts
-// or restarts it (planAddressesUnknown); with static_ipv4, ip_address is the static
-// address (vm_network.go).
-//
-// proxy_vms lists ip_address and the two address lists without it: its lists are empty,
-// not null, when there are none, and it has no interface, MAC address or agent flag.
+// vmAddresses is the guest-addresses facet (vm_facet.go): net0's MAC address, the addresses
+// the guest agent reports and whether that agent is on. All are read, never set (no spec or
+// changes): asked of the agent on create, start and import, kept by a refresh while the VM
+// runs, unknown in a plan that starts it (decision: address-discovery); with static_ipv4,
+// ip_address is that address (vm_network.go).
 type vmAddresses struct {
 	facetBase                     // no spec, no changes
 	IPAddress        types.String `tfsdk:"ip_address"`
@@ -44,10 +38,11 @@ const addressesRead = "Null when the VM is stopped or its agent does not answer.
 // addressesAttrs are the guest-addresses facet's attributes.
 func addressesAttrs() []facetAttr {
 	return []facetAttr{{
-		name:   "ip_address",
-		md:     "The first routable IPv4 address the guest agent reports.",
-		change: "With `static_ipv4`, that address, known at plan time. Unknown in a plan that starts or restarts the VM (see [Addresses](#addresses)).",
-		read:   addressesRead,
+		name: "ip_address",
+		md:   "The first routable IPv4 address the guest agent reports.",
+		change: "With `static_ipv4`, that address, known at plan time. " +
+			"Unknown in a plan that starts or restarts the VM (see [Addresses](#addresses)).",
+		read: addressesRead,
 		resource: schema.StringAttribute{
 			Computed:      true,
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},

@@ -29,16 +29,11 @@ const minDigestKey = 16
 // digestPrefix names the digest's algorithm in the state and in the mark.
 const digestPrefix = "hmac-sha256:"
 
-// cloudInitDigest is the keyed digest of a VM's cloud-init user-data: HMAC-SHA256 under
-// the provider's cloud_init_digest_key over a fixed label, the VM's uid and the text.
-//
-// Why keyed: the digest sits in the VM's description (the mark) where anyone with
-// VM.Audit reads it, and in the state. A plain hash of a short cloud-init (a few lines
-// naming a proxy's upstream) could be guessed by hashing candidates; without the key it
-// cannot. Why the uid: two VMs with the same cloud-init get different digests, so the mark
-// does not tell which VMs share a configuration. The trade-off: the key must stay the same
-// for as long as the VMs live; a new key gives every cloud_init_wo VM a new digest, which
-// plans its replacement (visible in the plan, never silent).
+// cloudInitDigest is the keyed digest of a VM's cloud-init user-data: HMAC-SHA256 under the
+// provider's cloud_init_digest_key over a fixed label, the VM's uid and the text. Keyed, since
+// the mark that carries it is readable with VM.Audit and a short cloud-init could be guessed;
+// with the uid, so that equal texts do not show as equal. A new key gives every cloud_init_wo
+// VM a new digest, which plans its replacement (decision: mark-format).
 func cloudInitDigest(key, uid, text string) string {
 	m := hmac.New(sha256.New, []byte(key))
 	m.Write([]byte("proxy_vm cloud-init\x00"))

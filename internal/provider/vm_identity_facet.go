@@ -46,9 +46,10 @@ func identityFacetAttrs() []facetAttr {
 			PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 		},
 	}, {
-		name:   "name",
-		md:     "The VM's name and the guest's hostname.",
-		change: "A DNS label: lowercase letters, digits and hyphens, 1 to 63 characters. A change replaces the VM. Same-name VMs coexist, each with its own `uid`.",
+		name: "name",
+		md:   "The VM's name and the guest's hostname.",
+		change: "A DNS label: lowercase letters, digits and hyphens, 1 to 63 characters. A change replaces the VM. " +
+			"Same-name VMs coexist, each with its own `uid`.",
 		resource: schema.StringAttribute{
 			Required: true,
 			Validators: []validator.String{stringvalidator.RegexMatches(vmNameRE,

@@ -24,19 +24,11 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/proxmox"
 )
 
-// vmNetwork is the network facet (vm_facet.go): the VM's first NIC (net0), its bridge
-// and VLAN tag, changed in place, and the guest's network configuration through the
-// NoCloud seed's network-config: network_config (raw, byte for byte) or static_ipv4 (a
-// static address on the first NIC, rendered by the backend for the MAC Proxmox gives the
-// clone, proxmox.NetworkConfig). cloud-init applies network-config when an instance boots
-// for the first time (fact: nocloud-network-config), so a change of it replaces the VM (or
-// swaps the seed, proxy_vm_reseed.go): it has no changes. The mark keeps static_ipv4 whole
-// (proxmox.MarkKeyStaticIPv4), which an import reads back, and the digest of either
-// (proxmox.MarkKeyNetworkDigest), so an import can tell whether a configuration's raw
-// network_config is the one the VM was made with.
-//
-// The proxy_vm data source shows what is read back from a VM (vmNetworkReadable), not
-// network_config; proxy_vms lists none of it.
+// vmNetwork is the network facet (vm_facet.go): net0's bridge and VLAN tag, changed in place,
+// and the guest's network-config (network_config, or static_ipv4 rendered for the clone's MAC
+// by proxmox.NetworkConfig). cloud-init applies network-config at first boot only (fact:
+// nocloud-network-config), so its change replaces the VM or swaps the seed (decision:
+// seed-swap). The mark keeps static_ipv4 and a digest of either, for an import to compare.
 type vmNetwork struct {
 	vmNetworkReadable
 	NetworkConfig types.String `tfsdk:"network_config"`

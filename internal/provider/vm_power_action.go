@@ -21,15 +21,9 @@ import (
 var _ action.ActionWithConfigure = (*vmPowerAction)(nil)
 
 // vmPowerAction is proxy_vm_power (Terraform 1.14+): start, shut down, reboot or stop a
-// proxy_vm's VM, from `terraform apply -invoke` or a resource's action_trigger.
-//
-// Ownership: the action writes to a VM only when it is proved the resource's, by the rule
-// every write follows (ownedBy): the VM's config names it and its mark carries the
-// resource's uid. The id (vms/<vmid>/<name>) says where to look, not whose the VM is: a
-// VMID is reused once a VM is deleted, and another workspace's VM may have the same name
-// (and the same mark lines, but another uid). So the action takes the resource's uid too,
-// and a VM whose mark does not carry it (another uid, none, no mark) is refused with
-// nothing written.
+// proxy_vm's VM, from `terraform apply -invoke` or an action_trigger. It writes to a VM only
+// when ownedBy proves it the resource's, uid included: the id says where to look, not whose
+// the VM is (decision: instance-binding).
 type vmPowerAction struct{ data *providerData }
 
 // NewVMPowerAction is the proxy_vm_power factory.

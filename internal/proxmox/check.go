@@ -95,14 +95,7 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 	c.ISOStorage = b.cfg.ISOStorage
 	defer func() {
 		c.Ready = c.Reason == ReasonReachable
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox node checked", map[string]any{
-			"node": node, "reason": string(c.Reason), "ready": c.Ready,
-		})
-		tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox node check details", map[string]any{
-			"node": node, "message": c.Message, "pve_version": c.PVEVersion, "kernel": c.Kernel,
-			"token_id": c.TokenID, "iso_storage": c.ISOStorage, "templates": c.Templates,
-			"iso_storage_avail_gib": c.ISOStorageAvailGiB,
-		})
+		logNodeCheck(ctx, c)
 	}()
 	if tokenErr != nil {
 		c.Reason = ReasonCredentialsUnavailable
@@ -111,63 +104,38 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 	}
 	c.TokenID = tokenID
 
-	fail := func(step checkStep, err error) NodeCheck {
-		// The round's ctx ending is Timeout whatever the error says (a dial cut short by
-		// the deadline included): the guard is here, not in checkReason.
-		if ctx.Err() != nil {
-			c.Reason = ReasonTimeout
-			c.Message = fmt.Sprintf("the health check ran out of time %s of node %s", step, node)
-			return c
-		}
-		c.Reason = checkReason(step, err)
-		c.Message = fmt.Sprintf("%s of node %s: %v", step, node, err)
-		if d, ok := pveapi.PermissionDenied(err); ok && d.Path != "" {
-			// A read of the round refused: the privilege Proxmox named (Sys.Audit on the
-			// node, an ISO storage's Datastore.Audit...).
-			c.MissingPrivileges = []string{strings.ReplaceAll(d.Privilege, "|", " or ") + " on " + d.Path}
-		}
-		return c
-	}
-
 	v, err := b.api.Version(ctx)
 	if err != nil {
-		return fail(stepVersion, err)
+		return checkFailed(ctx, c, stepVersion, err)
 	}
 	c.PVEVersion = v.Version
 
 	ns, err := b.api.NodeStatus(ctx, node)
 	if err != nil {
-		return fail(stepNode, err)
+		return checkFailed(ctx, c, stepNode, err)
 	}
 	c.Kernel = kernelRelease(ns.KVersion)
 
 	st, err := b.api.StorageStatus(ctx, node, b.cfg.ISOStorage)
 	if err != nil {
-		return fail(stepStorage, err)
+		return checkFailed(ctx, c, stepStorage, err)
 	}
 	c.StorageAnswered = true
 	c.ISOStorageAvailGiB = bytesToGiB(st.Avail)
-	switch {
-	case st.Active != 1:
-		c.Reason = ReasonStorageNotFound
-		c.Message = fmt.Sprintf("ISO storage %s is not active on node %s", b.cfg.ISOStorage, node)
-		return c
-	case !slices.Contains(contentTypes(st.Content), "iso"):
-		c.Reason = ReasonStorageNotFound
-		c.Message = fmt.Sprintf("ISO storage %s on node %s does not hold iso content (content: %s)",
-			b.cfg.ISOStorage, node, st.Content)
+	if msg := isoStorageUnusable(st, b.cfg.ISOStorage, node); msg != "" {
+		c.Reason, c.Message = ReasonStorageNotFound, msg
 		return c
 	}
 
 	res, err := b.api.ClusterResources(ctx)
 	if err != nil {
-		return fail(stepTemplates, err)
+		return checkFailed(ctx, c, stepTemplates, err)
 	}
 	// Before the templates: a template the token may not see is missing from the listing,
 	// and the missing privilege says so better than "does not exist".
 	lacks, err := privs.run(ctx, b, res)
 	if err != nil {
-		return fail(stepPrivileges, err)
+		return checkFailed(ctx, c, stepPrivileges, err)
 	}
 	if len(lacks) > 0 {
 		c.Reason = ReasonForbidden
@@ -180,19 +148,7 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 			"guide shows", tokenID, strings.Join(parts, "; "))
 		return c
 	}
-	found, missing := checkTemplates(b.cfg.Templates, res)
-	// A template the listing shows must also pass the create's template checks (a Proxmox
-	// cloud-init drive, a disk on ide2...): every VM of it would fail at plan otherwise.
-	for _, k := range sortedTemplateKeys(b.cfg.Templates) {
-		vmid := b.cfg.Templates[k]
-		if r, ok := findResource(res, vmid); !ok || r.Type != "qemu" || r.Template != 1 {
-			continue // counted as missing above
-		}
-		if why := b.templateUnusable(ctx, vmid, res); why != "" {
-			found--
-			missing = append(missing, fmt.Sprintf("%s: %s", k, why))
-		}
-	}
+	found, missing := b.usableTemplates(ctx, res)
 	c.Templates = fmt.Sprintf("%d/%d", found, len(b.cfg.Templates))
 	if len(missing) > 0 {
 		c.Reason = ReasonTemplateNotFound
@@ -203,6 +159,67 @@ func (b *Backend) checkNode(ctx context.Context, node, tokenID string, tokenErr 
 	c.Message = fmt.Sprintf("node %s answers: Proxmox VE %s, ISO storage %s active with %.2f GiB free, %s templates found",
 		node, c.PVEVersion, b.cfg.ISOStorage, c.ISOStorageAvailGiB, c.Templates)
 	return c
+}
+
+// logNodeCheck logs a node's round: its verdict, and at trace level what it read.
+func logNodeCheck(ctx context.Context, c NodeCheck) {
+	tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox node checked", map[string]any{
+		"node": c.Name, "reason": string(c.Reason), "ready": c.Ready,
+	})
+	tflog.SubsystemTrace(ctx, LogSubsystem, "proxmox node check details", map[string]any{
+		"node": c.Name, "message": c.Message, "pve_version": c.PVEVersion, "kernel": c.Kernel,
+		"token_id": c.TokenID, "iso_storage": c.ISOStorage, "templates": c.Templates,
+		"iso_storage_avail_gib": c.ISOStorageAvailGiB,
+	})
+}
+
+// checkFailed is c after the request of step failed with err.
+func checkFailed(ctx context.Context, c NodeCheck, step checkStep, err error) NodeCheck {
+	// The round's ctx ending is Timeout whatever the error says (a dial cut short by
+	// the deadline included): the guard is here, not in checkReason.
+	if ctx.Err() != nil {
+		c.Reason = ReasonTimeout
+		c.Message = fmt.Sprintf("the health check ran out of time %s of node %s", step, c.Name)
+		return c
+	}
+	c.Reason = checkReason(step, err)
+	c.Message = fmt.Sprintf("%s of node %s: %v", step, c.Name, err)
+	if d, ok := pveapi.PermissionDenied(err); ok && d.Path != "" {
+		// A read of the round refused: the privilege Proxmox named (Sys.Audit on the
+		// node, an ISO storage's Datastore.Audit...).
+		c.MissingPrivileges = []string{strings.ReplaceAll(d.Privilege, "|", " or ") + " on " + d.Path}
+	}
+	return c
+}
+
+// isoStorageUnusable says why the ISO storage storage, as node reports it in st, cannot take
+// a seed ISO; "" when it can.
+func isoStorageUnusable(st pveapi.StorageStatus, storage, node string) string {
+	switch {
+	case st.Active != 1:
+		return fmt.Sprintf("ISO storage %s is not active on node %s", storage, node)
+	case !slices.Contains(contentTypes(st.Content), "iso"):
+		return fmt.Sprintf("ISO storage %s on node %s does not hold iso content (content: %s)", storage, node, st.Content)
+	}
+	return ""
+}
+
+// usableTemplates counts the catalogue entries that are templates in the listing res and pass
+// the create's template checks (a Proxmox cloud-init drive, a disk on ide2...: every VM of
+// one that fails would fail at plan), and describes the others.
+func (b *Backend) usableTemplates(ctx context.Context, res []pveapi.Resource) (found int, missing []string) {
+	found, missing = checkTemplates(b.cfg.Templates, res)
+	for _, k := range sortedTemplateKeys(b.cfg.Templates) {
+		vmid := b.cfg.Templates[k]
+		if r, ok := findResource(res, vmid); !ok || r.Type != "qemu" || r.Template != 1 {
+			continue // counted as missing above
+		}
+		if why := b.templateUnusable(ctx, vmid, res); why != "" {
+			found--
+			missing = append(missing, fmt.Sprintf("%s: %s", k, why))
+		}
+	}
+	return found, missing
 }
 
 // checkTemplates counts the catalogue entries whose VMID is a QEMU template in the listing

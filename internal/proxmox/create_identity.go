@@ -25,8 +25,9 @@ import (
 // takenOverErr is what a Create says when another Create took its VM over meanwhile: two
 // applies creating the same name in the same uid_namespace at the same moment.
 func takenOverErr(vmid int, name, other string) error {
-	return &Error{Class: pveapi.Transient, Err: errTakenOver{fmt.Errorf("VMID %d was taken over by another apply creating %q in the same uid_namespace at the same time (its uid %s): "+
-		"that apply finishes it and owns it; this one leaves it alone, and the next apply of this resource creates its own VM",
+	return &Error{Class: pveapi.Transient, Err: errTakenOver{fmt.Errorf("VMID %d was taken over by another apply creating %q in the "+
+		"same uid_namespace at the same time (its uid %s): that apply finishes it and owns it; this one leaves it alone, and the next "+
+		"apply of this resource creates its own VM",
 		vmid, name, other)}}
 }
 
@@ -46,20 +47,12 @@ func isTakenOver(err error) bool {
 	return errors.As(err, &t)
 }
 
-// failed is Create's last word on a failure: whose VM the VMID holds now, and what the
-// state may keep.
-//
-//   - A failure after the clone is judged by the VMID's config: our name with another uid
-//     of this namespace is a takeover by another apply creating the same name at the same
-//     moment (it stops the VM it takes over, and rebuilds one that booted, so this Create
-//     saw it stop, vanish, or answer as a fresh clone), and says so instead of blaming
-//     something outside Terraform or the guest. A VM that vanished is read again within
-//     lostGrace, the moment a rebuild takes.
-//   - A Create left with no VM of its own (no usable VMID, or its VM taken over) tells
-//     onAllocated to forget the VMID it was given: the state must never keep an entry
-//     pointing at another guest. The seed a taken-over Create may have uploaded is its own
-//     (named by its uid) and no VM boots from it, so it is deleted first; if that fails, the
-//     VMID stays saved (the tainted entry's delete retries the seed).
+// failed is Create's last word on a failure: whose VM the VMID holds now, and what the state
+// may keep. Our name with another uid of this namespace is a takeover by a concurrent apply
+// of the same name (said so, not blamed on something outside Terraform); a VM that vanished
+// is read again within lostGrace. A Create left with no VM of its own tells onAllocated to
+// forget its VMID, so that no state entry points at another guest, after deleting its own
+// seed (decision: create-steps).
 func (c *creation) failed(ctx context.Context, err error) error {
 	if c.vmid != 0 && (c.cloned || c.adopted) && !isTakenOver(err) && ctx.Err() == nil && !pveapi.IsEndpointUnreachable(err) {
 		// Any failure after the clone may come from a takeover (the VM stopped, gone, or
@@ -217,7 +210,8 @@ func (b *Backend) settledConfig(ctx context.Context, vmid int, node, name string
 		return true, nil
 	})
 	if errors.Is(err, errBudget) {
-		return nil, false, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, clear the lock with `qm unlock %d` or destroy that VM, then apply again",
+		return nil, false, Transientf("VMID %d on node %s is still locked (%s) after %s; if a clone was interrupted, "+
+			"clear the lock with `qm unlock %d` or destroy that VM, then apply again",
 			vmid, node, lastLock, b.cfg.Budgets.Clone, vmid)
 	}
 	if err != nil {
@@ -241,14 +235,16 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 	switch why {
 	case notOursNone:
 		if cfg["lock"] == "suspended" {
-			return 0, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", s.Name, vmid)
+			return 0, Permanentf("VM %s at VMID %d is ours but hibernated (lock suspended); "+
+				"resume or destroy it in Proxmox, then apply again", s.Name, vmid)
 		}
 		return verdictOurs, nil
 	case notOursName:
 		return verdictForeign, nil
 	case notOursUnmarked:
 		return 0, Permanentf("VMID %d already holds a VM named %q without the %s=true mark; "+
-			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: rename or remove that VM in Proxmox",
+			"this provider never takes over a VM it did not create, and `terraform import proxy_vm.<name> vms/%d/%s` refuses it too: "+
+			"rename or remove that VM in Proxmox",
 			vmid, s.Name, MarkKeyManaged, vmid, s.Name)
 	}
 	// Our name and mark, another uid or none.
@@ -257,12 +253,14 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 			// Proved, but too old (or dated ahead) to be an interrupted create of this
 			// configuration still worth resuming: a copy of a mark, possibly. Passed, never
 			// touched; the orphan cleanup removes a genuine one.
-			c.noteUnproved(vmid, node, mark, fmt.Sprintf("its creating mark is dated %s, outside the %s a create may take an interrupted create over in "+
-				"(a copied mark, or a create abandoned long ago: the proxy_orphan_cleanup action removes the latter)", m.CreatedAt.Format(time.RFC3339), TakeoverWindow))
+			c.noteUnproved(vmid, node, mark, fmt.Sprintf("its creating mark is dated %s, outside the %s a create may take an interrupted "+
+				"create over in (a copied mark, or a create abandoned long ago: the proxy_orphan_cleanup action removes the latter)",
+				m.CreatedAt.Format(time.RFC3339), TakeoverWindow))
 			return verdictForeign, nil
 		}
 		if cfg["lock"] == "suspended" {
-			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); resume or destroy it in Proxmox, then apply again", vmid, s.Name)
+			return 0, Permanentf("VMID %d holds an interrupted create of %q that is hibernated (lock suspended); "+
+				"resume or destroy it in Proxmox, then apply again", vmid, s.Name)
 		}
 		return verdictResume, nil
 	} else if mark.HasNamespace && mark.Creating && mark.Namespace == s.Namespace {
@@ -281,9 +279,9 @@ func (c *creation) judge(vmid int, node string, cfg map[string]string) (verdict,
 			"or rename or remove it in Proxmox",
 			vmid, s.Name, MarkKeyManaged, MarkKeyUID, vmid, s.Name)
 	}
-	return 0, Permanentf("VMID %d holds a VM named %q that this provider did not create (its mark carries uid %s and none of this provider's lines: "+
-		"the proxy operator's, or written by hand); a create never takes over such a VM: to manage it here, import it with "+
-		"`terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
+	return 0, Permanentf("VMID %d holds a VM named %q that this provider did not create (its mark carries uid %s and none of this "+
+		"provider's lines: the proxy operator's, or written by hand); a create never takes over such a VM: to manage it here, import it "+
+		"with `terraform import proxy_vm.<name> vms/%d/%s` instead of creating it, or rename or remove it in Proxmox",
 		vmid, s.Name, mark.UID, vmid, s.Name)
 }
 
@@ -388,7 +386,8 @@ func (c *creation) takeOver(ctx context.Context, vmid int, node string, cfg map[
 		}
 	case isNotExist(err):
 	default:
-		return false, false, apiErrorf("create", err, "destroying VMID %d, an interrupted create of %q that may have booted, to clone it afresh", vmid, s.Name)
+		return false, false, apiErrorf("create", err,
+			"destroying VMID %d, an interrupted create of %q that may have booted, to clone it afresh", vmid, s.Name)
 	}
 	c.adopted = false
 	return true, true, nil

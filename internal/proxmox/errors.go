@@ -23,6 +23,12 @@ var ErrStillCreating = errors.New("the VM is still being created")
 // it (a clone in progress): the caller may report the values it knew.
 var ErrBusy = errors.New("the VM is held by a task")
 
+// ErrNotOurs is matched (errors.Is) by the refusal of an action that needs the resource's
+// VM (the power action) when its VMID holds a VM the ownership predicate refuses: that VM
+// exists, it is not this resource's, and nothing was sent to it. Retrying does not help,
+// so the refusal is Permanent, not NotFound (which a refresh's "gone" means).
+var ErrNotOurs = errors.New("the VM at this VMID is not this resource's")
+
 // ErrHARuleNotOurs is matched (errors.Is) by a refusal to write a rule, or to map it into a
 // state, because its mark is gone or names another uid: nothing was sent to it.
 var ErrHARuleNotOurs = errors.New("the HA rule does not carry this resource's mark")

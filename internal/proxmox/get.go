@@ -10,28 +10,13 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// Get maps a VM's state (decision: state-mapping) for Terraform's Read:
-//
-//   - ErrNotFound (errors.Is) when the VMID is absent from the listing or holds a container
-//     or a template, or when the VM there is not the resource's (ownedBy: another name, no
-//     mark, a mark without opts.UID; with opts.AnyOwner our name and the mark suffice), or
-//     vanished between the calls: the VM is gone or the VMID was reused. A listed name alone never makes a NotFound: the listing is pvestatd's
-//     snapshot (up to 10 s old), so a name that differs, "VM <vmid>" or none is checked
-//     against the config, the authority.
-//   - Transient when the config has no name yet and a lock (a clone in progress, fact: nameless-mid-clone).
-//   - A lock never fails Get: VM.Lock carries it ("backup", "clone", ...), and the rest is
-//     read as usual. Lock "suspended" (hibernated) is StateStopped with Hibernated set;
-//     status/current and the agent are skipped for it.
-//   - Listing status "unknown" (a node not answering, or a VM too new to be reported) is
-//     not an error when status/current answers; when it does not, VM.StatusUnknown is set,
-//     State is StateProvisioning as a placeholder, and the caller keeps what it knew.
-//   - Paused (and any qmpstatus other than running or prelaunch) is StateStopped with
-//     QMPStatus set; prelaunch is StateProvisioning.
-//   - Without opts.Agent a running guest is StateRunning with no IP (Read keeps the IP it
-//     has); with opts.Agent the agent decides (decision: address-discovery).
-//
-// A Get with opts.Agent false makes at most three requests: the shared listing (one per
-// Budgets.ListingTTL for all reads), the config and status/current.
+// Get maps a VM's state for Terraform's Read (decision: state-mapping): ErrNotFound
+// (errors.Is) when the VMID no longer holds the resource's VM (gone, reused, or not proved
+// ours by ownedBy), Transient for a nameless VM mid-clone (fact: nameless-mid-clone), and
+// otherwise the VM as read: a lock, a hibernated or paused VM and a status not reported yet
+// (VM.StatusUnknown) are values, not errors. Only with opts.Agent does the guest agent give
+// the address (decision: address-discovery); without it a Get makes at most three requests:
+// the shared listing, the config and status/current.
 func (b *Backend) Get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 	start := b.clock.Now()
 	vm, err := b.get(ctx, id, opts)
@@ -151,7 +136,8 @@ func (b *Backend) getConfigAfterMove(ctx context.Context, id ID) (pveapi.Resourc
 // r's node is NotFound only once a listing asked for after that answer (confirmed) says
 // so: the VM may have migrated since the listing r comes from was answered, however young
 // it is (getConfigAfterMove).
-func (b *Backend) getConfigFrom(ctx context.Context, id ID, r pveapi.Resource, ok, confirmed bool) (pveapi.Resource, map[string]string, error) {
+func (b *Backend) getConfigFrom(ctx context.Context, id ID, r pveapi.Resource, ok, confirmed bool) (
+	pveapi.Resource, map[string]string, error) {
 	if !ok {
 		// The listing shows only what the token may audit (fact: pool-privileges).
 		if err := b.hiddenVM(ctx, "get", id.VMID, "The VM"); err != nil {
@@ -274,7 +260,8 @@ func (b *Backend) owned(ctx context.Context, id ID, node string, cfg map[string]
 			return m, nil
 		}
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
-		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
+		return Mark{}, notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider",
+			id.VMID, MarkKeyManaged)
 	}
 	mark, why := ownedBy(cfg, id.Name, o)
 	if why != notOursNone {
@@ -309,17 +296,20 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
 	case notOursNoUIDHere:
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: the state records no uid", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: the state records no uid",
+			map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("the state records no uid for this VM, so no VM can be proved this resource's: VMID %d is left alone", id.VMID)
 	case notOursNoUID:
 		b.logOtherUID(ctx, id, node, o.UID, "")
-		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID", id.VMID, id.Name, o.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID",
+			id.VMID, id.Name, o.UID)
 	case notOursRanUnbound:
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: an unbound creating mark on a VM that ran", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
-		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid and says it is being created, as written before the "+
-			"create's config step, but the VM has run: a description copied onto another VM at a reused VMID, or this resource's VM with its "+
-			"description rewritten with an older text. If it is this resource's VM, restore its finished mark in Proxmox (delete its %s and %s "+
-			"lines and add the line %s=%s), or destroy it (`qm stop %d && qm destroy %d --purge`)",
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: an unbound creating mark on a VM that ran",
+			map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid and says it is being created, as written "+
+			"before the create's config step, but the VM has run: a description copied onto another VM at a reused VMID, or this "+
+			"resource's VM with its description rewritten with an older text. If it is this resource's VM, restore its finished mark in "+
+			"Proxmox (delete its %s and %s lines and add the line %s=%s), or destroy it (`qm stop %d && qm destroy %d --purge`)",
 			id.VMID, id.Name, MarkKeyState, MarkKeyProof, MarkKeyInstance, instanceOf(cfg), id.VMID, id.VMID)
 	case notOursBound:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: not the recorded instance", map[string]any{
@@ -328,10 +318,12 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		return notFoundf("VMID %d holds a VM named %q whose SMBIOS uuid (%q) is not the one this resource's VM had (%s, recorded in the state): "+
 			"another VM at a reused VMID, whatever its description says", id.VMID, id.Name, instanceOf(cfg), o.Instance)
 	case notOursUnbound:
-		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not shown ours: a mark without an instance line", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
-		return notFoundf("VM %s (VMID %d) carries this resource's uid, but its mark has no %s line, so nothing shows it is the VM this resource made "+
-			"(a VM made by version 0.1.0 or imported, or a description rewritten by hand): apply the proxy_vm once with this version to bind it "+
-			"(the apply writes that line, or writes it back when it was deleted), then run the action again", id.Name, id.VMID, MarkKeyInstance)
+		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not shown ours: a mark without an instance line",
+			map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
+		return notFoundf("VM %s (VMID %d) carries this resource's uid, but its mark has no %s line, so nothing shows it is the VM this "+
+			"resource made (a VM made by version 0.1.0 or imported, or a description rewritten by hand): apply the proxy_vm once with this "+
+			"version to bind it (the apply writes that line, or writes it back when it was deleted), then run the action again",
+			id.Name, id.VMID, MarkKeyInstance)
 	case notOursInstance:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: another instance", map[string]any{
 			"vmid": id.VMID, "name": id.Name, "node": node, "instance": mark.Instance, "smbios_uuid": instanceOf(cfg),
@@ -346,7 +338,8 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 			"VM with that line rewritten outside Terraform%s", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg), then)
 	default:
 		b.logOtherUID(ctx, id, node, o.UID, mark.UID)
-		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, o.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM",
+			id.VMID, id.Name, mark.UID, o.UID)
 	}
 }
 

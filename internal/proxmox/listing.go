@@ -7,18 +7,11 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// listingCache shares one GET /cluster/resources among every read within
-// Budgets.ListingTTL, and coalesces concurrent callers into one request
-// (singleflight-style). The shared slice must not be modified by callers.
-//
-// gen counts invalidations: a listing is stored only if no invalidation happened since it
-// was requested (its answer may predate the change), and an invalidation detaches the
-// request in flight so that later readers ask anew.
-//
-// walk is the clock time of the first listing this cache stored while no invalidation
-// has happened yet: the listing of the walk (Terraform starts a provider instance for
-// each plan, refresh or apply walk), which Get's reads may use for Budgets.ListingWalk
-// (readListing). 0: none yet, or closed by the first invalidation.
+// listingCache shares one GET /cluster/resources among every read within Budgets.ListingTTL
+// and coalesces concurrent callers into one request (decision: shared-listing); callers must
+// not modify the shared slice. gen counts invalidations: a listing requested before one is
+// not stored. walk is when the walk's first listing was stored (0: none yet, or closed by the
+// first invalidation), which Get's reads may use for Budgets.ListingWalk (readListing).
 type listingCache struct {
 	mu     sync.Mutex
 	res    []pveapi.Resource

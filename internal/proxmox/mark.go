@@ -5,18 +5,11 @@ import (
 	"time"
 )
 
-// The description mark (decision: mark-format), shared with the Kubernetes operator: three key=value
-// lines written in the clone call. This provider adds lines of its own after them, which
-// the operator's parser ignores (it reads only its three keys):
-//
-//   - MarkKeyNamespace, the provider's uid_namespace (empty by default): the scope within
-//     which an interrupted create of the same name is resumed;
-//   - MarkKeyState=creating while a Create is still working on the VM. Create's last step
-//     rewrites the description without it (a compare-and-swap on the config digest), so a
-//     mark without it is a finished VM, as is every VM the proxy operator made.
-//
-// Other lines may follow later (ParseMark ignores keys it does not know, and FormatMark
-// callers can append lines through MarkLines).
+// The description mark (decision: mark-format), shared with the Kubernetes operator: its three
+// key=value lines, written in the clone call, then this provider's own lines, which the
+// operator's parser ignores: MarkKeyNamespace (the scope within which an interrupted create of
+// the same name is resumed) and MarkKeyState=creating while a Create still works on the VM (a
+// mark without it is a finished VM). ParseMark ignores keys it does not know.
 const (
 	MarkKeyManaged   = "proxy-operator-managed"
 	MarkKeyUID       = "proxy-operator-uid"

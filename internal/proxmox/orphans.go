@@ -35,18 +35,12 @@ func (e *SkippedNodesError) Error() string {
 	return "the ISO storage could not be listed on " + strings.Join(parts, "; ")
 }
 
-// OrphanSeeds lists the seed ISO volumes on each node's ISO storage that no VM the API
-// token sees has on any drive, with their age (decision: orphans). A seed counts as used
-// when a VM of its name has it on ide2 or carries its uid in its mark, or any VM has it on
-// any drive (readSeedHolders, decision: seed-in-use). The VMs are listed after the
-// contents, so a VM made meanwhile does not make its own seed look orphaned; a create
-// still cloning does (fact: nameless-mid-clone), which the age and the cleanup's grace
-// period answer. When the token may not see every VM, each seed says so in Unproved
-// (listingIncomplete, decision: orphan-visibility) and no cleanup deletes it.
-//
-// A node whose storage cannot be listed is left out, and the seeds of the other nodes come
-// with a *SkippedNodesError naming it; the listing failing, a config that cannot be read,
-// or ctx ending, fails the call with no seeds.
+// OrphanSeeds lists the seed ISO volumes on each node's ISO storage that no VM the API token
+// sees has on any drive, with their age (decision: orphans, decision: seed-in-use). The VMs
+// are listed after the contents, so a VM made meanwhile does not make its own seed look
+// orphaned. When the token may not see every VM, each seed says so in Unproved (decision:
+// orphan-visibility). A node whose storage cannot be listed is left out, named by a
+// *SkippedNodesError beside the other nodes' seeds; any other failure returns no seeds.
 func (b *Backend) OrphanSeeds(ctx context.Context) ([]Seed, error) {
 	return b.OrphanSeedsOn(ctx, b.cfg.Nodes)
 }
@@ -201,22 +195,10 @@ func unprovedOf(seeds []unusedSeed) string {
 const SeedVisibilityPrivilege = "VM.Audit on /vms"
 
 // listingIncomplete says why the cluster listing may leave out a VM that uses a seed, ""
-// when it cannot (decision: orphan-visibility). GET /cluster/resources lists a guest only
-// when the token has VM.Audit on /vms/<vmid> (pve-manager PVE/API2/Cluster.pm resources:
-// check($authuser, "/vms/$vmid", ['VM.Audit'], 1)); that privilege reaches every VMID
-// only from a grant on /vms (or /) with propagate set (pve-access-control
-// src/PVE/AccessControl.pm roles: a role reaches the paths below only when propagated; a
-// pool's roles reach its members only, RPCEnvironment.pm $compile_acl_path). GET
-// /access/permissions?path=/vms answers the token's effective privileges there with that
-// flag, for a privilege-separated token its user's and its own intersected, both flags
-// and-ed (API2/AccessControl.pm permissions, RPCEnvironment.pm permissions). So the
-// listing is known complete when that answer holds VM.Audit propagated; not when it lacks
-// it, holds it unpropagated (it then covers /vms itself, no VM), or the read fails. What
-// this cannot see: an ACL entry on one /vms/<vmid> or pool that takes VM.Audit away
-// (NoAccess) under such a grant; the token cannot read it (get_effective_permissions
-// leaves out paths without privileges, GET /access/acl needs Sys.Audit on /access), so
-// the cleanup's documentation asks for a token that no such entry hides a VM from. ctx
-// ending fails the call.
+// when it cannot: the listing is complete only when the token's effective privileges on /vms
+// hold VM.Audit propagated (GET /access/permissions?path=/vms, fact: access-permissions);
+// not when they lack it, hold it unpropagated, or the read fails (decision:
+// orphan-visibility, which also says what this cannot see). ctx ending fails the call.
 func (b *Backend) listingIncomplete(ctx context.Context) (string, error) {
 	const todo = ", so a seed no VM it sees uses may belong to a VM it cannot see (one outside its pool): " +
 		"run the cleanup with a token that has " + SeedVisibilityPrivilege + " (propagated), or delete the seed by hand " +
@@ -320,21 +302,11 @@ type vmUse struct {
 	snaps map[string]map[string]string
 }
 
-// readVMUse reads what the VM at vmid on node uses (decision: seed-in-use): GET .../pending,
-// one request as GET .../config is, answers both its current values and its pending
-// section (pveapi.PendingConfig): GET .../config alone shows the pending values, so a drive
-// whose removal from a running VM waits for its restart (an ide or sata drive, which
-// Proxmox never unplugs live) would look gone while the VM still boots from the ISO. Neither
-// shows the snapshot sections, which a rollback makes the VM's drives again: GET
-// .../snapshot lists them, GET .../config?snapshot=<name> reads each. Every VM's list is
-// read, not only a VM whose config has a parent: deleting the snapshot the VM descends from
-// when it has none leaves the config without parent while its children stay
-// (pve-guest-common src/PVE/AbstractConfig.pm snapshot_delete, lines 949-958 and 1036-1041),
-// and nothing the listing or the config shows says a VM has snapshots. That costs one
-// request per VM read and one per snapshot (TestSeedUse_snapshotRequestCost); a destroy's
-// sweep reads them again only when the config's digest changed (holderUse). A snapshot
-// deleted between the list and its read fails the call (the error says which): the caller
-// retries rather than deleting a seed unproved.
+// readVMUse reads what the VM at vmid on node uses (decision: seed-in-use): its config with
+// the pending section (GET .../pending, so that a drive whose removal waits for a restart
+// still counts) and every snapshot's drives, since a rollback makes them the VM's again and
+// nothing else shows which VMs have snapshots (TestSeedUse_snapshotRequestCost). A snapshot
+// deleted between its listing and its read fails the call: a seed is never deleted unproved.
 func (b *Backend) readVMUse(ctx context.Context, node string, vmid int) (vmUse, error) {
 	p, err := b.api.VMPending(ctx, node, vmid)
 	if err != nil {

@@ -171,12 +171,6 @@ func boundInstance(cfg map[string]string, m Mark) string {
 	return instanceOf(cfg)
 }
 
-// ErrNotOurs is matched (errors.Is) by the refusal of an action that needs the resource's
-// VM (the power action) when its VMID holds a VM the ownership predicate refuses: that VM
-// exists, it is not this resource's, and nothing was sent to it. Retrying does not help,
-// so the refusal is Permanent, not NotFound (which a refresh's "gone" means).
-var ErrNotOurs = errors.New("the VM at this VMID is not this resource's")
-
 // refusedNotOurs is err (a notOursErr) as the refusal of an action: Permanent, and
 // errors.Is(err, ErrNotOurs); the message is kept.
 func refusedNotOurs(err error) error {

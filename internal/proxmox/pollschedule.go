@@ -27,18 +27,10 @@ const (
 )
 
 // agentPollDelay is how long an address wait that began elapsed ago waits before its next
-// agent poll, when it expects the address after about expected:
-//
-//   - before expected: half the time elapsed (the polls grow 1.5x) from expected/90 (0.5 s
-//     for 45 s), but never more than half the time left to expected, nor less than
-//     expected/60 (0.75 s for 45 s) once near it;
-//   - after expected: the time past it (the polls back off 2x), at least expected/30, at
-//     most expected/4.
-//
-// A first boot of 45 s costs about 17 polls and is seen within about half a second of its
-// address; a guest five times faster than expected is seen within a few seconds (1.5x
-// growth, not 2x: a boot much faster than expected is common, a template with the agent
-// baked in, and costs less lag for three more polls).
+// agent poll, expecting the address after about expected (decision: poll-schedule): before
+// expected, polls grow 1.5x from expected/90, never beyond half the time left nor below
+// expected/60 near it; after, they back off 2x within expected/30 to expected/4. A 45 s
+// first boot costs about 17 polls and is seen within half a second of its address.
 func agentPollDelay(elapsed, expected time.Duration) time.Duration {
 	if expected <= 0 {
 		expected = firstBootAgentDelay
@@ -119,16 +111,11 @@ const (
 	minTaskNear = 10 * time.Millisecond
 )
 
-// taskSchedule is the poll schedule of a task expected to end after about expected: the
-// usual one (pollUntil's: PollMin growing 1.5x up to PollMax), except that a poll lands
-// just after the expected end (expected + expected/100, at least minTaskMargin: a 1 s task
-// is seen within some 10 ms of its end, not up to 0.4 s later, a 2 s clone not up to
-// 0.9 s; the task began before its POST was answered, which the wait counts from, so the
-// margin covers only the two clocks' jitter), then the polls come every expected/10 (at
-// least minTaskNear, not PollMin: a 0.2 s task a fleet has shown, or a simulator's, that
-// is a little late costs 20 ms, not 50) until twice the expected time has passed (a task a
-// little late on a loaded host costs a tenth of its time, not a doubling), then grow 1.5x
-// from there up to PollMax. expected 0: the usual schedule.
+// taskSchedule is the poll schedule of a task expected to end after about expected
+// (decision: poll-schedule): pollUntil's usual one, except that a poll lands just after the
+// expected end (expected/100 later, at least minTaskMargin), then every expected/10 (at least
+// minTaskNear) until twice the expected time, then growing 1.5x up to PollMax. A task a
+// little late costs a tenth of its time, not a doubling. expected 0: the usual schedule.
 type taskSchedule struct {
 	expected, pollMin, pollMax, next time.Duration
 }

@@ -47,20 +47,12 @@ type PowerResult struct {
 	Status string
 }
 
-// Power runs a power operation on the VM at id, under the per-name lock, after proving it
-// is the resource's: the VM's config must name it and its mark carry opts.UID (ownedBy, as
-// for Update and Delete). A VM gone, or not proved ours, gets no request but reads: the
-// error is ErrNotFound, naming why.
-//
-//   - start: a stopped VM is started (a hibernated one resumes; its seed ISO is checked
-//     first, as before any start), a paused one stopped then started; a running one is left.
-//   - shutdown: a running VM is shut down gracefully within ShutdownTimeout, then Proxmox
-//     stops it (one qmshutdown task with forceStop); a paused one is stopped; a stopped one
-//     is left.
-//   - reboot: shutdown (as above) then start; a stopped VM is started.
-//   - stop: a running or paused VM is stopped at once (no shutdown); a stopped one is left.
-//
-// A start waits until the VM runs, not for its address.
+// Power runs a power operation on the VM at id, under the per-name lock, once ownedBy proves
+// it the resource's (as for Update and Delete); a VM gone or not proved ours gets no write and
+// ErrNotFound naming why. start resumes, restarts a paused VM or leaves a running one;
+// shutdown is one qmshutdown with forceStop after ShutdownTimeout; reboot is both; stop is at
+// once. A start checks the seed ISO first (decision: seed-before-destroy) and waits until the
+// VM runs, not for its address.
 func (b *Backend) Power(ctx context.Context, id ID, opts PowerOptions) (PowerResult, error) {
 	start := b.clock.Now()
 	res, err := b.power(ctx, id, opts)
@@ -152,16 +144,17 @@ func (b *Backend) powerTarget(ctx context.Context, id ID, opts PowerOptions) (se
 		// Still marked creating: the mark's uid alone proves nothing here (a copied mark
 		// carries the uid a tainted state holds); only the create that finishes it, or the
 		// one that takes it over with its proof (decision: creating-proof), may act on it.
-		return st, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM "+
-			"before its create has finished it. If an apply is creating it, wait for that apply to end. If its create finished and its "+
-			"description was rewritten with an older text, apply the proxy_vm that manages it (the apply writes the finished mark), or "+
-			"restore that mark in Proxmox (delete its %s and %s lines)", id.Name, id.VMID, MarkKeyState, MarkStateCreating, MarkKeyState, MarkKeyProof)
+		return st, Permanentf("VM %s (VMID %d) is still marked as being created (%s=%s): the action never powers a VM before its create "+
+			"has finished it. If an apply is creating it, wait for that apply to end. If its create finished and its description was "+
+			"rewritten with an older text, apply the proxy_vm that manages it (the apply writes the finished mark), or restore that mark "+
+			"in Proxmox (delete its %s and %s lines)", id.Name, id.VMID, MarkKeyState, MarkStateCreating, MarkKeyState, MarkKeyProof)
 	default:
 		// Any other state line (abandoned: a clean-up claimed it as half-made) says the VM
 		// is not a finished VM of this resource's: it is never powered.
-		return st, Permanentf("VM %s (VMID %d) exists, but its mark says %s=%s, not a finished VM of this resource's: the action never powers it. "+
-			"If it is this resource's VM, remove that line from its description in Proxmox; otherwise destroy it "+
-			"(`qm stop %d && qm destroy %d --purge`) and apply the configuration that creates it", id.Name, id.VMID, MarkKeyState, state, id.VMID, id.VMID)
+		return st, Permanentf("VM %s (VMID %d) exists, but its mark says %s=%s, not a finished VM of this resource's: the action never "+
+			"powers it. If it is this resource's VM, remove that line from its description in Proxmox; otherwise destroy it "+
+			"(`qm stop %d && qm destroy %d --purge`) and apply the configuration that creates it",
+			id.Name, id.VMID, MarkKeyState, state, id.VMID, id.VMID)
 	}
 	return st, nil
 }

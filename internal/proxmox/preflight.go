@@ -121,19 +121,12 @@ func definitive(err error) bool {
 	return errors.As(err, &pe) && pe.Err.Class == pveapi.Permanent
 }
 
-// Preflight checks, before anything is touched, that the cluster has what a create of s
-// needs (decision: preflight): the node exists and answers; the ISO storage and the clone
-// storage (when set) exist on it, are enabled and active and hold iso and images content;
-// the template exists, is a template and passes Create's template checks; the bridge (when
-// set) is one of the node's bridges; disk_gib is not below the template's boot disk. A
-// mistake is a *PreflightError naming its Subject. Any other error is the failure of a
-// check itself: Permanent ones (401, 403, TLS, an endpoint that does not answer) mean no
-// create can work either; Transient ones leave the verdict to Create.
-//
-// Each check runs once per Backend and key (node, storage, template, node network), so a
-// plan or an apply of many VMs costs a constant number of requests: one node status per
-// node, one storage status per node and storage, the shared listing plus one config read
-// per template, and one network listing per node when a bridge is set.
+// Preflight checks, before anything is touched, that the cluster has what a create of s needs
+// (decision: preflight): the node, the storages, the template, the bridge and the disk size.
+// A mistake is a *PreflightError naming its Subject; any other error is a check that failed,
+// Permanent when no create can work either, Transient to leave the verdict to Create. Each
+// check runs once per Backend and key, so a plan of many VMs costs a constant number of
+// requests.
 func (b *Backend) Preflight(ctx context.Context, s PreflightSpec) error {
 	if s.Node == "" {
 		if len(b.cfg.Nodes) != 1 {

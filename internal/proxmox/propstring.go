@@ -6,19 +6,11 @@ import (
 )
 
 // propString is a Proxmox property string, "key=value,..." (a drive, a NIC, cpu, boot,
-// smbios1, meta), read as pve-common reads one (src/PVE/JSONSchema.pm
-// parse_property_string, lines 1068-1149, at f665029): the string is split on ','
-// (line 1096); a blank part is skipped (line 1097); a part key=value splits at its first
-// '=', the value keeping any later '=' (line 1099, /^([^=]+)=(.+)$/); a part without '='
-// is the value of the format's default key, wherever it stands (lines 1120-1135; drive
-// file, NIC model, cpu cputype). Its parts keep their order, so writing one option back
-// leaves the others as the config had them.
-//
-// Parts keep their text, so that formatting a parsed string gives it back byte for byte:
-// a blank part is kept (and read as nothing), and so is what Proxmox refuses, a duplicate
-// key, a second keyless part, a part "key=" or "=value" (lines 1102, 1121, 1136-1137).
-// Values written into one pass optionValue first: print_property_string refuses a value
-// with ',' (line 2818), and the provider refuses ';', '=' and line breaks too.
+// smbios1, meta), read as pve-common's parse_property_string reads one: parts split on ',',
+// a key=value part at its first '=', a part without '=' the value of the format's default key.
+// Parts keep their order and their text, what Proxmox would refuse included, so that writing
+// one option back leaves the others byte for byte. A value written into one passes optionValue
+// first (no ',', ';', '=' or line break).
 type propString struct {
 	parts []propPart
 }

@@ -5,18 +5,11 @@ import (
 	"strings"
 )
 
-// RestartOption is a VM config option that a running VM takes only at its next start:
-// qemu-server's vmconfig_hotplug_pending applies no change of it to the running VM, so it
-// stays in the config's pending section until the VM is stopped and started. Update writes
-// a change of it and then restarts a running VM (or, with Changes.DeferRestart, leaves it
-// pending). RestartOptions lists them; the provider derives from the list which
-// attributes restart a VM, what its plan says about them and how it describes them.
-//
-// cores and memory have their own fields in Spec, Changes and VM and their own planning
-// (what a running VM runs with comes from status/current, memory may be hotplugged). Every
-// other option is carried in the Options maps of Spec, Changes and VM under its Key, and
-// handled by the functions of this file: written by a create (optionParams) and an update
-// (planRestartOptions), read by Get (readOptions).
+// RestartOption is a VM config option that a running VM takes only at its next start (it stays
+// pending until then): Update writes a change of it, then restarts a running VM or, with
+// Changes.DeferRestart, leaves it pending. RestartOptions lists them, and the provider derives
+// from the list which attributes restart a VM and how its plan and docs say so (decision:
+// code-conventions). cores and memory have fields and planning of their own.
 type RestartOption struct {
 	// Key is the Proxmox config key, Attr the proxy_vm attribute that sets it, Label how
 	// messages name it.

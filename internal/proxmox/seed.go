@@ -117,21 +117,11 @@ func parseISOVol(volid string) (seedVol, bool) {
 }
 
 // isoPathKey is the key a drive attached by absolute path (`ide1: /mnt/pve/nfs/template/iso/
-// x.iso`, which only root@pam may set) is recorded under as a seed holder: "path:" and the
-// path's last element, the file name. An ISO volume <storage>:iso/<file> of a directory
-// storage (dir, NFS, CIFS) is the file <path>/<iso dir>/<file> (pve-storage
-// src/PVE/Storage/Plugin.pm parse_volname, line 812: iso/<file> with no "/" in <file>;
-// filesystem_path and path, lines 876-901: "$dir/$name"), <iso dir> being template/iso
-// unless the storage's content-dirs moves it (get_subdir, lines 839-864); Proxmox maps a
-// path back to a volume the same way (src/PVE/Storage.pm path_to_volume_id, lines 691-737:
-// ^<isodir>/([^/]+\.iso)$ is <sid>:iso/<name>). So a path is matched by its file name
-// alone, to the seed of that file name on every storage (seedHolders.of), with no request
-// and no privilege: a superset of the volume path_to_volume_id names, which may keep a
-// seed that a path on another storage names by the same file name (it is reported, naming
-// the VM and the path) and never deletes one the path names. Reading each storage's path
-// (GET /storage, src/PVE/API2/Storage/Config.pm index, lines 121-168) would narrow it to
-// the one storage. A symbolic link of another name is not seen (path_to_volume_id resolves
-// it with abs_path; the API cannot).
+// x.iso`, only root@pam may set one) is recorded under as a seed holder: "path:" and the file
+// name. It matches the seed of that file name on every storage, with no request and no
+// privilege: a superset of the volume Proxmox's path_to_volume_id names, so it may keep a
+// seed of that name on another storage but never deletes one the path names (decision:
+// seed-in-use).
 func isoPathKey(vol string) (string, bool) {
 	if !strings.HasPrefix(vol, "/") {
 		return "", false

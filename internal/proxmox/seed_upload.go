@@ -251,27 +251,11 @@ type Reseed struct {
 	UserDataDigest string
 }
 
-// swapSeed replaces the seed of the VM at id on node (settled as ours by the caller, under
-// its lock) with the next generation, and returns the VM's config as it is after it:
-//
-//  1. leftovers of an earlier swap that did not finish (a seed of this VM, by name and
-//     the resource's uid, that its ide2 does not name) are deleted: the recovery, so a swap
-//     cut off anywhere converges at the next apply;
-//  2. the next generation is uploaded to iso_storage (fact: upload-overwrites);
-//  3. one config write names it on ide2 and rewrites the mark's digest lines;
-//  4. the old seed is deleted.
-//
-// Before 1, the mark records the swap under way (MarkKeySeedSwap), and the write in 3 drops
-// the line: a swap killed between the two (kill -9, no answer to Terraform, no private
-// state) leaves the line, and a new seed on storage that ide2 does not name, which a
-// refresh finds (SwapLeftovers). A kill after 3 leaves ide2 naming another generation than
-// the state's. Either way the next plan swaps the seed again, and step 1 deletes what the
-// killed swap left.
-//
-// A failure in 2 or 3 deletes the new seed again (unless the config write did land, which a
-// read tells) and drops the line, so the VM keeps booting from its old seed and nothing is
-// left; a failure in 4 names the old seed, which step 1 of the next swap, or the VM's
-// Delete, removes.
+// swapSeed replaces the seed of the VM at id on node (settled as ours by the caller, under its
+// lock) with the next generation and returns the VM's config after it (decision: seed-swap):
+// delete what an earlier cut-off swap left, upload the next generation, name it on ide2 in one
+// config write, delete the old seed. The mark's swap line, written first and dropped by that
+// write, lets a refresh find a swap that was killed; a failure cleans up what it uploaded.
 func (b *Backend) swapSeed(
 	ctx context.Context,
 	node string,

@@ -9,17 +9,11 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
 )
 
-// holderCache is the configs of other VMs a destroy's seed sweep read to tell whether one of
-// them has a seed on a drive (decision: seed-sweep, decision: seed-in-use), kept for
-// holderTTL per VMID, node and name and shared by the destroys of one provider instance
-// (concurrent ones wait for one read of a VM): a destroy of N VMs on one node would
-// otherwise read every other VM's config on each destroy. Which VMs to read comes from the
-// destroy's listing, younger than ListingTTL and voided by each of our writes: a VM made
-// since (at a new VMID, or at one we destroyed: forget), or listed on another node or under
-// another name, is read anew (a rename the listing does not show yet is not), and
-// a VM deleted since is not counted. A drive attached by hand to a VM already read, within
-// holderTTL, is what the cache can miss, as is a VM deleted and made again by hand at the same
-// VMID, node and name within it.
+// holderCache is the configs of other VMs a destroy's seed sweep read (decision: seed-sweep,
+// decision: seed-in-use), kept for holderTTL per VMID, node and name and shared by the
+// destroys of one provider instance, so that destroying N VMs on a node does not read every
+// other VM N times. Which VMs to read comes from the destroy's listing: a VM made, moved or
+// renamed since is read anew. It can miss a drive attached by hand within holderTTL.
 type holderCache struct {
 	mu     sync.Mutex
 	m      map[int]*heldConfig

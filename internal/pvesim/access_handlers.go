@@ -282,26 +282,49 @@ func (s *Sim) hPoolUpdate(c *call) *response {
 			return fail(fmt.Sprintf("VM %d is already a pool member", vmid))
 		}
 		if old, ok := vmPool[vmid]; ok && old != id {
-			if c.params["allow-move"] != "1" {
-				return fail(fmt.Sprintf("VM %d belongs already to pool '%s' and 'allow-move' is not set", vmid, old))
-			}
-			if err := c.check("/pool/"+old, "Pool.Allocate"); err != nil {
-				return errResponse(err)
-			}
-			op := moved[old]
-			if op == nil {
-				if src := s.access.pools[old]; src != nil {
-					op = &simPool{comment: src.comment, vms: maps.Clone(src.vms), storage: src.storage}
-					moved[old] = op
-				}
-			}
-			if op != nil {
-				delete(op.vms, vmid)
+			if r := s.poolMoveOut(c, moved, old, vmid, fail); r != nil {
+				return r
 			}
 		}
 		next.vms[vmid] = true
 		vmPool[vmid] = id
 	}
+	if r := poolUpdateStorage(c, next, del, fail); r != nil {
+		return r
+	}
+	s.access.pools[id] = next
+	for name, op := range moved {
+		s.access.pools[name] = op
+	}
+	s.access.vmPool = vmPool
+	return okData(nil)
+}
+
+// poolMoveOut takes vmid out of its pool old, for an update that moves it (allow-move, and
+// Pool.Allocate on old): the changed copy of old goes into moved, written with the update.
+func (s *Sim) poolMoveOut(c *call, moved map[string]*simPool, old string, vmid int, fail func(string) *response) *response {
+	if c.params["allow-move"] != "1" {
+		return fail(fmt.Sprintf("VM %d belongs already to pool '%s' and 'allow-move' is not set", vmid, old))
+	}
+	if err := c.check("/pool/"+old, "Pool.Allocate"); err != nil {
+		return errResponse(err)
+	}
+	op := moved[old]
+	if op == nil {
+		if src := s.access.pools[old]; src != nil {
+			op = &simPool{comment: src.comment, vms: maps.Clone(src.vms), storage: src.storage}
+			moved[old] = op
+		}
+	}
+	if op != nil {
+		delete(op.vms, vmid)
+	}
+	return nil
+}
+
+// poolUpdateStorage adds (or, with del, removes) an update's storages to next, the pool as
+// it will be; a refusal is the response.
+func poolUpdateStorage(c *call, next *simPool, del bool, fail func(string) *response) *response {
 	for _, sid := range splitList(c.params["storage"]) {
 		if err := c.checkPermModify("/storage/" + sid); err != nil {
 			return errResponse(err)
@@ -318,12 +341,7 @@ func (s *Sim) hPoolUpdate(c *call) *response {
 		}
 		next.storage[sid] = true
 	}
-	s.access.pools[id] = next
-	for name, op := range moved {
-		s.access.pools[name] = op
-	}
-	s.access.vmPool = vmPool
-	return okData(nil)
+	return nil
 }
 
 // hPoolDelete is Pool.pm delete_pool: only an empty pool (no sub-pool, no existing guest,

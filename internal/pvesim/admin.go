@@ -9,22 +9,9 @@ import (
 	"strings"
 )
 
-// The admin API lives under /pvesim (outside /api2/json, which the real API owns), behind
-// the same token. Bodies are JSON; answers are {"data": ...} like the API's.
-//
-//	GET    /pvesim/info                    start-up details (endpoint, token, CA file...)
-//	GET    /pvesim/stats                   request counts; DELETE resets them
-//	GET    /pvesim/state                   State snapshot
-//	GET    /pvesim/faults                  faults; POST a Fault (answers its id); DELETE all
-//	DELETE /pvesim/faults/{id}             one fault
-//	POST   /pvesim/vms                     AddVM(VMSpec)
-//	DELETE /pvesim/vms/{vmid}              DeleteVM
-//	POST   /pvesim/vms/{vmid}/state        SetVMState(VMPatch)
-//	POST   /pvesim/vms/{vmid}/move         MoveVM {"target"}: an HA recovery (the config only)
-//	GET    /pvesim/vms/{vmid}/seed         GuestSeed
-//	POST   /pvesim/nodes/{node}/down|up    SetNodeDown
-//	POST   /pvesim/deny, /pvesim/allow     Deny/Allow a Privilege {"path","privilege"}
-//	GET    /pvesim/ha                      HAResources, HARules and HALog (ha_inspect.go)
+// handleAdmin answers the admin API under /pvesim (outside /api2/json, which the real API
+// owns), behind the same token; bodies are JSON, answers {"data": ...} like the API's.
+// adminRoutes routes it; internal/pvesim/README.md lists its endpoints.
 func (s *Sim) handleAdmin(req *http.Request, p string) *response {
 	segs := strings.Split(trimSlash(p), "/")
 	for _, rt := range adminRoutes {

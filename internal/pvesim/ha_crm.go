@@ -647,40 +647,45 @@ func (s *Sim) hHAStatus(c *call) *response {
 			"crm_state": d.crm, "state": "deleting", "status": fmt.Sprintf("%s (%s, deleting)", sid, d.node)})
 	}
 	for _, sid := range slices.Sorted(maps.Keys(s.ha.resources)) {
-		r := s.ha.resources[sid]
-		node := s.haNodeOf(r)
-		e := map[string]any{"id": "service:" + sid, "type": "service", "sid": sid, "request_state": r.reqState()}
-		if r.state != "" {
-			e["request_state"] = r.state
-		}
-		if node != "" {
-			e["node"] = node
-		}
-		if r.crm != "" {
-			e["crm_state"] = r.crm
-		}
-		state := s.haVerboseState(r)
-		e["state"] = state
-		shown := node
-		if shown == "" {
-			shown = "---"
-		}
-		e["status"] = fmt.Sprintf("%s (%s, %s)", sid, shown, state)
-		if r.maxRestart != nil {
-			e["max_restart"] = *r.maxRestart
-		}
-		if r.maxRelocate != nil {
-			e["max_relocate"] = *r.maxRelocate
-		}
-		if r.failback != nil {
-			e["failback"] = boolInt(*r.failback)
-		}
-		if r.comment != "" {
-			e["comment"] = r.comment
-		}
-		out = append(out, e)
+		out = append(out, s.haServiceEntry(sid, s.ha.resources[sid]))
 	}
 	return okData(out)
+}
+
+// haServiceEntry is the status entry of the HA resource r (a service of Status.pm status):
+// its request state, node, CRM state, verbose state and the options it sets.
+func (s *Sim) haServiceEntry(sid string, r *haResource) map[string]any {
+	node := s.haNodeOf(r)
+	e := map[string]any{"id": "service:" + sid, "type": "service", "sid": sid, "request_state": r.reqState()}
+	if r.state != "" {
+		e["request_state"] = r.state
+	}
+	if node != "" {
+		e["node"] = node
+	}
+	if r.crm != "" {
+		e["crm_state"] = r.crm
+	}
+	state := s.haVerboseState(r)
+	e["state"] = state
+	shown := node
+	if shown == "" {
+		shown = "---"
+	}
+	e["status"] = fmt.Sprintf("%s (%s, %s)", sid, shown, state)
+	if r.maxRestart != nil {
+		e["max_restart"] = *r.maxRestart
+	}
+	if r.maxRelocate != nil {
+		e["max_relocate"] = *r.maxRelocate
+	}
+	if r.failback != nil {
+		e["failback"] = boolInt(*r.failback)
+	}
+	if r.comment != "" {
+		e["comment"] = r.comment
+	}
+	return e
 }
 
 // haPowerTask answers qm start, stop and shutdown of an HA-managed VM (qemu-server

@@ -109,16 +109,11 @@ func volRefs(v *vm) map[string]*volRef {
 	return refs
 }
 
-// localVolumes is scan_local_volumes (src/PVE/QemuMigrate.pm lines 367-567): the volumes of
-// v on non-shared storage, in its config, pending values or snapshots (volRefs), each with
-// where it is referenced, and the reasons the migration is refused (empty: it may go
-// ahead). test_volid (lines 405-478): a path is "local file/device"; the CD-ROM drive
-// "cdrom" is refused, "none" skipped; a volume on shared storage is passed; a local CD-ROM
-// image is refused whatever references it (a snapshot section included) unless it is a
-// cloud-init drive; a running VM's attached local disks need with-local-disks (lines
-// 538-543). Each refusal is logged as "can't migrate local disk '<volid>': <reason>"
-// (lines 560-562). A local disk a snapshot references (not qcow2 or zfs: "non-migratable
-// snapshot exists") is not modelled.
+// localVolumes is QemuMigrate.pm's scan_local_volumes: the volumes of v on non-shared storage
+// (config, pending values or snapshots, volRefs), each with where it is referenced, and the
+// reasons the migration is refused (empty: it may go ahead), each logged as "can't migrate
+// local disk '<volid>': <reason>". A local CD-ROM image is refused unless it is a cloud-init
+// drive; a running VM's local disks need with-local-disks. Snapshot formats are not modelled.
 func (s *Sim) localVolumes(v *vm, running, withLocalDisks bool) (local []string, refusals []string) {
 	refs := volRefs(v)
 	for _, vol := range slices.Sorted(maps.Keys(refs)) {
@@ -293,21 +288,11 @@ func (s *Sim) moveGuest(v *vm, target, targetStorage string) {
 }
 
 // MoveVM moves a guest to another node at once, as the HA manager recovers a service from a
-// fenced node: pve-ha-manager src/PVE/HA/Manager.pm next_state_recovery calls steal_service
-// (src/PVE/HA/Env/PVE2.pm steal_service), which renames the guest's config file into the
-// recovery node's directory and touches no volume. So nothing is copied: a CD-ROM ISO on a
-// per-node storage (a seed) stays on the old node, and the moved config names a file the
-// target may not hold. (An HA relocation is a migration instead, src/PVE/HA/Resources/PVEVM.pm
-// migrate calling migrate_vm with force and with-local-disks, which still refuses a local
-// CD-ROM image: QemuMigrate.pm scan_local_volumes, as hMigrate does.)
-//
-// The service then goes to state started, and the recovery node's LRM starts the guest
-// (src/PVE/HA/Resources/PVEVM.pm start, vm_start), which activates every drive volume
-// first (missingVolume): a volume missing on the target fails that start (pve-storage
-// src/PVE/Storage/Plugin.pm activate_volume, task_status_start_volume_missing) and the
-// guest is left stopped there. A guest whose volumes are all there keeps running with its
-// MAC and address: a reconstruction, the simulator does not model the fenced node's loss
-// of the guest nor the boot on the target. A locked or cloning guest is refused.
+// fenced node (pve-ha-manager's steal_service renames the config into the recovery node's
+// directory and copies no volume), so a seed on per-node storage stays behind. The recovery
+// node then starts the guest, and a volume missing there fails that start
+// (task_status_start_volume_missing), leaving it stopped; otherwise it keeps running with its
+// MAC and address. A locked or cloning guest is refused.
 func (s *Sim) MoveVM(vmid int, target string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

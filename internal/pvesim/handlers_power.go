@@ -220,18 +220,12 @@ func (s *Sim) hResume(c *call) *response {
 	return okData(t.upid)
 }
 
-// hShutdown is qemu-server src/PVE/API2/Qemu.pm vm_shutdown and src/PVE/QemuServer.pm
-// _do_vm_stop in the qmshutdown task. Before the task: a paused VM is refused unless
-// forceStop, which turns the shutdown into a stop (quit, at once). In the task: a missing
-// config fails, a VM not running ends OK at once, a lock refuses; without timeout the
-// config's startup down= value, else 60 s. The guest agent's guest-shutdown is used when
-// the agent is configured and answers, else the ACPI power button, which a guest set to
-// ignore it (VMPatch.IgnoresACPI) never acts on. The guest powers off after
-// Durations.Shutdown; past timeout the task fails "VM quit/powerdown failed - got
-// timeout", or with forceStop logs "VM still running - terminating now with SIGTERM" (a
-// plain Perl warn, which pvedaemon prints to the task log without counting it as a
-// warning, so the task still ends OK) and kills the VM. A stop by the task applies the
-// pending changes (vm_stop_cleanup with apply_pending_changes).
+// hShutdown is qemu-server's vm_shutdown (API2/Qemu.pm) and _do_vm_stop (QemuServer.pm) in
+// the qmshutdown task: a paused VM is refused unless forceStop, which makes it a stop; the
+// guest agent's guest-shutdown when it answers, else the ACPI button (ignored by a guest set
+// to, VMPatch.IgnoresACPI); the guest powers off after Durations.Shutdown; past the timeout
+// (the config's startup down=, else 60 s) the task fails, or with forceStop kills the VM and
+// ends OK. A stop by the task applies the pending changes.
 func (s *Sim) hShutdown(c *call) *response {
 	v := s.vmOn(c.node, c.vmid)
 	if v == nil {

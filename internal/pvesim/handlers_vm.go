@@ -552,51 +552,19 @@ func (s *Sim) hClone(c *call) *response {
 	// fails inside the task, when pmxcfs refuses the temporary config (memdb.c
 	// vmlist_different_vm_exists; pve-common src/PVE/File.pm file_set_contents).
 	if other, taken := s.vms[newid]; taken {
-		if other.node == c.node {
-			return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
-		}
-		if r := s.cloneSyncChecks(c, src); r != nil {
-			return r
-		}
-		t := s.newTask(c, c.node, "qmclone", strconv.Itoa(c.vmid), 0, false, s.dur.Clone)
-		t.begin = func(at time.Time) string {
-			return fmt.Sprintf("close (rename) atomic file '/etc/pve/nodes/%s/qemu-server/%d.conf' failed: File exists", c.node, newid)
-		}
-		s.submitTask(t, c.now)
-		return okData(t.upid)
+		return s.cloneOntoTaken(c, src, other, newid)
 	}
 	if r := s.cloneSyncChecks(c, src); r != nil {
 		return r
 	}
-	targetNode := c.node
-	if t := c.params["target"]; t != "" && t != c.node {
-		if s.nodes[t] == nil {
-			return apiError(500, fmt.Sprintf("no such cluster node '%s'", t))
-		}
-		targetNode = t
+	targetNode, r := s.cloneTarget(c, src)
+	if r != nil {
+		return r
 	}
 	storageID := c.params["storage"]
-	if storageID != "" {
-		st := s.storages[storageID]
-		if st == nil {
-			return apiError(500, fmt.Sprintf("storage '%s' does not exist", storageID))
-		}
-		if !st.has("images") {
-			// Refused up front, no VM left (fact: clone-storage-no-images).
-			return paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", storageID)})
-		}
-	}
-	if targetNode != c.node {
-		if r := s.crossNodeCloneRefusal(src, targetNode); r != nil {
-			return r
-		}
-	}
 	// clone_vm tests name and description for Perl truth (Qemu.pm:4603-4611): an empty
 	// (or "0") name gives "Copy-of-VM-<name>", an empty description keeps the source's.
-	name := c.params["name"]
-	if !perlTrue(name) {
-		name = "Copy-of-VM-" + src.name()
-	}
+	name := perlOr(c.params["name"], "Copy-of-VM-"+src.name())
 	desc := c.params["description"]
 	hasDesc := perlTrue(desc)
 	pool := c.params["pool"]
@@ -645,6 +613,59 @@ func (s *Sim) hClone(c *call) *response {
 		s.restartStatus(c.now)
 	}
 	return okData(t.upid)
+}
+
+// cloneOntoTaken answers a clone onto a VMID another VM holds: refused at once when its
+// config is on the node asked, else a task that fails when pmxcfs refuses the temporary config.
+func (s *Sim) cloneOntoTaken(c *call, src, other *vm, newid int) *response {
+	if other.node == c.node {
+		return apiError(500, fmt.Sprintf("unable to create VM %d: config file already exists", newid))
+	}
+	if r := s.cloneSyncChecks(c, src); r != nil {
+		return r
+	}
+	t := s.newTask(c, c.node, "qmclone", strconv.Itoa(c.vmid), 0, false, s.dur.Clone)
+	t.begin = func(at time.Time) string {
+		return fmt.Sprintf("close (rename) atomic file '/etc/pve/nodes/%s/qemu-server/%d.conf' failed: File exists", c.node, newid)
+	}
+	s.submitTask(t, c.now)
+	return okData(t.upid)
+}
+
+// cloneTarget is a clone's target node (the node asked unless target names another), with
+// clone_vm's refusals of a target node or storage before the task.
+func (s *Sim) cloneTarget(c *call, src *vm) (string, *response) {
+	targetNode := c.node
+	if t := c.params["target"]; t != "" && t != c.node {
+		if s.nodes[t] == nil {
+			return "", apiError(500, fmt.Sprintf("no such cluster node '%s'", t))
+		}
+		targetNode = t
+	}
+	if storageID := c.params["storage"]; storageID != "" {
+		st := s.storages[storageID]
+		if st == nil {
+			return "", apiError(500, fmt.Sprintf("storage '%s' does not exist", storageID))
+		}
+		if !st.has("images") {
+			// Refused up front, no VM left (fact: clone-storage-no-images).
+			return "", paramError(map[string]string{"storage": fmt.Sprintf("storage '%s' does not support vm images", storageID)})
+		}
+	}
+	if targetNode != c.node {
+		if r := s.crossNodeCloneRefusal(src, targetNode); r != nil {
+			return "", r
+		}
+	}
+	return targetNode, nil
+}
+
+// perlOr is v when Perl takes it for true (perlTrue), else otherwise.
+func perlOr(v, otherwise string) string {
+	if perlTrue(v) {
+		return v
+	}
+	return otherwise
 }
 
 // cloneSyncChecks are clone_vm's checks before the task that do not depend on the new VMID.
