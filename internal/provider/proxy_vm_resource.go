@@ -145,7 +145,6 @@ func (r *proxyVMResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// A replacement makes a new VM, bound from its create: no in-place warning holds.
 	replaces := replacesVM(replace, prior, &plan) // proxy_vm_replace_warnings.go
 	resp.Diagnostics = withoutInPlaceWarnings(resp.Diagnostics, replaces)
-	resp.Diagnostics.Append(agentOffWarning(prior)...)
 	if !replaces {
 		drift, diags := readMarkDrift(ctx, req.Private)
 		resp.Diagnostics.Append(diags...)

@@ -17,7 +17,8 @@ import (
 // vmAddresses is the guest-addresses facet (vm_facet.go): where the guest answers (net0's
 // MAC address, the IPv4 and IPv6 addresses its guest agent reports and the interface
 // ip_address comes from) and whether the agent that reports them is on. All are read,
-// never set: the facet has no spec or changes. The addresses are read when the agent is
+// never configured: the facet has no spec, and its only change is the agent switched back
+// on after it was switched off outside Terraform (agentOn, changes). The addresses are read when the agent is
 // asked (create, a start or restart, import), kept by a refresh (which never asks the
 // agent) while the VM runs, null while it is stopped, and unknown in a plan that starts
 // or restarts it (planAddressesUnknown); with static_ipv4, ip_address is the static
@@ -26,7 +27,7 @@ import (
 // proxy_vms lists ip_address and the two address lists without it: its lists are empty,
 // not null, when there are none, and it has no interface, MAC address or agent flag.
 type vmAddresses struct {
-	facetBase                     // no spec, no changes
+	facetBase                     // no spec
 	IPAddress        types.String `tfsdk:"ip_address"`
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
@@ -91,10 +92,10 @@ func addressesAttrs() []facetAttr {
 	}, {
 		name:   "agent_enabled",
 		md:     "Whether the VM's QEMU guest agent option is on.",
-		change: "Needed to report the address: a VM whose agent was switched off outside Terraform is replaced.",
+		change: "Needed for the address: if switched off outside Terraform, it is switched back on in place.",
 		resource: schema.BoolAttribute{
 			Computed:      true,
-			PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},
+			PlanModifiers: []planmodifier.Bool{agentOn(), boolplanmodifier.UseStateForUnknown()},
 		},
 	}}
 }
@@ -141,6 +142,19 @@ func (a *vmAddresses) nullUnknown() {
 	if a.AgentEnabled.IsUnknown() {
 		a.AgentEnabled = types.BoolNull()
 	}
+}
+
+// changes switches the guest agent option back on when the plan does (agentOn): the
+// agent RestartOption, written and applied at a restart like cpu_type.
+func (a vmAddresses) changes(fc *facetCtx) {
+	on := a.AgentEnabled
+	if on.IsNull() || on.IsUnknown() || !on.ValueBool() || on.Equal(fc.prior.AgentEnabled) {
+		return
+	}
+	if fc.changes.Options == nil {
+		fc.changes.Options = map[string]string{}
+	}
+	fc.changes.Options["agent"], fc.changed = "true", true
 }
 
 // plan makes the addresses unknown when the update starts the VM, or may restart it for a
