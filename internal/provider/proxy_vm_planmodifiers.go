@@ -126,16 +126,18 @@ func diskShrinks(prior, planned types.Int64) bool {
 	return planned.ValueInt64() < prior.ValueInt64()
 }
 
-// agentOffRequiresReplace plans agent_enabled = true and replaces a VM whose guest agent
-// was switched off outside Terraform: without it the VM can never report an address.
-func agentOffRequiresReplace() planmodifier.Bool { return agentModifier{} }
+// agentOn plans agent_enabled = true on a VM whose guest agent was switched off outside
+// Terraform: without it the VM can never report an address. The update switches it back
+// on in place (the agent proxmox.RestartOption), restarting a running VM as for cpu_type
+// (planOptionRestarts says so in the plan); the VM is kept.
+func agentOn() planmodifier.Bool { return agentModifier{} }
 
 type agentModifier struct{}
 
 var _ planmodifier.Bool = agentModifier{}
 
 func (agentModifier) Description(context.Context) string {
-	return "A VM whose guest agent was switched off is replaced by one with the agent on."
+	return "A VM whose guest agent was switched off is switched back on in place; a running VM is restarted for it."
 }
 
 func (m agentModifier) MarkdownDescription(ctx context.Context) string { return m.Description(ctx) }
@@ -145,5 +147,4 @@ func (agentModifier) PlanModifyBool(_ context.Context, req planmodifier.BoolRequ
 		return
 	}
 	resp.PlanValue = types.BoolValue(true)
-	resp.RequiresReplace = !req.StateValue.ValueBool()
 }

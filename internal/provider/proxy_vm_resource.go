@@ -167,7 +167,6 @@ func planReplaceOrBind(ctx context.Context, private privateGetter, replace path.
 	diags *diag.Diagnostics) {
 	replaces := replacesVM(replace, prior, plan)
 	*diags = withoutInPlaceWarnings(*diags, replaces)
-	diags.Append(agentOffWarning(prior)...)
 	if !replaces {
 		drift, d := readMarkDrift(ctx, private)
 		diags.Append(d...)

@@ -231,6 +231,24 @@ func (c *cluster) stop(vmid int) {
 	}
 }
 
+// start starts a VM out of band.
+func (c *cluster) start(vmid int) {
+	c.t.Helper()
+	r, err := c.resource(vmid)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := c.ctx()
+	defer cancel()
+	upid, err := c.api.Start(ctx, r.Node, vmid)
+	if err == nil {
+		err = c.wait(r.Node, upid)
+	}
+	if err != nil {
+		c.t.Fatalf("starting VMID %d: %v", vmid, err)
+	}
+}
+
 // destroy stops and destroys a VM out of band (its seed ISO stays, as it would).
 func (c *cluster) destroy(vmid int) {
 	c.t.Helper()
@@ -902,14 +920,68 @@ func TestAccProxyVM_refreshLockedOrNodeDown(t *testing.T) {
 	})
 }
 
-// TestAccProxyVM_agentRemoved: a VM whose guest agent was switched off outside Terraform is
-// replaced.
+// TestAccProxyVM_agentRemoved: a VM whose guest agent was switched off outside Terraform
+// (`qm set <vmid> --agent 0`) is repaired in place, not replaced: the plan is an update
+// that switches the agent back on and restarts the running VM (its address unknown), the
+// apply writes agent=1 and restarts it (on the simulator: the config write, a shutdown and
+// a start), the VMID and MAC address stay, and the next plan is empty. Then the same with
+// the VM restarted outside Terraform while the option was off, so that it runs with no
+// agent channel at all: the apply does not ask that agent before the restart, and
+// converges as well.
 func TestAccProxyVM_agentRemoved(t *testing.T) {
 	env := newTestEnv(t, pvesim.Options{})
 	c := newCluster(t, env)
 	name := vmName("agent")
 	cfg := vmProviderConfig(env, "") + vmResource(env, name, `  machine_type = "small"`)
 	var id int
+	var log *powerLog
+	if env.Sim != nil {
+		env.Sim.EnableRequestLog()
+		log = &powerLog{env: env}
+	}
+	// restarted checks (simulator only) that the apply wrote the config, then shut the VM
+	// down and started it.
+	restarted := func(*terraform.State) error {
+		if log == nil {
+			return nil
+		}
+		return log.check(&id, "config", "shutdown", "start")(nil)
+	}
+	agentOn := func(*terraform.State) error {
+		if v := c.config(id)["agent"]; !strings.HasPrefix(v, "1") && !strings.Contains(v, "enabled=1") {
+			return fmt.Errorf("VM %d: agent %q after the apply, want it on", id, v)
+		}
+		return nil
+	}
+	switchOff := func(restart bool) func() {
+		return func() {
+			c.setConfig(id, map[string]string{"agent": "0"})
+			if restart { // the VM starts again without the agent's channel
+				c.stop(id)
+				c.start(id)
+			}
+			if log != nil {
+				log.reset()
+			}
+		}
+	}
+	sameVMID := statecheck.CompareValue(compare.ValuesSame())
+	sameMAC := statecheck.CompareValue(compare.ValuesSame())
+	repaired := func() []statecheck.StateCheck { // new each step: each AddStateValue is one value compared
+		return []statecheck.StateCheck{
+			sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+			sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
+			statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("agent_enabled"), knownvalue.Bool(true)),
+			statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("status"), knownvalue.StringExact("running")),
+			statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("ip_address"), knownvalue.NotNull()),
+		}
+	}
+	inPlace := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionUpdate),
+		plancheck.ExpectKnownValue(vmAddr, tfjsonpath.New("agent_enabled"), knownvalue.Bool(true)),
+		plancheck.ExpectUnknownValue(vmAddr, tfjsonpath.New("ip_address")), // the restart, announced
+	}}
+	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
 
 	resource.ParallelTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -917,22 +989,28 @@ func TestAccProxyVM_agentRemoved(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: cfg,
-				Check: func(s *terraform.State) (err error) {
-					id, err = vmidOf(s, vmAddr)
-					return err
+				ConfigStateChecks: []statecheck.StateCheck{
+					sameVMID.AddStateValue(vmAddr, tfjsonpath.New("vmid")),
+					sameMAC.AddStateValue(vmAddr, tfjsonpath.New("mac_address")),
 				},
+				Check: saveVMID(&id),
 			},
 			{
-				PreConfig: func() { c.setConfig(id, map[string]string{"agent": "0"}) },
-				Config:    cfg,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(vmAddr, plancheck.ResourceActionReplace),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(vmAddr, tfjsonpath.New("agent_enabled"), knownvalue.Bool(true)),
-				},
-				Check: c.checkOneVM(vmAddr, name),
+				PreConfig:         switchOff(false),
+				Config:            cfg,
+				ConfigPlanChecks:  inPlace,
+				ConfigStateChecks: repaired(),
+				Check:             resource.ComposeTestCheckFunc(restarted, agentOn, c.checkOneVM(vmAddr, name)),
 			},
+			{Config: cfg, ConfigPlanChecks: empty},
+			{
+				PreConfig:         switchOff(true),
+				Config:            cfg,
+				ConfigPlanChecks:  inPlace,
+				ConfigStateChecks: repaired(),
+				Check:             resource.ComposeTestCheckFunc(restarted, agentOn, c.checkOneVM(vmAddr, name)),
+			},
+			{Config: cfg, ConfigPlanChecks: empty},
 		},
 	})
 }

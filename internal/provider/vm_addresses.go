@@ -15,12 +15,13 @@ import (
 )
 
 // vmAddresses is the guest-addresses facet (vm_facet.go): net0's MAC address, the addresses
-// the guest agent reports and whether that agent is on. All are read, never set (no spec or
-// changes): asked of the agent on create, start and import, kept by a refresh while the VM
-// runs, unknown in a plan that starts it (decision: address-discovery); with static_ipv4,
-// ip_address is that address (vm_network.go).
+// the guest agent reports and whether that agent is on. All are read, never configured (no
+// spec); its one change switches the agent back on after it was switched off outside
+// Terraform (agentOn). Asked of the agent on create, start and import, kept by a refresh
+// while the VM runs, unknown in a plan that starts it (decision: address-discovery); with
+// static_ipv4, ip_address is that address (vm_network.go).
 type vmAddresses struct {
-	facetBase                     // no spec, no changes
+	facetBase                     // no spec
 	IPAddress        types.String `tfsdk:"ip_address"`
 	IPv4Addresses    types.List   `tfsdk:"ipv4_addresses"`
 	IPv6Addresses    types.List   `tfsdk:"ipv6_addresses"`
@@ -86,10 +87,10 @@ func addressesAttrs() []facetAttr {
 	}, {
 		name:   "agent_enabled",
 		md:     "Whether the VM's QEMU guest agent option is on.",
-		change: "Needed to report the address: a VM whose agent was switched off outside Terraform is replaced.",
+		change: "Needed for the address: if switched off outside Terraform, it is switched back on in place.",
 		resource: schema.BoolAttribute{
 			Computed:      true,
-			PlanModifiers: []planmodifier.Bool{agentOffRequiresReplace(), boolplanmodifier.UseStateForUnknown()},
+			PlanModifiers: []planmodifier.Bool{agentOn(), boolplanmodifier.UseStateForUnknown()},
 		},
 	}}
 }
@@ -136,6 +137,19 @@ func (a *vmAddresses) nullUnknown() {
 	if a.AgentEnabled.IsUnknown() {
 		a.AgentEnabled = types.BoolNull()
 	}
+}
+
+// changes switches the guest agent option back on when the plan does (agentOn): the
+// agent RestartOption, written and applied at a restart like cpu_type.
+func (a vmAddresses) changes(fc *facetCtx) {
+	on := a.AgentEnabled
+	if on.IsNull() || on.IsUnknown() || !on.ValueBool() || on.Equal(fc.prior.AgentEnabled) {
+		return
+	}
+	if fc.changes.Options == nil {
+		fc.changes.Options = map[string]string{}
+	}
+	fc.changes.Options["agent"], fc.changed = "true", true
 }
 
 // plan makes the addresses unknown when the update starts the VM, or may restart it for a

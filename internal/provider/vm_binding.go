@@ -28,15 +28,18 @@ func unbound(prior *proxyVMModel) bool {
 
 // unboundReplaces says what makes a plan of an unbound resource replace its VM: the paths
 // in replace (the facets' and the seed's) and the attributes whose schema plan modifiers
-// replace it (name, agent_enabled switched off, a smaller disk_gib, another
-// template_vmid), which ModifyPlan does not see.
+// replace it (name, a smaller disk_gib, another template_vmid), which ModifyPlan does not
+// see. A guest agent switched off outside Terraform stops the plan too: a bound resource
+// has it switched back on in place (agentOn), with a restart, but nothing shows that the
+// VM of an unbound one is this resource's, so it is neither written to nor restarted on a
+// guess; the user switches the agent back on, and the next apply binds the resource.
 func unboundReplaces(prior, plan *proxyVMModel, replace path.Paths) []string {
 	var what []string
 	if !plan.Name.Equal(prior.Name) {
 		what = append(what, fmt.Sprintf("name changes from %s to %s", prior.Name, plan.Name))
 	}
 	if a := prior.AgentEnabled; !a.IsNull() && !a.IsUnknown() && !a.ValueBool() {
-		what = append(what, "the VM's guest agent is switched off (agent_enabled = false), and such a VM is replaced")
+		what = append(what, "the VM's guest agent was switched off outside Terraform (agent_enabled = false)")
 	}
 	if diskShrinks(prior.DiskGiB, plan.DiskGiB) {
 		what = append(what, fmt.Sprintf("disk_gib shrinks from %s to %s", prior.DiskGiB, plan.DiskGiB))

@@ -441,13 +441,12 @@ func atoiDefault(s string, def int) int {
 	return def
 }
 
-// agentEnabled reads the agent option: "1", "1,fstrim_cloned_disks=1" or "enabled=1,...".
+// agentEnabled reads the agent option: "1", "1,fstrim_cloned_disks=1", "enabled=1,..." or
+// "fstrim_cloned_disks=1,enabled=1": its default key, enabled, wherever it stands
+// (propString.defaultValue).
 func agentEnabled(v string) bool {
-	first, _, _ := strings.Cut(v, ",")
-	if k, val, ok := strings.Cut(first, "="); ok {
-		return k == "enabled" && val == "1"
-	}
-	return first == "1"
+	e, _ := parsePropString(v).defaultValue("enabled")
+	return e == "1"
 }
 
 // splitTags splits a tags value on ";", "," or spaces.

@@ -36,6 +36,29 @@ var RestartOptions = []RestartOption{
 	// (qemu-server PVE/QemuServer/CPUConfig.pm $cpu_fmt, format pve-vm-cpu-conf); its other
 	// properties (flags, ...) are kept.
 	{Key: "cpu", Attr: "cpu_type", Label: "CPU type", read: cpuType, write: withCPUType},
+	// The QEMU guest agent option, as agent_enabled has it ("true" or "false"): a property
+	// string whose default key is enabled (qemu-server src/PVE/QemuServer/Agent.pm
+	// $agent_fmt, lines 23-30); its other properties are kept. A running VM takes a change
+	// of enabled only at its next start: vmconfig_update_agent (src/PVE/QemuServer.pm lines
+	// 5207-5228) hotplugs fstrim_cloned_disks alone, and QEMU gets the agent's channel when
+	// it starts (config_to_command, lines 3459-3469). The provider changes it only to switch
+	// back on an agent switched off outside Terraform (agent_enabled is computed).
+	{Key: "agent", Attr: "agent_enabled", Label: "guest agent", read: agentAttr, write: withAgent},
+}
+
+// agentAttr is agent_enabled's value of an agent option: "true" when it enables the agent.
+func agentAttr(agent string) string { return strconv.FormatBool(agentEnabled(agent)) }
+
+// withAgent is the agent option cur with enabled set as v ("true" or "false") says, its
+// other properties kept (propString.setDefault: a second enabled would be refused).
+func withAgent(cur, v string) string {
+	enabled := "0"
+	if v == "true" {
+		enabled = "1"
+	}
+	p := parsePropString(cur)
+	p.setDefault(enabled, "enabled")
+	return p.String()
 }
 
 // cpuType is the cputype of a cpu option ("host,flags=+aes", "flags=+aes,host" or

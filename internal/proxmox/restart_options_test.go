@@ -83,3 +83,45 @@ func TestCPUType(t *testing.T) {
 		t.Errorf("update: %v %v %v", p.params, err, p.powerFor(Changes{}))
 	}
 }
+
+// TestAgentOption: the guest agent option is read wherever its enabled key stands, and an
+// update that switches it back on writes enabled=1 keeping its other properties, restarts
+// a running VM for it (a stopped one is only written), writes nothing when the config has
+// it on, and does not ask the running VM's agent first (it may have no agent channel
+// until the restart).
+func TestAgentOption(t *testing.T) {
+	for v, want := range map[string]bool{"1": true, "0": false, "": false, "enabled=1": true, "1,fstrim_cloned_disks=1": true,
+		"fstrim_cloned_disks=1,enabled=1": true, "enabled=0,fstrim_cloned_disks=1": false, "fstrim_cloned_disks=1": false} {
+		if got := agentEnabled(v); got != want {
+			t.Errorf("agentEnabled(%q) = %t, want %t", v, got, want)
+		}
+	}
+	for cur, want := range map[string]string{"": "1", "0": "1", "enabled=0,fstrim_cloned_disks=1": "1,fstrim_cloned_disks=1",
+		"fstrim_cloned_disks=1,0,type=isa": "1,fstrim_cloned_disks=1,type=isa"} {
+		if got := withAgent(cur, "true"); got != want {
+			t.Errorf("withAgent(%q, true) = %q, want %q", cur, got, want)
+		}
+	}
+	on := Changes{Options: map[string]string{"agent": "true"}, WaitForIP: true}
+	off := func(cfg map[string]string) { cfg["agent"] = "enabled=0,fstrim_cloned_disks=1" }
+	p, err := planUpdate(planView(t, "running", off), on)
+	if err != nil || p.params["agent"] != "1,fstrim_cloned_disks=1" || !slices.Equal(p.optRestart, []string{"agent"}) ||
+		p.powerFor(on) != powerRestart || p.agentCheck {
+		t.Errorf("running: err %v, params %v, restart %v, power %v, agent asked %t", err, p.params, p.optRestart, p.powerFor(on), p.agentCheck)
+	}
+	if p, _ := planUpdate(planView(t, "stopped", off), on); p.params["agent"] != "1,fstrim_cloned_disks=1" || p.pending() {
+		t.Errorf("stopped: params %v, pending %t", p.params, p.pending())
+	}
+	if p, _ := planUpdate(planView(t, "running", func(cfg map[string]string) { cfg["agent"] = "1" }), on); len(p.params) != 0 || p.pending() {
+		t.Errorf("agent on: params %v, pending %t", p.params, p.pending())
+	}
+	// A restart for another option still asks the agent first.
+	cores := 4
+	if p, _ := planUpdate(planView(t, "running", nil), Changes{Cores: &cores, WaitForIP: true}); !p.agentCheck {
+		t.Error("a cores restart did not ask the agent first")
+	}
+	vm := vmFromConfig(testID, "pve1", map[string]string{"agent": "fstrim_cloned_disks=1,enabled=1"}, Mark{})
+	if !vm.AgentEnabled || vm.Options["agent"] != "true" {
+		t.Errorf("read: agent %t, options %v", vm.AgentEnabled, vm.Options)
+	}
+}

@@ -238,11 +238,21 @@ func (p *updatePlan) planDisk(ch Changes) error {
 // one (a hibernated VM resumes from the old one first, so it is checked then).
 func (p *updatePlan) planStart(ch Changes) {
 	restart := p.restart(ch)
-	p.agentCheck = ch.WaitForIP && p.running && !p.paused && restart && !ch.Stop
+	p.agentCheck = ch.WaitForIP && p.running && !p.paused && restart && !ch.Stop && !p.agentSwitchedOn()
 	p.agentUnknownWarn = ch.WaitForIP && !p.running && ch.Start && !ch.UserDataKnown
 	p.seedChecked = ch.Reseed != nil && !p.hibernated
 	willStart := (p.running && (restart || (ch.Start && p.paused))) || (!p.running && ch.Start)
 	p.seedCheck = willStart && !p.seedChecked
+}
+
+// agentSwitchedOn says the update switches the guest agent option on (the agent
+// RestartOption). The agent of the running VM is then not asked before the restart: the
+// option may have been off when QEMU started, which gives the VM no agent channel until
+// the restart, so no answer now says what the guest has; the address wait after the
+// restart reports a guest without the agent.
+func (p *updatePlan) agentSwitchedOn() bool {
+	v, ok := p.params["agent"]
+	return ok && agentEnabled(v)
 }
 
 // restart says the VM is restarted for a value it does not run with yet (not with
