@@ -84,7 +84,8 @@ func (b *Backend) halfMade(r pveapi.Resource, cfg map[string]string, namespace s
 	if !ok {
 		return OrphanVM{}, false
 	}
-	o := OrphanVM{ID: ID{VMID: r.VMID, Name: name}, Node: r.Node, UID: m.UID, CreatedAt: m.CreatedAt, Abandoned: state == markStateAbandoned, Instance: m.Instance}
+	o := OrphanVM{ID: ID{VMID: r.VMID, Name: name}, Node: r.Node, UID: m.UID, CreatedAt: m.CreatedAt,
+		Abandoned: state == markStateAbandoned, Instance: m.Instance}
 	if v, ok := vmSeed(name, cfg); ok {
 		o.Seed = v.volid()
 	} else if b.cfg.ISOStorage != "" {
@@ -278,8 +279,8 @@ func (r *cleanRun) cleanVMs(ctx context.Context) error {
 		return err
 	}
 	for _, sk := range skipped {
-		r.emit(ctx, CleanEvent{Kind: CleanVM, Action: CleanFailed, What: fmt.Sprintf("%s (VMID %d)", sk.ID.Name, sk.ID.VMID), Node: sk.Node, Age: -1,
-			Why: "its config could not be read, so whether it is a half-made VM is not known: " + sk.Err.Error()})
+		r.emit(ctx, CleanEvent{Kind: CleanVM, Action: CleanFailed, What: fmt.Sprintf("%s (VMID %d)", sk.ID.Name, sk.ID.VMID),
+			Node: sk.Node, Age: -1, Why: "its config could not be read, so whether it is a half-made VM is not known: " + sk.Err.Error()})
 	}
 	for _, o := range vms {
 		e := CleanEvent{Kind: CleanVM, What: fmt.Sprintf("%s (VMID %d)", o.ID.Name, o.ID.VMID), Node: o.Node, Age: r.age(o.CreatedAt)}
@@ -477,7 +478,8 @@ func (b *Backend) deleteHalfMade(ctx context.Context, o OrphanVM, namespace stri
 		return "", &pastCloneError{signs: signs}
 	}
 	if markState(desc) == MarkStateCreating {
-		err := b.api.SetVMConfig(ctx, o.Node, o.ID.VMID, map[string]string{"description": withMarkState(desc, markStateAbandoned), "digest": cfg["digest"]})
+		claim := map[string]string{"description": withMarkState(desc, markStateAbandoned), "digest": cfg["digest"]}
+		err := b.api.SetVMConfig(ctx, o.Node, o.ID.VMID, claim)
 		switch {
 		case err == nil:
 		case pveapi.IsConfigModified(err):
