@@ -100,7 +100,7 @@ func TestE2E_Cleanup_HandMadeStoppedVMNeedsALook(t *testing.T) {
 		wrong++
 		t.Errorf("the hand-made VM changed or is gone (there %v):\nbefore %+v\nafter  %+v", ok, before, after)
 	}
-	for _, want := range []string{fmt.Sprintf("(VMID %d)", vmid), "needs a look", "not shown to be an untouched clone",
+	for _, want := range []string{fmt.Sprintf("(VMID %d)", vmid), "needs a look", "not shown to be a clone the provider made",
 		fmt.Sprintf("qm stop %d && qm destroy %d --purge", vmid, vmid)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the cleanup's output lacks %q:\n%s", want, tfrun.TrimOverridesWarning(r.Stdout))
