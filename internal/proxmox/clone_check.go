@@ -242,5 +242,7 @@ func (b *Backend) untouchedCloneSign(ctx context.Context, o OrphanVM) (string, e
 	if why != "" || err != nil {
 		return why, err
 	}
-	return b.usedSinceClone(ctx, cloneHistory{vmid: o.ID.VMID, node: o.Node, created: o.CreatedAt, tmplVMID: tmpl.VMID, tmplNode: tmpl.Node})
+	// The template was matched by its meta, which is the VM's.
+	return b.usedSinceClone(ctx, cloneHistory{vmid: o.ID.VMID, node: o.Node, created: o.CreatedAt, tmplVMID: tmpl.VMID,
+		tmplNode: tmpl.Node, tmplMeta: cfg["meta"]})
 }

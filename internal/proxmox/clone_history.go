@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/proxy-operator/terraform-provider-proxy/internal/pveapi"
@@ -51,11 +52,14 @@ type cloneHistory struct {
 	created  time.Time
 	tmplVMID int
 	tmplNode string
-	// otherTemplates are the VMIDs of the templates other than tmplVMID (historyNodes
-	// fills it): another user's clone of one of them makes a VM whose config is not an
-	// untouched clone of tmplVMID's, so it is no sign. Any other source is: a clone of a
-	// clone of the template has its config too.
-	otherTemplates map[string]bool
+	// tmplMeta is the template's meta (fact: meta-copied): another user's clone of a VM
+	// whose meta differs (another template, a VM made from one) makes a VM whose config is
+	// not an untouched clone of this template, so it is no sign; a clone of a VM with this
+	// meta (the template, a clone of it, a template made from a clone) or of a VM gone since
+	// is.
+	tmplMeta string
+	// res is the listing historyNodes read, for the clone sources' nodes.
+	res []pveapi.Resource
 }
 
 // usedSinceClone says why the nodes' task history does not show VM h.vmid untouched by
@@ -71,9 +75,16 @@ func (b *Backend) usedSinceClone(ctx context.Context, h cloneHistory) (string, e
 	if token == "" {
 		return "the provider's token id is not known, so its own tasks cannot be told from others'", nil
 	}
-	since := h.created.Add(-historySkew).Unix()
+	// A created-at ahead of this clock (a create host whose clock runs fast) never narrows
+	// the window: it opens at the earlier of the two.
+	from := h.created
+	if now := b.clock.Now(); now.Before(from) {
+		from = now
+	}
+	since := from.Add(-historySkew).Unix()
+	seen := map[string]string{}
 	for _, node := range b.historyNodes(ctx, &h) {
-		why, err := b.nodeHistory(ctx, node, token, since, h)
+		why, err := b.nodeHistory(ctx, node, token, since, h, seen)
 		if why != "" || err != nil {
 			return why, err
 		}
@@ -82,20 +93,17 @@ func (b *Backend) usedSinceClone(ctx context.Context, h cloneHistory) (string, e
 }
 
 // historyNodes is every node a task on the VM may have run on: the configured nodes, the
-// VM's and the template's, and every node the listing shows a guest on. It fills
-// h.otherTemplates from the same listing.
+// VM's and the template's, and every node the listing shows a guest on. It keeps the
+// listing in h.res.
 func (b *Backend) historyNodes(ctx context.Context, h *cloneHistory) []string {
 	set := map[string]bool{h.node: true, h.tmplNode: true}
 	for _, n := range b.cfg.Nodes {
 		set[n] = true
 	}
-	h.otherTemplates = map[string]bool{}
 	if res, err := b.listing(ctx, false); err == nil {
+		h.res = res
 		for _, r := range res {
 			set[r.Node] = true
-			if r.Template == 1 && r.VMID != h.tmplVMID {
-				h.otherTemplates[strconv.Itoa(r.VMID)] = true
-			}
 		}
 	}
 	delete(set, "")
@@ -103,7 +111,8 @@ func (b *Backend) historyNodes(ctx context.Context, h *cloneHistory) []string {
 }
 
 // nodeHistory is usedSinceClone on one node.
-func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int64, h cloneHistory) (string, error) {
+func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int64, h cloneHistory,
+	seen map[string]string) (string, error) {
 	privs, err := b.api.Permissions(ctx, "/nodes/"+node)
 	if err != nil {
 		return readFailed(ctx, fmt.Sprintf("the token's privileges on /nodes/%s could not be read", node), err)
@@ -117,6 +126,9 @@ func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int
 	onVM, err := b.api.NodeTasks(ctx, node, pveapi.TaskQuery{VMID: h.vmid, Since: since, Limit: historyLimit, Source: "all"})
 	if err != nil {
 		return readFailed(ctx, fmt.Sprintf("the task list of node %s could not be read", node), err)
+	}
+	if why, err := b.movedIn(ctx, node, since, h.vmid); why != "" || err != nil {
+		return why, err
 	}
 	clones, err := b.api.NodeTasks(ctx, node, pveapi.TaskQuery{TypeFilter: "qmclone", Since: since, Limit: historyLimit, Source: "all"})
 	if err != nil {
@@ -138,9 +150,57 @@ func (b *Backend) nodeHistory(ctx context.Context, node, token string, since int
 		}
 	}
 	for _, t := range clones {
-		if t.AuthID() != token && !h.otherTemplates[t.ID] {
-			return fmt.Sprintf("node %s's task list shows %s cloned VM %s at %s (a clone task does not name its target), so the VM may be theirs",
-				node, t.AuthID(), t.ID, time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)), nil
+		if t.AuthID() == token {
+			continue
+		}
+		why, err := b.cloneSourceSign(ctx, h, t.ID, seen)
+		if why != "" || err != nil {
+			return fmt.Sprintf("node %s's task list shows %s cloned VM %s at %s, which %s (a clone task does not name its target), "+
+				"so the VM may be theirs", node, t.AuthID(), t.ID, time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339), why), err
+		}
+	}
+	return "", nil
+}
+
+// cloneSourceSign says why another user's clone of VM src may have made the VM: src is
+// gone, or has the template's meta, so its clone looks like the template's; "" when its
+// meta differs. seen caches the answer per source.
+func (b *Backend) cloneSourceSign(ctx context.Context, h cloneHistory, src string, seen map[string]string) (string, error) {
+	if why, ok := seen[src]; ok {
+		return why, nil
+	}
+	why := "is gone or hidden from the token"
+	if vmid, err := strconv.Atoi(src); err == nil {
+		if r, ok := findResource(h.res, vmid); ok {
+			cfg, err := b.api.VMConfig(ctx, r.Node, vmid)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return "", ctx.Err()
+			case err != nil:
+				why = fmt.Sprintf("could not be read (%v)", err)
+			case cfg["meta"] != h.tmplMeta:
+				why = ""
+			default:
+				why = fmt.Sprintf("has template %d's meta, so its clone looks like the template's", h.tmplVMID)
+			}
+		}
+	}
+	seen[src] = why
+	return why, nil
+}
+
+// movedIn says why a disk may have been moved into VM vmid from another VM since: a disk
+// reassign is a qmmove task whose id is "<vmid>-<disk>><target vmid>-<target disk>"
+// (qemu-server src/PVE/API2/Qemu.pm move_vm_disk), which a vmid filter does not match.
+func (b *Backend) movedIn(ctx context.Context, node string, since int64, vmid int) (string, error) {
+	moves, err := b.api.NodeTasks(ctx, node, pveapi.TaskQuery{TypeFilter: "qmmove", Since: since, Limit: historyLimit, Source: "all"})
+	if err != nil {
+		return readFailed(ctx, fmt.Sprintf("the task list of node %s could not be read", node), err)
+	}
+	for _, t := range moves {
+		if _, to, ok := strings.Cut(t.ID, ">"); ok && strings.HasPrefix(to, strconv.Itoa(vmid)+"-") {
+			return fmt.Sprintf("node %s's task list shows %s moved a disk into it (%s) at %s", node, t.AuthID(), t.ID,
+				time.Unix(t.StartTime, 0).UTC().Format(time.RFC3339)), nil
 		}
 	}
 	return "", nil

@@ -31,11 +31,25 @@ func TestCleanOrphans_cloneHistory(t *testing.T) {
 		{"no task since its clone", func(*harness) {}, ""},
 		{"another user's start before the window", other("qmstart", vmid, 200), ""},
 		{"another user's clone of another template", func(h *harness) {
-			h.f.addTemplate(9002, "pv1-1", nil)
+			cfg := fixtureConfig("vm_config_template_9001")
+			cfg["meta"] = "creation-qemu=10.1.2,ctime=1780000000"
+			h.f.addTemplate(9002, "pv1-1", cfg)
 			other("qmclone", 9002, 30)(h)
 		}, ""},
-		{"another user's clone of a VM", other("qmclone", 100003, 30), "mallory@pve cloned VM 100003"},
+		{"another user's clone of an unrelated VM (a busy cluster)", func(h *harness) {
+			h.f.addVM(&fakeVM{VMID: 500, Name: "web01", Config: map[string]string{"meta": "creation-qemu=9.0.0,ctime=1700000000"}})
+			other("qmclone", 500, 30)(h)
+		}, ""},
+		{"another user's clone of a golden image made from the template", func(h *harness) {
+			h.f.addTemplate(9003, "pv1-1", nil) // a clone of 9001 made a template: its meta
+			other("qmclone", 9003, 30)(h)
+		}, "mallory@pve cloned VM 9003"},
+		{"another user's clone of a clone of the template", other("qmclone", 100003, 30), "mallory@pve cloned VM 100003"},
 		{"another user's clone of a VM gone since", other("qmclone", 100077, 30), "mallory@pve cloned VM 100077"},
+		{"a disk moved in from another VM", func(h *harness) {
+			h.f.addHistory("pv1-1", pveapi.TaskEntry{Type: "qmmove", ID: "600-scsi0>100001-scsi1", User: "mallory@pve",
+				StartTime: h.clock.Now().Add(-30 * time.Minute).Unix()})
+		}, "moved a disk into it"},
 		{"started by another user", other("qmstart", vmid, 30), "mallory@pve started it (qmstart"},
 		{"started by the HA stack", other("hastart", vmid, 30), "started it (hastart"},
 		{"started by this token", func(h *harness) {
@@ -91,9 +105,16 @@ func TestCleanOrphans_cloneHistory(t *testing.T) {
 // but the node's task history shows it was started: it is left alone, and the create
 // clones onto the next VMID. Without that start it is taken over as before.
 func TestCreate_retryLeavesAUsedCloneAlone(t *testing.T) {
-	for _, started := range []bool{false, true} {
+	for _, tc := range []struct{ started, ahead bool }{{false, false}, {true, false}, {true, true}} {
+		started := tc.started
 		h := newHarness(t)
 		h.addInterrupted(testVMID0, testName, prevUID)
+		if tc.ahead { // the mark of a create host whose clock runs 20 minutes fast
+			h.f.mutate(testVMID0, func(v *fakeVM) {
+				v.Config["description"] = CreatingMark(testProofKey, MarkLines{UID: prevUID, CreatedAt: h.clock.Now().Add(20 * time.Minute)},
+					testVMID0, testName)
+			})
+		}
 		if started {
 			h.f.addHistory("pv1-1", pveapi.TaskEntry{Type: "qmstart", ID: strconv.Itoa(testVMID0), User: "mallory@pve",
 				StartTime: h.clock.Now().Unix()})

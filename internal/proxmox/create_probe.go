@@ -210,20 +210,9 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 	case verdictOurs:
 		return probeNext, Permanentf("VMID %d already carries this create's uid %s; this is a provider bug", vmid, c.s.UID)
 	case verdictResume:
-		why := takeoverDisks(c.tmplCfg, cfg, c.s.DiskGiB, c.s.TemplateVMID)
-		if why == "" {
-			if why, err = c.unboundButProvisioned(ctx, r.Node, vmid, cfg); err != nil {
-				return probeNext, err
-			}
-		}
-		if why == "" && unbound(cfg) {
-			if why = notUntouchedClone(c.tmplCfg, cfg, c.s.TemplateVMID); why == "" {
-				h := cloneHistory{vmid: vmid, node: r.Node, created: ParseMark(cfg["description"]).CreatedAt,
-					tmplVMID: c.s.TemplateVMID, tmplNode: c.tmplNode}
-				if why, err = c.b.usedSinceClone(ctx, h); err != nil {
-					return probeNext, err
-				}
-			}
+		why, err := c.notResumable(ctx, r.Node, vmid, cfg)
+		if err != nil {
+			return probeNext, err
 		}
 		if why != "" {
 			// The proof is a bearer token: a VM whose disks the clone did not make is
@@ -243,4 +232,33 @@ func (c *creation) probeHeldBy(ctx context.Context, r pveapi.Resource) (probeOut
 		}
 	}
 	return probeAgain, nil
+}
+
+// notResumable says why the VM at vmid, its mark proved an interrupted create of this
+// name, may not be taken over: disks the clone did not make, a sign it got past its clone,
+// or, for a mark written before the config step, a config or a task history that is not
+// an untouched clone's (decision: clone-history); "" when it may.
+func (c *creation) notResumable(ctx context.Context, node string, vmid int, cfg map[string]string) (string, error) {
+	var err error
+	why := takeoverDisks(c.tmplCfg, cfg, c.s.DiskGiB, c.s.TemplateVMID)
+	if why == "" {
+		if why, err = c.unboundButProvisioned(ctx, node, vmid, cfg); err != nil {
+			return "", err
+		}
+	}
+	if why == "" && unbound(cfg) {
+		if why = notUntouchedClone(c.tmplCfg, cfg, c.s.TemplateVMID); why == "" {
+			h := cloneHistory{vmid: vmid, node: node, created: ParseMark(cfg["description"]).CreatedAt,
+				tmplVMID: c.s.TemplateVMID, tmplNode: c.tmplNode, tmplMeta: c.tmplCfg["meta"]}
+			if why, err = c.b.usedSinceClone(ctx, h); err != nil {
+				return "", err
+			}
+		}
+	}
+	if why == "" && unbound(cfg) { // again: a start during the history reads shows now
+		if why, err = c.unboundButProvisioned(ctx, node, vmid, cfg); err != nil {
+			return "", err
+		}
+	}
+	return why, nil
 }
