@@ -383,7 +383,8 @@ func (e *pastCloneError) Error() string {
 func needsLook(o OrphanVM, signs []string) string {
 	return fmt.Sprintf("VMID %d is marked as a half-made VM of this provider, but %s. Its mark may be a copy written on "+
 		"someone's VM, so nothing was sent to it. To find whose it is: look for VMID %d in your Terraform states, and "+
-		"at who ran tasks on it (`pvenode task list --vmid %d` on each node, or the VM's Task History). "+
+		"at who ran tasks on it (`pvenode task list --vmid %d` on each node; a clone onto it is listed under its source VM, "+
+		"`pvenode task list --typefilter qmclone`). "+
 		"Only if no state tracks it, no apply is running and nobody claims it, destroy it with `qm stop %d && qm destroy %d --purge`",
 		o.ID.VMID, strings.Join(signs, "; "), o.ID.VMID, o.ID.VMID, o.ID.VMID, o.ID.VMID)
 }
