@@ -69,6 +69,12 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return VM{}, err
 	}
 	vm := vmFromConfig(id, r.Node, cfg, mark)
+	if !opts.AnyOwner && (!mark.Managed || mark.UID != opts.UID) {
+		// Shown the resource's by the state's record alone (recordedInstance): its mark
+		// wiped, or its uid line deleted or rewritten. The state's uid stays; an update
+		// writes the whole mark back (restoredMark).
+		vm.UID, vm.MarkEdited = opts.UID, true
+	}
 	if v, ok := vmSeed(id.Name, cfg); ok {
 		vm.Seed = v.volid()
 	}
@@ -354,7 +360,7 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 // with no recorded SMBIOS uuid (a 0.1.0 state, an import of an unbound mark, the power
 // action): the resource's VM renamed outside Terraform (name is a VM.Config.Options key,
 // Qemu.pm:823-839), or a VM carrying a copy of its mark. A caller with a recorded uuid
-// tells them apart (renamedBound). It is refused as ErrNotOurs, not as a reused VMID.
+// tells them apart (recordedInstance). It is refused as ErrNotOurs, not as a reused VMID.
 func renamedUnbound(cfg map[string]string, o Owner) (Mark, bool) {
 	m := ParseMark(cfg["description"])
 	return m, o.Instance == "" && o.UID != "" && m.Managed && m.UID == o.UID
