@@ -26,13 +26,15 @@ func withoutMarkLine(desc, key string) string {
 
 // TestE2E_Binding_BoundMarkGoneRepaired (Terraform 1.14+, actions): a Notes-only user
 // wipes the whole mark of a bound resource's VM (leaving a note of their own; renaming the
-// VM too), deletes its uid line, or rewrites its uid. The VM's SMBIOS uuid is still the one the state recorded,
-// so it is still the resource's: proxy_vm_power (no state) refuses it with no write, the
+// VM too), deletes its uid line, or rewrites its uid. The VM's SMBIOS uuid is still the
+// one the state recorded, so it is still the resource's: proxy_vm_power (no state) refuses
+// it with no write, saying that an apply of the proxy_vm writes the name and mark back; the
 // plan warns that the mark was edited outside Terraform and updates in place (nothing to
-// add, nothing to destroy), the apply writes the whole finished mark (and the name) back
-// with one config write on the same VMID, keeping the user's note, the next plan is empty, the action acts
-// again, and the destroy leaves nothing. Before, the refresh took the VM for another at
-// the VMID and the apply made a second VM, leaving this one and its seed behind for good.
+// add, nothing to destroy); the apply writes the whole finished mark the create wrote (and
+// the name) back with one config write on the same VMID, keeping the user's note; the next
+// plan is empty, the action acts again, and the destroy leaves nothing. Before, the
+// refresh took the VM for another at its VMID and the apply dropped it from the state
+// (creating another VM, or failing to), leaving it and its seed behind for good.
 func TestE2E_Binding_BoundMarkGoneRepaired(t *testing.T) {
 	needTF(t)
 	edits := []struct {
@@ -84,8 +86,10 @@ func TestE2E_Binding_BoundMarkGoneRepaired(t *testing.T) {
 				return s.ws.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_vm_power.reboot_edge")
 			}
 			s.sim.EnableRequestLog()
-			if r := invoke(); r.OK() || len(writesTo(s, vmid)) != 0 {
-				t.Fatalf("the power action on the edited mark: want a refusal with no write, got writes %v:\n%s", writesTo(s, vmid), r)
+			if r := invoke(); r.OK() || len(writesTo(s, vmid)) != 0 ||
+				!strings.Contains(strings.Join(strings.Fields(r.Output()), " "), "its apply writes the name and mark back") {
+				t.Fatalf("the power action on the edited mark: want a refusal saying an apply writes the mark back, with no write, "+
+					"got writes %v:\n%s", writesTo(s, vmid), r)
 			}
 			plan := s.ws.Plan(s.ctx)
 			flat := strings.Join(strings.Fields(plan.Output()), " ")

@@ -310,16 +310,18 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		if m, ok := renamedUnbound(cfg, o); ok {
 			return renamedFound(id, cfg, o, m)
 		}
-		return notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
+		return notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused%s", id.VMID, cfg["name"], markEditedHint(o))
 	case notOursUnmarked:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
-		return notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
+		return notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider%s", id.VMID, MarkKeyManaged,
+			markEditedHint(o))
 	case notOursNoUIDHere:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: the state records no uid", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("the state records no uid for this VM, so no VM can be proved this resource's: VMID %d is left alone", id.VMID)
 	case notOursNoUID:
 		b.logOtherUID(ctx, id, node, o.UID, "")
-		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID", id.VMID, id.Name, o.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID%s", id.VMID, id.Name, o.UID,
+			markEditedHint(o))
 	case notOursRanUnbound:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: an unbound creating mark on a VM that ran", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("VMID %d holds a VM named %q whose mark carries this resource's uid and says it is being created, as written before the "+
@@ -352,8 +354,22 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 			"VM with that line rewritten outside Terraform%s", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg), then)
 	default:
 		b.logOtherUID(ctx, id, node, o.UID, mark.UID)
-		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM", id.VMID, id.Name, mark.UID, o.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM%s", id.VMID, id.Name,
+			mark.UID, o.UID, markEditedHint(o))
 	}
+}
+
+// markEditedHint is what the power action (o.Bound), which has no state to check the VM
+// by, adds to the refusal of a VM of another name or whose mark is not there or not this
+// resource's: it may be the resource's own VM renamed or with its description edited
+// outside Terraform, which an apply of its proxy_vm repairs when the state recorded its
+// SMBIOS uuid (recordedInstance).
+func markEditedHint(o Owner) string {
+	if !o.Bound {
+		return ""
+	}
+	return ", or this resource's VM renamed or with its description edited outside Terraform (then the plan of the proxy_vm that " +
+		"manages it warns of that, and its apply writes the name and mark back: run the action again after it)"
 }
 
 // renamedUnbound reports a VM of another name whose mark carries o.UID, met by a caller

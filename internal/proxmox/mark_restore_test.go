@@ -142,3 +142,26 @@ func TestUpdate_restoresTheWholeMark(t *testing.T) {
 		}
 	})
 }
+
+// TestPower_refusesAnEditedMarkSayingWhatRepairsIt: the power action, which has no state
+// to check the VM by, refuses the resource's VM whose mark was wiped or lost its uid, with
+// no write, saying that it may be the resource's VM with its description edited and that
+// an apply of its proxy_vm writes the mark back.
+func TestPower_refusesAnEditedMarkSayingWhatRepairsIt(t *testing.T) {
+	for _, e := range markEdits {
+		t.Run(e.name, func(t *testing.T) {
+			h := newHarness(t)
+			_, made, _ := createdForRestore(h)
+			h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = e.edit(made) })
+			h.f.calllog = nil
+			_, err := h.b.Power(h.ctx, testID, PowerOptions{Op: PowerStop, UID: testUID})
+			if !errors.Is(err, ErrNotOurs) || !strings.Contains(err.Error(), "edited outside Terraform") ||
+				!strings.Contains(err.Error(), "its apply writes the name and mark back") {
+				t.Errorf("%v, want ErrNotOurs saying an apply writes the name and mark back", err)
+			}
+			if w := mutating(h.f); len(w) != 0 {
+				t.Errorf("writes: %v", w)
+			}
+		})
+	}
+}
