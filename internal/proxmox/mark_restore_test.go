@@ -165,3 +165,34 @@ func TestPower_refusesAnEditedMarkSayingWhatRepairsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestDelete_markGoneOnTheRecordedVM: a destroy whose state recorded the VM's SMBIOS uuid
+// removes the VM whose mark was wiped, with its seed ISO, instead of leaving both; one
+// whose state recorded no uuid leaves the VM alone.
+func TestDelete_markGoneOnTheRecordedVM(t *testing.T) {
+	for _, recorded := range []bool{true, false} {
+		h := newHarness(t)
+		_, _, inst := createdForRestore(h)
+		v := h.f.vm(testVMID0)
+		seed := driveVolume(v.Config["ide2"])
+		if _, ok := h.f.iso(v.Node, fakeISOStorage, seedFile(testName, testUID)); !ok || !strings.HasSuffix(seed, seedFile(testName, testUID)) {
+			t.Fatalf("the create's seed %q is not %s on storage", seed, seedFile(testName, testUID))
+		}
+		h.f.mutate(testVMID0, func(v *fakeVM) { v.Config["description"] = "maintenance: Sundays" })
+		opts := DeleteOptions{Node: v.Node, UID: testUID, Seed: seed}
+		if recorded {
+			opts.Instance = inst
+		}
+		if err := h.b.DeleteVM(h.ctx, testID, opts); err != nil {
+			t.Fatalf("recorded %v: %v", recorded, err)
+		}
+		if gone := h.f.vm(testVMID0) == nil; gone != recorded {
+			t.Errorf("recorded %v: the VM destroyed %v, want %v", recorded, gone, recorded)
+		}
+		if recorded {
+			if _, ok := h.f.iso(v.Node, fakeISOStorage, seedFile(testName, testUID)); ok {
+				t.Errorf("the seed %s is left after the VM was destroyed", seed)
+			}
+		}
+	}
+}
