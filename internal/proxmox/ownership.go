@@ -99,9 +99,9 @@ type Owner struct {
 
 // ownedBy is the ownership predicate: the VM whose config is cfg is the resource's (name,
 // o.UID) when cfg's SMBIOS uuid is o.Instance, recorded with o.UID (recordedInstance),
-// whatever its name and description say. Otherwise only when cfg names it, carries the managed mark, the mark carries o.UID, which
-// must not be empty, and no uuid is recorded; then the
-// mark's instance line must name cfg's SMBIOS uuid when it has one (or must have one,
+// whatever its name and description say. Otherwise only when no uuid is recorded, cfg
+// names it, carries the managed mark, the mark carries o.UID, which must not be empty, and
+// the mark's instance line names cfg's SMBIOS uuid when it has one (or must have one,
 // o.Bound). It returns the mark read and, when the VM is not the resource's, why.
 func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
 	m := ParseMark(cfg["description"])

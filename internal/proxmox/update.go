@@ -325,8 +325,7 @@ func (r *updateRun) writeConfig(ctx context.Context) error {
 // line deleted or rewritten outside Terraform. Its other text is kept as the note. desc as
 // it is otherwise (finishedMark repairs the rest).
 func restoredMark(desc string, cfg map[string]string, ch Changes, now time.Time) string {
-	if m := ParseMark(desc); ch.Instance == "" || !recordedInstance(cfg, Owner{UID: ch.UID, Instance: ch.Instance}) ||
-		(m.Managed && m.UID == ch.UID) {
+	if m := ParseMark(desc); !recordedInstance(cfg, Owner{UID: ch.UID, Instance: ch.Instance}) || (m.Managed && m.UID == ch.UID) {
 		return desc
 	}
 	created := ch.Mark.CreatedAt
