@@ -32,7 +32,8 @@ var (
 	// Terraform (vm_identity_facet.go).
 	privateKeyRenamed = privateKey[string]{name: "renamed", what: "rename"}
 	// privateKeyMarkEdited: the last refresh found the VM's mark not bound to its SMBIOS
-	// uuid, its instance line deleted or rewritten outside Terraform (vm_identity_facet.go).
+	// uuid or not carrying the state's uid: wiped, its uid or instance line deleted or
+	// rewritten outside Terraform (vm_identity_facet.go).
 	privateKeyMarkEdited = privateKey[bool]{name: "mark_edited", what: "mark edit"}
 )
 

@@ -137,6 +137,7 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 	if drift, _ := readMarkDrift(ctx, req.Private); changes.Instance == "" || drift.renamed != "" || drift.edited {
 		changes.Bind, changed = true, true
 	}
+	changes.Mark = r.markRecord(plan, prior)
 	if readReseed(ctx, req.Private) {
 		// cloud_init_change = "restart": the plan swaps the seed (proxy_vm_reseed.go), with
 		// the configured text only (none configured any more: none in the new seed).
@@ -149,6 +150,23 @@ func (r *proxyVMResource) updateChanges(ctx context.Context, req resource.Update
 	powerChanges(&changes, plan, timeout, readPower(ctx, req.Private), diagnostics)
 	changes.Network, _ = networkOf(ctx, plan.vmNetwork) // for a seed rebuild (not a change)
 	return changes, changed, true
+}
+
+// markRecord is what the state holds of the VM's mark, for an update that writes back a
+// mark wiped outside Terraform (proxmox.Changes.Mark): the recorded created_at, the
+// provider's uid_namespace and the planned cloud-init digest (a seed swap's new one),
+// else the recorded one.
+func (r *proxyVMResource) markRecord(plan, prior proxyVMModel) proxmox.MarkRecord {
+	rec := proxmox.MarkRecord{Namespace: r.data.cfg.UIDNamespace}
+	if v, ok := knownString(prior.CreatedAt); ok {
+		rec.CreatedAt, _ = time.Parse(time.RFC3339, v)
+	}
+	if v, ok := knownString(plan.CloudInitDigest); ok {
+		rec.UserDataDigest = v
+	} else if v, ok := knownString(prior.CloudInitDigest); ok {
+		rec.UserDataDigest = v
+	}
+	return rec
 }
 
 // recordUpdate writes what an update leaves beside the state: where the seed is, the

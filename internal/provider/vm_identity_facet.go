@@ -84,9 +84,15 @@ func identityFacetAttrs() []facetAttr {
 	}}
 }
 
-// read takes the identity of the VM as the backend read it.
+// read takes the identity of the VM as the backend read it. A VM whose mark was edited
+// outside Terraform (proxmox.VM.MarkEdited: the state's record showed it this resource's)
+// keeps the recorded created_at, which the update writes back into its mark.
 func (f *vmIdentityFacet) read(fc *facetCtx) {
+	created := f.CreatedAt
 	f.identify(fc.vm.ID, fc.vm.UID, fc.vm.CreatedAt)
+	if _, ok := knownString(created); ok && fc.vm.MarkEdited {
+		f.CreatedAt = created
+	}
 }
 
 // identify sets the identity of the VM id whose mark carries uid and createdAt (zero when
@@ -166,7 +172,7 @@ const summaryBinding = "Proxy VM mark to be bound to its SMBIOS uuid"
 // line (decision: state-binding).
 type markDrift struct {
 	renamed string // the name the VM was renamed to, "" when it has the resource's
-	edited  bool   // its mark's instance line deleted or naming another uuid
+	edited  bool   // its mark wiped, or its uid or instance line deleted or rewritten
 }
 
 // recordMarkDrift keeps, for the next plan, what the refresh or update found changed on
@@ -191,15 +197,16 @@ func readMarkDrift(ctx context.Context, p privateGetter) (markDrift, diag.Diagno
 	return markDrift{renamed: renamed, edited: edited}, append(diags, d...)
 }
 
-// summaryMarkEdited is the warning of a plan that writes back a bound VM's instance line.
+// summaryMarkEdited is the warning of a plan that writes back a bound VM's mark.
 const summaryMarkEdited = "Proxy VM mark edited outside Terraform"
 
 // planBinding plans the binding of a resource whose state recorded no SMBIOS uuid (made
 // by version 0.1.0, or an import of a VM whose mark has no instance line): the uuid
 // unknown, which the update writes in the mark and records, with a warning saying why.
-// A bound VM the last refresh found renamed, or with its mark's instance line deleted or
-// rewritten (drift), is planned the same way: the update writes the resource's name and
-// the line back, so that the power action, which has only the mark to go by, accepts it.
+// A bound VM the last refresh found renamed, or with its mark deleted or rewritten, in
+// whole or in part (drift), is planned the same way: the update writes the resource's name
+// and the finished mark back, so that the power action, which has only the mark to go by,
+// accepts it.
 func planBinding(plan, prior *proxyVMModel, drift markDrift) diag.Diagnostics {
 	if prior == nil {
 		return nil
@@ -217,9 +224,10 @@ func planBinding(plan, prior *proxyVMModel, drift markDrift) diag.Diagnostics {
 	if bound && v != "" {
 		if drift.edited {
 			plan.SMBIOSUUID = types.StringUnknown()
-			diags.AddWarning(summaryMarkEdited, label+": the "+proxmox.MarkKeyInstance+" line of its mark was deleted or rewritten "+
-				"in Proxmox, but its SMBIOS uuid is the one the state recorded, so it is still this resource's VM. This apply writes the "+
-				"line back, in place; until then proxy_vm_power, which has only the mark to go by, refuses the VM.")
+			diags.AddWarning(summaryMarkEdited, label+": its mark (the proxy-operator-* lines of its description: all of them, its "+
+				proxmox.MarkKeyUID+" or its "+proxmox.MarkKeyInstance+" line) was deleted or rewritten in Proxmox, but its SMBIOS uuid "+
+				"is the one the state recorded, so it is still this resource's VM. This apply writes the finished mark back, in place, "+
+				"keeping the rest of the description; until then proxy_vm_power, which has only the mark to go by, refuses the VM.")
 		}
 		return diags
 	}

@@ -25,6 +25,27 @@ func TestVMIdentityFacet_identify(t *testing.T) {
 	}
 }
 
+// TestVMIdentityFacet_readKeepsTheRecordOfAnEditedMark: a VM whose mark was edited outside
+// Terraform (wiped: no creation time, or rewritten: another one), which the state's record
+// alone shows the resource's, keeps the recorded created_at, which the update writes back;
+// a mark not edited gives its own.
+func TestVMIdentityFacet_readKeepsTheRecordOfAnEditedMark(t *testing.T) {
+	const recorded = "2026-01-02T02:04:05Z"
+	id := proxmox.ID{VMID: 101, Name: "b"}
+	for _, other := range []time.Time{{}, time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)} {
+		f := vmIdentityFacet{CreatedAt: types.StringValue(recorded)}
+		f.read(onVM(proxmox.VM{ID: id, UID: "u-1", CreatedAt: other, MarkEdited: true}))
+		if f.CreatedAt.ValueString() != recorded || f.UID.ValueString() != "u-1" {
+			t.Errorf("read of an edited mark (created %v) = %+v, want the recorded created_at", other, f)
+		}
+	}
+	f := vmIdentityFacet{CreatedAt: types.StringValue(recorded)}
+	f.read(onVM(proxmox.VM{ID: id, UID: "u-1", CreatedAt: time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)}))
+	if f.CreatedAt.ValueString() != "2026-05-06T07:08:09Z" {
+		t.Errorf("read of a mark not edited = %+v, want its created_at", f)
+	}
+}
+
 // TestVMIdentityFacet_specAndNullUnknown: a create's spec carries the name and the minted
 // uid; the partial state's unknown values are null.
 func TestVMIdentityFacet_specAndNullUnknown(t *testing.T) {

@@ -192,11 +192,13 @@ type VM struct {
 	// mark is bound to this VM, decision: instance-binding), else "".
 	BoundInstance string
 	// MarkEdited is set when the VM has an SMBIOS uuid but its mark's instance line is
-	// missing or names another uuid: on a VM the state's recorded uuid shows to be the
-	// resource's, an edit outside Terraform that an update writes back (finishedMark).
+	// missing or names another uuid, or when the state's recorded uuid alone shows the VM
+	// the resource's (its mark wiped, its uid line deleted or rewritten; UID is then the
+	// state's): an edit outside Terraform that an update writes back (finishedMark,
+	// restoredMark).
 	MarkEdited bool
 	// Renamed is the name the VM's config holds when it is not the ID's: a VM renamed
-	// outside Terraform, still the resource's by its recorded SMBIOS uuid (renamedBound).
+	// outside Terraform, still the resource's by its recorded SMBIOS uuid (recordedInstance).
 	Renamed string
 	// Seed is the seed ISO file the VM's ide2 names, when it is a seed of this VM
 	// (<name>-<uid>-seed.iso, or the proxy operator's <name>-seed.iso).
@@ -344,6 +346,10 @@ type Changes struct {
 	// is written: the apply that binds a state that recorded no SMBIOS uuid. Any config
 	// write of an update writes it anyway. Not a change by itself.
 	Bind bool
+	// Mark is what the state holds of the VM's mark, for the config write of an update on
+	// a VM whose mark was wiped or lost the state's uid outside Terraform (restoredMark).
+	// Not a change by itself.
+	Mark MarkRecord
 	// Tags, Note and Protection, when set, replace the user tags, the note and the
 	// protection flag (note_tags.go); none of them restarts the VM.
 	Tags       *[]string
@@ -379,6 +385,18 @@ type Changes struct {
 	// HA, when set, writes or removes the VM's HA resource, after every other change
 	// (ha.go).
 	HA *HAChange
+}
+
+// MarkRecord is what a state holds of its VM's mark beside the uid: what an update needs to
+// write the whole finished mark back on a VM whose mark was wiped (restoredMark).
+type MarkRecord struct {
+	// CreatedAt is the state's created_at (zero: none; the update's clock then).
+	CreatedAt time.Time
+	// Namespace is the provider's uid_namespace.
+	Namespace string
+	// UserDataDigest is the cloud-init digest the VM's seed was built with
+	// (MarkKeyUserDataDigest; empty: no line).
+	UserDataDigest string
 }
 
 // Instance is one marked VM listed by List (decision: list-marked).

@@ -54,6 +54,12 @@ func (b *Backend) get(ctx context.Context, id ID, opts GetOptions) (VM, error) {
 		return VM{}, err
 	}
 	vm := vmFromConfig(id, r.Node, cfg, mark)
+	if !opts.AnyOwner && (!mark.Managed || mark.UID != opts.UID) {
+		// Shown the resource's by the state's record alone (recordedInstance): its mark
+		// wiped, or its uid line deleted or rewritten. The state's uid stays; an update
+		// writes the whole mark back (restoredMark).
+		vm.UID, vm.MarkEdited = opts.UID, true
+	}
 	if v, ok := vmSeed(id.Name, cfg); ok {
 		vm.Seed = v.volid()
 	}
@@ -291,18 +297,19 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 		if m, ok := renamedUnbound(cfg, o); ok {
 			return renamedFound(id, cfg, o, m)
 		}
-		return notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused", id.VMID, cfg["name"])
+		return notFoundf("VMID %d now holds VM %q: this VM was removed and its VMID reused%s", id.VMID, cfg["name"], markEditedHint(o))
 	case notOursUnmarked:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: no mark", map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
-		return notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider", id.VMID, MarkKeyManaged)
+		return notFoundf("VM at VMID %d carries no %s=true mark in its description: not managed by this provider%s", id.VMID, MarkKeyManaged,
+			markEditedHint(o))
 	case notOursNoUIDHere:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: the state records no uid",
 			map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
 		return notFoundf("the state records no uid for this VM, so no VM can be proved this resource's: VMID %d is left alone", id.VMID)
 	case notOursNoUID:
 		b.logOtherUID(ctx, id, node, o.UID, "")
-		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID",
-			id.VMID, id.Name, o.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries no uid, not this resource's %s: another VM on a reused VMID%s",
+			id.VMID, id.Name, o.UID, markEditedHint(o))
 	case notOursRanUnbound:
 		tflog.SubsystemDebug(ctx, LogSubsystem, "proxmox vm not ours: an unbound creating mark on a VM that ran",
 			map[string]any{"vmid": id.VMID, "name": id.Name, "node": node})
@@ -338,16 +345,29 @@ func (b *Backend) notOursFound(ctx context.Context, id ID, node string, cfg map[
 			"VM with that line rewritten outside Terraform%s", id.VMID, id.Name, MarkKeyInstance, mark.Instance, instanceOf(cfg), then)
 	default:
 		b.logOtherUID(ctx, id, node, o.UID, mark.UID)
-		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM",
-			id.VMID, id.Name, mark.UID, o.UID)
+		return notFoundf("VMID %d holds a VM named %q whose mark carries uid %q, not this resource's %s: another workspace's VM%s",
+			id.VMID, id.Name, mark.UID, o.UID, markEditedHint(o))
 	}
+}
+
+// markEditedHint is what the power action (o.Bound), which has no state to check the VM
+// by, adds to the refusal of a VM of another name or whose mark is not there or not this
+// resource's: it may be the resource's own VM renamed or with its description edited
+// outside Terraform, which an apply of its proxy_vm repairs when the state recorded its
+// SMBIOS uuid (recordedInstance).
+func markEditedHint(o Owner) string {
+	if !o.Bound {
+		return ""
+	}
+	return ", or this resource's VM renamed or with its description edited outside Terraform (then the plan of the proxy_vm that " +
+		"manages it warns of that, and its apply writes the name and mark back: run the action again after it)"
 }
 
 // renamedUnbound reports a VM of another name whose mark carries o.UID, met by a caller
 // with no recorded SMBIOS uuid (a 0.1.0 state, an import of an unbound mark, the power
 // action): the resource's VM renamed outside Terraform (name is a VM.Config.Options key,
 // Qemu.pm:823-839), or a VM carrying a copy of its mark. A caller with a recorded uuid
-// tells them apart (renamedBound). It is refused as ErrNotOurs, not as a reused VMID.
+// tells them apart (recordedInstance). It is refused as ErrNotOurs, not as a reused VMID.
 func renamedUnbound(cfg map[string]string, o Owner) (Mark, bool) {
 	m := ParseMark(cfg["description"])
 	return m, o.Instance == "" && o.UID != "" && m.Managed && m.UID == o.UID

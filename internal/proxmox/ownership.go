@@ -98,13 +98,19 @@ type Owner struct {
 }
 
 // ownedBy is the ownership predicate: the VM whose config is cfg is the resource's (name,
-// o.UID) only when cfg names it (or the VM was renamed, renamedBound), carries the managed mark, the mark carries o.UID, which
-// must not be empty, and cfg's SMBIOS uuid is o.Instance when that is set; without it, the
-// mark's instance line must name cfg's SMBIOS uuid when it has one (or must have one,
+// o.UID) when cfg's SMBIOS uuid is o.Instance, recorded with o.UID (recordedInstance),
+// whatever its name and description say. Otherwise only when no uuid is recorded, cfg
+// names it, carries the managed mark, the mark carries o.UID, which must not be empty, and
+// the mark's instance line names cfg's SMBIOS uuid when it has one (or must have one,
 // o.Bound). It returns the mark read and, when the VM is not the resource's, why.
 func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
 	m := ParseMark(cfg["description"])
-	if cfg["name"] != name && !renamedBound(cfg, m, o) {
+	if recordedInstance(cfg, o) {
+		// The state's record decides, whatever the name and the description say: a
+		// Notes-only user can wipe or rewrite the mark, never smbios1 or the state.
+		return m, notOursNone
+	}
+	if cfg["name"] != name {
 		return Mark{}, notOursName
 	}
 	switch {
@@ -117,11 +123,7 @@ func ownedBy(cfg map[string]string, name string, o Owner) (Mark, notOurs) {
 	case m.UID != o.UID:
 		return m, notOursOtherUID
 	case o.Instance != "":
-		// The state's record decides: a Notes-only user can rewrite the mark's instance
-		// line, never smbios1 or the state.
-		if !strings.EqualFold(o.Instance, instanceOf(cfg)) {
-			return m, notOursBound
-		}
+		return m, notOursBound // recordedInstance failed: another SMBIOS uuid
 	case instanceMismatch(cfg, m):
 		return m, notOursInstance
 	case o.Bound && m.Instance == "":
@@ -154,12 +156,13 @@ func seedOnDrive(cfg map[string]string, name, uid string) bool {
 	return false
 }
 
-// renamedBound reports a VM renamed outside Terraform that is still the resource's: its
-// mark carries o.UID and its SMBIOS uuid is the one the state recorded (decision:
-// state-binding). The name, like the description, is a VM.Config.Options key
-// (Qemu.pm:823-839); smbios1 is not. An update writes the name back.
-func renamedBound(cfg map[string]string, m Mark, o Owner) bool {
-	return o.Instance != "" && o.UID != "" && m.Managed && m.UID == o.UID && strings.EqualFold(o.Instance, instanceOf(cfg))
+// recordedInstance reports a VM that is the resource's by the state's record alone: the
+// state holds a uid and an SMBIOS uuid, and cfg's is that uuid (decision: state-binding).
+// Its name and description, VM.Config.Options keys (Qemu.pm:823-839), may say anything:
+// renamed, its mark wiped, its uid or instance line deleted or rewritten; smbios1 is not
+// one of those keys. An update writes the name and the whole finished mark back.
+func recordedInstance(cfg map[string]string, o Owner) bool {
+	return o.Instance != "" && o.UID != "" && strings.EqualFold(o.Instance, instanceOf(cfg))
 }
 
 // boundInstance is the VM's SMBIOS uuid when the mark in its description has an instance

@@ -131,8 +131,10 @@ func withInstance(l MarkLines, inst string) MarkLines {
 // TestOwnership_predicate: ownedBy accepts only our name, the mark and the caller's uid;
 // an empty uid on either side owns nothing; a mark bound to another VM (its instance line
 // not the VM's SMBIOS uuid, decision: instance-binding) is refused; a state that recorded
-// the VM's SMBIOS uuid refuses a VM with another one whatever the mark says, and a caller
-// without a state (Bound) refuses a mark without an instance line (decision:
+// the VM's SMBIOS uuid refuses a VM with another one whatever the mark says, and accepts
+// the VM with that one whatever its name and description say (its mark wiped, its uid
+// deleted or rewritten), while an unbound state or a caller without a state does not; a
+// caller without a state (Bound) refuses a mark without an instance line (decision:
 // state-binding).
 func TestOwnership_predicate(t *testing.T) {
 	ours := map[string]string{"name": testName, "description": FormatMark(testUID, time.Now()), "ide2": "local:iso/" + seedFile(testName, testUID) + ",media=cdrom"}
@@ -155,10 +157,27 @@ func TestOwnership_predicate(t *testing.T) {
 		{"recorded: the VM without smbios1", finishedAt(""), Owner{UID: testUID, Instance: inst}, notOursBound},
 		{"recorded: this VM, its mark bound", finishedAt("uuid=" + inst), Owner{UID: testUID, Instance: inst}, notOursNone},
 		{"recorded: this VM, its instance line deleted", map[string]string{"name": testName, "description": ours["description"], "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: strings.ToUpper(inst)}, notOursNone},
-		{"recorded: this VM, another uid in its mark", map[string]string{"name": testName, "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursOtherUID},
+		{"recorded: this VM, another uid in its mark", map[string]string{"name": testName, "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM, its mark wiped", map[string]string{"name": testName, "description": "", "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM, only a note left", map[string]string{"name": testName, "description": "a note", "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM, its uid line deleted", map[string]string{"name": testName, "description": strings.Replace(bound, MarkKeyUID+"="+testUID+"\n", "", 1),
+			"smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM, its managed line rewritten", map[string]string{"name": testName, "description": strings.Replace(bound, "managed=true", "managed=false", 1),
+			"smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
 		{"recorded: this VM renamed", map[string]string{"name": "renamed", "description": bound, "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
 		{"recorded: a hand-made VM renamed", map[string]string{"name": "renamed", "description": bound, "smbios1": "uuid=0a0b0c0d-0000-4000-8000-000000000003"}, Owner{UID: testUID, Instance: inst}, notOursName},
-		{"recorded: this VM renamed, another uid in its mark", map[string]string{"name": "renamed", "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursName},
+		{"recorded: this VM renamed, another uid in its mark", map[string]string{"name": "renamed", "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: this VM renamed, its mark wiped", map[string]string{"name": "renamed", "description": "a note", "smbios1": "uuid=" + inst}, Owner{UID: testUID, Instance: inst}, notOursNone},
+		{"recorded: a hand-made VM without a mark", map[string]string{"name": testName, "description": "a note", "smbios1": "uuid=0a0b0c0d-0000-4000-8000-000000000003"}, Owner{UID: testUID, Instance: inst}, notOursUnmarked},
+		{"recorded: a hand-made VM without smbios1 or a mark", map[string]string{"name": testName, "description": ""}, Owner{UID: testUID, Instance: inst}, notOursUnmarked},
+		{"recorded without a uid: this VM, its mark wiped", map[string]string{"name": testName, "description": "", "smbios1": "uuid=" + inst}, Owner{Instance: inst}, notOursUnmarked},
+		{"recorded without a uid: this VM, its mark bound", finishedAt("uuid=" + inst), Owner{Instance: inst}, notOursNoUIDHere},
+		{"unbound state: this VM, its mark wiped", map[string]string{"name": testName, "description": "a note", "smbios1": "uuid=" + inst}, Owner{UID: testUID}, notOursUnmarked},
+		{"unbound state: this VM, its uid line deleted", map[string]string{"name": testName, "description": strings.Replace(bound, MarkKeyUID+"="+testUID+"\n", "", 1),
+			"smbios1": "uuid=" + inst}, Owner{UID: testUID}, notOursNoUID},
+		{"unbound state: this VM, another uid in its mark", map[string]string{"name": testName, "description": FormatMark(otherUID, time.Now()), "smbios1": "uuid=" + inst},
+			Owner{UID: testUID}, notOursOtherUID},
+		{"no state: this VM, its mark wiped", map[string]string{"name": testName, "description": "a note", "smbios1": "uuid=" + inst}, Owner{UID: testUID, Bound: true}, notOursUnmarked},
 		{"no state: this VM renamed", map[string]string{"name": "renamed", "description": bound, "smbios1": "uuid=" + inst}, Owner{UID: testUID, Bound: true}, notOursName},
 		{"no state: the stripped mark", stripped, Owner{UID: testUID, Bound: true}, notOursUnbound},
 		{"no state: a bound mark on its VM", finishedAt("uuid=" + inst), Owner{UID: testUID, Bound: true}, notOursNone},

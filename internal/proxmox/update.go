@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -293,11 +294,11 @@ func (r *updateRun) writeConfig(ctx context.Context) error {
 		desc = r.cfg["description"]
 	}
 	repair := len(r.params) > 0 || (r.ch.Bind && r.cfg["lock"] == "")
-	if fin := finishedMark(desc, r.cfg); ok || (fin != desc && repair) {
+	if fin := finishedMark(restoredMark(desc, r.cfg, r.ch, r.b.clock.Now()), r.cfg); ok || (fin != desc && repair) {
 		r.params["description"] = fin
 	}
 	if r.cfg["name"] != r.id.Name && repair {
-		r.params["name"] = r.id.Name // renamed outside Terraform (renamedBound)
+		r.params["name"] = r.id.Name // renamed outside Terraform (recordedInstance)
 	}
 	if len(r.params) == 0 {
 		return nil
@@ -314,6 +315,26 @@ func (r *updateRun) writeConfig(ctx context.Context) error {
 		return apiErrorf("update", err, "writing the config on node %s", r.node)
 	}
 	return nil
+}
+
+// restoredMark is desc, the description an update writes on a VM the state's record alone
+// showed the resource's (recordedInstance), with the whole finished mark a create writes
+// (the operator's lines with ch.UID and ch.Mark's created-at, the namespace and instance
+// lines, this provider's lines: created-by, the digests and static address of ch.Mark and
+// ch.Network) in place of its mark lines when they do not carry ch.UID: wiped, or its uid
+// line deleted or rewritten outside Terraform. Its other text is kept as the note. desc as
+// it is otherwise (finishedMark repairs the rest).
+func restoredMark(desc string, cfg map[string]string, ch Changes, now time.Time) string {
+	if m := ParseMark(desc); !recordedInstance(cfg, Owner{UID: ch.UID, Instance: ch.Instance}) || (m.Managed && m.UID == ch.UID) {
+		return desc
+	}
+	created := ch.Mark.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	l := MarkLines{UID: ch.UID, CreatedAt: created, Namespace: ch.Mark.Namespace, Instance: instanceOf(cfg)}
+	extra := Spec{UserDataDigest: ch.Mark.UserDataDigest, Network: ch.Network, NetworkDigest: NetworkDigest(ch.Network)}
+	return withNote(l.Format()+FormatMarkExtra(extra), NoteOf(desc))
 }
 
 // confirmHotplug reads what the VM runs with after a memory hotplug: Proxmox plugs DIMMs
