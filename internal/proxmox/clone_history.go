@@ -83,7 +83,11 @@ func (b *Backend) usedSinceClone(ctx context.Context, h cloneHistory) (string, e
 	}
 	since := from.Add(-historySkew).Unix()
 	seen := map[string]string{}
-	for _, node := range b.historyNodes(ctx, &h) {
+	nodes, why, err := b.historyNodes(ctx, &h)
+	if why != "" || err != nil {
+		return why, err
+	}
+	for _, node := range nodes {
 		why, err := b.nodeHistory(ctx, node, token, since, h, seen)
 		if why != "" || err != nil {
 			return why, err
@@ -92,22 +96,24 @@ func (b *Backend) usedSinceClone(ctx context.Context, h cloneHistory) (string, e
 	return "", nil
 }
 
-// historyNodes is every node a task on the VM may have run on: the configured nodes, the
-// VM's and the template's, and every node the listing shows a guest on. It keeps the
-// listing in h.res.
-func (b *Backend) historyNodes(ctx context.Context, h *cloneHistory) []string {
+// historyNodes is every node a task on the VM may have run on: every node of the cluster
+// (GET /nodes lists them all to any user), with the VM's and the template's. It keeps the
+// listing in h.res, for the clone sources. A reason when the nodes cannot be listed.
+func (b *Backend) historyNodes(ctx context.Context, h *cloneHistory) ([]string, string, error) {
+	all, err := b.api.Nodes(ctx)
+	if err != nil {
+		why, err := readFailed(ctx, "the cluster's nodes could not be listed", err)
+		return nil, why, err
+	}
 	set := map[string]bool{h.node: true, h.tmplNode: true}
-	for _, n := range b.cfg.Nodes {
-		set[n] = true
+	for _, n := range all {
+		set[n.Node] = true
 	}
 	if res, err := b.listing(ctx, false); err == nil {
 		h.res = res
-		for _, r := range res {
-			set[r.Node] = true
-		}
 	}
 	delete(set, "")
-	return slices.Sorted(maps.Keys(set))
+	return slices.Sorted(maps.Keys(set)), "", nil
 }
 
 // nodeHistory is usedSinceClone on one node.

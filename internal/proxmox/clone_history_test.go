@@ -61,6 +61,14 @@ func TestCleanOrphans_cloneHistory(t *testing.T) {
 		{"no Sys.Audit on the node", func(h *harness) {
 			h.f.privs = map[string][]string{"/vms": allFakePrivs, "/nodes/pv1-1": {"Sys.Modify"}}
 		}, "no Sys.Audit on /nodes/pv1-1"},
+		{"started on a node that holds no guest now", func(h *harness) {
+			h.f.nodes = append(h.f.nodes, "pv1-9")
+			h.f.addHistory("pv1-9", pveapi.TaskEntry{Type: "qmstart", ID: strconv.Itoa(vmid), User: "mallory@pve",
+				StartTime: h.clock.Now().Add(-30 * time.Minute).Unix()})
+			h.f.privs = map[string][]string{"/vms": allFakePrivs, "/nodes/pv1-1": {"Sys.Audit"}, "/nodes/pv1-9": {"Sys.Audit"}}
+		}, "node pv1-9's task list shows mallory@pve started it"},
+		{"nodes unlistable", func(h *harness) { h.f.failNext("Nodes", fixtureErr("err_not_implemented")) },
+			"the cluster's nodes could not be listed"},
 		{"task list unreadable", func(h *harness) { h.f.failNext("NodeTasks", fixtureErr("err_not_implemented")) },
 			"the task list of node pv1-1 could not be read"},
 		{"archive rotated past the window", func(h *harness) {

@@ -60,3 +60,17 @@ func (f *fakeAPI) NodeTasks(ctx context.Context, node string, q pveapi.TaskQuery
 	}
 	return out, nil
 }
+
+// Nodes answers every node of the fake, online.
+func (f *fakeAPI) Nodes(ctx context.Context) ([]pveapi.NodeEntry, error) {
+	if err := f.enter(ctx, fakeCall{Method: "Nodes"}); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []pveapi.NodeEntry
+	for _, n := range f.nodes {
+		out = append(out, pveapi.NodeEntry{Node: n, Status: "online"})
+	}
+	return out, nil
+}

@@ -327,7 +327,7 @@ var fakeReads = map[string]bool{
 	"VMConfig": true, "VMConfigCurrent": true, "VMPending": true, "VMSnapshots": true, "VMSnapshotConfig": true,
 	"VMStatus": true, "VMIDFree": true, "ClusterResources": true, "AgentNetworkInterfaces": true, "TaskStatus": true,
 	"CPUModels": true, "NodeNetwork": true, "NodeStatus": true, "Permissions": true, "StorageContent": true,
-	"StorageStatus": true, "Version": true, "NodeTasks": true,
+	"StorageStatus": true, "Version": true, "NodeTasks": true, "Nodes": true,
 }
 
 func (f *fakeAPI) calls(method string) int {

@@ -56,6 +56,8 @@ type API interface {
 	Destroy(ctx context.Context, node string, vmid int) (string, error)
 	// TaskStatus is GET /nodes/{node}/tasks/{upid}/status.
 	TaskStatus(ctx context.Context, node, upid string) (TaskStatus, error)
+	// Nodes is GET /nodes (node_tasks.go).
+	Nodes(ctx context.Context) ([]NodeEntry, error)
 	// NodeTasks is GET /nodes/{node}/tasks (node_tasks.go).
 	NodeTasks(ctx context.Context, node string, q TaskQuery) ([]TaskEntry, error)
 	// AgentNetworkInterfaces is GET /nodes/{node}/qemu/{vmid}/agent/network-get-interfaces.

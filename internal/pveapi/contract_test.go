@@ -75,6 +75,13 @@ func contractCases(t *testing.T) []contractCase {
 					t.Errorf("got %+v, want %+v", got, want)
 				}
 			}},
+		{name: "Nodes", fixture: "nodes", method: "GET", path: "/nodes",
+			call: func(ctx context.Context, c *Client) (any, error) { return c.Nodes(ctx) },
+			check: func(t *testing.T, got any) {
+				if n := got.([]NodeEntry); len(n) != 2 || n[0].Node != "pv1-1" || n[1].Status != "offline" {
+					t.Errorf("got %+v", n)
+				}
+			}},
 		{name: "NodeStatus", fixture: "node_status", method: "GET", path: "/nodes/pv1-1/status",
 			call: func(ctx context.Context, c *Client) (any, error) { return c.NodeStatus(ctx, tNode) },
 			check: func(t *testing.T, got any) {
@@ -334,8 +341,8 @@ func TestClient_contractPerSeamMethod(t *testing.T) {
 			t.Errorf("seam method %s has no contract case", m)
 		}
 	}
-	if api.NumMethod() != 40 {
-		t.Errorf("API has %d methods, the contract covers 40", api.NumMethod())
+	if api.NumMethod() != 41 {
+		t.Errorf("API has %d methods, the contract covers 41", api.NumMethod())
 	}
 }
 

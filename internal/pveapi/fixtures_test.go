@@ -146,6 +146,15 @@ func checkData(t *testing.T, f fixture.Fixture) {
 		var v VersionInfo
 		mustData(t, f, &v)
 		nonEmpty(t, v.Version, v.Release, v.RepoID)
+	case path == "/nodes":
+		var v []NodeEntry
+		mustData(t, f, &v)
+		for _, n := range v {
+			nonEmpty(t, n.Node, n.Status)
+		}
+		if len(v) == 0 {
+			t.Fatal("no nodes")
+		}
 	case path == "/nodes/{node}/status":
 		var v NodeStatus
 		mustData(t, f, &v)

@@ -68,3 +68,19 @@ func (c *Client) NodeTasks(ctx context.Context, node string, q TaskQuery) ([]Tas
 	}
 	return out, nil
 }
+
+// NodeEntry is one node of GET /nodes: every node of the cluster, online or not (pve-manager
+// PVE/API2/Nodes.pm index, open to every user; fact: node-tasks).
+type NodeEntry struct {
+	Node   string `json:"node"`
+	Status string `json:"status"`
+}
+
+// Nodes is GET /nodes.
+func (c *Client) Nodes(ctx context.Context) ([]NodeEntry, error) {
+	var out []NodeEntry
+	if err := c.do(ctx, request{call: "Nodes", method: http.MethodGet, path: "/nodes"}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -120,6 +120,8 @@ func TestSource_endpointsOtherClientsCallFirst(t *testing.T) {
 					t.Errorf("host name %v, want %v", got, want)
 				}
 			}
+			tg.rawJSON("GET", "/nodes", nil, &got)
+			sameShape(t, "nodes", got, fixtureAny(t, "nodes"))
 			tg.rawJSON("GET", "/cluster/tasks", nil, &got)
 			sameShape(t, "cluster tasks", got, fixtureAny(t, "cluster_tasks"))
 
