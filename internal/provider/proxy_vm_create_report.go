@@ -34,10 +34,11 @@ func warnCreateReport(diags *diag.Diagnostics, name string, rep *proxmox.CreateR
 		diags.AddWarning("Half-made proxy VM left alone",
 			fmt.Sprintf("VMID %d on node %s holds a VM named %q whose description says it is an interrupted create of this name in this "+
 				"uid_namespace (uid %s), but %s. This create left it alone: it never stops, destroys, reconfigures or boots a VM it "+
-				"cannot prove it made. If it is the remains of an apply made before the API token was rotated, destroy it in Proxmox "+
-				"(`qm stop %d && qm destroy %d --purge`) and delete its seed ISO; if it is someone else's VM, remove the "+
-				"proxy-operator-* lines from its description.",
-				u.VMID, u.Node, name, orNone(u.UID), u.Why, u.VMID, u.VMID))
+				"cannot prove it made, and made this one at another VMID. Find out whose it is first (`pvenode task list --vmid %d` "+
+				"on each node shows who started or changed it). If it is someone else's, remove the proxy-operator-* lines from its "+
+				"description; if it is the remains of an interrupted apply of this configuration (or of one made before the API token "+
+				"was rotated), destroy it in Proxmox (`qm stop %d && qm destroy %d --purge`) and delete its seed ISO.",
+				u.VMID, u.Node, name, orNone(u.UID), u.Why, u.VMID, u.VMID, u.VMID))
 	}
 }
 
