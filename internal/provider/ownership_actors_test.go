@@ -150,6 +150,10 @@ func TestOwnership_threatActors(t *testing.T) {
 			}
 			for _, a := range threatActors {
 				for _, text := range threatTexts {
+					if target == threatTargets[3] && text != threatTexts[0] && text != threatTexts[1] {
+						skipped++ // a finished text on a hand-made VM is the second target's case
+						continue
+					}
 					name := fmt.Sprintf("%s/%s/%s/%s", p.name, target, a.name, text)
 					t.Run(name, func(t *testing.T) {
 						n := runThreatCase(t, p, a, text, target)
@@ -173,7 +177,8 @@ func TestOwnership_threatActors(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("threat model: %d paths x %d actors x %d texts x %d targets: %d cases run (%d own-VM cases of state-driven paths not applicable), "+
+	t.Logf("threat model: %d paths x %d actors x %d texts x %d targets: %d cases run (%d not applicable: own-VM cases of state-driven "+
+		"paths, finished texts on the used hand clone), "+
 		"writes beyond the actor's rights: %d; documented residual cases: %d with %d writes",
 		len(threatPaths()), len(threatActors), len(threatTexts), len(threatTargets), cases, skipped, writes, residualCases, residualWrites)
 }
