@@ -14,6 +14,21 @@ import (
 	"github.com/proxy-operator/terraform-provider-proxy/internal/tfrun"
 )
 
+// runCleanup runs the documented clean-up (dry_run = false) with Terraform tf, in a
+// workspace of its own on the scenario's provider block, the simulator's request log on.
+func (s *scenario) runCleanup(t *testing.T, tf string) *tfrun.Result {
+	t.Helper()
+	p := *provider
+	p.Terraform = tf
+	cw := p.NewWorkspace(t)
+	cw.Timeout = commandTimeout
+	if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(t, true)); err != nil {
+		t.Fatal(err)
+	}
+	s.sim.EnableRequestLog()
+	return cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.all")
+}
+
 // cleanupAction is the configuration of the proxy_orphan_cleanup action the tests invoke:
 // the documented example (grace_period = "2h") with dry_run = false for a real run, the same
 // action with an empty config (a dry run, grace_period 1h) otherwise.
@@ -280,15 +295,7 @@ func TestE2E_Cleanup_ReplayedCreatingTextNeedsALook(t *testing.T) {
 		t.Fatalf("the VM is %s, want running", before.Power)
 	}
 
-	p := *provider
-	p.Terraform = tf
-	cw := p.NewWorkspace(t)
-	cw.Timeout = commandTimeout
-	if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(t, true)); err != nil {
-		t.Fatal(err)
-	}
-	s.sim.EnableRequestLog()
-	r := cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.all")
+	r := s.runCleanup(t, tf)
 	if !r.OK() {
 		t.Fatalf("the cleanup failed:\n%s", r)
 	}

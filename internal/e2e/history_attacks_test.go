@@ -28,15 +28,7 @@ func historyLost(t *testing.T, s *scenario, vm tfrun.VM, createdAt time.Time, vm
 }
 
 func historyCleanup(t *testing.T, s *scenario) string {
-	p := *provider
-	p.Terraform = latestTerraform(t)
-	cw := p.NewWorkspace(t)
-	cw.Timeout = commandTimeout
-	if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(t, true)); err != nil {
-		t.Fatal(err)
-	}
-	s.sim.EnableRequestLog()
-	r := cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.all")
+	r := s.runCleanup(t, latestTerraform(t))
 	t.Logf("cleanup output:\n%s", tfrun.TrimOverridesWarning(r.Stdout))
 	return strings.Join(strings.Fields(r.Output()), " ")
 }

@@ -154,15 +154,7 @@ func TestE2E_Cleanup_UsedHandCloneNeedsALook(t *testing.T) {
 	vm := s.vm("uc")
 	vmid, a := usedHandClone(t, s, vm, 3*time.Hour)
 	before, _ := s.sim.VM(vmid)
-	p := *provider
-	p.Terraform = tf
-	cw := p.NewWorkspace(t)
-	cw.Timeout = commandTimeout
-	if err := cw.WriteConfig(tfrun.RequiredProviders + s.pc.HCL() + cleanupAction(t, true)); err != nil {
-		t.Fatal(err)
-	}
-	s.sim.EnableRequestLog()
-	r := cw.Run(s.ctx, "apply", "-auto-approve", "-input=false", "-no-color", "-invoke=action.proxy_orphan_cleanup.all")
+	r := s.runCleanup(t, tf)
 	if !r.OK() {
 		t.Fatalf("the cleanup failed:\n%s", r)
 	}
